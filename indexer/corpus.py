@@ -1,0 +1,465 @@
+"""The corpus tree (DESIGN §3): nodes, levels, titles, heading paths and parent links.
+
+    corpus/<work>/summary.md                      level 3  work_summary
+    corpus/<work>/<piece>/source.md               level 0  source   (liminary piece)
+    corpus/<work>/<piece>/summary.md              level 1  section_summary
+    corpus/<work>/<part>/summary.md               level 2  part_summary
+    corpus/<work>/<part>/<chapter>/source.md      level 0  source
+    corpus/<work>/<part>/<chapter>/summary.md     level 1  section_summary
+
+`read_corpus` never stops at a bad file: it records a `Problem` and goes on, so
+one malformed chapter does not keep the others from being indexed. The only
+thing it writes is a missing or wrong `parent_source_file` key, returned as
+`Changes` for the caller to apply.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from indexer import frontmatter
+from indexer.errors import CorpusError, FrontmatterError, Problem
+from indexer.policy import POLICY_FILE, Policy, parse_policy
+from indexer.source import Changes, FileSource
+
+CORPUS_DIR = "corpus"
+SOURCE = "source.md"
+SUMMARY = "summary.md"
+SIDECAR_SUFFIX = ".jsonl"
+NODE_TYPES = {0: "source", 1: "section_summary", 2: "part_summary", 3: "work_summary"}
+SUMMARY_SUFFIX = " (résumé)"
+DEFAULT_LANG = "fr"
+
+_NUMBER = re.compile(r"\d+")
+
+
+@dataclass
+class Node:
+    """One file of the corpus (or a summary.md still to be written: `exists` False)."""
+
+    path: str  # repo-relative: corpus/<work>/…/source.md
+    level: int
+    node_type: str
+    kind: str  # the folder's role: "chapter", "piece", "part" or "work"
+    folder: str  # repo-relative folder of the node
+    work: str  # the work's folder name
+    title: str
+    heading: str  # this node's own part of the heading path ("Chapitre I (Abondance, disette)")
+    heading_path: str
+    parent_source_file: str | None
+    lang: str
+    vectorize: bool
+    meta: dict[str, Any]
+    body: str
+    body_line: int  # 1-based line of the body's first line in the file
+    text: str  # the whole file as read (empty for a node that does not exist yet)
+    order: tuple[int, str] = (0, "")
+    exists: bool = True
+
+    @property
+    def is_summary(self) -> bool:
+        return self.level > 0
+
+    @property
+    def generated(self) -> bool:
+        """False for a summary written by hand (`generated: false`): never overwritten."""
+        return self.meta.get("generated", True) is not False
+
+    @property
+    def sidecar_path(self) -> str:
+        return self.path + SIDECAR_SUFFIX
+
+
+@dataclass
+class Corpus:
+    policy: Policy
+    nodes: dict[str, Node] = field(default_factory=dict)
+    problems: list[Problem] = field(default_factory=list)
+    changes: Changes = field(default_factory=Changes)
+
+    def children(self, path: str) -> list[Node]:
+        """The nodes whose parent is `path`, in reading order."""
+        kids = [n for n in self.nodes.values() if n.parent_source_file == path]
+        return sorted(kids, key=lambda n: (n.order, n.level, n.path))
+
+    def parent(self, node: Node) -> Node | None:
+        return self.nodes.get(node.parent_source_file) if node.parent_source_file else None
+
+    def ancestors(self, node: Node) -> list[Node]:
+        out: list[Node] = []
+        current = self.parent(node)
+        while current is not None:
+            out.append(current)
+            current = self.parent(current)
+        return out
+
+    def works(self) -> list[Node]:
+        return sorted((n for n in self.nodes.values() if n.level == 3), key=lambda n: n.path)
+
+    def in_reading_order(self) -> list[Node]:
+        """Every node, depth first: a summary before its children (an outline)."""
+        out: list[Node] = []
+
+        def walk(node: Node) -> None:
+            out.append(node)
+            for child in self.children(node.path):
+                walk(child)
+
+        for work in self.works():
+            walk(work)
+        return out
+
+    @property
+    def failed(self) -> bool:
+        return any(p.severity == "error" for p in self.problems)
+
+
+def humanize(folder: str) -> str:
+    """A title from a folder name until the user sets one: `02-deuxieme-serie` → `Deuxieme serie`."""
+    words = [w for w in re.split(r"[-_\s]+", folder) if w and not w.isdigit()]
+    text = " ".join(words) or folder
+    return text[:1].upper() + text[1:]
+
+
+def folder_order(name: str, meta: dict[str, Any]) -> tuple[int, str]:
+    order = meta.get("order")
+    if isinstance(order, int) and not isinstance(order, bool):
+        return (order, name)
+    m = _NUMBER.search(name)
+    return (int(m.group()) if m else 1_000_000, name)
+
+
+def section_heading(title: str, meta: dict[str, Any]) -> str:
+    """`Chapitre I (Abondance, disette)` for a numbered chapter, the bare title otherwise."""
+    number = meta.get("number")
+    if number is None or str(number).strip() in ("", "0"):
+        return title
+    label = str(meta.get("label", "Chapitre")).strip()
+    return f"{label} {str(number).strip()} ({title})"
+
+
+def summary_heading_path(heading_path: str) -> str:
+    return heading_path + SUMMARY_SUFFIX
+
+
+class _Reader:
+    def __init__(self, source: FileSource) -> None:
+        self.source = source
+        self.problems: list[Problem] = []
+        self.docs: dict[str, frontmatter.Document] = {}
+        self.texts: dict[str, str] = {}
+
+    def problem(self, path: str, message: str, severity: str = "error") -> None:
+        self.problems.append(Problem(path, message, severity))  # type: ignore[arg-type]
+
+    def load(self, path: str) -> frontmatter.Document | None:
+        """The parsed file, or None (with a problem recorded) when it cannot be used."""
+        if path in self.docs:
+            return self.docs[path]
+        try:
+            text = frontmatter.decode(path, self.source.read(path))
+            doc = frontmatter.parse(path, text)
+            _validate(path, doc.meta)
+        except CorpusError as e:
+            self.problems.append(Problem.from_error(e))
+            return None
+        self.docs[path] = doc
+        self.texts[path] = text
+        return doc
+
+
+def _validate(path: str, meta: dict[str, Any]) -> None:
+    for key in ("vectorize", "generated"):
+        if key in meta and not isinstance(meta[key], bool):
+            raise FrontmatterError(path, f"`{key}` must be true or false, not {meta[key]!r}")
+    for key in ("title", "lang", "parent_source_file"):
+        if key in meta and meta[key] is not None and not isinstance(meta[key], str):
+            raise FrontmatterError(path, f"`{key}` must be a string, not {meta[key]!r}")
+    if "order" in meta and (not isinstance(meta["order"], int) or isinstance(meta["order"], bool)):
+        raise FrontmatterError(path, f"`order` must be a whole number, not {meta['order']!r}")
+    if (
+        "generator" in meta
+        and meta["generator"] is not None
+        and not isinstance(meta["generator"], dict)
+    ):
+        raise FrontmatterError(path, "`generator` must be a mapping (it is written by Glossator)")
+
+
+def markdown_paths(source: FileSource) -> Iterable[str]:
+    return (p for p in source.paths() if p.endswith(".md"))
+
+
+def read_corpus(source: FileSource, policy: Policy | None = None) -> Corpus:
+    """Read every node of the corpus tree in `source`, with problems and parent fixes."""
+    if policy is None:
+        try:
+            policy = parse_policy(source.read(POLICY_FILE) if source.exists(POLICY_FILE) else None)
+        except CorpusError as e:
+            corpus = Corpus(Policy())
+            corpus.problems.append(Problem.from_error(e))
+            return corpus
+    corpus = Corpus(policy)
+    reader = _Reader(source)
+
+    # folder -> names of its .md files, and folder -> sub-folders holding files
+    files: dict[str, set[str]] = {}
+    for path in markdown_paths(source):
+        parts = path.split("/")
+        if parts[0] != CORPUS_DIR:
+            if len(parts) > 1 and path.startswith(policy.prompts_dir.rstrip("/") + "/"):
+                continue
+            if len(parts) > 1:
+                reader.problem(
+                    path,
+                    "Markdown file outside corpus/ is not indexed; move it under corpus/<work>/…",
+                    "warning",
+                )
+            continue
+        if source.is_symlink(path):
+            reader.problem(
+                path, "symbolic links are not followed; replace the link with the file itself"
+            )
+            continue
+        name = parts[-1]
+        depth = len(parts) - 2  # folders below corpus/
+        if name not in (SOURCE, SUMMARY):
+            reader.problem(
+                path,
+                f"only {SOURCE} and {SUMMARY} are read in corpus folders; this file is ignored",
+                "warning",
+            )
+            continue
+        if depth < 1:
+            reader.problem(
+                path, "a file directly in corpus/ belongs to no work; put it in corpus/<work>/"
+            )
+            continue
+        if depth > 3:
+            reader.problem(path, "too deep: the corpus has work, part and chapter folders only")
+            continue
+        if depth == 1 and name == SOURCE:
+            reader.problem(
+                path,
+                "a chapter outside any part: put it in corpus/<work>/<part>/<chapter>/ or make it a liminary piece folder corpus/<work>/<piece>/",
+            )
+            continue
+        files.setdefault("/".join(parts[:-1]), set()).add(name)
+
+    works = sorted({"/".join(f.split("/")[:2]) for f in files})
+    for work_folder in works:
+        _read_work(corpus, reader, work_folder, files)
+    corpus.problems.extend(reader.problems)
+    return corpus
+
+
+def _read_work(
+    corpus: Corpus, reader: _Reader, work_folder: str, files: dict[str, set[str]]
+) -> None:
+    work_name = work_folder.split("/")[1]
+    summary_path = f"{work_folder}/{SUMMARY}"
+    doc = reader.load(summary_path) if SUMMARY in files.get(work_folder, set()) else None
+    if SUMMARY in files.get(work_folder, set()) and doc is None:
+        return  # its summary.md is unusable: without the work's title and lang nothing below can be placed
+    meta = doc.meta if doc else {}
+    title = meta.get("title") or ""
+    if not title:
+        title = humanize(work_name)
+        reader.problem(
+            summary_path,
+            f"no `title`: using {title!r} until you set one in its frontmatter",
+            "warning",
+        )
+    lang = meta.get("lang") or DEFAULT_LANG
+    work = _node(
+        corpus,
+        reader,
+        summary_path,
+        doc,
+        level=3,
+        kind="work",
+        folder=work_folder,
+        work=work_name,
+        title=title,
+        heading=title,
+        heading_path=title,
+        parent=None,
+        lang=lang,
+        order=(0, work_name),
+    )
+
+    subfolders = sorted(
+        {"/".join(f.split("/")[:3]) for f in files if f.startswith(work_folder + "/")}
+    )
+    for sub in subfolders:
+        names = files.get(sub, set())
+        chapters = sorted(f for f in files if f.startswith(sub + "/") and SOURCE in files[f])
+        if SOURCE in names:
+            if chapters:
+                reader.problem(
+                    sub,
+                    "a folder cannot be both a liminary piece (it has source.md) and a part (it has chapter folders)",
+                )
+                continue
+            _read_section(corpus, reader, sub, "piece", work, work)
+            continue
+        if not chapters:
+            reader.problem(
+                f"{sub}/{SUMMARY}" if SUMMARY in names else sub,
+                "a part with no chapters: add chapter folders with a source.md, or remove it",
+            )
+            continue
+        part = _read_part(corpus, reader, sub, work)
+        if part is not None:
+            for chapter in chapters:
+                _read_section(corpus, reader, chapter, "chapter", part, work)
+
+
+def _read_part(corpus: Corpus, reader: _Reader, folder: str, work: Node) -> Node | None:
+    path = f"{folder}/{SUMMARY}"
+    name = folder.split("/")[-1]
+    exists = reader.source.exists(path)
+    doc = reader.load(path) if exists else None
+    if exists and doc is None:
+        return None
+    meta = doc.meta if doc else {}
+    title = meta.get("title") or ""
+    if not title:
+        title = humanize(name)
+        reader.problem(
+            path, f"no `title`: using {title!r} until you set one in its frontmatter", "warning"
+        )
+    return _node(
+        corpus,
+        reader,
+        path,
+        doc,
+        level=2,
+        kind="part",
+        folder=folder,
+        work=work.work,
+        title=title,
+        heading=title,
+        heading_path=f"{work.heading_path} > {title}",
+        parent=work,
+        lang=meta.get("lang") or work.lang,
+        order=folder_order(name, meta),
+    )
+
+
+def _read_section(
+    corpus: Corpus, reader: _Reader, folder: str, kind: str, parent: Node, work: Node
+) -> None:
+    src_path = f"{folder}/{SOURCE}"
+    sum_path = f"{folder}/{SUMMARY}"
+    name = folder.split("/")[-1]
+    src = reader.load(src_path)
+    if src is None:
+        return
+    if not src.body.strip():
+        reader.problem(
+            src_path,
+            "empty source: there is no text to index; write the chapter or remove its folder",
+        )
+        return
+    sum_exists = reader.source.exists(sum_path)
+    summ = reader.load(sum_path) if sum_exists else None
+    meta = src.meta
+    title = meta.get("title") or (summ.meta.get("title") if summ else "") or ""
+    if not title:
+        title = humanize(name)
+        reader.problem(
+            src_path, f"no `title`: using {title!r} until you set one in its frontmatter", "warning"
+        )
+    heading = section_heading(title, meta)
+    heading_path = f"{parent.heading_path} > {heading}"
+    order = folder_order(name, meta)
+    lang = meta.get("lang") or parent.lang
+    summary = None
+    if not (sum_exists and summ is None):
+        summary = _node(
+            corpus,
+            reader,
+            sum_path,
+            summ,
+            level=1,
+            kind=kind,
+            folder=folder,
+            work=work.work,
+            title=title,
+            heading=heading,
+            heading_path=heading_path,
+            parent=parent,
+            lang=lang,
+            order=order,
+        )
+    _node(
+        corpus,
+        reader,
+        src_path,
+        src,
+        level=0,
+        kind=kind,
+        folder=folder,
+        work=work.work,
+        title=title,
+        heading=heading,
+        heading_path=heading_path,
+        parent=summary,
+        lang=lang,
+        order=order,
+        parent_path=sum_path,
+    )
+
+
+def _node(
+    corpus: Corpus,
+    reader: _Reader,
+    path: str,
+    doc: frontmatter.Document | None,
+    *,
+    level: int,
+    kind: str,
+    folder: str,
+    work: str,
+    title: str,
+    heading: str,
+    heading_path: str,
+    parent: Node | None,
+    lang: str,
+    order: tuple[int, str],
+    parent_path: str | None = None,
+) -> Node:
+    meta = dict(doc.meta) if doc else {}
+    vectorize = meta.get("vectorize")
+    expected_parent = parent.path if parent else parent_path
+    node = Node(
+        path=path,
+        level=level,
+        node_type=NODE_TYPES[level],
+        kind=kind,
+        folder=folder,
+        work=work,
+        title=title,
+        heading=heading,
+        heading_path=heading_path if level == 0 else summary_heading_path(heading_path),
+        parent_source_file=expected_parent,
+        lang=lang,
+        vectorize=corpus.policy.vectorize(level) if vectorize is None else bool(vectorize),
+        meta=meta,
+        body=doc.body if doc else "",
+        body_line=doc.body_line if doc else 1,
+        text=reader.texts.get(path, ""),
+        order=order,
+        exists=doc is not None,
+    )
+    corpus.nodes[path] = node
+    if doc is not None and meta.get("parent_source_file") != expected_parent:
+        fixed = frontmatter.set_keys(node.text, {"parent_source_file": expected_parent})
+        corpus.changes.write(path, fixed.encode("utf-8"))
+        node.text = fixed
+        node.meta["parent_source_file"] = expected_parent
+        node.body_line = frontmatter.parse(path, fixed).body_line
+    return node

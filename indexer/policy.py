@@ -1,0 +1,116 @@
+"""The corpus policy: `glossator.toml` at the root of a corpus repository (DESIGN §7).
+
+    [vectorize]
+    preset = "all"            # "all" (every level) or "economical" (summaries only,
+                              # paragraphs left to BM25)
+    levels = [0, 1, 2, 3]     # or list the levels yourself (overrides preset)
+
+    [summaries]
+    algorithm = "default"     # or "long-context" (level 2 from the chapters' full text)
+    prompts_dir = "prompts"   # prompts/<level>.md, prompts/<work>/<level>.md override
+    budget_tokens = { 1 = 300, 2 = 500, 3 = 700 }
+
+    [chunking]
+    max_tokens = 400          # paragraphs over this split at sentences, then words
+
+Every key is checked: an unknown one is an error that names it, because a typo
+would otherwise silently leave the default in force.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from indexer.errors import CorpusError
+
+POLICY_FILE = "glossator.toml"
+PRESETS = {"all": (0, 1, 2, 3), "economical": (1, 2, 3)}
+ALGORITHMS = ("default", "long-context")
+DEFAULT_BUDGETS = {1: 300, 2: 500, 3: 700}
+
+_SCHEMA: dict[str, set[str]] = {
+    "vectorize": {"preset", "levels"},
+    "summaries": {"algorithm", "prompts_dir", "budget_tokens"},
+    "chunking": {"max_tokens"},
+}
+
+
+@dataclass(frozen=True)
+class Policy:
+    vectorize_levels: tuple[int, ...] = PRESETS["all"]
+    algorithm: str = "default"
+    prompts_dir: str = "prompts"
+    budget_tokens: dict[int, int] = field(default_factory=lambda: dict(DEFAULT_BUDGETS))
+    max_tokens: int = 400
+
+    def vectorize(self, level: int) -> bool:
+        return level in self.vectorize_levels
+
+
+def parse_policy(data: bytes | None) -> Policy:
+    """Parse `glossator.toml` (None: defaults). Raises CorpusError naming the bad key."""
+    if data is None:
+        return Policy()
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise CorpusError(POLICY_FILE, f"not valid TOML: {e}") from None
+    for section, value in doc.items():
+        if section not in _SCHEMA:
+            raise CorpusError(
+                POLICY_FILE, f"unknown section [{section}]; known: {', '.join(_SCHEMA)}"
+            )
+        if not isinstance(value, dict):
+            raise CorpusError(POLICY_FILE, f"[{section}] must be a table")
+        for key in value:
+            if key not in _SCHEMA[section]:
+                raise CorpusError(
+                    POLICY_FILE,
+                    f"unknown key {section}.{key}; known: {', '.join(sorted(_SCHEMA[section]))}",
+                )
+    vec: dict[str, Any] = doc.get("vectorize", {})
+    summ: dict[str, Any] = doc.get("summaries", {})
+    chunk: dict[str, Any] = doc.get("chunking", {})
+
+    preset = vec.get("preset", "all")
+    if preset not in PRESETS:
+        raise CorpusError(
+            POLICY_FILE, f"vectorize.preset = {preset!r}: expected one of {', '.join(PRESETS)}"
+        )
+    levels = vec.get("levels", PRESETS[preset])
+    if not isinstance(levels, list | tuple) or not all(
+        isinstance(x, int) and 0 <= x <= 3 for x in levels
+    ):
+        raise CorpusError(POLICY_FILE, "vectorize.levels must be a list of levels from 0 to 3")
+    algorithm = summ.get("algorithm", "default")
+    if algorithm not in ALGORITHMS:
+        raise CorpusError(
+            POLICY_FILE,
+            f"summaries.algorithm = {algorithm!r}: expected one of {', '.join(ALGORITHMS)}",
+        )
+    prompts_dir = summ.get("prompts_dir", "prompts")
+    if (
+        not isinstance(prompts_dir, str)
+        or prompts_dir.startswith("/")
+        or ".." in prompts_dir.split("/")
+    ):
+        raise CorpusError(
+            POLICY_FILE, "summaries.prompts_dir must be a folder inside the repository"
+        )
+    budgets = dict(DEFAULT_BUDGETS)
+    for k, v in summ.get("budget_tokens", {}).items():
+        if str(k) not in {"1", "2", "3"} or not isinstance(v, int) or v <= 0:
+            raise CorpusError(
+                POLICY_FILE, "summaries.budget_tokens maps levels 1, 2, 3 to positive token counts"
+            )
+        budgets[int(k)] = v
+    max_tokens = chunk.get("max_tokens", 400)
+    if (
+        not isinstance(max_tokens, int)
+        or isinstance(max_tokens, bool)
+        or not 16 <= max_tokens <= 8192
+    ):
+        raise CorpusError(POLICY_FILE, "chunking.max_tokens must be a whole number from 16 to 8192")
+    return Policy(tuple(sorted(set(levels))), algorithm, prompts_dir, budgets, max_tokens)

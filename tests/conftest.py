@@ -1,0 +1,8 @@
+"""Shared fixtures. Each plugin module owns one kind of fixture:
+
+- tests/plugins/corpus.py  the example corpus (committed in example/) copied to tmp
+- tests/plugins/db.py      the real embedded PostgreSQL (or GLOSSATOR_TEST_DATABASE_URL)
+- tests/plugins/fakes.py   recording fakes for embedders, summarizers, rerankers
+"""
+
+pytest_plugins = ["tests.plugins.corpus", "tests.plugins.db", "tests.plugins.fakes"]

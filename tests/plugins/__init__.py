@@ -1,0 +1,1 @@
+"""Pytest plugins shared by the test tiers (listed in tests/conftest.py)."""
