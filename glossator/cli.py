@@ -21,9 +21,9 @@ console = Console(stderr=True)
 # (module, attribute): each a click command or group, imported lazily so that a
 # missing optional part never breaks `glossator config`.
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
-    ("indexer.cli", "corpus"),
+    ("indexer.importers.cli", "corpus"),
     ("indexer.cli", "sidecars"),
-    ("indexer.cli", "summarize"),
+    ("indexer.summaries.cli", "summarize"),
     ("indexer.cli", "index"),
     ("store.cli", "load"),
     ("store.cli", "db"),

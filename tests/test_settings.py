@@ -25,7 +25,7 @@ def test_unknown_variable_names_the_closest_setting():
 
 
 def test_bad_value_says_how_to_fix():
-    with pytest.raises(SettingsError, match="GLOSSATOR_PORT.*Fix or unset"):
+    with pytest.raises(SettingsError, match=r"GLOSSATOR_PORT.*Fix or unset"):
         Settings.from_env({"GLOSSATOR_PORT": "eighty"})
     with pytest.raises(SettingsError, match="expected one of"):
         Settings.from_env({"GLOSSATOR_EMBEDDER": "word2vec"})
