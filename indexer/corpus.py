@@ -145,6 +145,11 @@ def summary_heading_path(heading_path: str) -> str:
     return heading_path + SUMMARY_SUFFIX
 
 
+def _own_path(node: Node) -> str:
+    """A summary's heading path without " (résumé)": what its children's paths extend."""
+    return node.heading_path.removesuffix(SUMMARY_SUFFIX) if node.is_summary else node.heading_path
+
+
 class _Reader:
     def __init__(self, source: FileSource) -> None:
         self.source = source
@@ -342,7 +347,7 @@ def _read_part(corpus: Corpus, reader: _Reader, folder: str, work: Node) -> Node
         work=work.work,
         title=title,
         heading=title,
-        heading_path=f"{work.heading_path} > {title}",
+        heading_path=f"{_own_path(work)} > {title}",
         parent=work,
         lang=meta.get("lang") or work.lang,
         order=folder_order(name, meta),
@@ -374,7 +379,7 @@ def _read_section(
             src_path, f"no `title`: using {title!r} until you set one in its frontmatter", "warning"
         )
     heading = section_heading(title, meta)
-    heading_path = f"{parent.heading_path} > {heading}"
+    heading_path = f"{_own_path(parent)} > {heading}"
     order = folder_order(name, meta)
     lang = meta.get("lang") or parent.lang
     summary = None

@@ -1,0 +1,156 @@
+"""`glossator corpus import SRC DEST`: build a corpus tree from a book in another shape."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from indexer.importers.common import ImportSourceError
+from indexer.importers.tree import Work
+from indexer.importers.writer import import_works
+
+FORMATS = ("auto", "folder", "markdown", "epub")
+
+
+def detect_format(src: Path) -> str:
+    if src.is_dir():
+        return "folder"
+    suffix = src.suffix.lower()
+    if suffix in (".md", ".markdown"):
+        return "markdown"
+    if suffix == ".epub":
+        return "epub"
+    raise ImportSourceError(
+        str(src),
+        "cannot tell its format from the name; pass --format folder, markdown or epub",
+    )
+
+
+def read_source(
+    src: Path,
+    fmt: str,
+    *,
+    work_title: str | None = None,
+    author: str | None = None,
+    lang: str | None = None,
+    exclude: tuple[str, ...] = (),
+    skip_front_matter: bool = False,
+    progress: Callable[[str], None] | None = None,
+) -> list[Work]:
+    """The works in `src`, read with the importer for `fmt` (`auto`: from the path)."""
+    if not src.exists():
+        raise ImportSourceError(str(src), "does not exist; check the path")
+    if fmt == "auto":
+        fmt = detect_format(src)
+    if fmt == "folder":
+        from indexer.importers.folder import read_folder
+
+        return [
+            read_folder(src, work_title=work_title, author=author, lang=lang, progress=progress)
+        ]
+    if src.is_dir():
+        raise ImportSourceError(str(src), f"is a folder; --format {fmt} reads one file")
+    if fmt == "markdown":
+        from indexer.importers.markdown import read_markdown
+
+        works = read_markdown(src, exclude=exclude, skip_front_matter=skip_front_matter)
+    elif fmt == "epub":
+        from indexer.importers.epub import read_epub
+
+        works = [read_epub(src, exclude=exclude, skip_front_matter=skip_front_matter)]
+    else:  # pragma: no cover - click checks the choice
+        raise ImportSourceError(str(src), f"unknown format {fmt}")
+    for work in works:
+        if work_title:
+            work.title = work_title
+        if author:
+            work.author = author
+        if lang:
+            work.lang = lang
+    return works
+
+
+@click.group()
+def corpus() -> None:
+    """Build and check corpus repositories."""
+
+
+@corpus.command("import")
+@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("dest", type=click.Path(path_type=Path))
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="auto",
+    show_default=True,
+    help="folder: chapter .md files with YAML headers; markdown: one file, # work, "
+    "## parts and liminary pieces, ### chapters; epub: TOC gives parts and chapters.",
+)
+@click.option("--work-title", help="Title of the work (overrides the book's own).")
+@click.option("--author", help="Author of the work (overrides the book's own).")
+@click.option("--lang", help="Language of the work (default: the book's, else fr).")
+@click.option(
+    "--exclude",
+    multiple=True,
+    metavar="PATTERN",
+    help="Leave out sections whose title matches this regular expression (case-insensitive); repeatable.",
+)
+@click.option(
+    "--skip-front-matter",
+    is_flag=True,
+    help="Leave out a translator's or editor's front matter (pieces before the first part "
+    "whose title names a translator, editor or notice).",
+)
+@click.option(
+    "--force", is_flag=True, help="Replace the imported works if DEST already holds a corpus."
+)
+def import_command(
+    src: Path,
+    dest: Path,
+    fmt: str,
+    work_title: str | None,
+    author: str | None,
+    lang: str | None,
+    exclude: tuple[str, ...],
+    skip_front_matter: bool,
+    force: bool,
+) -> None:
+    """Import the book at SRC into the corpus repository DEST (created if missing)."""
+    console = Console(stderr=True)
+    started = time.perf_counter()
+    with Progress(
+        SpinnerColumn(),
+        TextColumn("{task.description}"),
+        BarColumn(),
+        TextColumn("{task.completed} files"),
+        TimeElapsedColumn(),
+        console=console,
+        transient=True,
+    ) as bar:
+        total = sum(1 for p in src.iterdir() if p.suffix.lower() == ".md") if src.is_dir() else None
+        task = bar.add_task(f"reading {src.name}", total=total)
+        works = read_source(
+            src,
+            fmt,
+            work_title=work_title,
+            author=author,
+            lang=lang,
+            exclude=exclude,
+            skip_front_matter=skip_front_matter,
+            progress=lambda name: bar.advance(task),
+        )
+        bar.update(task, description=f"writing {dest}")
+        stats, problems = import_works(dest, works, force=force)
+    for problem in problems:
+        console.print(str(problem), highlight=False)
+    seconds = time.perf_counter() - started
+    click.echo(
+        f"imported {stats.works} work(s), {stats.parts} parts, {stats.chapters} chapters, "
+        f"{stats.pieces} pieces into {dest} in {seconds:.2f} s"
+    )

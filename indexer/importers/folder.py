@@ -1,0 +1,202 @@
+"""Import a folder of chapter files, one .md per chapter, whose YAML header says where it goes.
+
+The shape of the Bastiat sources:
+
+    ---
+    book: "Sophismes économiques"      # or `work`
+    author: "Frédéric Bastiat"
+    series: 1  # Première série (1845)  # or `part`; the comment gives the part's title
+    chapter: "VII"                     # or `number`; "0", "conclusion"… = unnumbered
+    title: "Pétition des fabricants de chandelles, etc."
+    source_repo: …                     # any other key is kept (provenance)
+    ---
+    # VII. — Pétition des fabricants de chandelles, etc.
+    …
+
+Files are read in name order (`s1-00-…`, `s1-01-…`); parts in the order of their
+numbers. The part's title comes from `series_title`/`part_title`, else from the
+comment after the number (`# Première série (1845)`: title, and the year kept as
+`year`), else from the number (`Première série`). A leading heading that only
+repeats the title is dropped; the rest of the body is kept byte for byte.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from indexer import frontmatter
+from indexer.errors import CorpusError
+from indexer.importers.common import ImportSourceError, drop_title_heading, number_value
+from indexer.importers.tree import Part, Section, Work
+
+log = logging.getLogger(__name__)
+
+WORK_KEYS = ("book", "work")
+PART_KEYS = ("series", "part")
+PART_TITLE_KEYS = ("series_title", "part_title")
+NUMBER_KEYS = ("chapter", "number")
+STRUCTURE = {*WORK_KEYS, *PART_KEYS, *PART_TITLE_KEYS, *NUMBER_KEYS, "title", "author", "lang"}
+
+_ORDINALS_FR = (
+    "Première", "Deuxième", "Troisième", "Quatrième", "Cinquième",
+    "Sixième", "Septième", "Huitième", "Neuvième", "Dixième",
+)  # fmt: skip
+_COMMENT = re.compile(r"^\s*(?P<title>[^()]*?)\s*(?:\((?P<year>\d{3,4})\))?\s*$")
+
+
+def part_label(key: str, value: Any) -> str:
+    """A part's title from its number when the book gives none: `Première série`."""
+    noun = "série" if key == "series" else "partie"
+    n = value if isinstance(value, int) else number_value(str(value))
+    if isinstance(n, int) and 1 <= n <= len(_ORDINALS_FR):
+        return f"{_ORDINALS_FR[n - 1]} {noun}"
+    return f"{noun.capitalize()} {value}"
+
+
+def _comment_of(raw: str, key: str) -> str | None:
+    for line in raw.split("\n"):
+        m = re.match(rf"^{key}\s*:[^#]*#\s*(.+)$", line)
+        if m:
+            return m.group(1).strip()
+    return None
+
+
+def _pick(meta: dict[str, Any], keys: tuple[str, ...]) -> tuple[str | None, Any]:
+    for key in keys:
+        if key in meta and meta[key] not in (None, ""):
+            return key, meta[key]
+    return None, None
+
+
+def _chapter_number(value: Any) -> str | None:
+    """`"VII"` → "VII"; "0", "conclusion", "" → None (an unnumbered piece)."""
+    if value is None:
+        return None
+    text = str(value).strip()
+    n = number_value(text)
+    if n is None or n == 0:
+        return None
+    return text.upper() if not text.isdigit() else text
+
+
+def chapter_files(src: Path) -> list[Path]:
+    """The .md files directly in `src`, in name order, none escaping it by a link."""
+    root = src.resolve()
+    files = []
+    for path in sorted(src.iterdir()):
+        if path.suffix.lower() != ".md" or not path.is_file():
+            continue
+        if not path.resolve().is_relative_to(root):
+            raise ImportSourceError(
+                str(path), f"is a link to a file outside {src}; copy the file itself into {src}"
+            )
+        files.append(path)
+    return files
+
+
+def read_folder(
+    src: Path,
+    *,
+    work_title: str | None = None,
+    author: str | None = None,
+    lang: str | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> Work:
+    """The work described by the chapter files of `src`."""
+    if not src.is_dir():
+        raise ImportSourceError(str(src), "is not a folder of chapter .md files")
+    files = chapter_files(src)
+    if not files:
+        raise ImportSourceError(str(src), "holds no .md chapter files")
+    parts: dict[Any, Part] = {}
+    titles: dict[str, str] = {}  # work title → first file that gave it
+    authors: set[str] = set()
+    langs: set[str] = set()
+    for path in files:
+        if progress:
+            progress(path.name)
+        try:
+            doc = frontmatter.read(str(path), path.read_bytes())
+        except OSError as e:
+            raise ImportSourceError(
+                str(path), f"cannot be read ({e.strerror}); check its permissions"
+            ) from None
+        except CorpusError as e:
+            raise ImportSourceError(str(path), e.message) from None
+        if not doc.has_frontmatter:
+            log.warning("skipped %s: no YAML header block (not a chapter file)", path)
+            continue
+        meta = doc.meta
+        title = meta.get("title")
+        if not isinstance(title, str) or not title.strip():
+            raise ImportSourceError(
+                str(path), 'its header block has no `title`; add a line `title: "…"`'
+            )
+        title = title.strip()
+        key, value = _pick(meta, PART_KEYS)
+        if key is None:
+            raise ImportSourceError(
+                str(path),
+                "its header block says no part: add `series: N` (or `part: N`) "
+                "so the chapter can be placed",
+            )
+        _, book = _pick(meta, WORK_KEYS)
+        if isinstance(book, str) and book.strip():
+            titles.setdefault(book.strip(), str(path))
+        if isinstance(meta.get("author"), str):
+            authors.add(meta["author"].strip())
+        if isinstance(meta.get("lang"), str):
+            langs.add(meta["lang"].strip())
+        part = parts.get(value)
+        if part is None:
+            part = parts[value] = _new_part(key, value, meta, doc.raw_frontmatter)
+        _, raw_number = _pick(meta, NUMBER_KEYS)
+        number = _chapter_number(raw_number)
+        extra = {k: v for k, v in meta.items() if k not in STRUCTURE}
+        body = drop_title_heading(doc.body, title, number)
+        part.sections.append(Section(title, body, number, extra, origin=str(path)))
+
+    if work_title is None:
+        if len(titles) > 1:
+            (a, fa), (b, fb) = list(titles.items())[:2]
+            raise ImportSourceError(
+                fb, f"says book {b!r} but {fa} says {a!r}; fix one, or pass --work-title"
+            )
+        if not titles:
+            raise ImportSourceError(str(src), "no chapter header gives `book:`; pass --work-title")
+        work_title = next(iter(titles))
+    if author is None and len(authors) == 1:
+        author = next(iter(authors))
+    work = Work(work_title, author, lang or (langs.pop() if len(langs) == 1 else "fr"))
+    for _, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
+        work.add_part(part)
+    return work
+
+
+def _sort_key(value: Any) -> tuple[int, str]:
+    n = (
+        value
+        if isinstance(value, int) and not isinstance(value, bool)
+        else number_value(str(value))
+    )
+    return (n if n is not None else 1_000_000, str(value))
+
+
+def _new_part(key: str, value: Any, meta: dict[str, Any], raw: str) -> Part:
+    extra: dict[str, Any] = {}
+    _, title = _pick(meta, PART_TITLE_KEYS)
+    if not title:
+        comment = _comment_of(raw, key)
+        m = _COMMENT.match(comment) if comment else None
+        if m and m.group("title"):
+            title = m.group("title")
+            if m.group("year"):
+                extra["year"] = int(m.group("year"))
+    title = str(title).strip() if title else part_label(key, value)
+    n = _sort_key(value)[0]
+    slug = f"{'serie' if key == 'series' else 'partie'}-{n if n < 1_000_000 else value}-{title}"
+    return Part(title, meta=extra, slug=slug)

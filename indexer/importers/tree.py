@@ -1,0 +1,186 @@
+"""The neutral shape every importer produces, and its layout as corpus files.
+
+    Work ── pieces: liminary Sections attached to the work (préface, introduction)
+        └── parts ── sections: chapters (numbered or not: introduction, conclusion)
+
+`layout` decides folder names once for every format (DESIGN §3): ASCII slugs,
+zero-padded numeric prefixes so that folders sort in reading order, titles with
+their accents in the frontmatter. It writes only what the author wrote (chapter
+`source.md`) and frontmatter-only `summary.md` files for parts and works, which the
+summarizer fills; chapter summaries are left to the summarizer entirely.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any
+
+from indexer import frontmatter
+from indexer.corpus import CORPUS_DIR, SOURCE, SUMMARY
+from indexer.importers.common import ImportSourceError, number_value, slugify
+from indexer.source import Changes, check_relative
+
+
+@dataclass
+class Section:
+    """A chapter or a liminary piece: the author's text and its metadata."""
+
+    title: str
+    body: str
+    number: str | None = None  # as written in the book: "IX", "12"; None for unnumbered
+    meta: dict[str, Any] = field(default_factory=dict)  # extra frontmatter (provenance)
+    origin: str = ""  # where it came from, for error messages (file, or file#anchor)
+
+
+@dataclass
+class Part:
+    title: str
+    sections: list[Section] = field(default_factory=list)
+    meta: dict[str, Any] = field(default_factory=dict)
+    slug: str | None = None  # folder name chosen by the importer (else positional)
+
+
+@dataclass
+class Work:
+    title: str
+    author: str | None = None
+    lang: str = "fr"
+    parts: list[Part] = field(default_factory=list)
+    # liminary pieces and parts in reading order share the work's numbering
+    pieces: list[tuple[int, Section]] = field(default_factory=list)  # (index among children)
+    meta: dict[str, Any] = field(default_factory=dict)
+    slug: str | None = None
+
+    def add_piece(self, section: Section) -> None:
+        self.pieces.append((len(self.pieces) + len(self.parts), section))
+
+    def add_part(self, part: Part) -> None:
+        self.parts.append(part)
+
+    @property
+    def chapter_count(self) -> int:
+        return sum(len(p.sections) for p in self.parts)
+
+
+@dataclass
+class Stats:
+    works: int = 0
+    parts: int = 0
+    chapters: int = 0
+    pieces: int = 0
+
+
+def _pad(count: int) -> int:
+    return max(2, len(str(count)))
+
+
+def section_prefixes(sections: list[Section]) -> list[int]:
+    """Folder numbers of a part's sections: the chapter's own number where it has one.
+
+    An unnumbered piece takes the number after the previous one (an introduction
+    before chapter I gets 0, a conclusion after XXII gets 23), so the folder
+    prefix matches the book. When the book's numbers do not increase, positions
+    are used instead, because the prefix must give the reading order.
+    """
+    numbers: list[int] = []
+    previous = -1
+    for s in sections:
+        value = number_value(s.number)
+        value = previous + 1 if value is None else value
+        numbers.append(value)
+        previous = value
+    if all(b > a for a, b in itertools.pairwise(numbers)):
+        return numbers
+    return list(range(1, len(sections) + 1))
+
+
+def section_slug(section: Section, prefix: int, width: int) -> str:
+    if section.number is not None:
+        return f"chapitre-{prefix:0{width}d}-{slugify(section.title)}"
+    return f"{prefix:0{width}d}-{slugify(section.title)}"
+
+
+def _render(meta: dict[str, Any], body: str) -> bytes:
+    clean = {k: v for k, v in meta.items() if v is not None}
+    if body and not body.endswith("\n"):
+        body += "\n"
+    return frontmatter.render(clean, body).encode("utf-8")
+
+
+def _source_meta(section: Section) -> dict[str, Any]:
+    meta: dict[str, Any] = {"title": section.title}
+    if section.number is not None:
+        meta["number"] = str(section.number)
+    for key, value in section.meta.items():
+        if key not in meta:
+            meta[key] = value
+    return meta
+
+
+def _check_section(section: Section) -> None:
+    if not section.title.strip():
+        raise ImportSourceError(section.origin or "?", "a chapter has no title; give it one")
+    if not section.body.strip():
+        raise ImportSourceError(
+            section.origin or section.title,
+            f"chapter {section.title!r} has no text; write it or leave it out (--exclude)",
+        )
+
+
+def layout(work: Work) -> tuple[str, Changes, Stats]:
+    """The work's folder (`corpus/<slug>`) and every file to write under it."""
+    changes = Changes()
+    stats = Stats(works=1, parts=len(work.parts), pieces=len(work.pieces))
+    work_dir = f"{CORPUS_DIR}/{work.slug or slugify(work.title)}"
+    work_meta: dict[str, Any] = {"title": work.title, "author": work.author, "lang": work.lang}
+    work_meta.update({k: v for k, v in work.meta.items() if k not in work_meta})
+    work_meta["generated"] = True
+    changes.write(check_relative(f"{work_dir}/{SUMMARY}"), _render(work_meta, ""))
+
+    children = len(work.parts) + len(work.pieces)
+    width = _pad(children)
+    piece_at = dict(work.pieces)
+    part_iter = iter(work.parts)
+    seen: set[str] = set()
+    for index in range(children):
+        if index in piece_at:
+            piece = piece_at[index]
+            _check_section(piece)
+            folder = f"{work_dir}/{index + 1:0{width}d}-{slugify(piece.title)}"
+            _claim(seen, folder, piece.origin)
+            changes.write(
+                check_relative(f"{folder}/{SOURCE}"), _render(_source_meta(piece), piece.body)
+            )
+            continue
+        part = next(part_iter)
+        # an importer may name the folder from the book (`serie-1-…`); else its position
+        name = (
+            slugify(part.slug, 80) if part.slug else f"{index + 1:0{width}d}-{slugify(part.title)}"
+        )
+        folder = f"{work_dir}/{name}"
+        _claim(seen, folder, part.title)
+        part_meta: dict[str, Any] = {"title": part.title}
+        part_meta.update({k: v for k, v in part.meta.items() if k not in part_meta})
+        part_meta["generated"] = True
+        changes.write(check_relative(f"{folder}/{SUMMARY}"), _render(part_meta, ""))
+        prefixes = section_prefixes(part.sections)
+        swidth = _pad(max(prefixes, default=0))
+        for section, prefix in zip(part.sections, prefixes, strict=True):
+            _check_section(section)
+            sub = f"{folder}/{section_slug(section, prefix, swidth)}"
+            _claim(seen, sub, section.origin)
+            changes.write(
+                check_relative(f"{sub}/{SOURCE}"), _render(_source_meta(section), section.body)
+            )
+            stats.chapters += 1
+    return work_dir, changes, stats
+
+
+def _claim(seen: set[str], folder: str, origin: str) -> None:
+    if folder in seen:
+        raise ImportSourceError(
+            origin or folder,
+            f"two chapters would share the folder {folder}; give them different titles or numbers",
+        )
+    seen.add(folder)
