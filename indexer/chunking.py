@@ -1,0 +1,204 @@
+"""Markdown body → chunks: one per paragraph, long ones split without losing text.
+
+A *block* is what a reader sees as one unit: a paragraph (lines up to a blank
+line), a heading, a list, a block quote, a table, a run of footnote definitions,
+or a fenced code block (blank lines inside the fence do not end it). A block
+within the token threshold is one chunk, its exact text. A longer one is cut
+into finer units and the units are packed greedily back into chunks:
+
+    prose        sentences → words
+    structured   items (list items with their continuation lines, table rows,
+                 quote lines, footnote definitions) → lines → sentences → words
+    code         lines → words
+
+so a list or a table splits between items, never mid-line, unless one line alone
+is over the threshold. Chunk text is always a slice of the body, stripped at its
+ends: concatenating the chunks gives back the body up to whitespace at the cut
+points, which is what the property tests check. A chunk goes over the threshold
+only when it is one word (no whitespace) that alone exceeds it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from indexer.tokens import count_tokens
+
+Span = tuple[int, int]  # [start, end) offsets in the body
+Splitter = Callable[[str, Span], list[Span]]
+
+
+@dataclass(frozen=True)
+class TextChunk:
+    text: str
+    line_start: int  # 1-based, inclusive, lines of the .md file
+    line_end: int
+    token_count: int
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
+_QUOTE = re.compile(r"^ {0,3}>")
+_TABLE_ROW = re.compile(r"^ {0,3}\|")
+_TABLE_RULE = re.compile(r"^ {0,3}\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$")
+_FOOTNOTE = re.compile(r"^ {0,3}\[\^[^\]\s]+\]:")
+_ITEM_STARTS = (_LIST_ITEM, _QUOTE, _TABLE_ROW, _TABLE_RULE, _FOOTNOTE)
+# end of a sentence: . ! ? … possibly followed by closing quotes or brackets
+# (French puts a space before a closing guillemet: « Fin. » Suite), then whitespace
+_SENTENCE_END = re.compile(r"[.!?…]+(?:[ \u00a0\u202f]?[»”\"’)\]])*(?=\s)")
+_WORD = re.compile(r"\S+")
+
+
+def chunk_markdown(body: str, body_line: int, max_tokens: int) -> list[TextChunk]:
+    """Chunks of a Markdown body whose first line is line `body_line` of its file."""
+    if max_tokens < 1:
+        raise ValueError("max_tokens must be positive")
+    newlines = [m.start() for m in re.finditer("\n", body)]
+    chunks: list[TextChunk] = []
+    for span, kind in _blocks(body):
+        for s, e in _pack(body, [span], _LEVELS[kind], max_tokens):
+            text = body[s:e]
+            chunks.append(
+                TextChunk(
+                    text=text,
+                    line_start=body_line + bisect.bisect_left(newlines, s),
+                    line_end=body_line + bisect.bisect_left(newlines, e - 1),
+                    token_count=count_tokens(text),
+                )
+            )
+    return chunks
+
+
+def _trim(body: str, s: int, e: int) -> Span | None:
+    """The span without whitespace at its ends, or None if nothing is left."""
+    while s < e and body[s].isspace():
+        s += 1
+    while e > s and body[e - 1].isspace():
+        e -= 1
+    return (s, e) if s < e else None
+
+
+def _lines(body: str, span: Span) -> list[tuple[int, int, str]]:
+    """(start, end, text) of each line within span, end excluding the newline."""
+    out = []
+    start = span[0]
+    while start <= span[1]:
+        nl = body.find("\n", start, span[1])
+        end = span[1] if nl == -1 else nl
+        out.append((start, end, body[start:end]))
+        if nl == -1:
+            break
+        start = nl + 1
+    return out
+
+
+def _blocks(body: str) -> list[tuple[Span, str]]:
+    """Blocks in order, each (trimmed span, kind) with kind prose, structured or code."""
+    blocks: list[tuple[Span, str]] = []
+    group: list[tuple[int, int, str]] = []
+    fence: str | None = None  # the opening fence while inside a code block
+
+    def close(kind: str | None = None) -> None:
+        if not group:
+            return
+        span = _trim(body, group[0][0], group[-1][1])
+        if span is not None:
+            if kind is None:
+                structured = any(p.match(t) for _, _, t in group for p in _ITEM_STARTS)
+                kind = "structured" if structured else "prose"
+            blocks.append((span, kind))
+        group.clear()
+
+    for line in _lines(body, (0, len(body))):
+        text = line[2]
+        if fence is not None:
+            group.append(line)
+            m = _FENCE.match(text)
+            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
+                close("code")
+                fence = None
+            continue
+        m = _FENCE.match(text)
+        if m:
+            close()
+            fence = m.group(1)
+            group.append(line)
+        elif not text.strip():
+            close()
+        elif _HEADING.match(text):
+            close()
+            group.append(line)
+            close("prose")
+        else:
+            group.append(line)
+    close("code" if fence is not None else None)
+    return blocks
+
+
+def _sentences(body: str, span: Span) -> list[Span]:
+    s, e = span
+    cuts = [s] + [m.end() for m in _SENTENCE_END.finditer(body, s, e) if m.end() < e]
+    pieces = [_trim(body, a, b) for a, b in zip(cuts, [*cuts[1:], e], strict=True)]
+    return [p for p in pieces if p is not None]
+
+
+def _words(body: str, span: Span) -> list[Span]:
+    return [m.span() for m in _WORD.finditer(body, span[0], span[1])]
+
+
+def _line_spans(body: str, span: Span) -> list[Span]:
+    pieces = [_trim(body, a, b) for a, b, _ in _lines(body, span)]
+    return [p for p in pieces if p is not None]
+
+
+def _items(body: str, span: Span) -> list[Span]:
+    """List items (with continuation lines), rows, quote lines, footnote definitions."""
+    starts: list[int] = []
+    for a, _, text in _lines(body, span):
+        if not starts or any(p.match(text) for p in _ITEM_STARTS):
+            starts.append(a)
+    pieces = [_trim(body, a, b) for a, b in zip(starts, [*starts[1:], span[1]], strict=True)]
+    return [p for p in pieces if p is not None]
+
+
+_LEVELS: dict[str, tuple[Splitter, ...]] = {
+    "prose": (_sentences, _words),
+    "structured": (_items, _line_spans, _sentences, _words),
+    "code": (_line_spans, _words),
+}
+
+
+def _pack(body: str, units: list[Span], levels: tuple[Splitter, ...], max_tokens: int) -> list[Span]:
+    """Greedily merge consecutive units into spans of at most max_tokens.
+
+    A unit over the threshold is cut with the next splitter and packed on its
+    own; with no splitter left (one word) it stands alone, over the threshold.
+    Counting the merged span itself, not summing units, keeps counts exact, and
+    the span being measured never exceeds the threshold, so this stays linear.
+    """
+    out: list[Span] = []
+    current: Span | None = None
+    for unit in units:
+        if count_tokens(body[unit[0] : unit[1]]) > max_tokens:
+            if current is not None:
+                out.append(current)
+                current = None
+            if levels:
+                out.extend(_pack(body, levels[0](body, unit), levels[1:], max_tokens))
+            else:
+                out.append(unit)
+            continue
+        if current is None:
+            current = unit
+        elif count_tokens(body[current[0] : unit[1]]) <= max_tokens:
+            current = (current[0], unit[1])
+        else:
+            out.append(current)
+            current = unit
+    if current is not None:
+        out.append(current)
+    return out
