@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from indexer.corpus import folder_order
+
 EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "example"
 WORK = "corpus/sophismes-economiques"
 FIRST_SERIES = f"{WORK}/serie-1-premiere-serie"
@@ -34,11 +36,9 @@ def _copy_files(src: Path, dest: Path, rel: str) -> None:
 
 def example_chapters(part: str = FIRST_SERIES) -> list[str]:
     """Repo-relative chapter folders of a part of the example, in reading order."""
-    return sorted(
-        p.relative_to(EXAMPLE_DIR).as_posix()
-        for p in (EXAMPLE_DIR / part).iterdir()
-        if (p / "source.md").is_file()
-    )
+    folders = [p for p in (EXAMPLE_DIR / part).iterdir() if (p / "source.md").is_file()]
+    folders.sort(key=lambda p: folder_order(p.name, {}))  # the reader's own order
+    return [p.relative_to(EXAMPLE_DIR).as_posix() for p in folders]
 
 
 def make_small_corpus(dest: Path, chapters: int = 3, *, both_series: bool = False) -> Path:
