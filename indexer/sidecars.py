@@ -1,0 +1,264 @@
+"""Sidecar generation (DESIGN §5): every node `X.md` of the corpus gets `X.md.jsonl`.
+
+`build` returns the files to write and delete as `Changes`; it writes nothing
+itself (docs/architecture.md). For each existing node:
+
+1. **Skip** when its sidecar's manifest already says what we would write: same
+   hash of the .md bytes, same model, recipe, tokenizer and threshold, same heading
+   path and parent. A part renamed above a chapter therefore rewrites the
+   chapter's sidecar (its heading path changed) without embedding anything.
+2. **Chunk** the body (frontmatter is not content) with `indexer.chunking`.
+3. **Reuse** the vector of every chunk whose text was already embedded by the
+   same model and recipe in the previous sidecars of the files being rebuilt
+   (a paragraph moved between chapters is reused too), so editing one paragraph
+   embeds one paragraph.
+4. **Embed** what is left in one stream of batches across files: summaries have
+   one or two chunks each, and batching them together is what makes a rebuild
+   cheap with a remote provider.
+
+`all=True` rebuilds every sidecar and re-embeds every chunk (nothing skipped,
+nothing reused): the way out when vectors are suspected wrong.
+Sidecars whose .md is gone are deleted. A .md that could not be read (a problem
+of the corpus reader) keeps its old sidecar: a YAML typo must not drop the
+chapter from search until it is fixed.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from indexer.chunking import TextChunk, chunk_markdown
+from indexer.corpus import CORPUS_DIR, SIDECAR_SUFFIX, Corpus, Node
+from indexer.embedders.base import Embedder
+from indexer.errors import CorpusError, Problem
+from indexer.policy import Policy
+from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash, loads
+from indexer.source import Changes, FileSource
+from indexer.tokens import TOKENIZER
+
+log = logging.getLogger(__name__)
+
+# progress(stage, done, total): stage "files" while chunking, "chunks" while embedding
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass
+class SidecarStats:
+    files: int = 0  # sidecars written
+    unchanged: int = 0  # sidecars already up to date
+    deleted: int = 0  # orphan sidecars removed
+    chunks: int = 0  # chunks in the sidecars written
+    embedded: int = 0  # chunks whose vector was computed by this run
+    reused: int = 0  # chunks whose vector came from a previous sidecar
+    seconds: float = 0.0
+
+    def line(self) -> str:
+        """The one-line summary the CLI ends with."""
+        return (
+            f"{self.files} files written ({self.unchanged} unchanged, {self.deleted} deleted), "
+            f"{self.chunks} chunks, {self.embedded} embedded, {self.reused} reused, "
+            f"{self.seconds:.1f} s"
+        )
+
+
+@dataclass
+class SidecarResult:
+    changes: Changes = field(default_factory=Changes)
+    problems: list[Problem] = field(default_factory=list)
+    stats: SidecarStats = field(default_factory=SidecarStats)
+
+    @property
+    def failed(self) -> bool:
+        return any(p.severity == "error" for p in self.problems)
+
+
+@dataclass
+class _Plan:
+    node: Node
+    manifest: Manifest
+    pieces: list[TextChunk]
+    previous: bytes | None
+
+
+def manifest_for(
+    node: Node, data: bytes, embedder: Embedder | None, policy: Policy, chunk_count: int = 0
+) -> Manifest:
+    """The manifest `node`'s sidecar should have; `embedder` None: not vectorized."""
+    extra: dict[str, Any] = {
+        "work": node.work,
+        "lang": node.lang,
+        "title": node.title,
+        "tokenizer": TOKENIZER,
+        "max_tokens": policy.max_tokens,
+    }
+    if embedder is not None:
+        extra["embedding_recipe"] = embedder.recipe
+    return Manifest(
+        source_file=node.path,
+        source_file_hash=file_hash(data),
+        parent_source_file=node.parent_source_file,
+        heading_path=node.heading_path,
+        level=node.level,
+        node_type=node.node_type,
+        chunk_count=chunk_count,
+        embedding_model=embedder.model if embedder is not None else None,
+        dimension=embedder.dimension if embedder is not None else None,
+        extra=extra,
+    )
+
+
+def _head(manifest: Manifest) -> dict[str, Any]:
+    """The manifest as written, without chunk_count (what decides if a sidecar is current)."""
+    head: dict[str, Any] = json.loads(dumps(Sidecar(manifest, [])).split(b"\n", 1)[0])
+    head.pop("chunk_count")
+    return head
+
+
+def _is_current(previous: bytes, manifest: Manifest) -> bool:
+    first, _, rest = previous.partition(b"\n")
+    try:
+        head = json.loads(first)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    if not isinstance(head, dict) or not isinstance(head.get("chunk_count"), int):
+        return False
+    rows = sum(1 for line in rest.split(b"\n") if line.strip())
+    return rows == head.pop("chunk_count") and head == _head(manifest)
+
+
+def _file_bytes(corpus: Corpus, source: FileSource, path: str) -> bytes:
+    """The .md bytes as they will be on disk: with the reader's parent fix, if any."""
+    pending = corpus.changes.get(path)
+    return pending if pending is not None else source.read(path)
+
+
+def build(
+    corpus: Corpus,
+    source: FileSource,
+    embedder: Embedder,
+    *,
+    all: bool = False,
+    progress: Progress | None = None,
+) -> SidecarResult:
+    """Sidecars to write for `corpus` (read from `source`) and orphan sidecars to delete."""
+    started = time.perf_counter()
+    result = SidecarResult()
+    stats = result.stats
+    nodes = sorted((n for n in corpus.nodes.values() if n.exists), key=lambda n: n.path)
+
+    plans: list[_Plan] = []
+    for done, node in enumerate(nodes, 1):
+        data = _file_bytes(corpus, source, node.path)
+        manifest = manifest_for(node, data, embedder if node.vectorize else None, corpus.policy)
+        previous = source.read(node.sidecar_path) if source.exists(node.sidecar_path) else None
+        if not all and previous is not None and _is_current(previous, manifest):
+            stats.unchanged += 1
+        else:
+            pieces = chunk_markdown(node.body, node.body_line, corpus.policy.max_tokens)
+            plans.append(_Plan(node, manifest, pieces, previous))
+        if progress is not None:
+            progress("files", done, len(nodes))
+
+    vectors = {} if all else _reusable(plans, embedder, result.problems)
+    reusable = set(vectors)
+    wanted = dict.fromkeys(
+        p.text for plan in plans if plan.manifest.embedding_model is not None for p in plan.pieces
+    )
+    missing = [t for t in wanted if t not in reusable]  # each distinct text embedded once
+    if missing:
+        done_texts = 0
+
+        def advance(n: int) -> None:
+            nonlocal done_texts
+            done_texts += n
+            if progress is not None:
+                progress("chunks", done_texts, len(missing))
+
+        vectors.update(zip(missing, embedder.embed_documents(missing, advance), strict=True))
+
+    for plan in plans:
+        vectorized = plan.manifest.embedding_model is not None
+        chunks = [
+            Chunk(
+                chunk_index=i,
+                content_token_count=p.token_count,
+                text=p.text,
+                embedding=vectors[p.text] if vectorized else None,
+                line_start=p.line_start,
+                line_end=p.line_end,
+            )
+            for i, p in enumerate(plan.pieces)
+        ]
+        plan.manifest.chunk_count = len(chunks)
+        result.changes.write(plan.node.sidecar_path, dumps(Sidecar(plan.manifest, chunks)))
+        stats.files += 1
+        stats.chunks += len(chunks)
+        if vectorized:
+            for p in plan.pieces:
+                if p.text in reusable:
+                    stats.reused += 1
+                else:
+                    stats.embedded += 1
+
+    for path in _orphans(corpus, source):
+        result.changes.delete(path)
+        stats.deleted += 1
+
+    stats.seconds = time.perf_counter() - started
+    log.info(
+        "sidecars: %d written, %d unchanged, %d deleted; %d chunks, %d embedded, %d reused in %.1f s",
+        stats.files,
+        stats.unchanged,
+        stats.deleted,
+        stats.chunks,
+        stats.embedded,
+        stats.reused,
+        stats.seconds,
+    )
+    return result
+
+
+def _reusable(
+    plans: list[_Plan], embedder: Embedder, problems: list[Problem]
+) -> dict[str, list[float]]:
+    """text → vector from the previous sidecars of the files being rebuilt, when the
+    model, dimension and recipe are the ones we would use now."""
+    vectors: dict[str, list[float]] = {}
+    for plan in plans:
+        if plan.previous is None or plan.manifest.embedding_model is None:
+            continue
+        try:
+            old = loads(plan.node.sidecar_path, plan.previous)
+        except CorpusError as e:
+            problems.append(
+                Problem(e.path, f"{e.message} (regenerated; no vectors reused)", "warning")
+            )
+            continue
+        m = old.manifest
+        if (
+            m.embedding_model != embedder.model
+            or m.dimension != embedder.dimension
+            or m.extra.get("embedding_recipe") != embedder.recipe
+        ):
+            continue
+        for c in old.chunks:
+            if c.embedding is not None and len(c.embedding) == embedder.dimension:
+                vectors.setdefault(c.text, c.embedding)
+    return vectors
+
+
+def _orphans(corpus: Corpus, source: FileSource) -> list[str]:
+    """Sidecars under corpus/ whose .md no longer exists."""
+    out = []
+    for path in source.paths():
+        if not (path.startswith(CORPUS_DIR + "/") and path.endswith(".md" + SIDECAR_SUFFIX)):
+            continue
+        md = path.removesuffix(SIDECAR_SUFFIX)
+        if corpus.changes.get(md) is None and not source.exists(md):
+            out.append(path)
+    return out
