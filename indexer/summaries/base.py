@@ -1,0 +1,283 @@
+"""The summarizer interface: one abstract method, everything else in the base class.
+
+    SummarizerError            (a GlossatorError) one summary could not be made; names the file
+     ├── RetryableError        429, 5xx, 529 overloaded, timeouts: retried with backoff
+     └── RefusalError          the model refused or answered nothing: never a summary
+
+A provider implements `summarize(request) -> SummaryResponse` for a request that
+fits its context window. `Summarizer.run` adds what every provider needs:
+retries with exponential backoff, map-reduce when the input is larger than the
+window (never a silent truncation), and usage and cost accounting.
+`run_many` runs a level's requests; a provider with a cheaper bulk path
+(Anthropic's Message Batches) overrides it.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from glossator.errors import GlossatorError
+from indexer.tokens import count_tokens
+
+log = logging.getLogger(__name__)
+
+LEVEL_NAMES = {1: "section", 2: "part", 3: "work"}
+
+
+class SummarizerError(GlossatorError):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(f"{path}: {message}")
+        self.path = path
+        self.message = message
+
+
+class RetryableError(SummarizerError):
+    """A transient failure (rate limit, overload, 5xx, timeout); `retry_after` in seconds."""
+
+    def __init__(self, path: str, message: str, retry_after: float | None = None) -> None:
+        super().__init__(path, message)
+        self.retry_after = retry_after
+
+
+class RefusalError(SummarizerError):
+    pass
+
+
+@dataclass(frozen=True)
+class SummaryInput:
+    """One piece of text to summarise: a chapter's body, or a lower summary."""
+
+    label: str  # the heading of what it is ("Chapitre I (Abondance, disette)")
+    text: str
+    path: str = ""  # the file it came from
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    path: str  # the summary.md to write (for messages and fakes)
+    level: int  # 1 section, 2 part, 3 work
+    title: str  # heading path of the node summarised
+    prompt: str  # the system prompt (instructions), cached by providers that can
+    inputs: tuple[SummaryInput, ...]
+    budget_tokens: int
+    lang: str = "fr"
+    partial: bool = False  # a map step of map-reduce: summarise a slice of the inputs
+
+    def user_message(self) -> str:
+        """The text sent after the prompt: what to summarise, in reading order."""
+        what = "un extrait de " if self.partial else ""
+        head = (
+            f"Résumez {what}« {self.title} ».\n"
+            f"Langue du résumé : {self.lang}. Longueur : au plus {self.budget_tokens} tokens "
+            f"(environ {int(self.budget_tokens * 0.7)} mots).\n"
+        )
+        parts = [f"<texte titre=« {i.label} »>\n{i.text.strip()}\n</texte>" for i in self.inputs]
+        return head + "\n" + "\n\n".join(parts)
+
+    def input_tokens(self) -> int:
+        return count_tokens(self.prompt) + count_tokens(self.user_message())
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.cost_usd += other.cost_usd
+        self.calls += other.calls
+
+
+@dataclass(frozen=True)
+class SummaryResponse:
+    text: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float = 0.0
+    calls: int = 1
+
+    def usage(self) -> Usage:
+        return Usage(self.input_tokens, self.output_tokens, self.cost_usd, self.calls)
+
+
+class Summarizer(ABC):
+    """Base of every provider. Subclasses set `provider`, `model` and implement `summarize`."""
+
+    provider: str = ""
+    model: str = ""
+    # Input tokens a request may hold (prompt + texts); None: no limit (extractive).
+    context_tokens: int | None = None
+    uses_prompt = True  # False: the prompt does not change the output (extractive)
+
+    def __init__(
+        self,
+        *,
+        max_attempts: int = 5,
+        backoff_seconds: float = 1.0,
+        backoff_max: float = 60.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self.max_attempts = max_attempts
+        self.backoff_seconds = backoff_seconds  # first wait; doubles each attempt, capped
+        self.backoff_max = backoff_max
+        self.sleep = sleep
+
+    @abstractmethod
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        """Summarise a request that fits the context window; raise SummarizerError."""
+
+    # -- cost -------------------------------------------------------------------------
+
+    def price(self, input_tokens: int, output_tokens: int) -> float | None:
+        """US dollars for that many tokens, or None when the price is unknown."""
+        return 0.0
+
+    def estimate(self, request: SummaryRequest) -> Usage:
+        """Tokens and cost one request should take (for the plan, before anything is spent)."""
+        tokens = request.input_tokens()
+        out = request.budget_tokens
+        cost = self.price(tokens, out)
+        return Usage(tokens, out, cost or 0.0, 1)
+
+    # -- running ----------------------------------------------------------------------
+
+    def run(self, request: SummaryRequest) -> SummaryResponse:
+        """Summarise any request: map-reduce over the window, retries, usage summed."""
+        return self._run(request, depth=0)
+
+    def run_many(
+        self,
+        requests: Sequence[SummaryRequest],
+        progress: Callable[[SummaryRequest], None] | None = None,
+    ) -> dict[str, SummaryResponse | SummarizerError]:
+        """Every request of one level; a failure is returned for its path, the rest go on."""
+        out: dict[str, SummaryResponse | SummarizerError] = {}
+        for request in requests:
+            try:
+                out[request.path] = self.run(request)
+            except SummarizerError as e:
+                out[request.path] = e
+            if progress:
+                progress(request)
+        return out
+
+    def fits(self, request: SummaryRequest) -> bool:
+        return self.context_tokens is None or request.input_tokens() <= self.context_tokens
+
+    def _run(self, request: SummaryRequest, depth: int) -> SummaryResponse:
+        if self.fits(request):
+            return self.with_retries(request, lambda: self.summarize(request))
+        if depth >= 4:
+            raise SummarizerError(
+                request.path,
+                f"input too large for {self.model}'s context even after {depth} map-reduce rounds; "
+                "split the chapter or use a model with a longer context",
+            )
+        groups = self._split(request)
+        log.info(
+            "%s: input over %s's context window, summarising in %d slices",
+            request.path,
+            self.model,
+            len(groups),
+        )
+        usage = Usage()
+        partials: list[SummaryInput] = []
+        for i, group in enumerate(groups, 1):
+            part = replace(request, inputs=tuple(group), partial=True)
+            response = self._run(part, depth + 1)
+            usage.add(response.usage())
+            partials.append(SummaryInput(f"{request.title} — extrait {i}", response.text))
+        final = self._run(replace(request, inputs=tuple(partials)), depth + 1)
+        usage.add(final.usage())
+        return SummaryResponse(
+            final.text, usage.input_tokens, usage.output_tokens, usage.cost_usd, usage.calls
+        )
+
+    def _split(self, request: SummaryRequest) -> list[list[SummaryInput]]:
+        """Slices of the inputs that each fit the window; a long input splits at paragraphs."""
+        assert self.context_tokens is not None
+        room = self.context_tokens - count_tokens(request.prompt) - 200
+        if room <= 200:
+            raise SummarizerError(request.path, "the prompt alone fills the context window")
+        pieces: list[tuple[SummaryInput, int]] = []
+        for item in request.inputs:
+            size = count_tokens(item.text) + 20
+            if size <= room:
+                pieces.append((item, size))
+                continue
+            for n, chunk in enumerate(_paragraph_slices(item.text, room), 1):
+                pieces.append(
+                    (SummaryInput(f"{item.label} ({n})", chunk, item.path), count_tokens(chunk))
+                )
+        groups: list[list[SummaryInput]] = [[]]
+        used = 0
+        for item, size in pieces:
+            if groups[-1] and used + size > room:
+                groups.append([])
+                used = 0
+            groups[-1].append(item)
+            used += size
+        if len(groups) == 1 and len(pieces) == len(request.inputs):
+            # every input fits alone but not together with the prompt: halve it
+            half = max(1, len(groups[0]) // 2)
+            groups = [groups[0][:half], groups[0][half:]]
+        return [g for g in groups if g]
+
+    def with_retries(
+        self, request: SummaryRequest, call: Callable[[], SummaryResponse]
+    ) -> SummaryResponse:
+        """`call()` retried on RetryableError with exponential backoff, bounded."""
+        delay = self.backoff_seconds
+        for attempt in range(1, self.max_attempts + 1):
+            try:
+                return call()
+            except RetryableError as e:
+                if attempt == self.max_attempts:
+                    raise SummarizerError(
+                        request.path, f"{e.message} (gave up after {attempt} attempts)"
+                    ) from e
+                wait = min(e.retry_after if e.retry_after is not None else delay, self.backoff_max)
+                log.warning(
+                    "%s: %s; retry %d/%d in %.1f s",
+                    request.path,
+                    e.message,
+                    attempt,
+                    self.max_attempts - 1,
+                    wait,
+                )
+                self.sleep(wait)
+                delay = min(delay * 2, self.backoff_max)
+        raise AssertionError("unreachable")
+
+
+def _paragraph_slices(text: str, room: int) -> list[str]:
+    """`text` cut at paragraph boundaries (then words) into slices of at most `room` tokens."""
+    slices: list[str] = []
+    current: list[str] = []
+    used = 0
+    for para in (p for p in text.split("\n\n") if p.strip()):
+        size = count_tokens(para) + 2
+        if size > room:  # one huge paragraph: cut at words
+            words = para.split()
+            step = max(1, len(words) * room // (size * 2))
+            pieces = [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
+        else:
+            pieces = [para]
+        for piece in pieces:
+            size = count_tokens(piece) + 2
+            if current and used + size > room:
+                slices.append("\n\n".join(current))
+                current, used = [], 0
+            current.append(piece)
+            used += size
+    if current:
+        slices.append("\n\n".join(current))
+    return slices

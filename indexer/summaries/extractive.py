@@ -1,0 +1,221 @@
+"""The offline summarizer: the inputs' most central sentences, in reading order.
+
+No model, no network, numpy only, deterministic. Each sentence becomes a TF-IDF
+vector (French stop words dropped); a sentence's centrality is its cosine with
+the centroid of all sentences. Sentences are picked by maximal marginal
+relevance (central, but not a repeat of one already picked) until the level's
+token budget is full, then put back in reading order: one paragraph per input.
+
+Headings, footnote definitions and footnote references (`[^3]`) are not text
+to summarise: they are left out, so every sentence of a summary is a sentence of
+its input with only its footnote marks removed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from indexer.summaries.base import Summarizer, SummarizerError, SummaryRequest, SummaryResponse
+from indexer.tokens import count_tokens
+
+ALGORITHM = "tfidf-centroid-mmr"  # recorded as the generator's model
+RELEVANCE = 0.75  # MMR trade-off: 1.0 = centrality only, lower = more diversity
+MIN_WORDS = 4  # shorter "sentences" (« Eh bien ! ») carry no argument on their own
+
+_FOOTNOTE_DEF = re.compile(r"^\[\^[^\]]+\]:")
+_FOOTNOTE_REF = re.compile(r"\[\^[^\]]+\]")
+_HEADING = re.compile(r"^#{1,6}\s")
+_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
+# a sentence ends at . ! ? … (possibly closed by quotes or brackets) before a space and
+# a capital, a quote, a dash or a digit
+_END = re.compile(r"(?<=[.!?…])(?:\s?[»”’\)\*_])*\s+(?=[«“\"—–\-(\d\*_A-ZÀÂÄÇÉÈÊËÎÏÔÖÙÛÜ])")
+_WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
+# "M. Bugeaud", "MM. les députés", "J.-B. Say", "chap. XI": not sentence ends
+_ABBREVIATIONS = {
+    "m",
+    "mm",
+    "mme",
+    "mlle",
+    "st",
+    "ste",
+    "chap",
+    "cf",
+    "etc",
+    "p",
+    "pp",
+    "t",
+    "vol",
+    "liv",
+    "art",
+    "n",
+    "no",
+    "fr",
+    "c",
+    "av",
+    "éd",
+    "ibid",
+    "op",
+}
+_STOPWORDS = """a à au aux avec ce ces cet cette c ça car dans de des du d elle elles en et eux il ils
+    je j l la le les leur leurs lui ma mais me même mes moi mon n ne nos notre nous on ou où par
+    pas pour qu que quel quelle quels qui s sa se ses si son sur ta te tes toi ton tu un une vos
+    votre vous y est sont été être avoir a ai as avait avaient ont eu fait faire plus moins
+    bien tout tous toute toutes très sans sous aussi donc or ni comme cela celui celle ceux dont
+    alors ainsi encore peut point non oui quand autre autres même mêmes lorsque puis si
+    the of and to in is"""
+STOPWORDS = frozenset(_STOPWORDS.split())
+
+
+@dataclass(frozen=True)
+class Sentence:
+    input_index: int  # which input of the request
+    index: int  # position in reading order over all inputs
+    text: str
+
+
+def clean_paragraphs(text: str) -> list[str]:
+    """Paragraphs of prose: no headings, rules, footnote definitions or footnote marks."""
+    paragraphs: list[str] = []
+    current: list[str] = []
+    in_note = False
+    for line in text.split("\n"):
+        stripped = line.strip()
+        if not stripped:
+            in_note = False
+            if current:
+                paragraphs.append(" ".join(current))
+                current = []
+            continue
+        if _FOOTNOTE_DEF.match(stripped):
+            in_note = True  # the definition runs on over its continuation lines
+            continue
+        if in_note and line.startswith((" ", "\t")):
+            continue
+        in_note = False
+        if _HEADING.match(stripped) or _RULE.match(stripped):
+            continue
+        stripped = stripped.lstrip("> ").strip() if stripped.startswith(">") else stripped
+        current.append(_FOOTNOTE_REF.sub("", stripped).strip())
+    if current:
+        paragraphs.append(" ".join(current))
+    return [p for p in paragraphs if p]
+
+
+def split_sentences(paragraph: str) -> list[str]:
+    """French sentences of one paragraph (abbreviations and initials do not end one)."""
+    out: list[str] = []
+    start = 0
+    for m in _END.finditer(paragraph):
+        before = paragraph[start : m.start()].rstrip("»”’)*_")
+        last_word = re.findall(r"[\w\-]+(?=\.$)", before)
+        if before.endswith(".") and last_word:
+            word = last_word[-1].lower()
+            if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()) or "-" in word:
+                continue  # "M. Bugeaud", "J.-B. Say"
+        out.append(paragraph[start : m.start()].strip())
+        start = m.end()
+    tail = paragraph[start:].strip()
+    if tail:
+        out.append(tail)
+    return [s for s in out if s]
+
+
+def words(sentence: str) -> list[str]:
+    return [
+        w
+        for w in (t.lower().replace("’", "'") for t in _WORD.findall(sentence))
+        if w not in STOPWORDS and len(w) > 1 and w.split("'")[-1] not in STOPWORDS
+    ]
+
+
+def _tfidf(sentences: list[Sentence]) -> np.ndarray:
+    vocab: dict[str, int] = {}
+    rows = [words(s.text) for s in sentences]
+    for row in rows:
+        for w in row:
+            vocab.setdefault(w, len(vocab))
+    matrix = np.zeros((len(rows), max(1, len(vocab))), dtype=np.float64)
+    for i, row in enumerate(rows):
+        for w in row:
+            matrix[i, vocab[w]] += 1.0
+    df = (matrix > 0).sum(axis=0)
+    idf = np.log((1 + len(rows)) / (1 + df)) + 1.0
+    matrix = np.log1p(matrix) * idf  # sublinear tf: a repeated word counts, not linearly
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms == 0, 1.0, norms)
+
+
+def select(sentences: list[Sentence], budget_tokens: int) -> list[Sentence]:
+    """The central, diverse sentences that fit `budget_tokens`, in reading order."""
+    if not sentences:
+        return []
+    vectors = _tfidf(sentences)
+    centroid = vectors.mean(axis=0)
+    norm = float(np.linalg.norm(centroid))
+    relevance = vectors @ (centroid / norm) if norm else np.zeros(len(sentences))
+    sizes = [count_tokens(s.text) + 1 for s in sentences]
+    eligible = [i for i, s in enumerate(sentences) if len(s.text.split()) >= MIN_WORDS]
+    if not eligible:
+        eligible = list(range(len(sentences)))
+    chosen: list[int] = []
+    redundancy = np.zeros(len(sentences))
+    used = 0
+    remaining = set(eligible)
+    while remaining:
+        # ties break on reading order, so the result never depends on set iteration
+        best = max(
+            sorted(remaining),
+            key=lambda i: RELEVANCE * relevance[i] - (1 - RELEVANCE) * redundancy[i],
+        )
+        remaining.discard(best)
+        if used + sizes[best] > budget_tokens:
+            continue
+        chosen.append(best)
+        used += sizes[best]
+        redundancy = np.maximum(redundancy, vectors @ vectors[best])
+    return [sentences[i] for i in sorted(chosen)]
+
+
+def sentences_of(request: SummaryRequest) -> list[Sentence]:
+    out: list[Sentence] = []
+    for n, item in enumerate(request.inputs):
+        for paragraph in clean_paragraphs(item.text):
+            for text in split_sentences(paragraph):
+                out.append(Sentence(n, len(out), text))
+    return out
+
+
+class ExtractiveSummarizer(Summarizer):
+    """Central sentences within the level's token budget; no LLM."""
+
+    provider = "extractive"
+    model = ALGORITHM
+    context_tokens = None
+    uses_prompt = False
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        sentences = sentences_of(request)
+        if not sentences:
+            raise SummarizerError(
+                request.path, "no sentences to summarise in its inputs (only headings or notes?)"
+            )
+        chosen = select(sentences, request.budget_tokens)
+        if not chosen:
+            raise SummarizerError(
+                request.path,
+                f"no sentence fits the budget of {request.budget_tokens} tokens; "
+                "raise summaries.budget_tokens in glossator.toml",
+            )
+        paragraphs: list[str] = []
+        last_input = -1
+        for s in chosen:
+            if s.input_index != last_input:
+                paragraphs.append(s.text)
+                last_input = s.input_index
+            else:
+                paragraphs[-1] += " " + s.text
+        text = "\n\n".join(paragraphs)
+        return SummaryResponse(text, input_tokens=0, output_tokens=0, cost_usd=0.0, calls=1)
