@@ -1,0 +1,188 @@
+"""The Starlette app of the git server: smart HTTP, repository admin, health.
+
+    GET  /<name>.git/info/refs?service=git-upload-pack|git-receive-pack
+    POST /<name>.git/git-upload-pack | git-receive-pack        (also without ".git")
+    POST /api/repos        {"name": "…"}   admin bearer token → 201 / 400 / 401 / 409
+    GET  /api/repos                         admin bearer token → the repositories
+    GET  /healthz                           200 "ok" (plus checks given by the caller)
+
+The indexing queue (`/api/jobs`), the worker and the MCP mount are added by the
+composition root (`glossator.server`) through `extra_routes` and `lifespan`, so
+this module stays testable with no database at all.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import BaseRoute, Route
+
+from gitserver import backend
+from gitserver.auth import (
+    REALM,
+    Access,
+    Policy,
+    basic_credentials,
+    bearer_token,
+    required_access,
+    token_matches,
+)
+from gitserver.errors import GitServerError, RepositoryNameError
+from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
+
+log = logging.getLogger(__name__)
+
+HOOK_URL = "GLOSSATOR_HOOK_URL"  # read by hooks.post_receive to tell the pusher where to look
+
+HealthCheck = Callable[[], Awaitable[None]]
+
+
+def _unauthorized(access: Access) -> Response:
+    what = "pushing" if access is Access.PUSH else "reading"
+    return PlainTextResponse(
+        f"authentication required for {what}: use a Glossator token as the HTTP password\n",
+        status_code=401,
+        headers={"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'},
+    )
+
+
+class GitServer:
+    """Request handlers bound to one repository store, auth policy and hook environment."""
+
+    def __init__(
+        self,
+        store: RepoStore,
+        policy: Policy,
+        *,
+        admin_token: str | None = None,
+        hook_env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.store = store
+        self.policy = policy
+        self.admin_token = admin_token
+        # Environment for git http-backend and through it the hooks (database URL…).
+        self.hook_env = dict(hook_env or {})
+
+    async def git(self, request: Request) -> Response:
+        name: str = request.path_params["name"]
+        rest: str = request.path_params["rest"]
+        if name.endswith(SUFFIX):
+            name = name[: -len(SUFFIX)]
+        if rest not in backend.SMART_PATHS or not NAME.match(name) or ".." in name:
+            return PlainTextResponse("not found\n", status_code=404)
+        allowed = ("POST",) if rest.startswith("git-") else ("GET", "HEAD")
+        if request.method not in allowed:
+            return PlainTextResponse(
+                "method not allowed\n", status_code=405, headers={"Allow": ", ".join(allowed)}
+            )
+        access = required_access(rest, request.query_params.get("service"))
+        credentials = basic_credentials(request.headers)
+        if not self.policy.allows(access, credentials):
+            log.info(
+                "refused %s of %s: %s",
+                access.value,
+                name,
+                "bad token" if credentials else "no token",
+            )
+            return _unauthorized(access)
+        if not self.store.exists(name):
+            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+        if rest == "git-receive-pack":
+            log.info("push received for %s", name)
+        body = await backend.spool_body(request) if request.method == "POST" else None
+        client = request.client.host if request.client else None
+        cgi = backend.CgiRequest(
+            project_root=self.store.root,
+            path_info=f"/{name}{SUFFIX}/{rest}",
+            method=request.method,
+            query=request.url.query,
+            content_type=request.headers.get("content-type"),
+            content_encoding=request.headers.get("content-encoding"),
+            git_protocol=request.headers.get("git-protocol"),
+            remote_user=(credentials.user or "glossator") if credentials else None,
+            remote_addr=client,
+            extra_env={**self.hook_env, HOOK_URL: str(request.base_url)},
+        )
+        return await backend.run(cgi, body)
+
+    def _admin_refusal(self, request: Request) -> Response | None:
+        if not self.admin_token:
+            return JSONResponse(
+                {"error": "admin routes are disabled: set GLOSSATOR_ADMIN_TOKEN on the server"},
+                status_code=403,
+            )
+        if not token_matches(bearer_token(request.headers), (self.admin_token,)):
+            return JSONResponse(
+                {"error": "admin token required (Authorization: Bearer <GLOSSATOR_ADMIN_TOKEN>)"},
+                status_code=401,
+                headers={"WWW-Authenticate": f'Bearer realm="{REALM}"'},
+            )
+        return None
+
+    async def create_repo(self, request: Request) -> Response:
+        refusal = self._admin_refusal(request)
+        if refusal is not None:
+            return refusal
+        try:
+            payload = await request.json()
+        except ValueError:
+            return JSONResponse({"error": 'body must be JSON: {"name": "<repo>"}'}, 400)
+        name = payload.get("name") if isinstance(payload, dict) else None
+        try:
+            check_name(name)  # type: ignore[arg-type]
+            self.store.create(name)  # type: ignore[arg-type]
+        except GitServerError as e:
+            return JSONResponse({"error": str(e)}, status_code=e.status)
+        url = str(request.base_url).rstrip("/") + f"/{name}{SUFFIX}"
+        return JSONResponse({"name": name, "url": url}, status_code=201)
+
+    async def list_repos(self, request: Request) -> Response:
+        refusal = self._admin_refusal(request)
+        if refusal is not None:
+            return refusal
+        return JSONResponse(
+            [{"name": n, "branches": self.store.branches(n)} for n in self.store.names()]
+        )
+
+
+def create_app(
+    store: RepoStore,
+    policy: Policy,
+    *,
+    admin_token: str | None = None,
+    hook_env: Mapping[str, str] | None = None,
+    extra_routes: Sequence[BaseRoute] = (),
+    health_checks: Sequence[HealthCheck] = (),
+    lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
+) -> Starlette:
+    """The ASGI app. `extra_routes` come before the git routes (which match `/<name>/…`)."""
+    server = GitServer(store, policy, admin_token=admin_token, hook_env=hook_env)
+
+    async def healthz(request: Request) -> Response:
+        for check in health_checks:
+            try:
+                await check()
+            except Exception as e:  # a failing dependency is reported, not raised
+                log.warning("health check failed: %s", e)
+                return PlainTextResponse(f"unhealthy: {e}\n", status_code=503)
+        return PlainTextResponse("ok\n")
+
+    routes: list[BaseRoute] = [
+        Route("/healthz", healthz, methods=["GET"]),
+        Route("/api/repos", server.create_repo, methods=["POST"]),
+        Route("/api/repos", server.list_repos, methods=["GET"]),
+        *extra_routes,
+        Route("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.git = server
+    return app
+
+
+__all__ = ["GitServer", "RepositoryNameError", "create_app"]

@@ -1,0 +1,97 @@
+"""Who may read and who may push.
+
+Git speaks HTTP Basic: the user name is ignored, the password is the token.
+A push (`info/refs?service=git-receive-pack` and the POST to
+`git-receive-pack`) needs a push token; clone and fetch need nothing when
+`anonymous_read` is on, else a read or push token. Tokens are compared in
+constant time against every configured token (no early exit that would time
+which one matched) and never logged: only the outcome is.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hmac
+from dataclasses import dataclass
+from enum import Enum
+
+from starlette.datastructures import Headers
+
+REALM = "Glossator"
+
+
+class Access(Enum):
+    READ = "read"
+    PUSH = "push"
+
+
+@dataclass(frozen=True)
+class Credentials:
+    user: str
+    token: str
+
+
+def basic_credentials(headers: Headers) -> Credentials | None:
+    """The HTTP Basic user and password of a request, or None when absent or garbled."""
+    value = headers.get("authorization", "")
+    scheme, _, param = value.partition(" ")
+    if scheme.lower() != "basic" or not param:
+        return None
+    try:
+        decoded = base64.b64decode(param.strip(), validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    user, sep, token = decoded.partition(":")
+    if not sep:
+        return None
+    return Credentials(user, token)
+
+
+def bearer_token(headers: Headers) -> str | None:
+    scheme, _, param = headers.get("authorization", "").partition(" ")
+    if scheme.lower() != "bearer" or not param.strip():
+        return None
+    return param.strip()
+
+
+def token_matches(given: str | None, allowed: tuple[str, ...] | list[str]) -> bool:
+    """True when `given` equals one of `allowed`; every candidate is compared."""
+    if not given:
+        return False
+    given_b = given.encode("utf-8")
+    found = False
+    for candidate in allowed:
+        if candidate and hmac.compare_digest(given_b, candidate.encode("utf-8")):
+            found = True
+    return found
+
+
+def required_access(path_rest: str, query_service: str | None) -> Access:
+    """What a smart-HTTP request needs, from its path inside the repo and `?service=`."""
+    if path_rest == "git-receive-pack" or query_service == "git-receive-pack":
+        return Access.PUSH
+    return Access.READ
+
+
+@dataclass(frozen=True)
+class Policy:
+    push_tokens: tuple[str, ...]
+    read_tokens: tuple[str, ...]
+    anonymous_read: bool
+
+    @classmethod
+    def from_settings(cls, settings: object) -> Policy:
+        return cls(
+            tuple(getattr(settings, "push_tokens", ()) or ()),
+            tuple(getattr(settings, "read_tokens", ()) or ()),
+            bool(getattr(settings, "anonymous_read", True)),
+        )
+
+    def allows(self, access: Access, credentials: Credentials | None) -> bool:
+        token = credentials.token if credentials else None
+        if access is Access.PUSH:
+            return token_matches(token, self.push_tokens)
+        if self.anonymous_read:
+            return True
+        return token_matches(token, self.read_tokens + self.push_tokens)

@@ -1,0 +1,208 @@
+"""Smart HTTP through `git http-backend`, a CGI program run as an asyncio subprocess.
+
+Git itself does the protocol (v0 and v2, pack negotiation, partial clone filters),
+the ref updates with their locks and compare-and-swap, and the hooks; this
+module only adapts HTTP to CGI and back, streaming both bodies:
+
+- The request body is spooled to an unnamed temporary file (memory for the first
+  MiB, then disk) and given to git as its stdin file descriptor. Git reads the
+  whole request before it answers, and Starlette must not start the response
+  while the request is still being received (its disconnect listener would eat
+  request messages), so spooling first is both required and deadlock-free: git
+  never waits on a pipe we are not reading. A 200 MB push costs disk, not RAM.
+- The response is git's stdout: CGI headers (`Status:`, `Content-Type:` …),
+  a blank line, then the body, streamed in 64 KiB chunks.
+- `Content-Encoding: gzip` request bodies are inflated by git itself
+  (HTTP_CONTENT_ENCODING); the `Git-Protocol` header becomes GIT_PROTOCOL.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import tempfile
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from starlette.requests import Request
+from starlette.responses import Response, StreamingResponse
+
+from gitserver.errors import BackendError
+
+log = logging.getLogger(__name__)
+
+CHUNK = 64 * 1024
+SPOOL_IN_MEMORY = 1024 * 1024
+MAX_HEADER_BYTES = 64 * 1024
+# What a client may ask of a repository: the smart protocol only (no dumb object walk).
+SMART_PATHS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack", "HEAD"})
+# Environment the CGI keeps from ours; everything else (tokens, keys) stays out.
+_KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
+
+
+@dataclass
+class CgiRequest:
+    """What `git http-backend` needs to know about one request."""
+
+    project_root: Path
+    path_info: str  # "/<name>.git/info/refs"
+    method: str
+    query: str = ""
+    content_type: str | None = None
+    content_encoding: str | None = None
+    git_protocol: str | None = None
+    remote_user: str | None = None
+    remote_addr: str | None = None
+    extra_env: Mapping[str, str] = field(default_factory=dict)
+
+    def environ(self, content_length: int | None) -> dict[str, str]:
+        env = {k: os.environ[k] for k in _KEEP_ENV if k in os.environ}
+        env.update(self.extra_env)
+        env.update(
+            GIT_PROJECT_ROOT=str(self.project_root),
+            GIT_HTTP_EXPORT_ALL="1",
+            GATEWAY_INTERFACE="CGI/1.1",
+            PATH_INFO=self.path_info,
+            REQUEST_METHOD=self.method,
+            QUERY_STRING=self.query,
+            REMOTE_ADDR=self.remote_addr or "127.0.0.1",
+        )
+        if content_length is not None:
+            env["CONTENT_LENGTH"] = str(content_length)
+        if self.content_type:
+            env["CONTENT_TYPE"] = self.content_type
+        if self.content_encoding:
+            env["HTTP_CONTENT_ENCODING"] = self.content_encoding
+        if self.git_protocol:
+            env["GIT_PROTOCOL"] = self.git_protocol
+        if self.remote_user:
+            env["REMOTE_USER"] = self.remote_user
+        return env
+
+
+async def spool_body(request: Request) -> tempfile.SpooledTemporaryFile[bytes]:
+    """The whole request body in a spooled temp file, rewound."""
+    spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - returned open, closed by run()
+        max_size=SPOOL_IN_MEMORY
+    )
+    try:
+        async for chunk in request.stream():
+            if chunk:
+                spool.write(chunk)
+        spool.flush()
+        spool.seek(0)
+    except BaseException:
+        spool.close()
+        raise
+    return spool
+
+
+async def _read_headers(stdout: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
+    status = 200
+    headers: list[tuple[str, str]] = []
+    seen = 0
+    while True:
+        line = await stdout.readline()
+        seen += len(line)
+        if seen > MAX_HEADER_BYTES:
+            raise BackendError("git http-backend sent over 64 KiB of headers")
+        if not line:
+            raise BackendError("git http-backend ended before its headers were complete")
+        text = line.decode("latin-1").rstrip("\r\n")
+        if not text:
+            return status, headers
+        name, sep, value = text.partition(":")
+        if not sep:
+            raise BackendError(f"git http-backend sent a malformed header line {text[:80]!r}")
+        value = value.strip()
+        if name.lower() == "status":
+            try:
+                status = int(value.split()[0])
+            except (ValueError, IndexError):
+                raise BackendError(f"git http-backend sent a bad status {value!r}") from None
+        else:
+            headers.append((name, value))
+
+
+async def _drain_stderr(stream: asyncio.StreamReader, path_info: str) -> None:
+    # git's messages name paths and refs, never credentials (it never sees them).
+    while line := await stream.readline():
+        log.warning("git http-backend %s: %s", path_info, line.decode("utf-8", "replace").rstrip())
+
+
+async def run(cgi: CgiRequest, body: tempfile.SpooledTemporaryFile[bytes] | None) -> Response:
+    """Run `git http-backend` for one request and stream its answer."""
+    stdin: int | object = asyncio.subprocess.DEVNULL
+    length: int | None = None
+    if body is not None:
+        body.seek(0, os.SEEK_END)
+        length = body.tell()
+        body.seek(0)
+        # A subprocess needs a real descriptor: move an in-memory spool to disk.
+        body.fileno()
+        stdin = body
+    env = cgi.environ(length)
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            "git",
+            "http-backend",
+            stdin=stdin,  # type: ignore[arg-type]
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+            cwd=str(cgi.project_root),
+        )
+    except BaseException:
+        if body is not None:
+            body.close()
+        raise
+    if body is not None:
+        body.close()  # the child holds its own descriptor
+    assert proc.stdout is not None and proc.stderr is not None
+    stderr_task = asyncio.create_task(_drain_stderr(proc.stderr, cgi.path_info))
+    try:
+        status, headers = await _read_headers(proc.stdout)
+    except BaseException:
+        await _finish(proc, stderr_task, kill=True)
+        raise
+    return StreamingResponse(
+        _stream(proc, stderr_task), status_code=status, headers=dict(_merge(headers))
+    )
+
+
+def _merge(headers: list[tuple[str, str]]) -> Mapping[str, str]:
+    out: dict[str, str] = {}
+    for name, value in headers:
+        out[name] = f"{out[name]}, {value}" if name in out else value
+    return out
+
+
+async def _stream(
+    proc: asyncio.subprocess.Process, stderr_task: asyncio.Task[None]
+) -> AsyncIterator[bytes]:
+    assert proc.stdout is not None
+    complete = False
+    try:
+        while chunk := await proc.stdout.read(CHUNK):
+            yield chunk
+        complete = True
+    finally:
+        await _finish(proc, stderr_task, kill=not complete)
+
+
+async def _finish(
+    proc: asyncio.subprocess.Process, stderr_task: asyncio.Task[None], *, kill: bool = True
+) -> None:
+    """Reap the child; kill it if the client went away before it was done."""
+    if kill and proc.returncode is None:
+        log.warning("stopping git http-backend (pid %s) before it finished", proc.pid)
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+    await proc.wait()
+    with contextlib.suppress(asyncio.CancelledError):
+        await stderr_task
+    if proc.returncode:
+        log.warning("git http-backend exited with status %s", proc.returncode)

@@ -1,0 +1,33 @@
+"""Errors of the git server; the HTTP app and the CLI turn them into messages.
+
+GlossatorError                  (glossator.errors)
+ └── GitServerError
+      ├── RepositoryNameError   a name that is not allowed       (HTTP 400)
+      ├── RepositoryNotFound    no such repository               (HTTP 404)
+      ├── RepositoryExists      the name is taken                (HTTP 409)
+      └── BackendError          `git http-backend` misbehaved    (HTTP 502)
+"""
+
+from __future__ import annotations
+
+from glossator.errors import GlossatorError
+
+
+class GitServerError(GlossatorError):
+    status = 500
+
+
+class RepositoryNameError(GitServerError, ValueError):
+    status = 400
+
+
+class RepositoryNotFound(GitServerError):
+    status = 404
+
+
+class RepositoryExists(GitServerError):
+    status = 409
+
+
+class BackendError(GitServerError):
+    status = 502

@@ -1,0 +1,184 @@
+"""The repository store: bare repositories under `settings.repos_dir`, one per corpus.
+
+A repository named `bastiat` lives in `<repos_dir>/bastiat.git`. Names are
+checked against one pattern before any path is built from them, and the
+resolved path must sit directly inside the store, so no name (`..`, `/`, a
+symlink planted in the store) reaches outside it (dulwich's backend habit).
+
+`create` configures each repository for smart HTTP and for Glossator, and
+installs the two hooks that call back into Glossator. The hooks are tiny shell
+scripts that `exec` this interpreter on `hooks.pre_receive` / `hooks.post_receive`:
+git runs them as its own child processes, with the environment the server gave
+`git http-backend` (database URL, data dir), so they need no secret on disk.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shlex
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pygit2
+
+from gitserver.errors import RepositoryExists, RepositoryNameError, RepositoryNotFound
+
+log = logging.getLogger(__name__)
+
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+SUFFIX = ".git"
+DEFAULT_BRANCH = "main"
+
+# Why each key (git-config(1) names):
+CONFIG: dict[str, str | bool] = {
+    # Pushes over HTTP are allowed by git only for authenticated users (REMOTE_USER);
+    # Glossator authenticates itself before git runs, so git may accept them.
+    "http.receivepack": True,
+    # Partial clone (`--filter=blob:none`) and the lazy fetches of missing blobs after it.
+    "uploadpack.allowFilter": True,
+    "uploadpack.allowAnySHA1InWant": True,
+    # Wait for a ref lock instead of failing at once: the worker's commit-back and a
+    # user's push may touch the same branch within milliseconds (milliseconds here).
+    "core.filesRefLockTimeout": "10000",
+    "core.packedRefsTimeout": "10000",
+    # Check pushed objects: a corrupt push is refused rather than stored.
+    "receive.fsckObjects": True,
+    # Force pushes stay allowed (git's default): the worker diffs against the tree of the
+    # last indexed commit, ancestor or not, so a rewritten branch is indexed correctly.
+    "receive.denyNonFastForwards": False,
+    # No background gc racing the worker's object writes; `git gc` is an admin's job.
+    "gc.auto": "0",
+}
+
+HOOKS = ("pre-receive", "post-receive")
+
+
+def check_name(name: str) -> str:
+    """Return `name` if it is a valid repository name, else raise RepositoryNameError."""
+    if not isinstance(name, str) or not NAME.match(name) or ".." in name:
+        raise RepositoryNameError(
+            f"invalid repository name {name!r}: use 1 to 64 lowercase letters, digits, "
+            "'.', '_' or '-', starting with a letter or digit (no '..')"
+        )
+    if name.endswith(SUFFIX):
+        raise RepositoryNameError(
+            f"invalid repository name {name!r}: drop the {SUFFIX} suffix, it is added for you"
+        )
+    return name
+
+
+def hook_script(hook: str, *, data_dir: Path, repos_dir: Path) -> str:
+    """The shell script installed as `hook`: defaults for the non-secret settings, then exec."""
+    module = "hooks." + hook.replace("-", "_")
+    return (
+        "#!/bin/sh\n"
+        f"# Installed by Glossator (gitserver.repos): runs {module} for this repository.\n"
+        "# The server passes the database URL in the environment; defaults below let a\n"
+        "# push made by other means (ssh, file://) still find the data directory.\n"
+        f': "${{GLOSSATOR_DATA_DIR:={shlex.quote(str(data_dir))}}}"\n'
+        f': "${{GLOSSATOR_REPOS_DIR:={shlex.quote(str(repos_dir))}}}"\n'
+        "export GLOSSATOR_DATA_DIR GLOSSATOR_REPOS_DIR\n"
+        f"exec {shlex.quote(sys.executable)} -m {module}\n"
+    )
+
+
+class RepoStore:
+    """Bare repositories under one directory."""
+
+    def __init__(self, root: Path, *, data_dir: Path) -> None:
+        self.root = root.expanduser().resolve()
+        self.data_dir = data_dir.expanduser().resolve()
+
+    def path(self, name: str) -> Path:
+        """Where repository `name` lives (whether it exists or not); never outside root."""
+        full = self.root / (check_name(name) + SUFFIX)
+        if full.parent != self.root:  # belt and braces: the pattern already forbids '/'
+            raise RepositoryNameError(f"invalid repository name {name!r}")
+        return full
+
+    def exists(self, name: str) -> bool:
+        try:
+            full = self.path(name)
+        except RepositoryNameError:
+            return False
+        # A symlink planted in the store could point anywhere: not one of ours.
+        return full.is_dir() and not full.is_symlink() and (full / "HEAD").is_file()
+
+    def open(self, name: str) -> pygit2.Repository:
+        if not self.exists(name):
+            raise RepositoryNotFound(
+                f"no repository named {name!r}; create it with `glossator repo create {name}`"
+            )
+        return pygit2.Repository(str(self.path(name)))
+
+    def names(self) -> list[str]:
+        """Every repository of the store, sorted."""
+        if not self.root.is_dir():
+            return []
+        out = []
+        for entry in self.root.iterdir():
+            if entry.name.endswith(SUFFIX):
+                name = entry.name[: -len(SUFFIX)]
+                if NAME.match(name) and self.exists(name):
+                    out.append(name)
+        return sorted(out)
+
+    def create(self, name: str) -> Path:
+        """Create, configure and hook a bare repository; RepositoryExists if taken."""
+        full = self.path(name)
+        if full.exists() or full.is_symlink():
+            raise RepositoryExists(f"repository {name!r} already exists at {full}")
+        self.root.mkdir(parents=True, exist_ok=True)
+        # Build in a temp name and rename: a crash never leaves a half-configured repo.
+        tmp = self.root / f".{name}.creating-{os.getpid()}"
+        repo = pygit2.init_repository(str(tmp), bare=True, initial_head=DEFAULT_BRANCH)
+        self._configure(repo)
+        self._install_hooks(tmp)
+        try:
+            os.rename(tmp, full)
+        except OSError:
+            raise RepositoryExists(f"repository {name!r} already exists at {full}") from None
+        log.info("created repository %s", name)
+        return full
+
+    def refresh(self, name: str) -> None:
+        """Re-apply configuration and hooks (at server start: the interpreter may have moved)."""
+        full = self.path(name)
+        self._configure(pygit2.Repository(str(full)))
+        self._install_hooks(full)
+
+    def branches(self, name: str) -> dict[str, str]:
+        """branch name -> tip commit id (hex) of repository `name`."""
+        repo = self.open(name)
+        out = {}
+        for ref in repo.references.iterator():
+            if ref.name.startswith("refs/heads/"):
+                target = ref.resolve().target
+                out[ref.name[len("refs/heads/") :]] = str(target)
+        return out
+
+    def iter_branches(self) -> Iterator[tuple[str, str, str]]:
+        """(repository, branch, tip) for every branch of every repository."""
+        for name in self.names():
+            for branch, tip in sorted(self.branches(name).items()):
+                yield name, branch, tip
+
+    def _configure(self, repo: pygit2.Repository) -> None:
+        config = repo.config
+        for key, value in CONFIG.items():
+            config[key] = value
+
+    def _install_hooks(self, repo_dir: Path) -> None:
+        hooks_dir = repo_dir / "hooks"
+        hooks_dir.mkdir(exist_ok=True)
+        for sample in hooks_dir.glob("*.sample"):
+            sample.unlink()
+        for hook in HOOKS:
+            target = hooks_dir / hook
+            tmp = hooks_dir / f".{hook}.tmp"
+            tmp.write_text(hook_script(hook, data_dir=self.data_dir, repos_dir=self.root))
+            tmp.chmod(0o755)
+            os.replace(tmp, target)

@@ -1,0 +1,91 @@
+"""The post-receive hook: queue indexing of each pushed branch and return at once.
+
+git runs this after the refs moved, with `<old> <new> <ref>` lines on stdin; what
+we print reaches the pusher as `remote:` lines. The push already succeeded, so
+nothing here can fail it: when the queue cannot be reached we say so, and the
+branch is indexed anyway when `glossator serve` next starts (it reconciles every
+branch with its last indexed commit). A deleted branch is queued too: its job
+drops the branch's rows.
+
+The hook gets the database URL from the environment the server gave
+`git http-backend` (never from a file), the repository name from its git dir,
+and the server's URL (to tell the pusher where to follow the job) from
+GLOSSATOR_HOOK_URL, which the server sets per request.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from gitserver.repos import SUFFIX
+from glossator.settings import SETTINGS, Settings
+from hooks.pre_receive import parse_updates
+from hooks.queue import defer_sync
+
+HOOK_URL = "GLOSSATOR_HOOK_URL"
+
+
+def hook_settings(environ: dict[str, str] | None = None) -> Settings:
+    """Settings from the hook's environment, keeping only real settings' variables."""
+    env = dict(os.environ if environ is None else environ)
+    known = {s.variable for s in SETTINGS}
+    return Settings.from_env({k: v for k, v in env.items() if k in known})
+
+
+def repository_name(git_dir: str | None = None) -> str:
+    path = Path(git_dir or os.environ.get("GIT_DIR", ".")).resolve()
+    return path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.name
+
+
+def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
+    branches = []
+    for _old, _new, ref in parse_updates(stdin):
+        if ref.startswith("refs/heads/"):
+            branches.append(ref[len("refs/heads/") :])
+    if not branches:
+        return 0
+    repository = repository_name()
+    try:
+        settings = hook_settings()
+        url = settings.database_url
+    except Exception as e:  # a bad environment must not look like a failed push
+        print(f"glossator: indexing not queued: {e}", file=out)
+        return 0
+    if not url:
+        print(
+            "glossator: indexing not queued (no database in this environment); "
+            "the branch is indexed when `glossator serve` starts",
+            file=out,
+        )
+        return 0
+    base = os.environ.get(HOOK_URL, "").rstrip("/")
+    for branch in branches:
+        try:
+            queued = defer_sync(url, repository, branch)
+        except Exception as e:
+            # Name the kind of failure only: a driver message may quote the URL.
+            print(
+                f"glossator: indexing of {branch} not queued ({type(e).__name__}); "
+                "it is indexed when `glossator serve` next starts",
+                file=out,
+            )
+            continue
+        if queued.coalesced:
+            print(
+                f"glossator: indexing queued (job {queued.job_id}): {branch} already waits "
+                "and will index this push too",
+                file=out,
+            )
+        else:
+            print(f"glossator: indexing queued (job {queued.job_id}) for {branch}", file=out)
+    follow = f"GET {base}/api/jobs?repository={repository}" if base else "GET /api/jobs"
+    print(f"glossator: follow it with `glossator status` or {follow}", file=out)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,122 @@
+"""Helpers for the git server tests: a real uvicorn on 127.0.0.1 port 0, the real `git`.
+
+with ServerThread(app) as server:
+    git("clone", server.url("corpus", token="t"), dest)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import uvicorn
+
+# A git that reads no user or system config and never prompts for a password.
+GIT_ENV = {
+    "GIT_CONFIG_NOSYSTEM": "1",
+    "GIT_CONFIG_GLOBAL": os.devnull,
+    "GIT_TERMINAL_PROMPT": "0",
+    "GIT_ASKPASS": "/bin/false",
+    "GIT_AUTHOR_NAME": "Test Author",
+    "GIT_AUTHOR_EMAIL": "author@example.org",
+    "GIT_COMMITTER_NAME": "Test Author",
+    "GIT_COMMITTER_EMAIL": "author@example.org",
+}
+
+
+def git(
+    *args: str,
+    cwd: Path | str | None = None,
+    check: bool = True,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    full_env.update(GIT_ENV)
+    full_env.update(env or {})
+    result = subprocess.run(
+        ["git", *args],
+        cwd=cwd,
+        env=full_env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    if check and result.returncode != 0:
+        raise AssertionError(
+            f"git {' '.join(args)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
+        )
+    return result
+
+
+def commit_all(work: Path, message: str) -> str:
+    git("add", "-A", cwd=work)
+    git("commit", "-q", "-m", message, cwd=work)
+    return git("rev-parse", "HEAD", cwd=work).stdout.strip()
+
+
+class ServerThread:
+    """uvicorn serving `app` in a thread, on a socket bound to 127.0.0.1 port 0."""
+
+    def __init__(self, app: Any, *, lifespan: str = "auto") -> None:
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.sock.bind(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, access_log=False)
+        self.server = uvicorn.Server(config)
+        self.thread = threading.Thread(
+            target=self.server.run, kwargs={"sockets": [self.sock]}, daemon=True
+        )
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, repo: str, *, token: str | None = None, user: str = "git") -> str:
+        auth = f"{user}:{token}@" if token else ""
+        return f"http://{auth}127.0.0.1:{self.port}/{repo}.git"
+
+    def __enter__(self) -> ServerThread:
+        self.thread.start()
+        deadline = time.monotonic() + 30
+        while not self.server.started:
+            if not self.thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("uvicorn did not start")
+            time.sleep(0.02)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=30)
+        self.sock.close()
+
+
+def write_files(root: Path, files: dict[str, str | bytes]) -> None:
+    for rel, data in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        path.write_bytes(data)
+
+
+def init_work(path: Path, files: dict[str, str | bytes], origin: str | None = None) -> Path:
+    """A fresh working repository on branch main with `files` committed."""
+    path.mkdir(parents=True, exist_ok=True)
+    git("init", "-q", "-b", "main", str(path))
+    write_files(path, files)
+    commit_all(path, "initial")
+    if origin:
+        git("remote", "add", "origin", origin, cwd=path)
+    return path
+
+
+def lines(text: str) -> Sequence[str]:
+    return [line for line in text.splitlines() if line.strip()]

@@ -1,0 +1,249 @@
+"""The git server: repository store, auth, and smart HTTP with the real `git` client.
+
+No database here: the hooks run (they are real), the post-receive finds no
+database in its environment and says so; the indexing pipeline has its own tests.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import stat
+from pathlib import Path
+
+import httpx
+import pygit2
+import pytest
+from starlette.datastructures import Headers
+
+from gitserver.app import create_app
+from gitserver.auth import Access, Policy, basic_credentials, required_access, token_matches
+from gitserver.errors import RepositoryExists, RepositoryNameError
+from gitserver.repos import RepoStore, check_name
+from tests.gitserver_support import ServerThread, commit_all, git, init_work, write_files
+
+TOKEN = "push-s3cret"
+READ = "read-t0ken"
+ADMIN = "adm1n"
+
+GOOD = "---\ntitle: Un chapitre\n---\n\nPremier paragraphe.\n\nSecond paragraphe.\n"
+BAD = "---\ntitle: [unclosed\n---\n\nTexte.\n"
+CH1 = "corpus/oeuvre/partie-1/chapitre-01/source.md"
+CH2 = "corpus/oeuvre/partie-1/chapitre-02/source.md"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RepoStore:
+    return RepoStore(tmp_path / "repos", data_dir=tmp_path / "data")
+
+
+def make_app(store: RepoStore, *, anonymous_read: bool = True):
+    return create_app(
+        store,
+        Policy(push_tokens=(TOKEN,), read_tokens=(READ,), anonymous_read=anonymous_read),
+        admin_token=ADMIN,
+    )
+
+
+# -- repository store ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name", ["", "..", "a/b", "../x", "UPPER", "-x", ".x", "a..b", "x" * 65, "a b", "c.git", "é"]
+)
+def test_bad_names_are_refused(store: RepoStore, name: str) -> None:
+    with pytest.raises(RepositoryNameError):
+        check_name(name)
+    with pytest.raises(RepositoryNameError):
+        store.create(name)
+    assert not store.exists(name)
+
+
+def test_create_configures_and_hooks(store: RepoStore) -> None:
+    path = store.create("bastiat")
+    assert path == store.root / "bastiat.git"
+    repo = pygit2.Repository(str(path))
+    assert repo.is_bare
+    assert repo.config.get_bool("http.receivepack")
+    assert repo.config.get_bool("uploadpack.allowFilter")
+    assert repo.config["core.filesRefLockTimeout"] == "10000"
+    assert repo.head_is_unborn and repo.references["HEAD"].target == "refs/heads/main"
+    for hook in ("pre-receive", "post-receive"):
+        script = path / "hooks" / hook
+        assert script.stat().st_mode & stat.S_IXUSR
+        text = script.read_text()
+        assert "-m hooks." + hook.replace("-", "_") in text
+        assert "DATABASE_URL" not in text.split("\n", 4)[-1]  # no secret on disk
+    assert store.names() == ["bastiat"]
+    with pytest.raises(RepositoryExists):
+        store.create("bastiat")
+
+
+def test_symlink_in_store_is_not_a_repository(store: RepoStore, tmp_path: Path) -> None:
+    outside = tmp_path / "outside.git"
+    pygit2.init_repository(str(outside), bare=True)
+    store.root.mkdir(parents=True)
+    (store.root / "evil.git").symlink_to(outside)
+    assert not store.exists("evil")
+    assert store.names() == []
+
+
+# -- auth --------------------------------------------------------------------------
+
+
+def _basic(user: str, password: str) -> Headers:
+    raw = base64.b64encode(f"{user}:{password}".encode()).decode()
+    return Headers({"authorization": f"Basic {raw}"})
+
+
+def test_auth_rules() -> None:
+    assert basic_credentials(_basic("x", "a:b")).token == "a:b"  # type: ignore[union-attr]
+    assert basic_credentials(Headers({"authorization": "Basic !!!"})) is None
+    assert basic_credentials(Headers({})) is None
+    assert token_matches("t", ("a", "t"))
+    assert not token_matches("", ("",)) and not token_matches(None, ("t",))
+    assert required_access("info/refs", "git-receive-pack") is Access.PUSH
+    assert required_access("git-receive-pack", None) is Access.PUSH
+    assert required_access("git-upload-pack", None) is Access.READ
+    closed = Policy(("p",), ("r",), anonymous_read=False)
+    assert not closed.allows(Access.READ, None)
+    assert closed.allows(Access.READ, basic_credentials(_basic("u", "r")))
+    assert closed.allows(Access.READ, basic_credentials(_basic("u", "p")))
+    assert not closed.allows(Access.PUSH, basic_credentials(_basic("u", "r")))
+
+
+# -- in-process HTTP -------------------------------------------------------------------
+
+
+async def test_admin_route(store: RepoStore) -> None:
+    transport = httpx.ASGITransport(app=make_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        r = await client.post("/api/repos", json={"name": "livre"})
+        assert r.status_code == 401 and "Bearer" in r.headers["www-authenticate"]
+        auth = {"Authorization": f"Bearer {ADMIN}"}
+        r = await client.post("/api/repos", json={"name": "livre"}, headers=auth)
+        assert r.status_code == 201, r.text
+        assert r.json() == {"name": "livre", "url": "http://test/livre.git"}
+        r = await client.post("/api/repos", json={"name": "livre"}, headers=auth)
+        assert r.status_code == 409
+        r = await client.post("/api/repos", json={"name": "../etc"}, headers=auth)
+        assert r.status_code == 400 and "invalid repository name" in r.json()["error"]
+        r = await client.get("/api/repos", headers=auth)
+        assert r.json() == [{"name": "livre", "branches": {}}]
+        assert (await client.get("/healthz")).text == "ok\n"
+
+
+async def test_receive_pack_needs_a_token_in_process(store: RepoStore) -> None:
+    store.create("livre")
+    transport = httpx.ASGITransport(app=make_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        r = await client.get("/livre.git/info/refs", params={"service": "git-receive-pack"})
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Basic")
+        r = await client.post("/livre.git/git-receive-pack", content=b"0000")
+        assert r.status_code == 401 and r.headers["www-authenticate"].startswith("Basic")
+        r = await client.get(
+            "/livre.git/info/refs",
+            params={"service": "git-receive-pack"},
+            auth=("anyone", TOKEN),
+        )
+        assert r.status_code == 200
+        assert r.headers["content-type"] == "application/x-git-receive-pack-advertisement"
+        assert (await client.get("/livre.git/objects/info/packs")).status_code == 404
+        assert (await client.get("/nope.git/info/refs")).status_code == 404
+        assert (await client.get("/livre.git/git-upload-pack")).status_code == 405
+
+
+async def test_gzip_request_body_and_protocol_v2(store: RepoStore, tmp_path: Path) -> None:
+    work = init_work(tmp_path / "w", {CH1: GOOD})
+    head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    git("push", "-q", str(store.create("livre")), "main", cwd=work)
+    # protocol v2 `ls-refs`, gzip-compressed as git does for large requests
+    body = b"0014command=ls-refs\n0001" + b"0009peel\n" + b"0000"
+    transport = httpx.ASGITransport(app=make_app(store))
+    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+        r = await client.post(
+            "/livre/git-upload-pack",
+            content=gzip.compress(body),
+            headers={
+                "Content-Type": "application/x-git-upload-pack-request",
+                "Content-Encoding": "gzip",
+                "Git-Protocol": "version=2",
+            },
+        )
+    assert r.status_code == 200, r.text
+    assert f"{head} refs/heads/main".encode() in r.content
+
+
+# -- the real git client against uvicorn --------------------------------------------------
+
+
+def test_clone_push_and_auth_with_real_git(store: RepoStore, tmp_path: Path) -> None:
+    store.create("livre")
+    with ServerThread(make_app(store)) as server:
+        work = init_work(tmp_path / "work", {CH1: GOOD}, origin=server.url("livre"))
+        refused = git("push", "origin", "main", cwd=work, check=False)
+        assert refused.returncode != 0
+        # the server asked for credentials (401) and git, unable to prompt, gave up
+        assert "could not read Username" in refused.stderr
+        wrong = git("push", server.url("livre", token="nope"), "main", cwd=work, check=False)
+        assert wrong.returncode != 0 and "Authentication failed" in wrong.stderr
+        assert store.branches("livre") == {}
+
+        pushed = git("push", server.url("livre", token=TOKEN), "main", cwd=work)
+        assert "remote: glossator: indexing not queued" in pushed.stderr
+        assert TOKEN not in pushed.stderr
+        head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        assert store.branches("livre") == {"main": head}
+
+        clone = tmp_path / "clone"
+        git("clone", "-q", server.url("livre"), str(clone))
+        assert (clone / CH1).read_text() == GOOD
+
+        # protocol v2 is what the client speaks and what the server answers
+        traced = git(
+            "-c", "protocol.version=2", "ls-remote", server.url("livre"),
+            env={"GIT_TRACE_PACKET": "1"},
+        )  # fmt: skip
+        assert "< version 2" in traced.stderr
+        assert f"{head}\trefs/heads/main" in traced.stdout
+
+        # partial clone: no blobs at clone time, fetched lazily on checkout
+        partial = tmp_path / "partial"
+        git("clone", "-q", "--no-checkout", "--filter=blob:none", server.url("livre"), str(partial))
+        missing = git("rev-list", "--objects", "--missing=print", "HEAD", cwd=partial).stdout
+        assert any(line.startswith("?") for line in missing.splitlines())
+        git("checkout", "-q", "main", cwd=partial)
+        assert (partial / CH1).read_text() == GOOD
+
+        # a second push on top, from the clone, is a fast-forward
+        write_files(clone, {CH2: GOOD.replace("Un chapitre", "Deux")})
+        commit_all(clone, "second chapter")
+        git("push", "-q", server.url("livre", token=TOKEN), "main", cwd=clone)
+        git("pull", "-q", "--ff-only", "origin", "main", cwd=work)
+        assert (work / CH2).exists()
+
+
+def test_malformed_frontmatter_is_refused(store: RepoStore, tmp_path: Path) -> None:
+    store.create("livre")
+    with ServerThread(make_app(store)) as server:
+        url = server.url("livre", token=TOKEN)
+        work = init_work(tmp_path / "work", {CH1: GOOD, "README.md": "---\n[x\n"})
+        git("push", "-q", url, "main", cwd=work)  # README.md is outside corpus/: not checked
+        write_files(work, {CH2: BAD, CH1: GOOD + "\nEncore.\n"})
+        commit_all(work, "broken chapter")
+        refused = git("push", url, "main", cwd=work, check=False)
+        assert refused.returncode != 0
+        problems = [line for line in refused.stderr.splitlines() if "remote: glossator:" in line]
+        assert any(CH2 in line and "malformed YAML frontmatter" in line for line in problems)
+        assert not any(CH1 in line for line in problems)
+        assert "pre-receive hook declined" in refused.stderr
+        assert store.branches("livre")["main"] != git("rev-parse", "HEAD", cwd=work).stdout.strip()
+
+
+def test_closed_reads_need_a_token(store: RepoStore, tmp_path: Path) -> None:
+    store.create("livre")
+    with ServerThread(make_app(store, anonymous_read=False)) as server:
+        anonymous = git("ls-remote", server.url("livre"), check=False)
+        assert anonymous.returncode != 0
+        assert git("ls-remote", server.url("livre", token=READ)).returncode == 0
+        assert git("ls-remote", server.url("livre", token=TOKEN)).returncode == 0
