@@ -19,11 +19,14 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from glossator.errors import GlossatorError
 from indexer.tokens import count_tokens
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 LEVEL_NAMES = {1: "section", 2: "part", 3: "work"}
 
@@ -174,7 +177,7 @@ class Summarizer(ABC):
 
     def _run(self, request: SummaryRequest, depth: int) -> SummaryResponse:
         if self.fits(request):
-            return self.with_retries(request, lambda: self.summarize(request))
+            return self.with_retries(request.path, lambda: self.summarize(request))
         if depth >= 4:
             raise SummarizerError(
                 request.path,
@@ -231,9 +234,7 @@ class Summarizer(ABC):
             groups = [groups[0][:half], groups[0][half:]]
         return [g for g in groups if g]
 
-    def with_retries(
-        self, request: SummaryRequest, call: Callable[[], SummaryResponse]
-    ) -> SummaryResponse:
+    def with_retries(self, path: str, call: Callable[[], T]) -> T:
         """`call()` retried on RetryableError with exponential backoff, bounded."""
         delay = self.backoff_seconds
         for attempt in range(1, self.max_attempts + 1):
@@ -242,12 +243,12 @@ class Summarizer(ABC):
             except RetryableError as e:
                 if attempt == self.max_attempts:
                     raise SummarizerError(
-                        request.path, f"{e.message} (gave up after {attempt} attempts)"
+                        path, f"{e.message} (gave up after {attempt} attempts)"
                     ) from e
                 wait = min(e.retry_after if e.retry_after is not None else delay, self.backoff_max)
                 log.warning(
                     "%s: %s; retry %d/%d in %.1f s",
-                    request.path,
+                    path,
                     e.message,
                     attempt,
                     self.max_attempts - 1,

@@ -1,6 +1,6 @@
 """A recording summarizer for tests: deterministic text, a `history` of requests.
 
-The text depends on the request's title and inputs, so a changed chapter changes
+The text depends on the request's prompt, title and inputs, so a changed chapter changes
 its summary and the change propagates upwards exactly as with a real model.
 `fail_paths` makes the requests of those summary paths fail (an LLM error);
 `refuse_paths` makes them a refusal.
@@ -48,7 +48,7 @@ class FakeSummarizer(Summarizer):
             raise SummarizerError(request.path, "fake failure (told to fail for this path)")
         if request.path in self.refuse_paths:
             raise RefusalError(request.path, "the model refused to summarise (fake refusal)")
-        digest = hashlib.sha256(request.user_message().encode("utf-8")).hexdigest()[:12]
+        digest = hashlib.sha256((request.prompt + request.user_message()).encode()).hexdigest()[:12]
         text = (
             f"Résumé de « {request.title} » (niveau {request.level}, "
             f"{len(request.inputs)} entrées, empreinte {digest})."
