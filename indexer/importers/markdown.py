@@ -1,0 +1,238 @@
+"""Import one Markdown file whose heading levels give the structure.
+
+    ---                          optional: author, lang, title, any other key (kept on the work)
+    author: Frédéric List
+    ---
+    # Système national d'économie politique        a work (several `#` = several works)
+    ## Préface                                      text under it, no `###`: a liminary piece
+    …
+    ## Livre premier — L'histoire                   has `###` chapters: a part
+    ### Chapitre I. — Les Italiens                  a chapter: number "I", title "Les Italiens"
+    …
+    #### Anything deeper                            stays in the chapter's text
+
+Headings inside fenced code blocks are text. Footnote definitions gathered at
+the end of the file move to the chapter that calls them, so every chapter
+carries its own notes. Text that belongs to no piece or chapter (under `#` before
+the first `##`, under a part before its first `###`) is an error rather than
+something silently dropped: the message says which heading to add.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from indexer import frontmatter
+from indexer.errors import CorpusError
+from indexer.importers.common import ImportSourceError, drop_title_heading, split_heading
+from indexer.importers.selection import Selection
+from indexer.importers.tree import Part, Section, Work
+
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_NOTE_DEF = re.compile(r"^\[\^([^\]\s]+)\]:")
+_NOTE_REF = re.compile(r"\[\^([^\]\s]+)\](?!:)")
+
+
+@dataclass
+class _Block:
+    level: int
+    title: str
+    line: int  # 1-based line of the heading in the file
+    text: list[str] = field(default_factory=list)
+    children: list[_Block] = field(default_factory=list)
+
+    @property
+    def has_text(self) -> bool:
+        return any(line.strip() for line in self.text)
+
+
+def _outline(path: str, body: str, first_line: int) -> list[_Block]:
+    """The `#`, `##`, `###` blocks of the file; deeper headings stay in the text."""
+    works: list[_Block] = []
+    stack: list[_Block] = []
+    fence: str | None = None
+    preamble: list[str] = []
+    for offset, line in enumerate(body.split("\n")):
+        number = first_line + offset
+        m = _FENCE.match(line)
+        if m:
+            mark = m.group(1)[0] * 3
+            fence = None if fence == mark else (fence or mark)
+        h = _HEADING.match(line) if fence is None else None
+        if h and len(h.group(1)) <= 3:
+            level = len(h.group(1))
+            block = _Block(level, h.group(2).strip(), number)
+            while stack and stack[-1].level >= level:
+                stack.pop()
+            if level == 1:
+                works.append(block)
+            elif not stack:
+                raise ImportSourceError(
+                    f"{path}:{number}",
+                    f"heading {'#' * level} comes before any `# ` work title; "
+                    "start the file with `# Title of the work`",
+                )
+            elif stack[-1].level != level - 1:
+                raise ImportSourceError(
+                    f"{path}:{number}",
+                    f"heading level {level} under a level {stack[-1].level} heading; "
+                    "chapters (###) go under a part (##)",
+                )
+            else:
+                stack[-1].children.append(block)
+            stack.append(block)
+        elif stack:
+            stack[-1].text.append(line)
+        else:
+            preamble.append(line)
+    if any(line.strip() for line in preamble):
+        raise ImportSourceError(
+            path, "text before the first `# ` heading; start the file with `# Title of the work`"
+        )
+    if not works:
+        raise ImportSourceError(path, "no `# ` heading: the first heading gives the work's title")
+    return works
+
+
+def _section(path: str, block: _Block) -> Section:
+    number, title = split_heading(block.title)
+    body = "\n".join(block.text).strip("\n")
+    body = drop_title_heading(body, title, number)
+    return Section(title, body + "\n" if body else "", number, origin=f"{path}:{block.line}")
+
+
+def _split_notes(body: str) -> tuple[list[str], dict[str, list[str]]]:
+    """The body's lines with each definition replaced by a marker, and the definitions."""
+    lines = body.split("\n")
+    out: list[str] = []
+    defs: dict[str, list[str]] = {}
+    j = 0
+    while j < len(lines):
+        m = _NOTE_DEF.match(lines[j])
+        if not m or m.group(1) in defs:
+            out.append(lines[j])
+            j += 1
+            continue
+        block = [lines[j]]
+        j += 1
+        while j < len(lines) and lines[j].startswith(("    ", "\t")):
+            block.append(lines[j])
+            j += 1
+        defs[m.group(1)] = block
+        out.append("\0" + m.group(1))
+    return out, defs
+
+
+def _distribute_notes(sections: list[Section]) -> None:
+    """Give each chapter the definitions of the notes it calls.
+
+    A definition stays where it is when that section calls it (chapters often
+    number their notes from 1 each). A note called in a section that lacks its
+    definition takes an unclaimed one (defined in a section that does not call
+    it, typically gathered at the end of the file), which leaves its old place.
+    """
+    split = [_split_notes(s.body) for s in sections]
+    calls = [set(_NOTE_REF.findall(s.body)) for s in sections]
+    unclaimed: dict[str, tuple[int, list[str]]] = {}
+    for i, (_, defs) in enumerate(split):
+        for label, block in defs.items():
+            if label not in calls[i]:
+                unclaimed.setdefault(label, (i, block))
+    taken: set[tuple[int, str]] = set()
+    extra: list[list[list[str]]] = [[] for _ in sections]
+    for i, s in enumerate(sections):
+        for label in dict.fromkeys(_NOTE_REF.findall(s.body)):
+            if label not in split[i][1] and label in unclaimed:
+                donor, block = unclaimed[label]
+                extra[i].append(block)
+                taken.add((donor, label))
+    for i, s in enumerate(sections):
+        lines: list[str] = []
+        for line in split[i][0]:
+            if line.startswith("\0"):
+                if (i, line[1:]) not in taken:
+                    lines.extend(split[i][1][line[1:]])
+                continue
+            lines.append(line)
+        text = "\n".join(lines).rstrip("\n")
+        if extra[i]:
+            text += "\n\n" + "\n".join(line for block in extra[i] for line in block)
+        s.body = text + "\n" if text.strip() else ""
+
+
+def read_markdown(
+    src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bool = False
+) -> list[Work]:
+    """The works of one Markdown file."""
+    path = str(src)
+    try:
+        doc = frontmatter.read(path, src.read_bytes())
+    except OSError as e:
+        raise ImportSourceError(
+            path, f"cannot be read ({e.strerror}); check its permissions"
+        ) from None
+    except CorpusError as e:
+        raise ImportSourceError(path, e.message) from None
+    meta = dict(doc.meta)
+    selection = Selection(exclude, skip_front_matter)
+    works: list[Work] = []
+    blocks = _outline(path, doc.body, doc.body_line)
+    for wblock in blocks:
+        title = str(meta.pop("title", "") or "") if len(blocks) == 1 else ""
+        work = Work(
+            title or wblock.title,
+            author=meta.get("author"),
+            lang=str(meta.get("lang") or "fr"),
+            meta={k: v for k, v in meta.items() if k not in ("author", "lang", "title")},
+        )
+        if wblock.has_text:
+            raise ImportSourceError(
+                f"{path}:{wblock.line}",
+                "text directly under the work's title; put it under a `## ` heading "
+                "(e.g. `## Avant-propos`) so it becomes a liminary piece",
+            )
+        sections: list[Section] = []
+        seen_part = False
+        for block in wblock.children:
+            if block.children:
+                seen_part = True
+                if selection.excluded(block.title):
+                    continue
+                if block.has_text:
+                    raise ImportSourceError(
+                        f"{path}:{block.line}",
+                        f"text under the part {block.title!r} before its first chapter; "
+                        "give it a `### ` heading (e.g. `### Introduction`)",
+                    )
+                part = Part(block.title)
+                for cblock in block.children:
+                    if selection.excluded(cblock.title):
+                        continue
+                    part.sections.append(_section(path, cblock))
+                if part.sections:
+                    work.add_part(part)
+                    sections.extend(part.sections)
+                continue
+            if not block.has_text:
+                raise ImportSourceError(
+                    f"{path}:{block.line}",
+                    f"`## {block.title}` has neither text nor `### ` chapters; "
+                    "write it, give it chapters, or remove the heading",
+                )
+            if selection.excluded(block.title, front=not seen_part):
+                continue
+            piece = _section(path, block)
+            work.add_piece(piece)
+            sections.append(piece)
+        _distribute_notes(sections)
+        if not work.parts:
+            raise ImportSourceError(
+                f"{path}:{wblock.line}",
+                f"the work {work.title!r} has no part with chapters: use `## ` for parts "
+                "and `### ` for their chapters",
+            )
+        works.append(work)
+    return works
