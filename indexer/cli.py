@@ -58,8 +58,13 @@ def corpus_root(path: Path) -> Path:
 def print_problems(console: Console, problems: list[Problem]) -> None:
     for problem in problems:
         style = "red" if problem.severity == "error" else "yellow"
-        console.print(f"[{style}]{problem.severity}[/{style}]: ", end="", highlight=False)
-        console.print(f"{problem.path}: {problem.message}", markup=False, highlight=False)
+        # soft_wrap: one problem, one line, whatever the terminal width (greppable)
+        console.print(
+            f"[{style}]{problem.severity}[/{style}]: ", end="", highlight=False, soft_wrap=True
+        )
+        console.print(
+            f"{problem.path}: {problem.message}", markup=False, highlight=False, soft_wrap=True
+        )
 
 
 @contextmanager
