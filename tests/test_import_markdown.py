@@ -125,13 +125,14 @@ def test_notes_numbered_per_chapter_stay_put(tmp_path: Path) -> None:
         ("## P\n\n### C\n\nx\n", "before any `# ` work title", 1),
         ("# W\n\n## Préface\n\nx\n", "no part with chapters", 1),
         ("---\ntitle: [\n---\n# W\n", "malformed YAML", None),
+        ("# W\n\n## P\n\n### C\n\nd\xe9j\xe0\n", "not valid UTF-8", None),
     ],
 )
 def test_bad_structure_names_file_and_line(
     tmp_path: Path, text: str, message: str, line: int | None
 ) -> None:
     src = tmp_path / "book.md"
-    src.write_text(text, encoding="utf-8")
+    src.write_bytes(text.encode("utf-8") if "UTF-8" not in message else text.encode("latin-1"))
     with pytest.raises(ImportSourceError, match=message) as e:
         read_markdown(src)
     assert e.value.path == (f"{src}:{line}" if line else str(src))

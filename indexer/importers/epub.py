@@ -188,15 +188,15 @@ def read_epub(src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bo
 
     texts = _texts(doc, flat)
     last_part: Part | None = None
-    for role, entry, part in plan:
-        if role == "part" and part is not None:
-            if part.sections:
-                work.add_part(part)
-                last_part = part
+    for role, entry, owner in plan:
+        if role == "part" and owner is not None:
+            if owner.sections:
+                work.add_part(owner)
+                last_part = owner
             continue
         section = _section(entry, texts.get(id(entry), ""), src)
-        if role == "chapter" and part is not None:
-            part.sections.append(section)
+        if role == "chapter" and owner is not None:
+            owner.sections.append(section)
         elif role == "piece":
             work.add_piece(section)
         elif last_part is not None:  # after the parts: an unnumbered piece of the last part

@@ -15,6 +15,7 @@ note list (`ol.references` on Wikisource, `section.footnotes` from pandoc).
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -39,7 +40,9 @@ def local(tag: object) -> str:
 
 
 def _classes(el: etree._Element) -> str:
-    return " ".join((el.get("class") or "", el.get("role") or "", el.get(EPUB_TYPE) or "")).lower()
+    """class, role and epub:type together (the HTML parser keeps `epub:type` as written)."""
+    epub_type = el.get("epub:type") or el.get(EPUB_TYPE) or ""
+    return " ".join((el.get("class") or "", el.get("role") or "", epub_type)).lower()
 
 
 def is_note(el: etree._Element) -> bool:
@@ -255,7 +258,7 @@ def _paragraph(run: list[etree._Element | str]) -> etree._Element:
             else:
                 last.tail = (last.tail or "") + item
         else:
-            clone = etree.fromstring(etree.tostring(item))
+            clone = copy.deepcopy(item)
             clone.tail = None
             p.append(clone)
             last = clone
@@ -269,7 +272,7 @@ def _is_backlink(a: etree._Element) -> bool:
 
 
 def _copy_without_backlinks(el: etree._Element) -> etree._Element:
-    clone = etree.fromstring(etree.tostring(el))
+    clone = copy.deepcopy(el)
     clone.tail = None
     for node in list(clone.iter()):
         if not isinstance(node.tag, str) or node is clone:
