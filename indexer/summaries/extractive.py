@@ -196,7 +196,8 @@ class ExtractiveSummarizer(Summarizer):
     context_tokens = None
     uses_prompt = False
 
-    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+    def extract(self, request: SummaryRequest) -> list[Sentence]:
+        """The sentences the summary is made of, in reading order."""
         sentences = sentences_of(request)
         if not sentences:
             raise SummarizerError(
@@ -209,13 +210,15 @@ class ExtractiveSummarizer(Summarizer):
                 f"no sentence fits the budget of {request.budget_tokens} tokens; "
                 "raise summaries.budget_tokens in glossator.toml",
             )
-        paragraphs: list[str] = []
+        return chosen
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        paragraphs: list[str] = []  # one per input the sentences come from
         last_input = -1
-        for s in chosen:
+        for s in self.extract(request):
             if s.input_index != last_input:
                 paragraphs.append(s.text)
                 last_input = s.input_index
             else:
                 paragraphs[-1] += " " + s.text
-        text = "\n\n".join(paragraphs)
-        return SummaryResponse(text, input_tokens=0, output_tokens=0, cost_usd=0.0, calls=1)
+        return SummaryResponse("\n\n".join(paragraphs), calls=1)
