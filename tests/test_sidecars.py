@@ -67,12 +67,12 @@ def memory_corpus() -> MemorySource:
 
 
 def run(
-    source: DirectorySource | MemorySource, embedder: FakeEmbedder, **kw: bool
+    source: DirectorySource | MemorySource, embedder: FakeEmbedder, *, all: bool = False
 ) -> SidecarResult:
     """Read the corpus, build its sidecars, and apply both change sets like the CLI does."""
     corpus = read_corpus(source)
     assert not corpus.failed, corpus.problems
-    result = build(corpus, source, embedder, **kw)
+    result = build(corpus, source, embedder, all=all)
     source.apply(corpus.changes)
     source.apply(result.changes)
     return result
