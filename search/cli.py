@@ -1,0 +1,220 @@
+"""`glossator search`, `glossator mcp` and `glossator eval`.
+
+    glossator search "la pétition des chandelles" [--mode hybrid|bm25|vector]
+                     [--level 0-3] [--work W] [--k 10] [--repository R] [--json]
+    glossator mcp                       # MCP over stdio, for desktop clients
+    glossator eval bench/queries.jsonl [--k 10] [--repository R] [--json]
+
+Each opens the database the settings name (the embedded PostgreSQL by default);
+stdout carries results only (and the MCP protocol for `mcp`), logs go to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+from contextlib import contextmanager
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from glossator.cli import Context, pass_context
+from glossator.settings import Settings
+from search.engine import MAX_K
+from search.engine import search as run_search
+from search.rerank import get_reranker
+from search.results import MODES, SearchResponse
+
+EXCERPT = 420
+
+
+@contextmanager
+def _database(settings: Settings) -> Any:
+    from store.db import Database
+
+    db = Database(settings, pool_min=1, pool_max=4)
+    db.start()
+    try:
+        yield db
+    finally:
+        db.stop()
+
+
+def _embedder(settings: Settings) -> Any:
+    from indexer.embedders import get_embedder
+
+    return get_embedder(settings)
+
+
+@click.command("search")
+@click.argument("query")
+@click.option("--mode", type=click.Choice(MODES), default="hybrid", show_default=True)
+@click.option(
+    "--level", type=click.IntRange(0, 3), help="0 paragraphs, 1 chapter, 2 part, 3 work summaries."
+)
+@click.option("--work", help="Only this work (its folder name under corpus/).")
+@click.option("--k", "-k", type=click.IntRange(1, MAX_K), default=10, show_default=True)
+@click.option("--repository", help="Only this repository (default: all).")
+@click.option("--branch", default="main", show_default=True)
+@click.option("--no-rerank", is_flag=True, help="Skip the configured reranker.")
+@click.option("--parent", "with_parent", is_flag=True, help="Show each hit's parent summary.")
+@click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
+@pass_context
+def search(
+    obj: Context,
+    query: str,
+    mode: str,
+    level: int | None,
+    work: str | None,
+    k: int,
+    repository: str | None,
+    branch: str,
+    no_rerank: bool,
+    with_parent: bool,
+    as_json: bool,
+) -> None:
+    """Search the indexed corpus; print hits with citations and scores."""
+    settings = obj.settings
+    embedder = _embedder(settings) if mode != "bm25" else None
+    with _database(settings) as db:
+        response = run_search(
+            db.pool,
+            query,
+            mode=mode,
+            k=k,
+            repository=repository,
+            branch=branch,
+            work=work,
+            level=level,
+            rerank=not no_rerank,
+            with_parent=with_parent,
+            embedder=embedder,
+            reranker=None if no_rerank else get_reranker(settings),
+            settings=settings,
+        )
+    if as_json:
+        click.echo(json.dumps(asdict(response), ensure_ascii=False, indent=2))
+    else:
+        print_response(Console(), response)
+
+
+def print_response(console: Console, response: SearchResponse) -> None:
+    if not response.hits:
+        console.print(f"No hit for « {response.query} » ({response.mode}).")
+        return
+    for hit in response.hits:
+        c = hit.citation
+        lines = f" lines {c.line_start}-{c.line_end}" if c.line_start is not None else ""
+        head = Text(f"{hit.rank:>2}. ", style="bold")
+        head.append(c.heading_path, style="bold cyan")
+        console.print(head)
+        console.print(
+            f"    {c.repository}:{c.source_file}#{c.chunk_index}{lines} · level {hit.level}",
+            style="dim",
+            highlight=False,
+        )
+        s = hit.scores
+        parts = [f"fused {s.fused:.4f}"]
+        if s.keyword is not None:
+            parts.append(f"bm25 {s.keyword:.2f} (#{s.keyword_rank})")
+        if s.vector is not None:
+            parts.append(f"cosine {s.vector:.3f} (#{s.vector_rank})")
+        if s.rerank is not None:
+            parts.append(f"rerank {s.rerank:.3f}")
+        console.print("    " + " · ".join(parts), style="dim", highlight=False)
+        text = " ".join(hit.text.split())
+        console.print(
+            "    " + (text[:EXCERPT] + " …" if len(text) > EXCERPT else text), highlight=False
+        )
+        if hit.parent is not None:
+            console.print(f"    ↑ {hit.parent.heading_path}", style="green", highlight=False)
+    r = response.rerank
+    timing = ", ".join(f"{k} {v:.0f} ms" for k, v in response.timings_ms.items())
+    console.print(
+        f"rerank: {r.status}" + (f" ({r.detail})" if r.detail else "") + f" · {timing}", style="dim"
+    )
+
+
+@click.command("mcp")
+@pass_context
+def mcp(obj: Context) -> None:
+    """Serve the MCP tools over stdio (for desktop MCP clients)."""
+    from search.mcp_server import build_server
+
+    settings = obj.settings
+    with _database(settings) as db:
+        build_server(settings, db).run("stdio")
+
+
+@click.command("eval")
+@click.argument("queries", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--k", "-k", type=click.IntRange(1, MAX_K), default=10, show_default=True)
+@click.option("--repository", help="Only this repository (default: all).")
+@click.option("--branch", default="main", show_default=True)
+@click.option("--by-kind", is_flag=True, help="Also print MRR and recall per kind of query.")
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
+@pass_context
+def eval_command(
+    obj: Context,
+    queries: Path,
+    k: int,
+    repository: str | None,
+    branch: str,
+    by_kind: bool,
+    as_json: bool,
+) -> None:
+    """Recall@k, MRR and nDCG@10 of bm25, vector, hybrid (and hybrid+rerank) on QUERIES.jsonl."""
+    from search.evaluation import evaluate, load_queries
+
+    settings = obj.settings
+    judged = load_queries(queries)
+    embedder = _embedder(settings)
+    with _database(settings) as db:
+        reports = evaluate(
+            db.pool,
+            judged,
+            k=k,
+            repository=repository,
+            branch=branch,
+            embedder=embedder,
+            reranker=get_reranker(settings),
+            settings=settings,
+        )
+    if as_json:
+        out = [{key: v for key, v in asdict(r).items() if key != "per_query"} for r in reports]
+        click.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        return
+    table = Table(title=f"{len(judged)} queries, k={k}")
+    for col in ("mode", f"recall@{k}", f"MRR@{k}", "nDCG@10", "top-1", "p50 ms", "p95 ms"):
+        table.add_column(col, justify="right" if col != "mode" else "left")
+    for r in reports:
+        table.add_row(
+            r.name,
+            f"{r.recall:.3f}",
+            f"{r.mrr:.3f}",
+            f"{r.ndcg10:.3f}",
+            f"{r.top1:.3f}",
+            f"{r.p50_ms:.1f}",
+            f"{r.p95_ms:.1f}",
+        )
+    console = Console()
+    console.print(table)
+    if by_kind:
+        kinds = Table(title="MRR / recall by kind")
+        kinds.add_column("kind")
+        for r in reports:
+            kinds.add_column(r.name, justify="right")
+        for kind in reports[0].by_kind:
+            n = reports[0].by_kind[kind]["n"]
+            kinds.add_row(
+                f"{kind} ({n:.0f})",
+                *(
+                    f"{r.by_kind[kind]['mrr']:.3f} / {r.by_kind[kind]['recall']:.3f}"
+                    for r in reports
+                ),
+            )
+        console.print(kinds)

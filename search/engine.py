@@ -1,0 +1,298 @@
+"""`search()`: keyword and vector rankings, fused, optionally reranked, with context.
+
+    response = search(db.pool, "pétition des fabricants de chandelles", k=5,
+                      embedder=embedder, reranker=None, settings=settings)
+    for hit in response.hits:
+        print(hit.citation, hit.scores.fused)
+
+Modes: `bm25` (the store's keyword backend), `vector` (the query embedded as a
+query, nearest rows by cosine through the per-model HNSW index), `hybrid`
+(both, fused by weighted reciprocal rank fusion). What takes part in vector
+search is what the corpus policy vectorized: with the economical policy only
+summaries carry vectors, so a question matched by meaning lands on a chapter
+summary, which `with_children` opens onto the chapter's text.
+
+The stages are timed (`response.timings_ms`) so the CLI, the benchmark and
+`glossator eval` can show where the time goes, the query embedding apart.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from glossator.settings import Settings
+from search import nodes as N
+from search import retrieval
+from search import rows as R
+from search.errors import BadQuery
+from search.fusion import cap_per_group, rrf
+from search.rerank import Reranker
+from search.results import MODES, Hit, RerankReport, Scores, SearchResponse
+
+log = logging.getLogger(__name__)
+
+MAX_K = 100
+MAX_QUERY_CHARS = 2000
+NODE_TYPES = ("source", "section_summary", "part_summary", "work_summary")
+_embed_lock = threading.Lock()  # one query embedding at a time: the model is shared
+
+
+def _levels(level: int | Sequence[int] | None) -> tuple[int, ...] | None:
+    if level is None:
+        return None
+    levels = (level,) if isinstance(level, int) else tuple(level)
+    bad = [x for x in levels if not isinstance(x, int) or isinstance(x, bool) or not 0 <= x <= 3]
+    if bad or not levels:
+        raise BadQuery(
+            f"level must be 0 (paragraphs), 1 (chapter summaries), 2 (part summaries) "
+            f"or 3 (work summaries), got {level!r}"
+        )
+    return levels
+
+
+def _node_types(node_type: str | Sequence[str] | None) -> tuple[str, ...] | None:
+    if node_type is None:
+        return None
+    types = (node_type,) if isinstance(node_type, str) else tuple(node_type)
+    bad = [t for t in types if t not in NODE_TYPES]
+    if bad or not types:
+        raise BadQuery(f"node_type must be one of {', '.join(NODE_TYPES)}, got {node_type!r}")
+    return types
+
+
+def check_query(query: str, k: int, mode: str) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise BadQuery("the query is empty: ask in words, e.g. « la pétition des chandelles »")
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadQuery(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
+    if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
+        raise BadQuery(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
+    if mode not in MODES:
+        raise BadQuery(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+    return query.strip()
+
+
+def search(
+    conn_or_pool: R.ConnOrPool,
+    query: str,
+    *,
+    mode: str = "hybrid",
+    k: int = 10,
+    repository: str | None = None,
+    branch: str = N.DEFAULT_BRANCH,
+    work: str | None = None,
+    level: int | Sequence[int] | None = None,
+    node_type: str | Sequence[str] | None = None,
+    rrf_k: int | None = None,
+    bm25_weight: float | None = None,
+    vector_weight: float | None = None,
+    rerank: bool = True,
+    with_parent: bool = False,
+    with_children: bool = False,
+    with_neighbours: bool = False,
+    max_per_file: int | None = None,
+    candidates: int | None = None,
+    embedder: Any = None,
+    reranker: Reranker | None = None,
+    settings: Settings | None = None,
+) -> SearchResponse:
+    """Search the indexed corpus; see the module docstring.
+
+    `embedder` is needed for vector and hybrid modes (`indexer.embedders.get_embedder`);
+    `reranker` reranks when given and `rerank` is true; `settings` supplies the fusion
+    defaults (rrf_k, bm25_weight, vector_weight). `max_per_file` caps the hits per
+    file (diversity); `candidates` is how deep each ranking goes before fusion.
+    """
+    started = time.perf_counter()
+    query = check_query(query, k, mode)
+    settings = settings or Settings.from_env({})
+    rrf_k = settings.rrf_k if rrf_k is None else rrf_k
+    weights = {
+        "keyword": settings.bm25_weight if bm25_weight is None else bm25_weight,
+        "vector": settings.vector_weight if vector_weight is None else vector_weight,
+    }
+    filters = retrieval.Filters(
+        repository=repository,
+        branch=branch,
+        work=work,
+        levels=_levels(level),
+        node_types=_node_types(node_type),
+    )
+    depth = candidates or max(50, 3 * k)
+    if not 1 <= depth <= 1000:
+        raise BadQuery(f"candidates must be from 1 to 1000, got {depth}")
+    if mode != "bm25" and embedder is None:
+        raise BadQuery(f"mode {mode!r} needs an embedder (pass embedder=get_embedder(settings))")
+    timings: dict[str, float] = {}
+
+    query_vector = None
+    if mode != "bm25":
+        t = time.perf_counter()
+        with _embed_lock:
+            query_vector = embedder.embed_query(query)
+        timings["embed"] = _ms(t)
+
+    with R.connection(conn_or_pool) as conn:
+        R.resolve_repository(conn, repository, branch)
+        rankings: dict[str, list[tuple[int, float]]] = {}
+        if mode in ("hybrid", "bm25"):
+            t = time.perf_counter()
+            rankings["keyword"] = retrieval.keyword(conn, query, filters, depth)
+            timings["keyword"] = _ms(t)
+        if mode in ("hybrid", "vector"):
+            t = time.perf_counter()
+            rankings["vector"] = retrieval.vector(
+                conn, query_vector, embedder.model, embedder.dimension, filters, depth
+            )
+            timings["vector"] = _ms(t)
+
+        t = time.perf_counter()
+        fused = rrf(
+            {name: [i for i, _ in ranking] for name, ranking in rankings.items()},
+            k=rrf_k,
+            weights=weights,
+        )
+        rows = R.by_ids(conn, [i for i, _ in fused])
+        order = cap_per_group(
+            [i for i, _ in fused if i in rows],
+            {i: (r["repository"], r["source_file"]) for i, r in rows.items()},
+            max_per_file,
+        )
+        scores = _scores(rankings, dict(fused))
+        timings["fuse"] = _ms(t)
+
+        report = RerankReport("disabled")
+        if rerank and reranker is not None and order:
+            order, report = _rerank(reranker, query, order, rows, scores, k)
+            timings["rerank"] = report.seconds * 1000 if report.seconds else 0.0
+        order = order[:k]
+
+        t = time.perf_counter()
+        hits = [
+            Hit(
+                rank=n,
+                citation=R.citation(rows[i]),
+                level=rows[i]["level"],
+                node_type=rows[i]["node_type"],
+                work=rows[i]["work"],
+                text=rows[i]["content"],
+                scores=scores[i],
+                parent_source_file=rows[i]["parent_source_file"],
+            )
+            for n, i in enumerate(order, start=1)
+        ]
+        _add_context(conn, hits, branch, with_parent, with_children, with_neighbours)
+        timings["context"] = _ms(t)
+
+    timings["total"] = _ms(started)
+    log.debug("search mode=%s k=%d hits=%d in %.1f ms", mode, k, len(hits), timings["total"])
+    return SearchResponse(
+        query=query,
+        mode=mode,  # type: ignore[arg-type]
+        k=k,
+        branch=branch,
+        filters={
+            key: value
+            for key, value in {
+                "repository": repository,
+                "work": work,
+                "level": list(filters.levels) if filters.levels else None,
+                "node_type": list(filters.node_types) if filters.node_types else None,
+            }.items()
+            if value is not None
+        },
+        hits=hits,
+        rerank=report,
+        embedding_model=embedder.model if mode != "bm25" else None,
+        timings_ms=timings,
+    )
+
+
+def _ms(since: float) -> float:
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+def _scores(
+    rankings: dict[str, list[tuple[int, float]]], fused: dict[int, float]
+) -> dict[int, Scores]:
+    out = {i: Scores(fused=round(s, 6)) for i, s in fused.items()}
+    for name, ranking in rankings.items():
+        for rank, (i, score) in enumerate(ranking, start=1):
+            if name == "keyword":
+                out[i].keyword, out[i].keyword_rank = round(score, 6), rank
+            else:
+                out[i].vector, out[i].vector_rank = round(score, 6), rank
+    return out
+
+
+def rerank_depth(k: int) -> int:
+    """How many fused rows the reranker sees: enough to lift a row from below the page."""
+    return min(max(2 * k, 20), 60)
+
+
+def _rerank(
+    reranker: Reranker,
+    query: str,
+    order: list[int],
+    rows: dict[int, dict],
+    scores: dict[int, Scores],
+    k: int,
+) -> tuple[list[int], RerankReport]:
+    head = order[: rerank_depth(k)]
+    outcome = reranker.rerank(query, [rows[i]["content"] for i in head])
+    report = RerankReport(outcome.status, reranker.model, round(outcome.seconds, 4), outcome.detail)
+    if outcome.status != "applied" or outcome.scores is None:
+        return order, report
+    for i, s in zip(head, outcome.scores, strict=True):
+        scores[i].rerank = round(s, 6)
+    # stable: equal rerank scores keep the fused order
+    reranked = sorted(head, key=lambda i: -(scores[i].rerank or 0.0))
+    return reranked + order[len(head) :], report
+
+
+def _add_context(
+    conn: Any,
+    hits: list[Hit],
+    branch: str,
+    with_parent: bool,
+    with_children: bool,
+    with_neighbours: bool,
+) -> None:
+    """Parents, children and neighbours for all hits in three queries, not one per hit."""
+    if not hits:
+        return
+    if with_parent:
+        wanted = [
+            (h.citation.repository, h.parent_source_file) for h in hits if h.parent_source_file
+        ]
+        parents = N.file_rows_many(conn, wanted, branch)
+        for h in hits:
+            if h.parent_source_file:
+                h.parent = parents.get((h.citation.repository, h.parent_source_file))
+    if with_children:
+        pairs = [(h.citation.repository, h.citation.source_file) for h in hits if h.level > 0]
+        kids = R.group_files(N.children_rows(conn, pairs, branch))
+        for h in hits:
+            h.children = (
+                [
+                    c
+                    for c in kids
+                    if c.repository == h.citation.repository
+                    and c.parent_source_file == h.citation.source_file
+                ]
+                if h.level > 0
+                else []
+            )
+    if with_neighbours:
+        keys = [
+            (h.citation.repository, h.citation.source_file, h.citation.chunk_index) for h in hits
+        ]
+        near = N.neighbours(conn, keys, branch)
+        for h in hits:
+            r, f, i = h.citation.repository, h.citation.source_file, h.citation.chunk_index
+            h.previous = near.get((r, f, i - 1))
+            h.next = near.get((r, f, i + 1))

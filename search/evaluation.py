@@ -1,0 +1,205 @@
+"""`glossator eval`: retrieval quality of each mode on a set of judged queries.
+
+A query file is JSONL, one query a line:
+
+    {"query": "…", "relevant": ["corpus/…/source.md", "corpus/…/source.md#3"], "kind": "paraphrase"}
+
+`kind` (optional) groups the figures. What counts as finding a relevant item:
+
+- `source_file` — any chunk of that file;
+- `source_file#chunk_index` — that chunk only;
+- a hit on a chapter's `summary.md` counts for that chapter's `source.md` (same
+  folder) when the item names the whole file, not a chunk: the summary names
+  the chapter an agent has to open (`get_children`), which is what a
+  chapter-level judgement asks for. The same hit never counts twice, and one
+  item is found once, at its best rank.
+
+Metrics per query, averaged: recall@k (share of the relevant items found in the
+top k), MRR@k (1 / rank of the first relevant hit, 0 beyond k), nDCG@10 (binary
+gains, one per item, at the rank it is first found) and top-1 (the first hit is
+relevant). Latency: p50 and p95 of the whole search call.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from search.engine import search
+from search.errors import BadQuery
+from search.results import Hit
+
+
+@dataclass(frozen=True)
+class Judged:
+    query: str
+    relevant: tuple[str, ...]
+    kind: str = "other"
+
+
+@dataclass
+class Scores:
+    recall: float
+    mrr: float
+    ndcg10: float
+    top1: float
+
+
+@dataclass
+class ModeReport:
+    name: str
+    n: int
+    recall: float
+    mrr: float
+    ndcg10: float
+    top1: float
+    p50_ms: float
+    p95_ms: float
+    by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
+    per_query: list[Scores] = field(default_factory=list)
+
+
+def load_queries(path: Path) -> list[Judged]:
+    """Read and check a query file; BadQuery names the line that is wrong."""
+    out: list[Judged] = []
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BadQuery(f"{path}:{n}: not valid JSON ({e.msg})") from None
+        if (
+            not isinstance(obj, dict)
+            or not isinstance(obj.get("query"), str)
+            or not obj["query"].strip()
+        ):
+            raise BadQuery(f'{path}:{n}: expected {{"query": "…", "relevant": ["…"]}}')
+        rel = obj.get("relevant")
+        if not isinstance(rel, list) or not rel or not all(isinstance(r, str) and r for r in rel):
+            raise BadQuery(f"{path}:{n}: relevant must be a non-empty list of source_file[#chunk]")
+        out.append(Judged(obj["query"], tuple(rel), str(obj.get("kind", "other"))))
+    if not out:
+        raise BadQuery(f"{path}: no queries")
+    return out
+
+
+def _satisfies(hit: Hit, item: str) -> bool:
+    file, _, chunk = item.partition("#")
+    c = hit.citation
+    if chunk:
+        return c.source_file == file and str(c.chunk_index) == chunk
+    if c.source_file == file:
+        return True
+    # a chapter summary stands for its chapter's text
+    return (
+        c.source_file.endswith("/summary.md")
+        and hit.level == 1
+        and file.endswith("/source.md")
+        and c.source_file.rsplit("/", 1)[0] == file.rsplit("/", 1)[0]
+    )
+
+
+def judge(hits: Sequence[Hit], relevant: Sequence[str], k: int) -> Scores:
+    """recall@k, MRR@k, nDCG@10 and top-1 of one ranked list."""
+    found: set[str] = set()
+    gains: list[int] = []  # ranks (1-based) at which a new item is found
+    first: int | None = None
+    for rank, hit in enumerate(hits[: max(k, 10)], start=1):
+        new = [item for item in relevant if item not in found and _satisfies(hit, item)]
+        if new and first is None:
+            first = rank
+        if new:
+            found.add(new[0])  # one hit finds one item
+            gains.append(rank)
+    recall = len([r for r in gains if r <= k]) / len(relevant)
+    mrr = 1.0 / first if first is not None and first <= k else 0.0
+    dcg = sum(1.0 / math.log2(r + 1) for r in gains if r <= 10)
+    ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(len(relevant), 10) + 1))
+    return Scores(recall, mrr, dcg / ideal if ideal else 0.0, 1.0 if first == 1 else 0.0)
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+
+
+def run_mode(
+    conn_or_pool: Any,
+    queries: Sequence[Judged],
+    name: str,
+    *,
+    k: int = 10,
+    search_options: dict[str, Any],
+) -> ModeReport:
+    """Run every query through `search(**search_options)` and average the metrics."""
+    per_query: list[Scores] = []
+    times: list[float] = []
+    kinds: dict[str, list[Scores]] = {}
+    for q in queries:
+        t = time.perf_counter()
+        response = search(conn_or_pool, q.query, k=max(k, 10), **search_options)
+        times.append((time.perf_counter() - t) * 1000)
+        s = judge(response.hits, q.relevant, k)
+        per_query.append(s)
+        kinds.setdefault(q.kind, []).append(s)
+
+    def mean(xs: list[Scores], attr: str) -> float:
+        return round(statistics.fmean(getattr(x, attr) for x in xs), 4)
+
+    return ModeReport(
+        name=name,
+        n=len(per_query),
+        recall=mean(per_query, "recall"),
+        mrr=mean(per_query, "mrr"),
+        ndcg10=mean(per_query, "ndcg10"),
+        top1=mean(per_query, "top1"),
+        p50_ms=round(_pct(times, 0.5), 1),
+        p95_ms=round(_pct(times, 0.95), 1),
+        by_kind={
+            kind: {"n": len(xs), "mrr": mean(xs, "mrr"), "recall": mean(xs, "recall")}
+            for kind, xs in sorted(kinds.items())
+        },
+        per_query=per_query,
+    )
+
+
+def evaluate(
+    conn_or_pool: Any,
+    queries: Sequence[Judged],
+    *,
+    k: int = 10,
+    repository: str | None = None,
+    branch: str = "main",
+    embedder: Any = None,
+    reranker: Any = None,
+    settings: Any = None,
+    **fusion: Any,
+) -> list[ModeReport]:
+    """bm25, vector, hybrid, and hybrid+rerank when a reranker is given."""
+    common: dict[str, Any] = {
+        "repository": repository,
+        "branch": branch,
+        "embedder": embedder,
+        "settings": settings,
+        **fusion,
+    }
+    runs: list[tuple[str, dict[str, Any]]] = [
+        ("bm25", {"mode": "bm25", "rerank": False}),
+        ("vector", {"mode": "vector", "rerank": False}),
+        ("hybrid", {"mode": "hybrid", "rerank": False}),
+    ]
+    if reranker is not None:
+        runs.append(("hybrid+rerank", {"mode": "hybrid", "rerank": True, "reranker": reranker}))
+    return [
+        run_mode(conn_or_pool, queries, name, k=k, search_options={**common, **opts})
+        for name, opts in runs
+    ]

@@ -1,0 +1,109 @@
+"""The MCP server over streamable HTTP, as an ASGI app to mount at `/mcp/`.
+
+    mcp = mcp_http_app(settings, database)
+    app = Starlette(
+        routes=[Mount("/mcp", app=mcp), ...],
+        lifespan=lambda app: mcp.lifespan(),      # REQUIRED, see below
+    )
+
+Clients connect to `http://<host>:<port>/mcp/` and, when `GLOSSATOR_MCP_TOKEN`
+is set, send `Authorization: Bearer <token>`; a missing or wrong token gets 401
+before the request reaches the MCP layer (compared in constant time).
+
+The host app must run `mcp.lifespan()` in its own lifespan: Starlette does not
+run a mounted app's lifespan, and the SDK's session manager (a task group that
+owns every MCP session) must be running before the first request, or each
+request fails with "Task group is not initialized". Run standalone (uvicorn
+pointed at the returned object), the app handles the lifespan protocol itself.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from mcp.server.mcpserver import MCPServer
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import Receive, Scope, Send
+
+from glossator.settings import Settings
+from search.mcp_server import build_server
+
+log = logging.getLogger(__name__)
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+class McpHttpApp:
+    """ASGI app: bearer-token check, then the SDK's streamable HTTP transport."""
+
+    def __init__(self, server: MCPServer, *, token: str | None, host: str = "127.0.0.1") -> None:
+        self.server = server
+        self._token = token.encode("utf-8") if token else None
+        # DNS-rebinding protection (Host/Origin must be local) only makes sense when
+        # listening on loopback; behind a real host name the bearer token guards.
+        security = (
+            None
+            if host in LOOPBACK
+            else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        )
+        self._inner = server.streamable_http_app(
+            streamable_http_path="/", transport_security=security, host=host
+        )
+        if self._token is None and host not in LOOPBACK:
+            log.warning("MCP over HTTP on %s has no token: set GLOSSATOR_MCP_TOKEN", host)
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        """Run the SDK's session manager; the host app must enter this in its lifespan."""
+        async with self.server.session_manager.run():
+            yield
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and not self._authorized(scope):
+            await _unauthorized(send)
+            return
+        await self._inner(scope, receive, send)
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self._token is None:
+            return True
+        for name, value in scope.get("headers", []):
+            if name == b"authorization":
+                scheme, _, given = value.partition(b" ")
+                if scheme.lower() == b"bearer":
+                    return hmac.compare_digest(given.strip(), self._token)
+        return False
+
+
+async def _unauthorized(send: Send) -> None:
+    body = json.dumps(
+        {
+            "error": "unauthorized",
+            "message": "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp/",
+        }
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", b'Bearer realm="glossator-mcp"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def mcp_http_app(
+    settings: Settings, database: Any, *, embedder: Any = None, reranker: Any = "settings"
+) -> McpHttpApp:
+    """The `/mcp/` app over `database` (a started `store.db.Database`, or a pool)."""
+    server = build_server(settings, database, embedder=embedder, reranker=reranker)
+    return McpHttpApp(server, token=settings.mcp_token, host=settings.host)

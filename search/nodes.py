@@ -1,0 +1,253 @@
+"""Climbing the tree: a file, its parent, its children, a paragraph's neighbours, the outline.
+
+The corpus is a tree of files (DESIGN §3): a work's summary.md at the top,
+part summaries, chapter summaries, and each chapter's source.md (its
+paragraphs) at the bottom; every row names its parent's file in
+`parent_source_file`. These lookups let a reader (or an agent) go from a
+paragraph up to the chapter summary that frames it, or from a summary down to
+the text it summarises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+
+from indexer.corpus import humanize
+from search import rows as R
+from search.errors import BadQuery, UnknownFile
+from search.results import Chunk, Node, Outline, OutlineEntry
+
+DEFAULT_BRANCH = "main"
+EXCERPT_CHARS = 300
+SUMMARY_SUFFIX = " (résumé)"
+
+
+def get_node(
+    conn_or_pool: R.ConnOrPool,
+    source_file: str,
+    chunk_index: int | None = None,
+    *,
+    repository: str | None = None,
+    branch: str = DEFAULT_BRANCH,
+    context: int = 0,
+) -> Node:
+    """A whole file, or one chunk of it with `context` chunks either side."""
+    if chunk_index is not None and chunk_index < 0:
+        raise BadQuery(f"chunk_index must be 0 or more, got {chunk_index}")
+    if not 0 <= context <= 20:
+        raise BadQuery(f"context must be from 0 to 20 chunks, got {context}")
+    with R.connection(conn_or_pool) as conn:
+        rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
+    if chunk_index is None:
+        return R.node(rows)
+    last = max(r["chunk_index"] for r in rows)
+    if chunk_index > last:
+        raise UnknownFile(
+            f"{source_file} has chunks 0 to {last}; chunk {chunk_index} does not exist"
+        )
+    keep = [r for r in rows if abs(r["chunk_index"] - chunk_index) <= context]
+    return R.node(keep)
+
+
+def get_parent(
+    conn_or_pool: R.ConnOrPool,
+    source_file: str,
+    *,
+    repository: str | None = None,
+    branch: str = DEFAULT_BRANCH,
+) -> Node | None:
+    """The node `source_file` hangs from (all its rows), or None for a work's summary."""
+    with R.connection(conn_or_pool) as conn:
+        rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
+        parent = rows[0]["parent_source_file"]
+        if parent is None:
+            return None
+        repo = rows[0]["repository"]
+        found = R.select(
+            conn,
+            "repository = %s AND branch = %s AND source_file = %s",
+            (repo, branch, parent),
+            "chunk_index",
+        )
+    if not found:
+        raise UnknownFile(
+            f"the parent of {source_file}, {parent}, is not indexed on branch {branch!r} "
+            "(its sidecar may be missing: run `glossator index` on the corpus)"
+        )
+    return R.node(found)
+
+
+def get_children(
+    conn_or_pool: R.ConnOrPool,
+    source_file: str,
+    *,
+    repository: str | None = None,
+    branch: str = DEFAULT_BRANCH,
+) -> list[Node]:
+    """The nodes whose parent is `source_file`, in reading order (empty for a source.md)."""
+    with R.connection(conn_or_pool) as conn:
+        rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
+        found = children_rows(conn, [(rows[0]["repository"], source_file)], branch)
+    return R.group_files(found)
+
+
+def children_rows(
+    conn: psycopg.Connection, parents: Iterable[tuple[str, str]], branch: str
+) -> list[dict]:
+    """Rows of every file whose parent is one of (repository, source_file)."""
+    pairs = list(dict.fromkeys(parents))
+    if not pairs:
+        return []
+    return R.select(
+        conn,
+        "branch = %s AND (repository, parent_source_file) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+        (branch, [p[0] for p in pairs], [p[1] for p in pairs]),
+        "repository, source_file, chunk_index",
+    )
+
+
+def file_rows_many(
+    conn: psycopg.Connection, files: Iterable[tuple[str, str]], branch: str
+) -> dict[tuple[str, str], Node]:
+    """(repository, source_file) → Node, for each file that has rows."""
+    pairs = list(dict.fromkeys(files))
+    if not pairs:
+        return {}
+    found = R.select(
+        conn,
+        "branch = %s AND (repository, source_file) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[]))",
+        (branch, [p[0] for p in pairs], [p[1] for p in pairs]),
+        "repository, source_file, chunk_index",
+    )
+    return {(n.repository, n.source_file): n for n in R.group_files(found)}
+
+
+def neighbours(
+    conn: psycopg.Connection, chunks: Iterable[tuple[str, str, int]], branch: str
+) -> dict[tuple[str, str, int], Chunk]:
+    """The chunks just before and after each (repository, source_file, chunk_index)."""
+    wanted = {(r, f, i + d) for r, f, i in chunks for d in (-1, 1) if i + d >= 0}
+    if not wanted:
+        return {}
+    w = sorted(wanted)
+    found = R.select(
+        conn,
+        "branch = %s AND (repository, source_file, chunk_index) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::int[]))",
+        (branch, [x[0] for x in w], [x[1] for x in w], [x[2] for x in w]),
+    )
+    return {(r["repository"], r["source_file"], r["chunk_index"]): R.chunk(r) for r in found}
+
+
+# -- outline -----------------------------------------------------------------------
+
+_OUTLINE_SQL = f"""
+SELECT repository, source_file, parent_source_file, level, node_type, work, heading_path,
+       count(*) AS chunks,
+       min(content) FILTER (WHERE chunk_index = 0) AS first_text
+FROM {R.TABLE}
+WHERE branch = %s {{extra}}
+GROUP BY repository, source_file, parent_source_file, level, node_type, work, heading_path
+"""
+
+
+def outline(
+    conn_or_pool: R.ConnOrPool,
+    repository: str | None = None,
+    work: str | None = None,
+    *,
+    branch: str = DEFAULT_BRANCH,
+) -> Outline:
+    """Works → parts → chapters (and liminary pieces), with titles and summary excerpts.
+
+    Built from folders, so a chapter whose summary is not indexed yet still
+    appears (titled from its text's heading), and a part without a summary.md
+    gets its folder's name.
+    """
+    extra, params = "", [branch]
+    if repository is not None:
+        extra += " AND repository = %s"
+        params.append(repository)
+    if work is not None:
+        extra += " AND work = %s"
+        params.append(work)
+    with R.connection(conn_or_pool) as conn:
+        R.resolve_repository(conn, repository, branch)
+        with conn.cursor(row_factory=dict_row) as cur:
+            files = cur.execute(_OUTLINE_SQL.format(extra=extra).encode(), params).fetchall()
+    if work is not None and not files:
+        raise UnknownFile(
+            f"no work named {work!r} is indexed on branch {branch!r}"
+            + (f" in {repository!r}" if repository else "")
+            + "; works are the folder names under corpus/ (use outline without work to list them)"
+        )
+    works: list[OutlineEntry] = []
+    for repo in sorted({f["repository"] for f in files}):
+        works.extend(_outline_repository(repo, [f for f in files if f["repository"] == repo]))
+    return Outline(repository=repository, branch=branch, works=works)
+
+
+def _folder(path: str) -> str:
+    return path.rsplit("/", 1)[0]
+
+
+def _title(heading_path: str) -> str:
+    last = heading_path.split(" > ")[-1]
+    return last.removesuffix(SUMMARY_SUFFIX)
+
+
+def _excerpt(text: str | None) -> str | None:
+    if not text:
+        return None
+    text = " ".join(text.split())
+    if len(text) <= EXCERPT_CHARS:
+        return text
+    cut = text[:EXCERPT_CHARS].rsplit(" ", 1)[0]
+    return cut + " …"
+
+
+def _outline_repository(repository: str, files: list[dict[str, Any]]) -> list[OutlineEntry]:
+    by_folder: dict[str, dict[str, dict]] = {}
+    for f in files:
+        name = f["source_file"].rsplit("/", 1)[-1]
+        by_folder.setdefault(_folder(f["source_file"]), {})[name] = f
+    # every ancestor folder up to corpus/<work> is an entry, even without files
+    folders = set(by_folder)
+    for folder in list(folders):
+        parts = folder.split("/")
+        for depth in range(2, len(parts)):
+            folders.add("/".join(parts[:depth]))
+    folders = {f for f in folders if f.count("/") >= 1}  # corpus/<work> and below
+    entries: dict[str, OutlineEntry] = {}
+    for folder in sorted(folders, key=lambda p: (p.count("/"), R.reading_key(p + "/x"))):
+        own = by_folder.get(folder, {})
+        summary, source = own.get("summary.md"), own.get("source.md")
+        main = summary or source
+        depth = folder.count("/")  # 1: work, 2: part or liminary piece, 3: chapter
+        if depth == 1:
+            kind = "work"
+        elif depth == 2 and (summary is None or summary["level"] == 2):
+            kind = "part" if source is None else "chapter"
+        else:
+            kind = "chapter"
+        entry = OutlineEntry(
+            kind=kind,  # type: ignore[arg-type]
+            title=_title(main["heading_path"]) if main else humanize(folder.rsplit("/", 1)[-1]),
+            heading_path=(main["heading_path"].removesuffix(SUMMARY_SUFFIX) if main else ""),
+            level=main["level"] if main else 3 - min(depth - 1, 2),
+            source_file=main["source_file"] if main else None,
+            text_file=source["source_file"] if source else None,
+            summary_excerpt=_excerpt(summary["first_text"]) if summary else None,
+            paragraphs=source["chunks"] if source else None,
+            repository=repository if depth == 1 else None,
+        )
+        entries[folder] = entry
+        if depth > 1 and _folder(folder) in entries:
+            entries[_folder(folder)].children.append(entry)
+    return [e for f, e in entries.items() if f.count("/") == 1]

@@ -1,0 +1,172 @@
+"""What search and the lookups return: plain dataclasses, one per concept.
+
+They are the typed contract of `search/`: the CLI prints them, the MCP server
+returns them as structured tool output (the SDK derives the JSON schema from
+these annotations), and `glossator eval` reads their citations. Rows of the
+database are *chunks* (one paragraph, or one chunk of a summary); a *node* is a
+whole file (all the rows of one `source_file`, in order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Mode = Literal["hybrid", "bm25", "vector"]
+MODES: tuple[str, ...] = ("hybrid", "bm25", "vector")
+RerankStatus = Literal["applied", "timeout", "failed", "disabled"]
+
+LEVEL_NAMES = {
+    0: "paragraph of the text",
+    1: "summary of a chapter or liminary piece",
+    2: "summary of a part",
+    3: "summary of the whole work",
+}
+
+
+@dataclass(frozen=True)
+class Citation:
+    """Where a passage is: enough to quote it and to find it again."""
+
+    repository: str
+    branch: str
+    source_file: str
+    heading_path: str
+    chunk_index: int
+    line_start: int | None = None
+    line_end: int | None = None
+
+    @property
+    def ref(self) -> str:
+        """`source_file#chunk_index`, the form `glossator eval` and `get_node` use."""
+        return f"{self.source_file}#{self.chunk_index}"
+
+    def __str__(self) -> str:
+        lines = ""
+        if self.line_start is not None:
+            lines = (
+                f", line {self.line_start}"
+                if self.line_end in (None, self.line_start)
+                else f", lines {self.line_start}-{self.line_end}"
+            )
+        return (
+            f"{self.heading_path} — {self.repository}:{self.source_file}#{self.chunk_index}{lines}"
+        )
+
+
+@dataclass
+class Chunk:
+    """One row: a paragraph (level 0) or a chunk of a summary (levels 1-3)."""
+
+    citation: Citation
+    level: int
+    node_type: str
+    work: str
+    text: str
+    token_count: int
+    vectorized: bool
+
+
+@dataclass
+class Node:
+    """One file of the corpus: all the rows of its `source_file`, in order."""
+
+    repository: str
+    branch: str
+    source_file: str
+    parent_source_file: str | None
+    level: int
+    node_type: str
+    work: str
+    heading_path: str
+    chunks: list[Chunk]
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(c.text for c in self.chunks)
+
+
+@dataclass
+class Scores:
+    """Every score a hit got; None where that retriever did not find it.
+
+    keyword: BM25 score; vector: cosine similarity (1 = same direction); fused:
+    weighted reciprocal rank fusion; rerank: the reranker's relevance. The ranks
+    (1-based) are the hit's place in each list before fusion.
+    """
+
+    fused: float
+    keyword: float | None = None
+    vector: float | None = None
+    rerank: float | None = None
+    keyword_rank: int | None = None
+    vector_rank: int | None = None
+
+
+@dataclass
+class Hit:
+    """One result: a chunk, its scores, and the context asked for."""
+
+    rank: int
+    citation: Citation
+    level: int
+    node_type: str
+    work: str
+    text: str
+    scores: Scores
+    parent_source_file: str | None = None
+    parent: Node | None = None
+    children: list[Node] | None = None
+    previous: Chunk | None = None
+    next: Chunk | None = None
+
+
+@dataclass
+class RerankReport:
+    """What happened to reranking: `applied`, `timeout`, `failed` or `disabled`."""
+
+    status: RerankStatus
+    model: str | None = None
+    seconds: float | None = None
+    detail: str | None = None
+
+
+@dataclass
+class SearchResponse:
+    query: str
+    mode: Mode
+    k: int
+    branch: str
+    filters: dict[str, Any]
+    hits: list[Hit]
+    rerank: RerankReport
+    embedding_model: str | None = None
+    # milliseconds per stage: embed, keyword, vector, fuse, rerank, context, total
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
+class OutlineEntry:
+    """A node of the outline: a work, a part, a chapter or a liminary piece.
+
+    `source_file` is the node's own file (its summary.md, or its source.md when
+    it has no summary); `text_file` is the chapter's source.md when there is one.
+    """
+
+    kind: Literal["work", "part", "chapter"]
+    title: str
+    heading_path: str
+    level: int
+    source_file: str | None
+    text_file: str | None = None
+    summary_excerpt: str | None = None
+    paragraphs: int | None = None
+    repository: str | None = None  # set on works
+    children: list[OutlineEntry] = field(default_factory=list)
+
+
+@dataclass
+class Outline:
+    repository: str | None
+    branch: str
+    works: list[OutlineEntry]

@@ -1,0 +1,210 @@
+"""Reading rows of `hierarchical_content_nodes` into the result types.
+
+Everything here is a parameterised SELECT; nothing writes. `connection()`
+accepts what callers have at hand (a connection, a pool, or a started
+`store.db.Database`) so the typed functions take one `conn_or_pool` argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool
+
+from indexer.corpus import folder_order
+from search.errors import UnknownFile, UnknownRepository
+from search.results import Chunk, Citation, Node
+
+ConnOrPool = Any  # psycopg.Connection | ConnectionPool | store.db.Database
+
+COLUMNS = (
+    "id, repository, branch, level, node_type, source_file, parent_source_file, chunk_index, "
+    "heading_path, content, content_token_count, work, line_start, line_end, "
+    "embedding_model IS NOT NULL AS vectorized"
+)
+TABLE = "hierarchical_content_nodes"
+
+
+@contextmanager
+def connection(conn_or_pool: ConnOrPool) -> Iterator[psycopg.Connection]:
+    """A connection from whatever the caller passed; pooled ones go back to the pool."""
+    if isinstance(conn_or_pool, psycopg.Connection):
+        yield conn_or_pool
+        return
+    pool = getattr(conn_or_pool, "pool", conn_or_pool)  # store.db.Database has .pool
+    if not isinstance(pool, ConnectionPool):
+        raise TypeError(
+            "expected a psycopg Connection, a ConnectionPool or a store.db.Database, "
+            f"got {type(conn_or_pool).__name__}"
+        )
+    with pool.connection() as conn:
+        yield conn
+
+
+def select(
+    conn: psycopg.Connection, where: str, params: Sequence[Any], order: str = ""
+) -> list[dict]:
+    """Rows matching a WHERE clause built by this package from constants (values are parameters)."""
+    sql = f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}"
+    if order:
+        sql += f" ORDER BY {order}"
+    with conn.cursor(row_factory=dict_row) as cur:
+        return cur.execute(sql.encode(), params).fetchall()  # type: ignore[arg-type]
+
+
+def by_ids(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, dict]:
+    ids = list(ids)
+    if not ids:
+        return {}
+    return {r["id"]: r for r in select(conn, "id = ANY(%s)", (ids,))}
+
+
+def citation(row: dict) -> Citation:
+    return Citation(
+        repository=row["repository"],
+        branch=row["branch"],
+        source_file=row["source_file"],
+        heading_path=row["heading_path"],
+        chunk_index=row["chunk_index"],
+        line_start=row["line_start"],
+        line_end=row["line_end"],
+    )
+
+
+def chunk(row: dict) -> Chunk:
+    return Chunk(
+        citation=citation(row),
+        level=row["level"],
+        node_type=row["node_type"],
+        work=row["work"],
+        text=row["content"],
+        token_count=row["content_token_count"],
+        vectorized=row["vectorized"],
+    )
+
+
+def node(rows: list[dict]) -> Node:
+    """A Node from all the rows of one file (ordered by chunk_index here)."""
+    rows = sorted(rows, key=lambda r: r["chunk_index"])
+    first = rows[0]
+    return Node(
+        repository=first["repository"],
+        branch=first["branch"],
+        source_file=first["source_file"],
+        parent_source_file=first["parent_source_file"],
+        level=first["level"],
+        node_type=first["node_type"],
+        work=first["work"],
+        heading_path=first["heading_path"],
+        chunks=[chunk(r) for r in rows],
+    )
+
+
+def group_files(rows: Iterable[dict]) -> list[Node]:
+    """Rows of several files → one Node per (repository, source_file), in reading order."""
+    files: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        files.setdefault((r["repository"], r["source_file"]), []).append(r)
+    nodes = [node(rs) for rs in files.values()]
+    return sorted(nodes, key=lambda n: (n.repository, reading_key(n.source_file), n.level))
+
+
+def reading_key(path: str) -> tuple:
+    """Reading order from a path alone: the corpus's folder rule (number in the name, else name).
+
+    The database keeps no `order` key, so a chapter ordered only by its
+    frontmatter `order` sorts by folder name here; numbered folders (the norm)
+    sort exactly as the indexer reads them.
+    """
+    folders = path.split("/")[:-1]
+    return tuple(folder_order(f, {}) for f in folders)
+
+
+def resolve_repository(conn: psycopg.Connection, repository: str | None, branch: str) -> str | None:
+    """Check that `repository` (if given) has rows on `branch`; UnknownRepository otherwise."""
+    if repository is None:
+        return None
+    if not repository.strip():
+        raise UnknownRepository("repository must be a name, not an empty string")
+    found = conn.execute(
+        f"SELECT branch FROM {TABLE} WHERE repository = %s GROUP BY branch ORDER BY branch",
+        (repository,),
+    ).fetchall()
+    branches = [r[0] for r in found]
+    if not branches:
+        known = [
+            r[0]
+            for r in conn.execute(
+                f"SELECT DISTINCT repository FROM {TABLE} ORDER BY 1 LIMIT 20"
+            ).fetchall()
+        ]
+        listing = ", ".join(known) if known else "none yet: push a corpus and let it index"
+        raise UnknownRepository(
+            f"no repository named {repository!r} is indexed; indexed repositories: {listing}"
+        )
+    if branch not in branches:
+        raise UnknownRepository(
+            f"repository {repository!r} has no indexed rows on branch {branch!r}; "
+            f"indexed branches: {', '.join(branches)}"
+        )
+    return repository
+
+
+def file_rows(
+    conn: psycopg.Connection, source_file: str, *, repository: str | None, branch: str
+) -> list[dict]:
+    """All rows of one file, in order; UnknownFile (with a hint) when there are none.
+
+    Without a repository the file must be unambiguous across repositories.
+    """
+    if not source_file or not source_file.strip():
+        raise UnknownFile(
+            "source_file must be a repository-relative path such as corpus/…/source.md"
+        )
+    resolve_repository(conn, repository, branch)
+    where = "source_file = %s AND branch = %s"
+    params: list[Any] = [source_file, branch]
+    if repository is not None:
+        where += " AND repository = %s"
+        params.append(repository)
+    rows = select(conn, where, params, "repository, chunk_index")
+    if not rows:
+        raise UnknownFile(_unknown_file_message(conn, source_file, repository, branch))
+    repos = sorted({r["repository"] for r in rows})
+    if len(repos) > 1:
+        raise UnknownFile(
+            f"{source_file} is indexed in several repositories ({', '.join(repos)}): "
+            "pass repository to say which"
+        )
+    return rows
+
+
+def _unknown_file_message(
+    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str
+) -> str:
+    where = f" in repository {repository!r}" if repository else ""
+    message = f"{source_file} is not indexed{where} on branch {branch!r}"
+    # suggest files that end like the one asked for (a path given without its prefix)
+    tail = source_file.strip("/").split("/")[-2:]
+    pattern = "%" + "/".join(tail).replace("%", r"\%").replace("_", r"\_")
+    params: list[Any] = [pattern, branch]
+    extra = ""
+    if repository is not None:
+        extra = " AND repository = %s"
+        params.append(repository)
+    close = conn.execute(
+        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE %s AND branch = %s"
+        f"{extra} ORDER BY 1 LIMIT 3",
+        params,
+    ).fetchall()
+    if close:
+        message += "; did you mean " + " or ".join(r[0] for r in close) + "?"
+    else:
+        message += (
+            "; paths are repository-relative (corpus/<work>/…/source.md): use outline to list them"
+        )
+    return message
