@@ -1,0 +1,201 @@
+"""Keyword search: real Okapi BM25 over PostgreSQL's text search, or ParadeDB's pg_search.
+
+    backend = choose_backend(conn)             # PgSearchBackend if its index exists, else SqlBm25
+    hits = backend.search(conn, "chandelles soleil lumière", repository="bastiat",
+                          branch="main", filters={"level": 0}, k=10)   # [(row id, score), …]
+
+`SqlBm25` (the default, any PostgreSQL with our schema) scores
+
+    score(D, Q) = Σ_{t ∈ Q} idf(t) · tf(t, D) · (k1 + 1) / (tf(t, D) + k1 · (1 − b + b · |D| / avgdl))
+    idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))        (Lucene's, never negative)
+
+with k1 = 1.2, b = 0.75. A document is one row; its terms are the lexemes of
+its `tsv` (its work's text search configuration: unaccent, then the
+language's stemmer and stop words) and |D| its lexeme count (`doc_len`). The
+corpus is the (repository, branch): N and avgdl come from `bm25_corpus`, which
+triggers keep exact in every transaction; df(t) is counted in the query itself
+over the rows the GIN index matches, so there are no per-term statistics to
+drift. Filters (work, level, node_type…) narrow the results, never the
+statistics, so a score does not depend on the filters asked for.
+
+Query parsing: the text goes through `to_tsvector` with each configuration the
+branch uses, and the distinct lexemes are ORed (BM25 ranks documents with any
+of the terms; `websearch_to_tsquery` would AND them). Quotes, operators and
+punctuation in the user's text are plain text here: only lexemes reach the
+tsquery, quoted and escaped.
+"""
+
+from __future__ import annotations
+
+import logging
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import sql
+
+log = logging.getLogger(__name__)
+
+K1 = 1.2
+B = 0.75
+FILTER_COLUMNS = ("work", "level", "node_type", "source_file", "parent_source_file")
+
+Filters = Mapping[str, Any]
+Hits = list[tuple[int, float]]
+
+
+def filter_sql(filters: Filters | None, alias: str = "h") -> tuple[sql.Composable, dict[str, Any]]:
+    """`alias.col = ANY(%(f_col)s) AND …` for the known filter columns, and its parameters.
+
+    A value may be one value or a sequence of them; None means no filter.
+    """
+    parts: list[sql.Composable] = []
+    params: dict[str, Any] = {}
+    for key, value in (filters or {}).items():
+        if key not in FILTER_COLUMNS:
+            raise ValueError(f"unknown filter {key!r}: use one of {', '.join(FILTER_COLUMNS)}")
+        if value is None:
+            continue
+        values = (
+            list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+        )
+        if key == "level":
+            values = [int(v) for v in values]
+        parts.append(
+            sql.SQL("{}.{} = ANY({})").format(
+                sql.Identifier(alias), sql.Identifier(key), sql.Placeholder(f"f_{key}")
+            )
+        )
+        params[f"f_{key}"] = values
+    if not parts:
+        return sql.SQL("TRUE"), params
+    return sql.SQL(" AND ").join(parts), params
+
+
+class KeywordBackend(ABC):
+    """Ranks rows of a repository's branch for a text query; one method to implement."""
+
+    name: str = "?"
+
+    @abstractmethod
+    def query(self, filters: Filters | None) -> tuple[sql.Composable, dict[str, Any]]:
+        """The SQL returning (id, score) best first, with %(text)s, %(repository)s,
+        %(branch)s and %(k)s placeholders, and the filter parameters."""
+
+    def _params(
+        self, text: str, repository: str, branch: str, filters: Filters | None, k: int
+    ) -> tuple[sql.Composable, dict[str, Any]]:
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        query, params = self.query(filters)
+        params.update(text=text, repository=repository, branch=branch, k=k, k1=K1, b=B)
+        return query, params
+
+    def search(
+        self,
+        conn: psycopg.Connection,
+        query: str,
+        *,
+        repository: str,
+        branch: str = "main",
+        filters: Filters | None = None,
+        k: int = 10,
+    ) -> Hits:
+        if not query.strip():
+            return []
+        stmt, params = self._params(query, repository, branch, filters, k)
+        return [(int(i), float(s)) for i, s in conn.execute(stmt, params).fetchall()]
+
+    async def asearch(
+        self,
+        conn: psycopg.AsyncConnection,
+        query: str,
+        *,
+        repository: str,
+        branch: str = "main",
+        filters: Filters | None = None,
+        k: int = 10,
+    ) -> Hits:
+        if not query.strip():
+            return []
+        stmt, params = self._params(query, repository, branch, filters, k)
+        cur = await conn.execute(stmt, params)
+        return [(int(i), float(s)) for i, s in await cur.fetchall()]
+
+
+_SQL_BM25 = """
+WITH q AS (
+    SELECT DISTINCT l.lexeme
+      FROM bm25_corpus c,
+           unnest(tsvector_to_array(to_tsvector(c.ts_config, %(text)s::text))) AS l(lexeme)
+     WHERE c.repository = %(repository)s AND c.branch = %(branch)s
+),
+lex AS (
+    -- each lexeme quoted for tsquery input: quotes and backslashes doubled
+    SELECT array_agg(lexeme) AS lexemes,
+           string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''',
+                      ' | ')::tsquery AS tsq
+      FROM q
+),
+stats AS (
+    SELECT sum(n_docs)::float8 AS n, sum(total_len)::float8 / nullif(sum(n_docs), 0) AS avgdl
+      FROM bm25_corpus WHERE repository = %(repository)s AND branch = %(branch)s
+),
+matched AS MATERIALIZED (
+    SELECT h.id, h.doc_len, u.lexeme, cardinality(u.positions)::float8 AS tf, {keep} AS keep
+      FROM hierarchical_content_nodes h CROSS JOIN LATERAL unnest(h.tsv) AS u
+     WHERE h.repository = %(repository)s AND h.branch = %(branch)s
+       AND h.tsv @@ (SELECT tsq FROM lex)
+       AND u.lexeme = ANY((SELECT lexemes FROM lex))
+),
+df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme)
+SELECT m.id,
+       sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
+           * m.tf * (%(k1)s::float8 + 1)
+           / (m.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * m.doc_len / s.avgdl))
+       ) AS score
+  FROM matched m JOIN df d USING (lexeme) CROSS JOIN stats s
+ WHERE m.keep
+ GROUP BY m.id
+ ORDER BY score DESC, m.id
+ LIMIT %(k)s
+"""
+
+
+class SqlBm25(KeywordBackend):
+    """Okapi BM25 in SQL over tsvector + GIN (works on any PostgreSQL with our schema)."""
+
+    name = "sql-bm25"
+
+    def query(self, filters: Filters | None) -> tuple[sql.Composable, dict[str, Any]]:
+        keep, params = filter_sql(filters, "h")
+        return sql.SQL(_SQL_BM25).format(keep=keep), params
+
+    def lexemes(
+        self, conn: psycopg.Connection, text: str, *, repository: str, branch: str
+    ) -> list[str]:
+        """The terms a query is searched for (for explanations and tests)."""
+        rows = conn.execute(
+            "SELECT DISTINCT l FROM bm25_corpus c,"
+            " unnest(tsvector_to_array(to_tsvector(c.ts_config, %s::text))) AS l"
+            " WHERE c.repository = %s AND c.branch = %s ORDER BY l",
+            (text, repository, branch),
+        ).fetchall()
+        return [r[0] for r in rows]
+
+
+def has_pg_search(conn: psycopg.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_search'").fetchone()
+    return row is not None
+
+
+def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
+    """pg_search when the extension and its index are there, else the SQL BM25."""
+    if has_pg_search(conn):
+        from store.pgsearch import PgSearchBackend
+
+        if PgSearchBackend.index_exists(conn):
+            return PgSearchBackend()
+        log.info("pg_search is installed but has no index: run `glossator db pg-search`")
+    return SqlBm25()

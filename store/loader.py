@@ -1,0 +1,391 @@
+"""Sidecars → rows: make the database equal what the sidecars say, cheaply, after any change.
+
+    sync_files(conn, repository=…, branch=…, source=…, changed=[…], deleted=[…]) -> LoadResult
+    sync_tree(db_or_conn, repository=…, branch=…, source=…) -> LoadResult
+
+Paths name the Markdown files (`corpus/…/source.md`); a sidecar path
+(`…/source.md.jsonl`) is accepted too and means its `.md`. The rows of a file
+are replaced as a unit: DELETE its rows, then one binary COPY of its chunks,
+inside a savepoint, so a file that fails (a bad sidecar, a database error)
+keeps its previous rows while the others load. `sync_files` runs inside the
+caller's transaction when one is open (the push job commits the rows with its
+`indexed_commits` record) and in its own transaction otherwise.
+
+A file is skipped when its rows already carry the sidecar's `source_file_hash`,
+`embedding_model`, chunk count and the sha256 of the sidecar itself (the last
+catches a new heading path or parent whose `.md` is unchanged). A file is
+refused, named in `LoadResult.problems`, when its sidecar is missing or
+malformed, its chunk count disagrees with the manifest, a vector has the wrong
+dimension, or its `parent_source_file` has no sidecar.
+
+tsv, doc_len and ts_config are computed by the database (migration 002), and
+the BM25 corpus statistics follow in the same transaction.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import psycopg
+
+from indexer.errors import CorpusError, Problem
+from indexer.sidecar import Sidecar, loads, validate
+from indexer.source import FileSource
+from store import vectors
+
+log = logging.getLogger(__name__)
+
+SIDECAR_SUFFIX = ".jsonl"
+NODE_TYPES = ("source", "section_summary", "part_summary", "work_summary")
+
+COPY_COLUMNS = (
+    ("repository", "text"),
+    ("branch", "text"),
+    ("level", "int2"),
+    ("parent_source_file", "text"),
+    ("node_type", "text"),
+    ("source_file", "text"),
+    ("source_file_hash", "text"),
+    ("chunk_index", "int4"),
+    ("heading_path", "text"),
+    ("content", "text"),
+    ("content_token_count", "int4"),
+    ("embedding_model", "text"),
+    ("embedding", "vector"),
+    ("work", "text"),
+    ("lang", "text"),
+    ("line_start", "int4"),
+    ("line_end", "int4"),
+)
+COPY_SQL = (
+    "COPY hierarchical_content_nodes ("
+    + ", ".join(c for c, _ in COPY_COLUMNS)
+    + ") FROM STDIN (FORMAT BINARY)"
+)
+
+Progress = Callable[[str], None]
+
+
+@dataclass
+class LoadResult:
+    """What a sync did. `problems` name each refused file; `ok` is False if any is an error."""
+
+    loaded: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    rows: int = 0
+    problems: list[Problem] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity == "error" for p in self.problems)
+
+    def summary(self) -> str:
+        errors = sum(p.severity == "error" for p in self.problems)
+        return (
+            f"{len(self.loaded)} files loaded ({self.rows} rows), {len(self.skipped)} unchanged, "
+            f"{len(self.deleted)} deleted, {errors} refused, in {self.seconds:.2f} s"
+        )
+
+
+@dataclass(frozen=True)
+class _Stored:
+    source_file_hash: str
+    embedding_model: str | None
+    sidecar_hash: str
+    rows: int
+
+
+def md_path(path: str) -> str:
+    """`X.md` for `X.md` or `X.md.jsonl`."""
+    return path[: -len(SIDECAR_SUFFIX)] if path.endswith(".md" + SIDECAR_SUFFIX) else path
+
+
+def sidecar_path(path: str) -> str:
+    return md_path(path) + SIDECAR_SUFFIX
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def stored_files(
+    conn: psycopg.Connection, repository: str, branch: str, paths: Iterable[str] | None = None
+) -> dict[str, _Stored]:
+    """What was loaded for each file (all files of the branch when `paths` is None)."""
+    query = (
+        "SELECT source_file, source_file_hash, embedding_model, sidecar_hash, chunk_count"
+        " FROM loaded_files WHERE repository = %s AND branch = %s"
+    )
+    params: list[Any] = [repository, branch]
+    if paths is not None:
+        query += " AND source_file = ANY(%s)"
+        params.append(list(paths))
+    rows = conn.execute(query, params).fetchall()
+    return {r[0]: _Stored(r[1], r[2], r[3], r[4]) for r in rows}
+
+
+def sync_files(
+    conn: psycopg.Connection,
+    *,
+    repository: str,
+    branch: str,
+    source: FileSource,
+    changed: Iterable[str],
+    deleted: Iterable[str],
+    progress: Progress | None = None,
+) -> LoadResult:
+    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`."""
+    started = time.perf_counter()
+    result = LoadResult()
+    changed_md = list(dict.fromkeys(md_path(p) for p in changed))
+    deleted_md = list(dict.fromkeys(md_path(p) for p in deleted))
+    with conn.transaction():
+        for path in deleted_md:
+            if _delete_rows(conn, repository, branch, path):
+                result.deleted.append(path)
+            if progress:
+                progress(path)
+        stored = stored_files(conn, repository, branch, changed_md)
+        for path in changed_md:
+            try:
+                _sync_one(conn, repository, branch, source, path, stored.get(path), result)
+            except CorpusError as e:
+                result.problems.append(Problem.from_error(e))
+                log.warning("not loaded, previous rows kept: %s", e)
+            except psycopg.Error as e:
+                # the savepoint rolled back: this file keeps its previous rows
+                message = f"the database refused this file ({type(e).__name__}: {e.sqlstate})"
+                result.problems.append(Problem(path, message))
+                log.warning("not loaded, previous rows kept: %s: %s", path, message)
+            if progress:
+                progress(path)
+    result.seconds = time.perf_counter() - started
+    log.info("%s/%s: %s", repository, branch, result.summary())
+    return result
+
+
+def _sync_one(
+    conn: psycopg.Connection,
+    repository: str,
+    branch: str,
+    source: FileSource,
+    path: str,
+    stored: _Stored | None,
+    result: LoadResult,
+) -> None:
+    side = sidecar_path(path)
+    if not source.exists(side):
+        if not source.exists(path):  # both gone: the file was deleted
+            _delete_rows(conn, repository, branch, path)
+            if stored is not None:
+                result.deleted.append(path)
+            return
+        raise CorpusError(side, "sidecar is missing: run `glossator index` to generate it")
+    data = source.read(side)
+    digest = _sha256(data)
+    sidecar = loads(side, data)
+    _check(side, path, sidecar, source)
+    m = sidecar.manifest
+    if (
+        stored is not None
+        and stored.sidecar_hash == digest
+        and stored.source_file_hash == m.source_file_hash
+        and stored.embedding_model == m.embedding_model
+        and stored.rows == m.chunk_count
+    ):
+        result.skipped.append(path)
+        return
+    with conn.transaction():  # a savepoint: on any error this file keeps its previous rows
+        if m.embedding_model is not None and m.dimension:
+            vectors.ensure_index(conn, m.embedding_model, int(m.dimension), path=side)
+        _delete_rows(conn, repository, branch, path)
+        rows = _copy_rows(conn, repository, branch, path, sidecar)
+        conn.execute(
+            "INSERT INTO loaded_files (repository, branch, source_file, source_file_hash,"
+            " sidecar_hash, embedding_model, chunk_count) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            (repository, branch, path, m.source_file_hash, digest, m.embedding_model, rows),
+        )
+    result.loaded.append(path)
+    result.rows += rows
+
+
+def _check(side: str, path: str, sidecar: Sidecar, source: FileSource) -> None:
+    validate(side, sidecar)
+    m = sidecar.manifest
+    if m.source_file != path:
+        raise CorpusError(
+            side, f"manifest names source_file {m.source_file!r}, expected {path!r}; regenerate it"
+        )
+    if m.node_type not in NODE_TYPES or not 0 <= m.level <= 3:
+        raise CorpusError(side, f"unknown node_type {m.node_type!r} or level {m.level}")
+    if m.embedding_model is not None and not m.dimension:
+        raise CorpusError(side, "manifest names an embedding model but no dimension")
+    parent = m.parent_source_file
+    if parent and not source.exists(sidecar_path(parent)):
+        raise CorpusError(
+            side,
+            f"its parent_source_file {parent} has no sidecar ({sidecar_path(parent)}): "
+            "index the parent too (`glossator index`) before loading",
+        )
+
+
+def _delete_rows(conn: psycopg.Connection, repository: str, branch: str, path: str) -> bool:
+    """Drop a file's rows and its `loaded_files` record; True if it had been loaded."""
+    conn.execute(
+        "DELETE FROM hierarchical_content_nodes"
+        " WHERE repository = %s AND branch = %s AND source_file = %s",
+        (repository, branch, path),
+    )
+    cur = conn.execute(
+        "DELETE FROM loaded_files WHERE repository = %s AND branch = %s AND source_file = %s",
+        (repository, branch, path),
+    )
+    return cur.rowcount > 0
+
+
+def work_of(path: str, sidecar: Sidecar) -> str:
+    """The work a file belongs to: the manifest's `work`, else `corpus/<work>/…`."""
+    work = sidecar.manifest.extra.get("work")
+    if isinstance(work, str) and work:
+        return work
+    parts = path.split("/")
+    return parts[1] if len(parts) > 2 and parts[0] == "corpus" else parts[0]
+
+
+def _copy_rows(
+    conn: psycopg.Connection,
+    repository: str,
+    branch: str,
+    path: str,
+    sidecar: Sidecar,
+) -> int:
+    """One binary COPY of the file's chunks; vectors through pgvector's binary dumper."""
+    m = sidecar.manifest
+    work = work_of(path, sidecar)
+    lang = str(m.extra.get("lang") or "fr")
+    with conn.cursor() as cur, cur.copy(COPY_SQL) as copy:
+        copy.set_types([t for _, t in COPY_COLUMNS])
+        for c in sidecar.chunks:
+            embedding = (
+                np.asarray(c.embedding, dtype=np.float32) if c.embedding is not None else None
+            )
+            copy.write_row(
+                (
+                    repository,
+                    branch,
+                    m.level,
+                    m.parent_source_file,
+                    m.node_type,
+                    path,
+                    m.source_file_hash,
+                    c.chunk_index,
+                    m.heading_path,
+                    c.text,
+                    c.content_token_count,
+                    m.embedding_model if embedding is not None else None,
+                    embedding,
+                    work,
+                    lang,
+                    c.line_start,
+                    c.line_end,
+                )
+            )
+    return len(sidecar.chunks)
+
+
+@dataclass
+class TreeChanges:
+    changed: list[str]
+    unchanged: list[str]
+    deleted: list[str]
+    warnings: list[Problem]
+
+
+def tree_changes(
+    conn: psycopg.Connection, *, repository: str, branch: str, source: FileSource
+) -> TreeChanges:
+    """What differs between a corpus tree's sidecars and the branch's rows.
+
+    Changed: every sidecar whose bytes differ from those the rows were loaded
+    from (so a new hash or a new model, even on the same text). Deleted: files
+    with rows but neither a sidecar nor a `.md` any more.
+    """
+    paths = set(source.paths())
+    sidecars = sorted(p for p in paths if p.endswith(".md" + SIDECAR_SUFFIX))
+    stored = stored_files(conn, repository, branch)
+    changed: list[str] = []
+    unchanged: list[str] = []
+    warnings: list[Problem] = []
+    for side in sidecars:
+        path = md_path(side)
+        have = stored.get(path)
+        if have is None or have.sidecar_hash != _sha256(source.read(side)):
+            changed.append(path)
+        else:
+            unchanged.append(path)
+    with_sidecar = {md_path(s) for s in sidecars}
+    for path in sorted(p for p in paths if p.endswith(".md") and p not in with_sidecar):
+        if path.startswith("corpus/"):
+            warnings.append(
+                Problem(path, "has no sidecar: not loaded (run `glossator index`)", "warning")
+            )
+    deleted = sorted(p for p in stored if p not in with_sidecar and p not in paths)
+    # a file whose .md still exists but lost its sidecar keeps its rows (see warnings)
+    return TreeChanges(changed, unchanged, deleted, warnings)
+
+
+def sync_tree(
+    db_or_conn: Any,
+    *,
+    repository: str,
+    branch: str = "main",
+    source: FileSource,
+    progress: Progress | None = None,
+    on_plan: Callable[[int], None] | None = None,
+) -> LoadResult:
+    """Sync a whole corpus tree (the CLI): find what changed, then `sync_files`, one transaction.
+
+    `db_or_conn` is a `store.db.Database` (its pool; committed here) or a
+    connection (the caller commits). `on_plan(n)` is told how many files will be
+    visited, for a progress bar.
+    """
+    if isinstance(db_or_conn, psycopg.Connection):
+        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan)
+    with db_or_conn.pool.connection() as conn:
+        return _sync_tree(conn, repository, branch, source, progress, on_plan)
+
+
+def _sync_tree(
+    conn: psycopg.Connection,
+    repository: str,
+    branch: str,
+    source: FileSource,
+    progress: Progress | None,
+    on_plan: Callable[[int], None] | None,
+) -> LoadResult:
+    started = time.perf_counter()
+    with conn.transaction():
+        plan = tree_changes(conn, repository=repository, branch=branch, source=source)
+        if on_plan:
+            on_plan(len(plan.changed) + len(plan.deleted))
+        result = sync_files(
+            conn,
+            repository=repository,
+            branch=branch,
+            source=source,
+            changed=plan.changed,
+            deleted=plan.deleted,
+            progress=progress,
+        )
+    result.skipped[:0] = plan.unchanged
+    result.problems[:0] = plan.warnings
+    result.seconds = time.perf_counter() - started
+    return result

@@ -1,0 +1,133 @@
+"""One HNSW cosine index per embedding model, made when the model first appears.
+
+The `embedding` column is an untyped `vector`, so rows of two models (say 384
+and 1024 dimensions, while a corpus is re-embedded) live side by side. Each
+model gets a partial expression index on a typed cast, recorded in
+`vector_indexes` with the model's dimension:
+
+    CREATE INDEX hcn_vec_<slug>_<dim>_<hash> ON hierarchical_content_nodes
+      USING hnsw ((embedding::vector(384)) vector_cosine_ops)
+      WHERE embedding_model = 'intfloat/multilingual-e5-small';
+
+(over 2,000 dimensions, pgvector's HNSW limit for `vector`, the cast is to
+`halfvec(N)` with `halfvec_cosine_ops`: see `cast_type`).
+
+THE QUERY FORM THAT USES THE INDEX (search engineers: copy `nearest_sql`):
+
+    SELECT id, (embedding::vector(384)) <=> %(q)s::vector(384) AS distance
+      FROM hierarchical_content_nodes
+     WHERE embedding_model = 'intfloat/multilingual-e5-small'   -- a literal, see below
+       AND repository = %(repository)s AND branch = %(branch)s
+     ORDER BY (embedding::vector(384)) <=> %(q)s::vector(384)
+     LIMIT %(k)s
+
+- the ORDER BY expression must be the indexed expression, cast included, with
+  the `<=>` (cosine distance) operator; `%(q)s` a `pgvector.Vector` or numpy array;
+- the model must be visible to the planner: put it in as a literal
+  (`psycopg.sql.Literal`, as `nearest_sql` does), because a prepared statement's
+  generic plan cannot prove a partial index's predicate from a parameter;
+- other filters (repository, branch, level, work) are applied to the index's
+  candidates; `SET LOCAL hnsw.iterative_scan = relaxed_order` (pgvector ≥ 0.8)
+  lets the scan go on until `LIMIT` rows pass them, and `hnsw.ef_search` (40 by
+  default) bounds the candidates per step.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import re
+
+import psycopg
+from psycopg import sql
+
+from indexer.errors import CorpusError
+
+log = logging.getLogger(__name__)
+
+HNSW_VECTOR_MAX_DIMS = 2000  # pgvector: HNSW indexes vector up to 2,000 dims
+HNSW_HALFVEC_MAX_DIMS = 4000  # and halfvec up to 4,000
+
+
+def cast_type(dimension: int) -> str:
+    """SQL type of the indexed cast for this dimension: vector(N) or halfvec(N)."""
+    if dimension <= HNSW_VECTOR_MAX_DIMS:
+        return f"vector({int(dimension)})"
+    if dimension <= HNSW_HALFVEC_MAX_DIMS:
+        return f"halfvec({int(dimension)})"
+    raise ValueError(f"{dimension} dimensions: pgvector's HNSW indexes at most 4,000")
+
+
+def opclass(dimension: int) -> str:
+    return "vector_cosine_ops" if dimension <= HNSW_VECTOR_MAX_DIMS else "halfvec_cosine_ops"
+
+
+def index_name(model: str, dimension: int) -> str:
+    """A valid, stable identifier (< 63 bytes) for any model name."""
+    slug = re.sub(r"[^a-z0-9]+", "_", model.lower()).strip("_")[:30]
+    digest = hashlib.sha256(f"{model}\0{dimension}".encode()).hexdigest()[:8]
+    return f"hcn_vec_{slug}_{dimension}_{digest}"
+
+
+def registered(conn: psycopg.Connection) -> dict[str, tuple[int, str]]:
+    """model -> (dimension, index name) of every model that has rows or had them."""
+    rows = conn.execute(
+        "SELECT embedding_model, dimension, index_name FROM vector_indexes"
+    ).fetchall()
+    return {m: (d, n) for m, d, n in rows}
+
+
+def ensure_index(conn: psycopg.Connection, model: str, dimension: int, *, path: str = "") -> bool:
+    """Make the model's HNSW index if it is new; True when it was created now.
+
+    Runs in the caller's transaction. A model already stored with another
+    dimension is refused (`CorpusError` naming `path`): one index per model and
+    dimension, and search needs to know which cast to use for a model.
+    """
+    cur = conn.execute(
+        "INSERT INTO vector_indexes (embedding_model, dimension, index_name) VALUES (%s, %s, %s)"
+        " ON CONFLICT (embedding_model) DO NOTHING RETURNING index_name",
+        (model, dimension, index_name(model, dimension)),
+    )
+    if cur.fetchone() is None:
+        row = conn.execute(
+            "SELECT dimension FROM vector_indexes WHERE embedding_model = %s", (model,)
+        ).fetchone()
+        if row and row[0] != dimension:
+            raise CorpusError(
+                path,
+                f"embedding model {model!r} is stored with {row[0]} dimensions but this "
+                f"sidecar has {dimension}: regenerate it, or name the model differently "
+                f"(e.g. '{model}@{dimension}') so both can coexist",
+            )
+        return False
+    conn.execute(
+        sql.SQL(
+            "CREATE INDEX IF NOT EXISTS {name} ON hierarchical_content_nodes "
+            "USING hnsw ((embedding::{cast}) {ops}) WHERE embedding_model = {model}"
+        ).format(
+            name=sql.Identifier(index_name(model, dimension)),
+            cast=sql.SQL(cast_type(dimension)),
+            ops=sql.SQL(opclass(dimension)),
+            model=sql.Literal(model),
+        )
+    )
+    log.info("created HNSW index for model %s (%d dimensions)", model, dimension)
+    return True
+
+
+def nearest_sql(model: str, dimension: int, *, where: sql.Composable | None = None) -> sql.Composed:
+    """The k-nearest query that uses the model's index; parameters %(q)s and %(k)s.
+
+    `where` adds conditions (e.g. `sql.SQL("repository = %(repository)s")`).
+    Returns (id, distance) rows, nearest first.
+    """
+    cast = sql.SQL(cast_type(dimension))
+    expr = sql.SQL("(embedding::{cast}) <=> %(q)s::{cast}").format(cast=cast)
+    cond = sql.SQL("embedding_model = {}").format(sql.Literal(model))
+    if where is not None:
+        cond = sql.SQL("{} AND {}").format(cond, where)
+    return sql.SQL(
+        "SELECT id, {expr} AS distance FROM hierarchical_content_nodes WHERE {cond} "
+        "ORDER BY {expr} LIMIT %(k)s"
+    ).format(expr=expr, cond=cond)

@@ -1,0 +1,90 @@
+"""Sidecars of the example corpus for the store's tests, built without the indexer pipeline.
+
+The real builder (indexer.sidecars) embeds with a model and writes summaries;
+the store only needs valid sidecars of real French text, so this reads the
+corpus, chunks each file with the indexer's own chunker, writes a stand-in
+summary (its chapter's first paragraph) where a chapter has none, and gives
+each chunk the fake embedder's hashed vector.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from indexer.chunking import chunk_markdown
+from indexer.corpus import read_corpus
+from indexer.embedders.fake import hashed_vector
+from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash
+from indexer.source import DirectorySource, MemorySource
+
+MODEL = "fake/hash-32"
+DIM = 32
+PETITION = (
+    "corpus/sophismes-economiques/serie-1-premiere-serie/"
+    "chapitre-07-petition-des-fabricants-de-chandelles-etc/source.md"
+)
+
+
+def sidecar_for(
+    path: str,
+    text: str,
+    *,
+    heading_path: str,
+    parent: str | None,
+    level: int,
+    node_type: str,
+    body: str | None = None,
+    body_line: int = 1,
+    model: str | None = MODEL,
+    dimension: int = DIM,
+    lang: str = "fr",
+) -> bytes:
+    chunks = []
+    for i, c in enumerate(chunk_markdown(text if body is None else body, body_line, 400)):
+        vector = hashed_vector(c.text, dimension) if model else None
+        chunks.append(Chunk(i, c.token_count, c.text, vector, c.line_start, c.line_end))
+    manifest = Manifest(
+        source_file=path,
+        source_file_hash=file_hash(text.encode("utf-8")),
+        parent_source_file=parent,
+        heading_path=heading_path,
+        level=level,
+        node_type=node_type,
+        chunk_count=len(chunks),
+        embedding_model=model,
+        dimension=dimension if model else None,
+        extra={"work": path.split("/")[1], "lang": lang},
+    )
+    return dumps(Sidecar(manifest, chunks))
+
+
+def example_source(
+    example_dir: Path, *, model: str | None = MODEL, dimension: int = DIM
+) -> MemorySource:
+    """The example corpus (every .md) with a sidecar beside each, in memory."""
+    corpus = read_corpus(DirectorySource(example_dir))
+    files: dict[str, bytes] = {}
+    for node in corpus.nodes.values():
+        text, body, line = node.text, node.body, node.body_line
+        if not node.exists:  # a chapter summary not written yet: its first paragraph stands in
+            first = next(p for p in corpus.nodes[_source_of(node.path)].body.split("\n\n") if p)
+            text = body = first.strip() + "\n"
+            line = 1
+        files[node.path] = text.encode("utf-8")
+        files[node.path + ".jsonl"] = sidecar_for(
+            node.path,
+            text,
+            body=body,
+            body_line=line,
+            heading_path=node.heading_path,
+            parent=node.parent_source_file,
+            level=node.level,
+            node_type=node.node_type,
+            model=model,
+            dimension=dimension,
+        )
+    return MemorySource(files)
+
+
+def _source_of(summary_path: str) -> str:
+    return summary_path.rsplit("/", 1)[0] + "/source.md"
