@@ -60,11 +60,22 @@ def build_list_epub(path: Path, *, nested: bool = True) -> Path:
     book.set_language("fr")
     book.add_author(work.author)
     spine: list[object] = ["nav"]
-    title_page = epub.EpubHtml(title="Titre", file_name="Text/title.xhtml", lang="fr")
-    title_page.content = f"<h1>{work.title}</h1><p>Traduit par Henri Richelot</p>"
+    # what wikimedia/ws-export puts first: a title page and the book's main page
+    title_page = epub.EpubHtml(title="Page de titre", file_name="Text/title.xhtml", lang="fr")
+    title_page.content = (
+        f"<h2>{work.title}</h2><h3>{work.author}</h3><h6>Exporté de Wikisource</h6>"
+    )
+    main_page = epub.EpubHtml(title=work.title, file_name="Text/main.xhtml", lang="fr")
+    main_page.content = (
+        "<p>Traduit par Henri Richelot.</p><ul><li>Préface</li><li>Livre premier</li></ul>"
+    )
     book.add_item(title_page)
-    spine.append(title_page)
-    toc: list[object] = []
+    book.add_item(main_page)
+    spine += [title_page, main_page]
+    toc: list[object] = [
+        epub.Link(title_page.file_name, "Page de titre", "title"),
+        epub.Link(main_page.file_name, work.title, "main"),
+    ]
     for _, piece in work.pieces:
         name = re.sub(r"\W+", "_", piece.title.lower())
         item = epub.EpubHtml(title=piece.title, file_name=f"Text/{name}.xhtml", lang="fr")
@@ -173,12 +184,15 @@ def test_epub_text_becomes_markdown(list_epub: Path) -> None:
 def test_front_matter_is_kept_unless_skipped(list_epub: Path) -> None:
     work = read_epub(list_epub)
     assert [s.title for _, s in work.pieces] == [
+        "Page de titre",
+        "Système national d'économie politique",
         "Avertissement du traducteur",
         "Préface",
         "Introduction",
     ]
+    assert work.pieces[1][1].body == "Traduit par Henri Richelot.\n\n- Préface\n- Livre premier\n"
     assert work.parts[-1].sections[-1].title == "À propos de cette édition électronique"
-    work = read_epub(list_epub, exclude=("traducteur", "^à propos"))
+    work = read_epub(list_epub, exclude=("traducteur", "^à propos", "titre", "^système"))
     assert [s.title for _, s in work.pieces] == ["Préface", "Introduction"]
     assert work.parts[-1].sections[-1].title == "Les puissances continentales"
 

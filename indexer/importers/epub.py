@@ -180,7 +180,7 @@ def read_epub(src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bo
                     plan.append(("chapter", child, part))
             plan.append(("part", entry, part))
             continue
-        if selection.excluded(entry.title, front=not seen_part):
+        if selection.excluded(entry.title, front=not seen_part, work_title=work.title):
             flat.append((entry, "excluded"))
             continue
         flat.append((entry, "piece"))
