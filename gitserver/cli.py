@@ -1,0 +1,176 @@
+"""`glossator repo create|list`, `glossator serve` and `glossator status`."""
+
+from __future__ import annotations
+
+import json
+import logging
+import socket
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+import psycopg
+from rich.console import Console
+from rich.table import Table
+
+from gitserver.errors import GitServerError
+from gitserver.repos import SUFFIX, RepoStore
+from glossator.settings import Settings
+
+log = logging.getLogger(__name__)
+err = Console(stderr=True)
+
+
+def _settings() -> Settings:
+    obj = click.get_current_context().obj  # glossator.cli.Context: settings read once
+    settings = getattr(obj, "settings", None)
+    return settings if isinstance(settings, Settings) else Settings.from_env()
+
+
+def _store(settings: Settings) -> RepoStore:
+    return RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+
+
+@click.group()
+def repo() -> None:
+    """Create and list the bare repositories the server serves."""
+
+
+@repo.command("create")
+@click.argument("name")
+def repo_create(name: str) -> None:
+    """Create repository NAME (bare, configured and hooked for Glossator)."""
+    settings = _settings()
+    try:
+        path = _store(settings).create(name)
+    except GitServerError as e:
+        raise click.ClickException(str(e)) from None
+    click.echo(f"created {path}")
+    click.echo(
+        f"push to it with: git push http://<any>:<push token>@{settings.host}:{settings.port}/"
+        f"{name}{SUFFIX} main"
+    )
+
+
+@repo.command("list")
+def repo_list() -> None:
+    """List repositories and their branches."""
+    store = _store(_settings())
+    for name in store.names():
+        branches = store.branches(name)
+        shown = ", ".join(f"{b}@{t[:12]}" for b, t in sorted(branches.items())) or "(empty)"
+        click.echo(f"{name}\t{shown}")
+
+
+@click.command()
+@click.option("--host", default=None, help="Listen address (default GLOSSATOR_HOST).")
+@click.option("--port", type=int, default=None, help="Port, 0 for a free one (GLOSSATOR_PORT).")
+def serve(host: str | None, port: int | None) -> None:
+    """Run the git server, the indexing worker and MCP (/mcp/) in one process."""
+    import uvicorn
+
+    from glossator.server import build_app
+
+    settings = _settings()
+    host = host or settings.host
+    port = settings.port if port is None else port
+    if not settings.push_tokens:
+        log.warning("GLOSSATOR_PUSH_TOKENS is empty: every push will be refused")
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        raise click.ClickException(
+            f"cannot listen on {host}:{port}: {e.strerror}; set GLOSSATOR_PORT or --port"
+        ) from None
+    bound = sock.getsockname()[1]
+    app = build_app(settings)
+    config = uvicorn.Config(
+        app, log_level=settings.log_level.lower(), access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    # One line a script (or a test) can wait for; printed before the lifespan runs.
+    print(f"glossator: listening on http://{host}:{bound}", file=sys.stderr, flush=True)
+    server.run(sockets=[sock])
+    if not server.started:
+        sys.exit(1)
+
+
+def _status_conninfo(settings: Settings) -> tuple[str, Any]:
+    """A database URL for `status`: the setting, the running server's, or our own embedded."""
+    if settings.database_url:
+        return settings.database_url, None
+    lock = Path(settings.data_dir).expanduser().resolve() / "postgres.lock"
+    from store.db import Database
+    from store.errors import DataDirLocked
+
+    db = Database(settings)
+    try:
+        db.start()
+    except DataDirLocked:
+        lines = lock.read_text().splitlines() if lock.exists() else []
+        if len(lines) < 2:
+            raise
+        return lines[1], None
+    return db.conninfo, db
+
+
+@click.command()
+@click.option("--repository", "-r", default=None, help="Only this repository.")
+@click.option(
+    "--status",
+    "status_filter",
+    default=None,
+    type=click.Choice(["queued", "running", "done", "failed", "cancelled"]),
+)
+@click.option("--limit", default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True, help="Print JSON (as GET /api/jobs does).")
+def status(repository: str | None, status_filter: str | None, limit: int, as_json: bool) -> None:
+    """Indexing jobs: queued, running, done and failed, with errors and durations."""
+    from hooks.queue import list_jobs
+
+    settings = _settings()
+    conninfo, owned = _status_conninfo(settings)
+    try:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+            rows = (
+                list_jobs(conn, repository=repository, status=status_filter, limit=limit)
+                if exists and exists[0]
+                else []
+            )
+            indexed = conn.execute(
+                "SELECT repository, branch, commit, indexed_at FROM indexed_commits"
+                " ORDER BY repository, branch"
+            ).fetchall()
+    finally:
+        if owned is not None:
+            owned.stop()
+    if as_json:
+        click.echo(json.dumps({"jobs": rows}, indent=2, default=str))
+        return
+    table = Table(title="indexing jobs")
+    for col in ("job", "repository/branch", "status", "attempts", "queued", "seconds", "detail"):
+        table.add_column(col, overflow="fold")
+    for r in rows:
+        stats = r.get("stats") or {}
+        detail = r.get("error") or (
+            f"{(r.get('result_commit') or '')[:12]} loaded {len(stats.get('loaded', []))}"
+            f" deleted {len(stats.get('deleted', []))} embedded {stats.get('embedded', 0)}"
+            if r["status"] == "done"
+            else ""
+        )
+        table.add_row(
+            str(r["id"]),
+            f"{r['repository']}/{r['branch']}",
+            r["status"],
+            str(r["attempts"]),
+            (r["queued_at"] or "")[:19],
+            "" if r["duration_s"] is None else f"{r['duration_s']:.2f}",
+            detail,
+        )
+    Console().print(table)
+    for repo_name, branch, commit, at in indexed:
+        click.echo(f"indexed {repo_name}/{branch} at {commit[:12]} ({at:%Y-%m-%d %H:%M:%S})")

@@ -1,0 +1,143 @@
+"""The composition of `glossator serve`: git server + indexing worker + MCP, one process.
+
+    app = build_app(settings)        # nothing started yet
+    uvicorn.Server(uvicorn.Config(app)).run()
+
+The Starlette lifespan starts, in order: the database (embedded PostgreSQL by
+default, migrations applied), the repositories' hooks (rewritten, so they call
+this interpreter), the indexing service (procrastinate schema, recovery of jobs
+a dead process left running, reconciliation of every branch, the worker task),
+and the MCP session manager when `search.mcp_http` is installed. The hooks get
+the database URL through git http-backend's environment, never through a file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import importlib.util
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+
+from gitserver.app import create_app
+from gitserver.auth import Policy
+from gitserver.repos import RepoStore
+from glossator.settings import Settings
+from hooks.queue import STATUS_NAMES, list_jobs_async
+from store.db import Database
+
+log = logging.getLogger(__name__)
+
+
+def hook_environment(settings: Settings, db: Database) -> dict[str, str]:
+    """What the hooks need, as GLOSSATOR_* variables (no tokens: hooks never check them)."""
+    return {
+        "GLOSSATOR_DATABASE_URL": db.conninfo,
+        "GLOSSATOR_DATA_DIR": str(settings.data_dir.expanduser().resolve()),
+        "GLOSSATOR_REPOS_DIR": str(settings.repos_dir.expanduser().resolve()),
+        "GLOSSATOR_LOG_LEVEL": settings.log_level,
+    }
+
+
+def _mcp_app(settings: Settings, db: Database, embedder: Any) -> Any | None:
+    if importlib.util.find_spec("search.mcp_http") is None:
+        return None
+    from search.mcp_http import mcp_http_app
+
+    return mcp_http_app(settings, db, embedder=embedder)
+
+
+def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
+    """The whole server as one ASGI app; `index_fn` replaces the indexer (tests)."""
+    from hooks.service import IndexingService
+    from hooks.worker import BranchIndexer
+    from indexer.embedders import get_embedder
+    from indexer.summaries import get_summarizer
+
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    db = Database(settings)
+    embedder = get_embedder(settings)
+    summarizer = get_summarizer(settings)
+    mcp = _mcp_app(settings, db, embedder)
+    state: dict[str, Any] = {}
+
+    async def jobs(request: Request) -> Response:
+        status = request.query_params.get("status")
+        if status is not None and status not in {
+            *STATUS_NAMES.values(),
+            "failed",
+            "cancelled",
+            "aborted",
+        }:
+            return JSONResponse(
+                {"error": "status must be queued, running, done, failed or cancelled"}, 400
+            )
+        try:
+            limit = min(max(int(request.query_params.get("limit", "50")), 1), 500)
+        except ValueError:
+            return JSONResponse({"error": "limit must be a whole number"}, 400)
+        pool = await db.open_async_pool()
+        async with pool.connection() as conn:
+            rows = await list_jobs_async(
+                conn,
+                repository=request.query_params.get("repository"),
+                status=status,
+                limit=limit,
+            )
+        return JSONResponse({"jobs": rows})
+
+    async def db_ok() -> None:
+        pool = await db.open_async_pool()
+        async with pool.connection() as conn:
+            await conn.execute("SELECT 1")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        await asyncio.to_thread(db.start)
+        try:
+            for name in await asyncio.to_thread(store.names):
+                await asyncio.to_thread(store.refresh, name)
+            app.state.git.hook_env.update(hook_environment(settings, db))
+            indexer = BranchIndexer(
+                store, db.pool, embedder=embedder, summarizer=summarizer, index_fn=index_fn
+            )
+            service = IndexingService(
+                conninfo=db.conninfo,
+                store=store,
+                indexer=indexer,
+                retries=settings.job_retries,
+                exclusive_database=db.embedded,
+            )
+            await service.start()
+            state["service"] = service
+            try:
+                async with contextlib.AsyncExitStack() as stack:
+                    if mcp is not None:
+                        await stack.enter_async_context(mcp.lifespan())
+                    log.info("glossator serving repositories in %s", store.root)
+                    yield
+            finally:
+                await service.stop()
+        finally:
+            await db.close_async_pool()
+            await asyncio.to_thread(db.stop)
+
+    extra: list[BaseRoute] = [Route("/api/jobs", jobs, methods=["GET"])]
+    if mcp is not None:
+        extra.append(Mount("/mcp", app=mcp))
+    app = create_app(
+        store,
+        Policy.from_settings(settings),
+        admin_token=settings.admin_token,
+        extra_routes=extra,
+        health_checks=[db_ok],
+        lifespan=lifespan,
+    )
+    app.state.service = state
+    return app

@@ -1,0 +1,340 @@
+"""One indexing job: a branch's tip → summaries and sidecars committed back → rows reloaded.
+
+    BranchIndexer(store, pool, embedder=…, summarizer=…).run("bastiat", "main", job_id=42)
+
+Steps (DESIGN §1), each safe to repeat, so a crash anywhere is repaired by
+running the job again:
+
+1. Read the tip of the branch *now* (a job names a branch, not a commit) and the
+   commit whose rows the database holds (`indexed_commits`). Equal: done. No tip
+   (the branch was deleted): drop its rows and its record, done.
+2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`).
+3. Changes? Commit them on the tip (author Glossator, trailer `Glossator-Job: N`)
+   and move the ref by compare-and-swap. A push that landed meanwhile wins: we
+   start over on the new tip (bounded), never overwriting it. The commit-back is
+   a local ref update, so it fires no hook; the next run finds tip == indexed.
+4. In one transaction: reload the rows of the files that differ between the
+   indexed commit and the new one (renames and deletions included; the whole
+   tree when the indexed commit is unknown) and record the new indexed commit.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+import pygit2
+
+from gitserver.repos import RepoStore
+from hooks.commits import changed_files, commit_changes, commit_message, move_ref
+from hooks.gitsource import GitTreeSource
+from indexer.errors import Problem
+from indexer.source import Changes, FileSource, OverlaySource
+from store.loader import SIDECAR_SUFFIX, md_path, sync_files, sync_tree
+
+log = logging.getLogger(__name__)
+
+MAX_RACES = 5  # pushes that may land during one job before it gives up (and is retried)
+
+IndexFn = Callable[..., Any]  # indexer.pipeline.index(source, *, embedder, summarizer, …)
+
+
+class LostRace(RuntimeError):
+    """The branch kept moving while the job indexed it; the job is retried later."""
+
+
+@dataclass
+class Outcome:
+    """What a job did; stored as the run's `stats` and shown by `glossator status`."""
+
+    tip: str | None = None
+    indexed: str | None = None  # the commit the rows now equal
+    committed: str | None = None  # the commit-back, when there was one
+    changes: int = 0  # files written or deleted by the commit-back
+    loaded: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    rows: int = 0
+    embedded: int = 0  # texts sent to the embedder
+    races: int = 0
+    problems: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+    note: str = ""
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "committed": self.committed,
+            "changes": self.changes,
+            "loaded": self.loaded,
+            "deleted": self.deleted,
+            "rows": self.rows,
+            "embedded": self.embedded,
+            "races": self.races,
+            "problems": self.problems[:50],
+            "seconds": round(self.seconds, 3),
+            "note": self.note,
+        }
+
+
+def _default_index() -> IndexFn:
+    try:
+        from indexer.pipeline import index  # imported when a job runs
+    except ModuleNotFoundError as e:
+        if e.name != "indexer.pipeline":
+            raise
+        return _staged_index
+    return index
+
+
+@dataclass
+class _StagedResult:
+    changes: Changes
+    problems: list[Problem]
+    stats: Any = None
+
+
+def _staged_index(source: FileSource, *, embedder: Any, summarizer: Any, **_: Any) -> Any:
+    """The indexer's stages in order, each over the previous ones' changes (docs/architecture.md).
+
+    Used only while `indexer.pipeline` is absent from this checkout.
+    """
+    from indexer.corpus import read_corpus
+    from indexer.sidecars import build
+    from indexer.summaries.generate import generate
+
+    changes = Changes()
+
+    def merge(more: Changes) -> None:
+        for path, data in more.items():
+            if data is None:
+                changes.delete(path)
+            else:
+                changes.write(path, data)
+
+    corpus = read_corpus(source)
+    merge(corpus.changes)
+    overlay = OverlaySource(source, changes)
+    summaries = generate(read_corpus(overlay), overlay, summarizer)
+    merge(summaries.changes)
+    overlay = OverlaySource(source, changes)
+    sidecars = build(read_corpus(overlay), overlay, embedder)
+    merge(sidecars.changes)
+    return _StagedResult(changes, corpus.problems + summaries.problems + sidecars.problems)
+
+
+def corpus_paths(paths: set[str]) -> set[str]:
+    """The Markdown files (by their .md path) whose rows a set of changed paths concerns."""
+    out = set()
+    for path in paths:
+        if path.endswith(".md") or path.endswith(".md" + SIDECAR_SUFFIX):
+            out.add(md_path(path))
+    return out
+
+
+class BranchIndexer:
+    """Runs jobs for the repositories of `store`, loading rows through `pool`."""
+
+    def __init__(
+        self,
+        store: RepoStore,
+        pool: Any,  # psycopg_pool.ConnectionPool (store.db.Database.pool)
+        *,
+        embedder: Any,
+        summarizer: Any,
+        index_fn: IndexFn | None = None,
+    ) -> None:
+        self.store = store
+        self.pool = pool
+        self.embedder = embedder
+        self.summarizer = summarizer
+        self.index_fn = index_fn
+
+    def indexed_commit(self, conn: psycopg.Connection, repository: str, branch: str) -> str | None:
+        row = conn.execute(
+            "SELECT commit FROM indexed_commits WHERE repository = %s AND branch = %s",
+            (repository, branch),
+        ).fetchone()
+        return row[0] if row else None
+
+    def run(self, repository: str, branch: str, *, job_id: int | None = None) -> Outcome:
+        started = time.perf_counter()
+        outcome = Outcome()
+        repo = self.store.open(repository)
+        for _ in range(MAX_RACES):
+            if self._attempt(repo, repository, branch, job_id, outcome):
+                outcome.seconds = time.perf_counter() - started
+                log.info(
+                    "indexed %s/%s at %s: %d files changed, %d loaded, %d deleted, "
+                    "%d embedded, %.2f s",
+                    repository,
+                    branch,
+                    (outcome.indexed or "-")[:12],
+                    outcome.changes,
+                    len(outcome.loaded),
+                    len(outcome.deleted),
+                    outcome.embedded,
+                    outcome.seconds,
+                )
+                return outcome
+            outcome.races += 1
+        raise LostRace(
+            f"{repository}/{branch} moved {MAX_RACES} times while being indexed; retrying later"
+        )
+
+    def _attempt(
+        self,
+        repo: pygit2.Repository,
+        repository: str,
+        branch: str,
+        job_id: int | None,
+        outcome: Outcome,
+    ) -> bool:
+        """One pass; False when a push moved the branch before the commit-back."""
+        ref = repo.references.get(f"refs/heads/{branch}")
+        tip = str(ref.resolve().target) if ref is not None else None
+        outcome.tip = tip
+        with self.pool.connection() as conn:
+            indexed = self.indexed_commit(conn, repository, branch)
+        if tip is None:
+            self._drop_branch(repository, branch, outcome)
+            return True
+        if indexed == tip:
+            outcome.indexed, outcome.note = tip, "already indexed"
+            return True
+
+        source = GitTreeSource.at(repo, tip)
+        before = getattr(self.embedder, "texts_embedded", 0)
+        index = self.index_fn or _default_index()
+        result = index(source, embedder=self.embedder, summarizer=self.summarizer)
+        outcome.embedded += getattr(self.embedder, "texts_embedded", 0) - before
+        outcome.problems = [str(p) for p in getattr(result, "problems", [])]
+        for problem in getattr(result, "problems", []):
+            if getattr(problem, "severity", "error") == "error":
+                log.warning("%s/%s: %s", repository, branch, problem)
+
+        target = tip
+        changes = result.changes
+        if len(changes):
+            message = commit_message(tip, job_id, _summary(result))
+            new = commit_changes(repo, tip, changes, message=message)
+            if new is not None:
+                reason = f"glossator: commit-back (job {job_id})"
+                if not move_ref(self.store.path(repository), branch, new, tip, reason=reason):
+                    return False  # a push won: index its tip instead
+                outcome.committed, outcome.changes, target = new, len(changes), new
+
+        self._load(repo, repository, branch, indexed, target, job_id, outcome)
+        outcome.indexed = target
+        return True
+
+    def _load(
+        self,
+        repo: pygit2.Repository,
+        repository: str,
+        branch: str,
+        indexed: str | None,
+        target: str,
+        job_id: int | None,
+        outcome: Outcome,
+    ) -> None:
+        source: FileSource = GitTreeSource.at(repo, target)
+        with self.pool.connection() as conn, conn.transaction():
+            # Serialise with any other writer of this branch's record (belt and braces:
+            # the queue already runs one job per branch).
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
+                (f"{repository}/{branch}",),
+            )
+            current = self.indexed_commit(conn, repository, branch)
+            if current is not None and _has_commit(repo, current):
+                diff = changed_files(repo, current, target)
+                written = corpus_paths(diff.written)
+                removed = corpus_paths(diff.removed)
+                changed = sorted(
+                    p for p in written | removed if source.exists(p) or source.exists(p + ".jsonl")
+                )
+                gone = sorted(p for p in removed - set(changed))
+                result = sync_files(
+                    conn,
+                    repository=repository,
+                    branch=branch,
+                    source=source,
+                    changed=changed,
+                    deleted=gone,
+                )
+            else:
+                # First index of the branch, or its record names a commit git no longer
+                # has (the repository was recreated): compare every sidecar with the rows.
+                result = sync_tree(conn, repository=repository, branch=branch, source=source)
+            conn.execute(
+                """INSERT INTO indexed_commits (repository, branch, commit, job_id, indexed_at)
+                   VALUES (%s, %s, %s, %s, now())
+                   ON CONFLICT (repository, branch)
+                   DO UPDATE SET commit = EXCLUDED.commit, job_id = EXCLUDED.job_id,
+                                 indexed_at = EXCLUDED.indexed_at""",
+                (repository, branch, target, job_id),
+            )
+        outcome.loaded = list(result.loaded)
+        outcome.deleted = list(result.deleted)
+        outcome.rows = result.rows
+        outcome.problems += [str(p) for p in result.problems if isinstance(p, Problem)]
+
+    def _drop_branch(self, repository: str, branch: str, outcome: Outcome) -> None:
+        with self.pool.connection() as conn, conn.transaction():
+            files = conn.execute(
+                "SELECT DISTINCT source_file FROM hierarchical_content_nodes"
+                " WHERE repository = %s AND branch = %s",
+                (repository, branch),
+            ).fetchall()
+            sync_files(
+                conn,
+                repository=repository,
+                branch=branch,
+                source=_Empty(),
+                changed=[],
+                deleted=[r[0] for r in files],
+            )
+            conn.execute(
+                "DELETE FROM indexed_commits WHERE repository = %s AND branch = %s",
+                (repository, branch),
+            )
+        outcome.deleted = [r[0] for r in files]
+        outcome.note = "branch deleted: rows dropped"
+
+
+def _has_commit(repo: pygit2.Repository, commit: str) -> bool:
+    try:
+        repo[commit].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+    return True
+
+
+def _summary(result: Any) -> str:
+    stats = getattr(result, "stats", None)
+    line = getattr(stats, "line", None)
+    if callable(line):
+        try:
+            return str(line())
+        except TypeError:
+            return ""
+    return ""
+
+
+class _Empty:
+    """A FileSource with no files (a deleted branch)."""
+
+    def paths(self) -> list[str]:
+        return []
+
+    def read(self, path: str) -> bytes:
+        raise FileNotFoundError(path)
+
+    def exists(self, path: str) -> bool:
+        return False
+
+    def is_symlink(self, path: str) -> bool:
+        return False

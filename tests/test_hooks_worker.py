@@ -1,0 +1,158 @@
+"""The indexing job on a bare repository and a real PostgreSQL (no HTTP, no queue).
+
+The indexer is `indexer.pipeline.index` when it exists; the job is also tested
+with a local composition of the indexer's stages, so the job's own logic
+(diff, commit-back, compare-and-swap, load, record) is covered on its own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pygit2
+import pytest
+
+from gitserver.repos import RepoStore
+from hooks.commits import changed_files, commit_changes, move_ref
+from hooks.gitsource import GitTreeSource
+from hooks.worker import BranchIndexer, _default_index
+from indexer.source import Changes, MemorySource
+from tests.gitserver_support import commit_all, git, write_files
+from tests.plugins.corpus import make_small_corpus
+
+
+def _index_fn() -> Any:
+    """The indexer the server uses (the pipeline, or its stages while it is absent)."""
+    return _default_index()
+
+
+@pytest.fixture
+def setup(tmp_path: Path, database: Any, fake_embedder: Any, fake_summarizer: Any):
+    store = RepoStore(tmp_path / "repos", data_dir=tmp_path / "data")
+    bare = store.create("livre")
+    work = make_small_corpus(tmp_path / "work", 3)
+    git("init", "-q", "-b", "main", str(work))
+    commit_all(work, "corpus")
+    git("push", "-q", str(bare), "main", cwd=work, env={"GLOSSATOR_DATA_DIR": str(tmp_path)})
+    indexer = BranchIndexer(
+        store,
+        database.pool,
+        embedder=fake_embedder,
+        summarizer=fake_summarizer,
+        index_fn=_index_fn(),
+    )
+    return store, bare, work, indexer, database
+
+
+def rows_by_file(database: Any) -> dict[str, int]:
+    with database.pool.connection() as conn:
+        return dict(
+            conn.execute(
+                "SELECT source_file, count(*) FROM hierarchical_content_nodes"
+                " WHERE repository = 'livre' AND branch = 'main' GROUP BY source_file"
+            ).fetchall()
+        )
+
+
+def test_commit_changes_and_cas(tmp_path: Path) -> None:
+    repo = pygit2.init_repository(str(tmp_path / "r.git"), bare=True)
+    sig = pygit2.Signature("t", "t@example.org")
+    tree = repo.TreeBuilder().write()
+    base = str(repo.create_commit("refs/heads/main", sig, sig, "base", tree, []))
+    changes = Changes()
+    changes.write("a/b/c.md", b"hello\n")
+    new = commit_changes(repo, base, changes, message="m")
+    assert new is not None
+    assert GitTreeSource.at(repo, new).read("a/b/c.md") == b"hello\n"
+    assert commit_changes(repo, new, changes, message="m") is None  # nothing to change
+    other = commit_changes(repo, base, MemoryChanges({"x.md": b"x"}), message="o")
+    assert other is not None
+    assert move_ref(tmp_path / "r.git", "main", new, base, reason="t")
+    assert not move_ref(tmp_path / "r.git", "main", other, base, reason="t")  # lost the race
+    assert str(repo.references["refs/heads/main"].target) == new
+    diff = changed_files(repo, base, new)
+    assert diff.written == {"a/b/c.md"} and not diff.removed
+
+
+def MemoryChanges(files: dict[str, bytes]) -> Changes:
+    c = Changes()
+    for k, v in files.items():
+        c.write(k, v)
+    return c
+
+
+def test_gitsource_matches_memory_source(tmp_path: Path) -> None:
+    work = make_small_corpus(tmp_path / "w", 2)
+    git("init", "-q", "-b", "main", str(work))
+    head = commit_all(work, "c")
+    repo = pygit2.Repository(str(work))
+    src = GitTreeSource.at(repo, head)
+    files = {p: (work / p).read_bytes() for p in git("ls-files", cwd=work).stdout.split()}
+    mem = MemorySource(files)
+    assert list(src.paths()) == mem.paths()
+    for p in mem.paths():
+        assert src.read(p) == mem.read(p) and src.exists(p)
+    assert not src.exists("corpus/nope.md")
+    with pytest.raises(FileNotFoundError):
+        src.read("corpus/nope.md")
+    with pytest.raises(ValueError):
+        src.read("../etc/passwd")
+
+
+def test_first_job_commits_back_loads_and_is_idempotent(setup: Any) -> None:
+    store, _bare, _work, indexer, database = setup
+    tip = store.branches("livre")["main"]
+    outcome = indexer.run("livre", "main", job_id=7)
+    assert outcome.committed and outcome.indexed == outcome.committed
+    repo = store.open("livre")
+    commit = repo[outcome.committed]
+    assert commit.parents[0].id == pygit2.Oid(hex=tip)
+    assert commit.author.name == "Glossator" and "Glossator-Job: 7" in commit.message
+    files = set(GitTreeSource.at(repo, outcome.committed).paths())
+    mds = {p for p in files if p.startswith("corpus/") and p.endswith(".md")}
+    assert mds and all(p + ".jsonl" in files for p in mds)
+    assert set(rows_by_file(database)) == mds
+    # running again on the commit-back finds nothing to do: no loop
+    again = indexer.run("livre", "main", job_id=8)
+    assert again.committed is None and again.note == "already indexed"
+    assert store.branches("livre")["main"] == outcome.committed
+
+
+def test_edit_delete_and_branch_deletion(setup: Any, fake_embedder: Any) -> None:
+    store, bare, work, indexer, database = setup
+    first = indexer.run("livre", "main", job_id=1)
+    git("pull", "-q", str(bare), "main", cwd=work)
+    assert git("rev-parse", "HEAD", cwd=work).stdout.strip() == first.committed
+    chapters = sorted(p.parent for p in work.glob("corpus/*/*/*/source.md"))
+    edited = chapters[1] / "source.md"
+    text = edited.read_text()
+    write_files(work, {str(edited.relative_to(work)): text + "\nUn paragraphe ajouté.\n"})
+    commit_all(work, "edit")
+    git("push", "-q", str(bare), "main", cwd=work)
+    fake_embedder.history.clear()
+    second = indexer.run("livre", "main", job_id=2)
+    rel = edited.relative_to(work).as_posix()
+    assert rel in second.loaded
+    assert second.embedded >= 1
+    embedded_texts = [t for texts, _ in fake_embedder.history for t in texts]
+    assert any("Un paragraphe ajouté." in t for t in embedded_texts)
+    diff = changed_files(store.open("livre"), first.committed, second.committed)
+    touched = {p for p in diff.written if p.endswith(".jsonl")}
+    assert rel + ".jsonl" in touched
+    assert all(p.endswith(("summary.md.jsonl", "source.md.jsonl")) for p in touched)
+
+    # delete a chapter: its rows go
+    git("pull", "-q", str(bare), "main", cwd=work)
+    gone = chapters[2]
+    git("rm", "-q", "-r", str(gone.relative_to(work)), cwd=work)
+    commit_all(work, "delete")
+    git("push", "-q", str(bare), "main", cwd=work)
+    indexer.run("livre", "main", job_id=3)
+    assert not any(f.startswith(gone.relative_to(work).as_posix()) for f in rows_by_file(database))
+
+    # delete the branch: every row of it goes, and its record
+    repo = store.open("livre")
+    repo.references.delete("refs/heads/main")
+    outcome = indexer.run("livre", "main", job_id=4)
+    assert outcome.note.startswith("branch deleted") and rows_by_file(database) == {}
