@@ -1,8 +1,8 @@
 """Import an EPUB (Wikisource exports its books as EPUB) through its table of contents.
 
     TOC entry with children        → a part; its children → chapters
-    TOC entry without children     → before the first part: a liminary piece;
-                                     after it: an unnumbered piece of the current part
+    TOC entry without children     → a liminary piece attached to the work (préface,
+                                     introduction, or a conclusion after the parts)
     flat TOC (no nesting)          → entries titled like parts (« Livre », « Partie »,
                                      « Série », « Tome », « Book », « Part ») open parts
 
@@ -184,23 +184,19 @@ def read_epub(src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bo
             flat.append((entry, "excluded"))
             continue
         flat.append((entry, "piece"))
-        plan.append(("piece" if not seen_part else "tail", entry, None))
+        plan.append(("piece", entry, None))
 
     texts = _texts(doc, flat)
-    last_part: Part | None = None
     for role, entry, owner in plan:
         if role == "part" and owner is not None:
             if owner.sections:
                 work.add_part(owner)
-                last_part = owner
             continue
         section = _section(entry, texts.get(id(entry), ""), src)
         if role == "chapter" and owner is not None:
             owner.sections.append(section)
-        elif role == "piece":
+        else:  # before or after the parts (a conclusion): a piece attached to the work
             work.add_piece(section)
-        elif last_part is not None:  # after the parts: an unnumbered piece of the last part
-            last_part.sections.append(section)
     if not work.parts:
         raise ImportSourceError(
             str(src),
