@@ -119,3 +119,37 @@ def sidecars(path: Path, rebuild_all: bool) -> None:
     click.echo(result.stats.line())
     if any(p.severity == "error" for p in problems):
         raise click.exceptions.Exit(1)
+
+
+@click.command()
+@click.argument(
+    "path",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=".",
+)
+@click.option(
+    "--all",
+    "rebuild_all",
+    is_flag=True,
+    help="Rewrite every sidecar and re-embed every chunk (summaries stay incremental).",
+)
+def index(path: Path, rebuild_all: bool) -> None:
+    """Index the corpus at PATH: frontmatter, due summaries, then sidecars, in that order."""
+    from indexer import pipeline  # the summaries package imports this module's helpers
+    from indexer.summaries import get_summarizer
+
+    settings = settings_from_context()
+    root = corpus_root(path)
+    err = Console(stderr=True)
+    source = DirectorySource(root)
+    embedder = get_embedder(settings)
+    summarizer = get_summarizer(settings)
+    with progress_bar(err) as progress:
+        result = pipeline.index(
+            source, embedder=embedder, summarizer=summarizer, all=rebuild_all, progress=progress
+        )
+    source.apply(result.changes)
+    print_problems(err, result.problems)
+    click.echo(result.stats.line())
+    if result.failed:
+        raise click.exceptions.Exit(1)
