@@ -120,3 +120,99 @@ def init_work(path: Path, files: dict[str, str | bytes], origin: str | None = No
 
 def lines(text: str) -> Sequence[str]:
     return [line for line in text.splitlines() if line.strip()]
+
+
+class ServeProcess:
+    """`glossator serve` in a subprocess (so a test can SIGKILL it), port 0, log to a file."""
+
+    def __init__(self, tmp: Path, env: dict[str, str], *, name: str = "serve") -> None:
+        self.tmp = tmp
+        self.env = env
+        self.log_path = tmp / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.port = 0
+
+    def start(self, timeout: float = 90) -> ServeProcess:
+        import sys
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "GIT_"))}
+        env.update(self.env)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes it until it ends
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "from glossator.cli import main; main()",
+                "serve",
+                "--port",
+                "0",
+            ],
+            env=env,
+            stdout=log,
+            stderr=log,
+            cwd=self.tmp,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.log_path.read_text(errors="replace")
+            ready = "Application startup complete" in text
+            if "glossator: listening on http://" in text and not self.port:
+                tail = text.split("glossator: listening on http://", 1)[1].split()[0]
+                self.port = int(tail.rsplit(":", 1)[1])
+            if ready and self.port:
+                return self
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"glossator serve did not start:\n{text[-4000:]}")
+            time.sleep(0.1)
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def url(self, repo: str, *, token: str | None = None) -> str:
+        auth = f"git:{token}@" if token else ""
+        return f"http://{auth}127.0.0.1:{self.port}/{repo}.git"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def kill(self) -> None:
+        """SIGKILL, no cleanup: what a crash or an OOM kill does."""
+        import signal
+
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> None:
+        import signal
+
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=30)
+
+    def jobs(self, repository: str | None = None) -> list[dict[str, Any]]:
+        import httpx
+
+        params = {"repository": repository} if repository else {}
+        r = httpx.get(f"{self.base}/api/jobs", params=params, timeout=30)
+        r.raise_for_status()
+        return r.json()["jobs"]
+
+    def wait_idle(self, repository: str, *, after: int = 0, timeout: float = 180) -> list[dict]:
+        """Wait until every job of `repository` newer than id `after` is finished; return them."""
+        deadline = time.monotonic() + timeout
+        while True:
+            jobs = [j for j in self.jobs(repository) if j["id"] > after]
+            if jobs and all(j["status"] in ("done", "failed", "cancelled") for j in jobs):
+                return jobs
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"jobs still pending: {jobs}\n{self.log()[-3000:]}")
+            time.sleep(0.2)
