@@ -70,7 +70,12 @@ Modes: "hybrid" (default, best), "bm25" (exact words: quotations, names),
 with_parent adds each hit's enclosing node (a paragraph's chapter summary);
 with_children opens a summary hit onto its chapter's paragraphs (large);
 with_neighbours adds the paragraphs just before and after a hit.
-k: 1 to {MAX_K}. `rerank` reports whether a reranker reordered the results."""
+k: 1 to {MAX_K}. `rerank` reports whether a reranker reordered the results.
+
+Next steps: a summary hit (level 1-3) names the chapter or part that treats the
+question: open its text with get_children(source_file). To frame a paragraph,
+climb to its chapter summary with get_parent(source_file). Cite a paragraph as
+heading_path + source_file#chunk_index (lines line_start-line_end)."""
 
 GET_NODE_DESCRIPTION = """\
 Read one file of the corpus by its source_file (repository-relative path, as in
