@@ -226,6 +226,7 @@ def test_batches_flow_create_poll_results() -> None:
     ]
     jsonl = "".join(json.dumps(line) + "\n" for line in lines).encode()
     rec = Recorder(
+        error(529, "overloaded_error"),  # create, overloaded: retried
         httpx2.Response(200, json=batch_json("in_progress")),  # create
         httpx2.Response(200, json=batch_json("in_progress")),  # poll
         httpx2.Response(200, json=ended),  # poll
@@ -238,14 +239,14 @@ def test_batches_flow_create_poll_results() -> None:
     done: list[str] = []
     out = s.run_many(reqs, progress=lambda r: done.append(r.path))
 
-    create = rec.requests[0]
+    create = rec.requests[1]
     assert (create.method, create.url.path) == ("POST", "/v1/messages/batches")
     sent = json.loads(create.content)["requests"]
     assert [r["custom_id"] for r in sent] == ["summary-00000", "summary-00001", "summary-00002"]
     assert sent[0]["params"]["system"][0]["cache_control"] == {"type": "ephemeral"}
-    assert [r.url.path for r in rec.requests[1:4]] == ["/v1/messages/batches/msgbatch_01"] * 3
-    assert rec.requests[4].url == results_url
-    assert sleeps == [10.0]  # polled once more after waiting
+    assert [r.url.path for r in rec.requests[2:5]] == ["/v1/messages/batches/msgbatch_01"] * 3
+    assert rec.requests[5].url == results_url
+    assert sleeps == [0.5, 10.0]  # backoff after the 529, then one poll interval
 
     first = out["corpus/w/p/c0/summary.md"]
     assert not isinstance(first, Exception) and first.text == "Un."

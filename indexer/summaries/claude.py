@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import anthropic
 import httpx2
@@ -38,6 +38,8 @@ from indexer.summaries.base import (
 from indexer.summaries.pricing import Price, price_of
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 CONTEXT_TOKENS = 180_000  # of Claude's 200k window, leaving room for the answer and our
 # token counts (cl100k) being an estimate of Claude's own
@@ -161,21 +163,12 @@ class AnthropicSummarizer(Summarizer):
     ) -> dict[str, SummaryResponse | SummarizerError]:
         by_id = {f"summary-{i:05d}": r for i, r in enumerate(requests)}
         label = f"message batch of {len(requests)} summaries"
+        entries: list[Any] = [{"custom_id": k, "params": self.params(r)} for k, r in by_id.items()]
         try:
-            batch = self.with_retries(
-                label,
-                lambda: self.client.messages.batches.create(
-                    requests=[{"custom_id": k, "params": self.params(r)} for k, r in by_id.items()]
-                ),
-            )
+            batch = self._api(label, lambda: self.client.messages.batches.create(requests=entries))
             log.info("anthropic: %s created (%s)", label, batch.id)
             self._wait(batch.id, label)
-            rows = self.with_retries(
-                label, lambda: list(self.client.messages.batches.results(batch.id))
-            )
-        except anthropic.APIError as e:
-            error = _error(label, e)
-            return {r.path: SummarizerError(r.path, error.message) for r in requests}
+            rows = self._api(label, lambda: list(self.client.messages.batches.results(batch.id)))
         except SummarizerError as e:
             return {r.path: SummarizerError(r.path, e.message) for r in requests}
         out: dict[str, SummaryResponse | SummarizerError] = {}
@@ -212,14 +205,23 @@ class AnthropicSummarizer(Summarizer):
         except SummarizerError as e:
             return e
 
+    def _api(self, label: str, call: Callable[[], T]) -> T:
+        """One batch API call, retried like a message on transient errors."""
+
+        def attempt() -> T:
+            try:
+                return call()
+            except anthropic.APIError as e:
+                raise _error(label, e) from None
+
+        return self.with_retries(label, attempt)
+
     def _wait(self, batch_id: str, label: str) -> None:
         """Poll until the batch has ended, waiting longer each time; bounded by batch_max_wait."""
         deadline = time.monotonic() + self.batch_max_wait
         delay = self.batch_poll_seconds
         while True:
-            batch = self.with_retries(
-                label, lambda: self.client.messages.batches.retrieve(batch_id)
-            )
+            batch = self._api(label, lambda: self.client.messages.batches.retrieve(batch_id))
             if batch.processing_status == "ended":
                 return
             if time.monotonic() + delay > deadline:

@@ -176,7 +176,11 @@ def _consider(
         return None
     if not sources:
         result.problems.append(
-            Problem(node.path, "nothing to summarise: it has no chapters or pieces below it")
+            Problem(
+                node.path,
+                "nothing to summarise: it has no chapters or pieces below it yet",
+                "warning",
+            )
         )
         failed.add(node.path)
         return None
