@@ -156,3 +156,29 @@ def test_edit_delete_and_branch_deletion(setup: Any, fake_embedder: Any) -> None
     repo.references.delete("refs/heads/main")
     outcome = indexer.run("livre", "main", job_id=4)
     assert outcome.note.startswith("branch deleted") and rows_by_file(database) == {}
+
+
+def test_a_push_during_indexing_wins_and_is_indexed(setup: Any) -> None:
+    """The commit-back's compare-and-swap loses to a push made while the job indexed;
+    the job starts over on the pushed tip, and the user's commit stays in history."""
+    store, bare, work, indexer, _database = setup
+    real_index = indexer.index_fn
+    pushed: list[str] = []
+
+    def index_and_push_meanwhile(source: Any, **kwargs: Any) -> Any:
+        result = real_index(source, **kwargs)
+        if not pushed:  # a user pushes while the first pass is computing
+            extra = work / "corpus" / "notes.txt"
+            extra.write_text("une note\n")
+            pushed.append(commit_all(work, "user commit during indexing"))
+            git("push", "-q", str(bare), "main", cwd=work)
+        return result
+
+    indexer.index_fn = index_and_push_meanwhile
+    outcome = indexer.run("livre", "main", job_id=11)
+    assert outcome.races == 1
+    repo = store.open("livre")
+    tip = store.branches("livre")["main"]
+    assert tip == outcome.indexed == outcome.committed
+    assert repo.descendant_of(tip, pushed[0])  # the user's commit was not overwritten
+    assert repo[tip].parents[0].id == pygit2.Oid(hex=pushed[0])

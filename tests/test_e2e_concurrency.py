@@ -1,0 +1,116 @@
+"""End to end: two clones pushing in turn without pulling, then at the same moment.
+
+Nothing may be lost: every user commit ends in the branch's history (no
+commit-back overwrites one), every edit reaches the rows, and the last tip is
+the indexed commit.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.gitserver_support import ServeProcess, commit_all, git
+from tests.plugins.corpus import make_small_corpus
+from tests.test_e2e_push import TOKEN, create_repo, indexed_commit, server_env
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def server(tmp_path: Path, db_url: str):
+    proc = ServeProcess(tmp_path, server_env(tmp_path, db_url)).start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def edit(work: Path, chapter: str, marker: str) -> str:
+    source = work / chapter / "source.md"
+    source.write_text(source.read_text().rstrip("\n") + f"\n\n{marker}\n")
+    return commit_all(work, f"add {marker}")
+
+
+def push_until_accepted(work: Path, url: str, tries: int = 10) -> int:
+    """Push; when refused because the branch moved, merge it and push again."""
+    for attempt in range(1, tries + 1):
+        result = git("push", url, "main", cwd=work, check=False)
+        if result.returncode == 0:
+            return attempt
+        assert "rejected" in result.stderr or "failed to push" in result.stderr, result.stderr
+        git("pull", "-q", "--no-rebase", "--no-edit", url, "main", cwd=work)
+        time.sleep(0.1)
+    raise AssertionError(f"push still refused after {tries} tries")
+
+
+def test_two_clones_push_in_turn_and_concurrently(
+    server: ServeProcess, db_url: str, tmp_path: Path
+) -> None:
+    create_repo(server, "duo")
+    seed = make_small_corpus(tmp_path / "seed", 5)
+    git("init", "-q", "-b", "main", str(seed))
+    commit_all(seed, "five chapters")
+    url = server.url("duo", token=TOKEN)
+    git("push", "-q", url, "main", cwd=seed)
+    [job] = server.wait_idle("duo")
+    assert job["status"] == "done"
+    a, b = tmp_path / "a", tmp_path / "b"
+    git("clone", "-q", server.url("duo"), str(a))
+    git("clone", "-q", server.url("duo"), str(b))
+    chapters = sorted(p.parent.relative_to(a).as_posix() for p in a.glob("corpus/*/*/*/source.md"))
+    assert len(chapters) == 5
+
+    # in turn, without pulling: B's push is refused (A's push and its commit-back moved
+    # the branch), never forced; after merging, it goes through
+    user_commits = [edit(a, chapters[0], "MARQUE-A1")]
+    git("push", "-q", url, "main", cwd=a)
+    user_commits.append(edit(b, chapters[1], "MARQUE-B1"))
+    refused = git("push", url, "main", cwd=b, check=False)
+    assert refused.returncode != 0 and "rejected" in refused.stderr
+    assert push_until_accepted(b, url) >= 1
+    user_commits.append(git("rev-parse", "HEAD", cwd=b).stdout.strip())
+
+    # concurrently: both push at the same moment, each retrying after a merge
+    user_commits.append(edit(a, chapters[2], "MARQUE-A2"))
+    user_commits.append(edit(b, chapters[3], "MARQUE-B2"))
+    errors: list[BaseException] = []
+
+    def run(work: Path) -> None:
+        try:
+            push_until_accepted(work, url)
+            user_commits.append(git("rev-parse", "HEAD", cwd=work).stdout.strip())
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(w,)) for w in (a, b)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=180)
+    assert not errors, errors
+
+    jobs = server.wait_idle("duo", after=job["id"], timeout=240)
+    assert all(j["status"] == "done" for j in jobs), jobs
+    final = tmp_path / "final"
+    git("clone", "-q", server.url("duo"), str(final))
+    tip = git("rev-parse", "HEAD", cwd=final).stdout.strip()
+    assert indexed_commit(db_url, "duo") == tip
+    for commit in user_commits:  # nothing overwritten
+        ancestor = git("merge-base", "--is-ancestor", commit, tip, cwd=final, check=False)
+        assert ancestor.returncode == 0, f"user commit {commit} lost"
+    markers = {0: "MARQUE-A1", 1: "MARQUE-B1", 2: "MARQUE-A2", 3: "MARQUE-B2"}
+    with psycopg.connect(db_url) as conn:
+        for i, marker in markers.items():
+            assert marker in (final / chapters[i] / "source.md").read_text()
+            assert marker in (final / chapters[i] / "source.md.jsonl").read_text()
+            (count,) = conn.execute(
+                "SELECT count(*) FROM hierarchical_content_nodes"
+                " WHERE repository = 'duo' AND source_file = %s AND content LIKE %s",
+                (f"{chapters[i]}/source.md", f"%{marker}%"),
+            ).fetchone()
+            assert count == 1
