@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from indexer import frontmatter
-from indexer.corpus import Corpus, Node
+from indexer.corpus import SUMMARY_SUFFIX, Corpus, Node
 from indexer.errors import CorpusError, Problem
 from indexer.source import Changes, FileSource
 from indexer.summaries.base import (
@@ -202,7 +202,7 @@ def _consider(
     request = SummaryRequest(
         path=node.path,
         level=node.level,
-        title=node.heading_path.removesuffix(" (résumé)"),
+        title=node.heading_path.removesuffix(SUMMARY_SUFFIX),
         prompt=prompt.text,
         inputs=inputs,
         budget_tokens=budget,
