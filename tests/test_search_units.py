@@ -1,0 +1,207 @@
+"""Units of search without a database: fusion, rerankers (Voyage over a local HTTP
+imitation), the eval metrics and the query file reader."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from glossator.settings import Settings, SettingsError
+from search.errors import BadQuery
+from search.evaluation import judge, load_queries
+from search.fusion import cap_per_group, rrf
+from search.rerank import FakeReranker, VoyageReranker, get_reranker
+from search.results import Citation, Hit, Scores
+
+# -- fusion ---------------------------------------------------------------------------
+
+
+def test_rrf_weights_and_k():
+    fused = dict(rrf({"keyword": ["a", "b", "c"], "vector": ["c", "a"]}, k=60))
+    assert fused["a"] == pytest.approx(1 / 61 + 1 / 62)
+    assert fused["c"] == pytest.approx(1 / 63 + 1 / 61)
+    assert [x for x, _ in rrf({"keyword": ["a", "b", "c"], "vector": ["c", "a"]}, k=60)] == [
+        "a",
+        "c",
+        "b",
+    ]
+    # a weight of zero switches a ranking off; a heavier one wins
+    only_kw = rrf({"keyword": ["a", "b"], "vector": ["b", "a"]}, weights={"vector": 0})
+    assert [x for x, _ in only_kw] == ["a", "b"]
+    vec = rrf({"keyword": ["a", "b"], "vector": ["b", "a"]}, weights={"vector": 2})
+    assert [x for x, _ in vec] == ["b", "a"]
+    with pytest.raises(BadQuery, match="rrf_k"):
+        rrf({"keyword": ["a"]}, k=0)
+    with pytest.raises(BadQuery, match="weight"):
+        rrf({"keyword": ["a"]}, weights={"keyword": -1})
+
+
+def test_cap_per_group_keeps_order():
+    groups = {"a1": "A", "a2": "A", "b1": "B", "a3": "A", "b2": "B"}
+    assert cap_per_group(["a1", "a2", "b1", "a3", "b2"], groups, 1) == ["a1", "b1"]
+    assert cap_per_group(["a1", "a2", "b1", "a3", "b2"], groups, 2) == ["a1", "a2", "b1", "b2"]
+    assert cap_per_group(["a1", "a2"], groups, None) == ["a1", "a2"]
+
+
+# -- rerankers ------------------------------------------------------------------------
+
+
+def test_fake_reranker_states():
+    ok = FakeReranker().rerank("soleil chandelles", ["le soleil", "les chandelles du soleil", "x"])
+    assert ok.status == "applied" and ok.scores == [0.5, 1.0, 0.0]
+    slow = FakeReranker(delay=0.5).rerank("q", ["a"], timeout=0.02)
+    assert slow.status == "timeout" and slow.scores is None
+    failed = FakeReranker(error=RuntimeError("boom")).rerank("q", ["a"])
+    assert failed.status == "failed" and failed.detail == "RuntimeError: boom"
+    short = FakeReranker(scorer=lambda q, d: 1.0)
+    short._score = lambda q, docs: [1.0]  # type: ignore[method-assign]
+    assert short.rerank("q", ["a", "b"]).status == "failed"
+
+
+class RerankImitation:
+    """Voyage's POST /rerank, recording requests; `status` makes it fail."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.status = 200
+        imitation = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                imitation.requests.append(
+                    {"path": self.path, "auth": self.headers["Authorization"], **body}
+                )
+                if imitation.status != 200:
+                    payload = json.dumps({"detail": "server trouble"}).encode()
+                else:
+                    docs = body["documents"]
+                    data = [
+                        {"index": i, "relevance_score": 1.0 - i / len(docs)}
+                        for i in reversed(range(len(docs)))
+                    ]
+                    payload = json.dumps(
+                        {
+                            "object": "list",
+                            "data": data,
+                            "model": body["model"],
+                            "usage": {"total_tokens": 9},
+                        }
+                    ).encode()
+                self.send_response(imitation.status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+
+
+@pytest.fixture
+def rerank_api() -> Iterator[RerankImitation]:
+    api = RerankImitation()
+    thread = threading.Thread(target=api.server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield api
+    finally:
+        api.server.shutdown()
+        api.server.server_close()
+
+
+def test_voyage_reranker_over_http(rerank_api: RerankImitation):
+    reranker = VoyageReranker("rerank-2.5", api_key="pa-test", base_url=rerank_api.url)
+    out = reranker.rerank("soleil", ["a", "b", "c"])
+    assert out.status == "applied" and out.scores == pytest.approx([1.0, 2 / 3, 1 / 3])
+    sent = rerank_api.requests[0]
+    assert sent["path"] == "/v1/rerank" and sent["model"] == "rerank-2.5"
+    assert sent["query"] == "soleil" and sent["documents"] == ["a", "b", "c"]
+    assert sent["auth"] == "Bearer pa-test"
+
+
+def test_voyage_reranker_server_error_is_failed_not_raised(rerank_api: RerankImitation):
+    rerank_api.status = 500
+    out = VoyageReranker(api_key="pa-test", base_url=rerank_api.url).rerank("q", ["a"])
+    assert out.status == "failed" and out.scores is None and out.detail
+
+
+def test_get_reranker_from_settings():
+    assert get_reranker(Settings.from_env({})) is None
+    fake = get_reranker(
+        Settings.from_env({"GLOSSATOR_RERANKER": "fake", "GLOSSATOR_RERANK_TIMEOUT": "0.5"})
+    )
+    assert isinstance(fake, FakeReranker) and fake.timeout == 0.5
+    with pytest.raises(SettingsError, match="VOYAGE_API_KEY"):
+        get_reranker(Settings.from_env({"GLOSSATOR_RERANKER": "voyage:rerank-2.5"}))
+    voyage = get_reranker(
+        Settings.from_env(
+            {"GLOSSATOR_RERANKER": "voyage:rerank-2.5-lite", "VOYAGE_API_KEY": "pa-x"}
+        )
+    )
+    assert isinstance(voyage, VoyageReranker) and voyage.model == "rerank-2.5-lite"
+
+
+# -- eval metrics ---------------------------------------------------------------------
+
+A = "corpus/w/p/ch-a/source.md"
+B = "corpus/w/p/ch-b/source.md"
+
+
+def hit(path: str, chunk: int = 0, level: int = 0) -> Hit:
+    c = Citation("r", "main", path, "h", chunk)
+    return Hit(1, c, level, "source", "w", "", Scores(fused=0.0))
+
+
+def test_judge_metrics():
+    s = judge([hit(B), hit(A), hit(A, 3)], [A], k=10)
+    assert (s.recall, s.mrr, s.top1) == (1.0, 0.5, 0.0)
+    assert s.ndcg10 == pytest.approx(1 / 1.5849625)  # 1/log2(3)
+    s = judge([hit(A), hit(B)], [A, B], k=1)
+    assert (s.recall, s.mrr, s.top1) == (0.5, 1.0, 1.0)
+    assert s.ndcg10 == pytest.approx(1.0)
+    # a chunk item needs that chunk; a file item is found once
+    s = judge([hit(A, 1), hit(A, 3)], [f"{A}#3"], k=10)
+    assert s.mrr == 0.5
+    # a chapter's summary stands for its text
+    s = judge([hit("corpus/w/p/ch-a/summary.md", level=1)], [A], k=10)
+    assert s.top1 == 1.0
+    s = judge([hit("corpus/w/p/ch-a/summary.md", level=1)], [f"{A}#0"], k=10)
+    assert s.mrr == 0.0
+    assert judge([], [A], k=10).recall == 0.0
+
+
+def test_load_queries(tmp_path: Path):
+    good = tmp_path / "q.jsonl"
+    good.write_text('{"query": "soleil", "relevant": ["a.md"], "kind": "quote"}\n\n', "utf-8")
+    assert [(q.query, q.relevant, q.kind) for q in load_queries(good)] == [
+        ("soleil", ("a.md",), "quote")
+    ]
+    for line, message in [
+        ("{nope", "not valid JSON"),
+        ('{"query": ""}', "expected"),
+        ('{"query": "x", "relevant": []}', "non-empty list"),
+    ]:
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(line + "\n", "utf-8")
+        with pytest.raises(BadQuery, match=f"bad.jsonl:1: .*{message}"):
+            load_queries(bad)
+
+
+def test_the_committed_query_set_is_well_formed():
+    queries = load_queries(Path(__file__).resolve().parents[1] / "bench" / "queries.jsonl")
+    assert len(queries) >= 40
+    assert {"paraphrase", "example", "quote", "concept"} <= {q.kind for q in queries}
+    example = Path(__file__).resolve().parents[1] / "example"
+    for q in queries:
+        for item in q.relevant:
+            assert (example / item.partition("#")[0]).is_file(), item
