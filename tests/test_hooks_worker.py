@@ -182,3 +182,42 @@ def test_a_push_during_indexing_wins_and_is_indexed(setup: Any) -> None:
     assert tip == outcome.indexed == outcome.committed
     assert repo.descendant_of(tip, pushed[0])  # the user's commit was not overwritten
     assert repo[tip].parents[0].id == pygit2.Oid(hex=pushed[0])
+
+
+def test_crash_between_commit_back_and_load_is_repaired(setup: Any, monkeypatch: Any) -> None:
+    store, bare, work, indexer, database = setup
+    first = indexer.run("livre", "main", job_id=1)
+    git("pull", "-q", str(bare), "main", cwd=work)
+    chapter = sorted(work.glob("corpus/*/*/*/source.md"))[0]
+    chapter.write_text(chapter.read_text() + "\nParagraphe du crash.\n")
+    commit_all(work, "edit")
+    git("push", "-q", str(bare), "main", cwd=work)
+    rows_before = rows_by_file(database)
+
+    import hooks.worker
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("killed between the commit-back and the load")
+
+    monkeypatch.setattr(hooks.worker, "sync_files", crash)
+    with pytest.raises(RuntimeError):
+        indexer.run("livre", "main", job_id=2)
+    moved = store.branches("livre")["main"]
+    assert moved != first.indexed  # the commit-back happened
+    assert rows_by_file(database) == rows_before  # the load's transaction never committed
+    with database.pool.connection() as conn:
+        assert indexer.indexed_commit(conn, "livre", "main") == first.indexed
+
+    monkeypatch.undo()
+    repaired = indexer.run("livre", "main", job_id=3)
+    assert repaired.committed is None  # nothing left to generate: the commit-back stands
+    assert repaired.indexed == moved == store.branches("livre")["main"]
+    rel = chapter.relative_to(work).as_posix()
+    assert rel in repaired.loaded
+    with database.pool.connection() as conn:
+        (n,) = conn.execute(
+            "SELECT count(*) FROM hierarchical_content_nodes WHERE source_file = %s"
+            " AND content LIKE '%%Paragraphe du crash.%%'",
+            (rel,),
+        ).fetchone()
+    assert n == 1
