@@ -10,15 +10,16 @@
     idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))        (Lucene's, never negative)
 
 with k1 = 1.2, b = 0.75. A document is one row; its terms are the lexemes of
-its `tsv` (its work's text search configuration: unaccent, then the
-language's stemmer and stop words) and |D| its lexeme count (`doc_len`). The
+its `tsv` (its work's text search configuration: the language's stop
+words, unaccent, then its stemmer) and |D| its lexeme count (`doc_len`). The
 corpus is the (repository, branch): N and avgdl come from `bm25_corpus`, which
 triggers keep exact in every transaction; df(t) is counted in the query itself
 over the rows the GIN index matches, so there are no per-term statistics to
 drift. Filters (work, level, node_type…) narrow the results, never the
 statistics, so a score does not depend on the filters asked for.
 
-Query parsing: the text goes through `to_tsvector` with each configuration the
+Query parsing: the text goes through `glossator_tsvector` (the function the
+rows' trigger uses: stop words, unaccent, stemmer) with each configuration the
 branch uses, and the distinct lexemes are ORed (BM25 ranks documents with any
 of the terms; `websearch_to_tsquery` would AND them). Quotes, operators and
 punctuation in the user's text are plain text here: only lexemes reach the
@@ -128,7 +129,7 @@ _SQL_BM25 = """
 WITH q AS (
     SELECT DISTINCT l.lexeme
       FROM bm25_corpus c,
-           unnest(tsvector_to_array(to_tsvector(c.ts_config, %(text)s::text))) AS l(lexeme)
+           unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s::text))) AS l(lexeme)
      WHERE c.repository = %(repository)s AND c.branch = %(branch)s
 ),
 lex AS (
@@ -144,10 +145,10 @@ stats AS (
 ),
 matched AS MATERIALIZED (
     SELECT h.id, h.doc_len, u.lexeme, cardinality(u.positions)::float8 AS tf, {keep} AS keep
-      FROM hierarchical_content_nodes h CROSS JOIN LATERAL unnest(h.tsv) AS u
+      FROM lex, hierarchical_content_nodes h CROSS JOIN LATERAL unnest(h.tsv) AS u
      WHERE h.repository = %(repository)s AND h.branch = %(branch)s
-       AND h.tsv @@ (SELECT tsq FROM lex)
-       AND u.lexeme = ANY((SELECT lexemes FROM lex))
+       AND h.tsv @@ lex.tsq
+       AND u.lexeme = ANY(lex.lexemes)
 ),
 df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme)
 SELECT m.id,
@@ -178,7 +179,7 @@ class SqlBm25(KeywordBackend):
         """The terms a query is searched for (for explanations and tests)."""
         rows = conn.execute(
             "SELECT DISTINCT l FROM bm25_corpus c,"
-            " unnest(tsvector_to_array(to_tsvector(c.ts_config, %s::text))) AS l"
+            " unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %s::text))) AS l"
             " WHERE c.repository = %s AND c.branch = %s ORDER BY l",
             (text, repository, branch),
         ).fetchall()

@@ -9,14 +9,23 @@ each chunk the fake embedder's hashed vector.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
+from typing import Any
+
+import psycopg
 
 from indexer.chunking import chunk_markdown
 from indexer.corpus import read_corpus
 from indexer.embedders.fake import hashed_vector
 from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash
 from indexer.source import DirectorySource, MemorySource
+from store.db import configure_connection
+from store.loader import sync_tree
 
+EXAMPLE_DIR = Path(__file__).resolve().parents[1] / "example"
 MODEL = "fake/hash-32"
 DIM = 32
 PETITION = (
@@ -88,3 +97,37 @@ def example_source(
 
 def _source_of(summary_path: str) -> str:
     return summary_path.rsplit("/", 1)[0] + "/source.md"
+
+
+@cache
+def example_files(model: str | None = MODEL, dimension: int = DIM) -> dict[str, bytes]:
+    """`example_source` of the committed example, computed once per session."""
+    return dict(example_source(EXAMPLE_DIR, model=model, dimension=dimension).files)
+
+
+def example() -> MemorySource:
+    """A fresh, editable MemorySource of the example corpus and its sidecars."""
+    return MemorySource(example_files())
+
+
+def load_template(pg_server: Any, repository: str = "bastiat") -> str:
+    """A database holding the example corpus (branch main) to clone per test; its name."""
+    name = pg_server.create_database()
+    with psycopg.connect(pg_server.url(name)) as c:
+        configure_connection(c)
+        result = sync_tree(c, repository=repository, source=example())
+        assert result.ok, result.problems
+    return name
+
+
+@contextmanager
+def clone(pg_server: Any, template: str) -> Iterator[psycopg.Connection]:
+    """A connection (pgvector registered) to a fresh copy of `template`, dropped after."""
+    name = pg_server.create_database(template)
+    c = psycopg.connect(pg_server.url(name))
+    configure_connection(c)
+    try:
+        yield c
+    finally:
+        c.close()
+        pg_server.drop_database(name)

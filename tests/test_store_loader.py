@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from functools import cache
-from pathlib import Path
 
 import psycopg
 import pytest
@@ -14,45 +12,32 @@ from pgvector import Vector
 from indexer.embedders.fake import hashed_vector
 from indexer.source import MemorySource
 from store import loader, vectors
-from store.db import configure_connection
 from store.loader import sync_files, sync_tree
-from tests.store_sidecars import DIM, MODEL, PETITION, example_source, sidecar_for
+from tests.store_sidecars import (
+    DIM,
+    MODEL,
+    PETITION,
+    clone,
+    example,
+    example_files,
+    load_template,
+    sidecar_for,
+)
 
 REPO = "bastiat"
-EXAMPLE = Path(__file__).resolve().parents[1] / "example"
-
-
-@cache
-def _example_files() -> dict[str, bytes]:
-    return dict(example_source(EXAMPLE).files)
-
-
-def example() -> MemorySource:
-    return MemorySource(_example_files())
 
 
 @pytest.fixture(scope="module")
 def loaded_template(pg_server) -> Iterator[str]:
-    """A database holding the example corpus (repository bastiat, branch main), loaded once."""
-    name = pg_server.create_database()
-    with psycopg.connect(pg_server.url(name)) as c:
-        configure_connection(c)
-        assert sync_tree(c, repository=REPO, source=example()).ok
+    name = load_template(pg_server, REPO)
     yield name
     pg_server.drop_database(name)
 
 
 @pytest.fixture
 def loaded(pg_server, loaded_template: str) -> Iterator[psycopg.Connection]:
-    """A connection to a fresh copy of `loaded_template`."""
-    name = pg_server.create_database(loaded_template)
-    c = psycopg.connect(pg_server.url(name))
-    configure_connection(c)
-    try:
+    with clone(pg_server, loaded_template) as c:
         yield c
-    finally:
-        c.close()
-        pg_server.drop_database(name)
 
 
 def rows_of(conn: psycopg.Connection, path: str, branch: str = "main") -> list[tuple]:
@@ -222,7 +207,7 @@ def test_bad_sidecars_are_refused_and_keep_their_rows(loaded: psycopg.Connection
 def test_second_model_coexists_with_first(loaded: psycopg.Connection) -> None:
     first = example()
     # re-embedding under way: the first série gets a new model; text and hashes unchanged
-    second = MemorySource(dict(example_source(EXAMPLE, model="fake/hash-48", dimension=48).files))
+    second = MemorySource(example_files("fake/hash-48", 48))
     mixed = dict(first.files)
     redone = [p for p in second.files if "serie-1" in p and p.endswith(".md.jsonl")]
     for p in redone:
@@ -262,14 +247,14 @@ def test_second_model_coexists_with_first(loaded: psycopg.Connection) -> None:
 
 
 def test_a_model_with_a_new_dimension_is_refused(loaded: psycopg.Connection) -> None:
-    other = MemorySource(dict(example_source(EXAMPLE, model=MODEL, dimension=16).files))
+    other = MemorySource(example_files(MODEL, 16))
     result = sync_tree(loaded, repository=REPO, branch="next", source=other)
     assert not result.ok and result.rows == 0
     assert "stored with 32 dimensions" in result.problems[0].message
 
 
 def test_not_vectorized_files_load_without_vectors(conn: psycopg.Connection) -> None:
-    plain = MemorySource(dict(example_source(EXAMPLE, model=None).files))
+    plain = MemorySource(example_files(None))
     result = sync_tree(conn, repository=REPO, source=plain)
     assert result.ok and result.rows > 1000
     assert conn.execute(

@@ -1,0 +1,189 @@
+"""store.keyword: Okapi BM25 in SQL over the example corpus, against a reference in Python."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+
+from store.keyword import K1, B, SqlBm25, choose_backend, filter_sql
+from store.loader import sync_tree
+from tests.store_sidecars import PETITION, clone, example, load_template, sidecar_for
+
+REPO = "bastiat"
+QUERIES = (
+    "chandelles soleil lumière",
+    "la balance du commerce",
+    "travail national protection douane",
+    "abondance disette",
+    "le fer et la houille des mines",
+)
+
+
+@pytest.fixture(scope="module")
+def template(pg_server) -> Iterator[str]:
+    name = load_template(pg_server, REPO)
+    yield name
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
+def db(pg_server, template: str) -> Iterator[psycopg.Connection]:
+    with clone(pg_server, template) as c:
+        yield c
+
+
+def files_of(conn: psycopg.Connection, hits: list[tuple[int, float]]) -> list[str]:
+    rows = dict(
+        conn.execute(
+            "SELECT id, source_file FROM hierarchical_content_nodes WHERE id = ANY(%s)",
+            ([i for i, _ in hits],),
+        ).fetchall()
+    )
+    return [rows[i] for i, _ in hits]
+
+
+def keyed(conn: psycopg.Connection, hits: list[tuple[int, float]]) -> list[tuple[str, int, float]]:
+    rows = {
+        r[0]: (r[1], r[2])
+        for r in conn.execute(
+            "SELECT id, source_file, chunk_index FROM hierarchical_content_nodes WHERE id = ANY(%s)",
+            ([i for i, _ in hits],),
+        )
+    }
+    return [(*rows[i], round(s, 9)) for i, s in hits]
+
+
+def test_finds_the_candle_makers_petition(db: psycopg.Connection) -> None:
+    bm25 = SqlBm25()
+    hits = bm25.search(db, "chandelles soleil lumière", repository=REPO, filters={"level": 0}, k=5)
+    files = files_of(db, hits)
+    # the petition holds most of the best paragraphs; a short line of « Le petit arsenal »
+    # (« Le soleil donne sa chaleur et sa lumière… ») may come first, as BM25 wants
+    assert PETITION in files[:2] and Counter(files).most_common(1)[0][0] == PETITION
+    two = bm25.search(db, "chandelles soleil", repository=REPO, filters={"level": 0}, k=1)
+    assert files_of(db, two) == [PETITION]
+    assert all(a[1] >= b[1] for a, b in itertools.pairwise(hits))
+    everything = bm25.search(db, "chandelles soleil lumière", repository=REPO, k=5)
+    assert PETITION in files_of(db, everything)[:3]
+    # unaccented and inflected forms find the same rows (unaccent + french stemmer)
+    assert (
+        bm25.search(db, "CHANDELLE Soleils lumiere", repository=REPO, filters={"level": 0}, k=5)
+        == hits
+    )
+    # filters narrow the results, never the statistics: the same row keeps its score
+    by_id = dict(everything)
+    assert all(by_id[i] == pytest.approx(s, abs=1e-12) for i, s in hits if i in by_id)
+
+
+def reference_bm25(conn: psycopg.Connection, query: str, k: int) -> list[tuple[int, float]]:
+    """Okapi BM25 computed in Python from the rows' lexemes: an independent check."""
+    terms = set(SqlBm25().lexemes(conn, query, repository=REPO, branch="main"))
+    docs: dict[int, Counter[str]] = {}
+    lengths: dict[int, int] = {}
+    for id_, lexeme, tf in conn.execute(
+        "SELECT h.id, u.lexeme, cardinality(u.positions) FROM hierarchical_content_nodes h,"
+        " unnest(h.tsv) u WHERE h.repository = %s AND h.branch = 'main'",
+        (REPO,),
+    ):
+        docs.setdefault(id_, Counter())[lexeme] = tf
+        lengths[id_] = lengths.get(id_, 0) + tf
+    for id_ in (
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM hierarchical_content_nodes WHERE repository = %s", (REPO,)
+        )
+    ):
+        docs.setdefault(id_, Counter())
+        lengths.setdefault(id_, 0)
+    n = len(docs)
+    avgdl = sum(lengths.values()) / n
+    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+    scores = {}
+    for id_, tfs in docs.items():
+        s = 0.0
+        for t in terms:
+            tf = tfs.get(t, 0)
+            if tf:
+                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+                s += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths[id_] / avgdl))
+        if s > 0:
+            scores[id_] = s
+    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]
+
+
+@pytest.mark.parametrize("query", QUERIES[:3])
+def test_scores_are_okapi_bm25(db: psycopg.Connection, query: str) -> None:
+    got = SqlBm25().search(db, query, repository=REPO, k=10)
+    want = reference_bm25(db, query, 10)
+    assert [i for i, _ in got] == [i for i, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9)
+
+
+def test_partial_reload_scores_equal_full_rebuild(db: psycopg.Connection) -> None:
+    source = example()
+    # an edited chapter (more about candles), a deleted one, a new one
+    chapter = PETITION.replace("chapitre-07", "chapitre-07").replace("source.md", "summary.md")
+    text = "Les chandelles et le soleil : une concurrence déloyale de la lumière.\n\nFin.\n"
+    source.files[chapter] = text.encode()
+    source.files[chapter + ".jsonl"] = sidecar_for(
+        chapter,
+        text,
+        heading_path="résumé",
+        parent="corpus/sophismes-economiques/serie-1-premiere-serie/summary.md",
+        level=1,
+        node_type="section_summary",
+    )
+    gone = "corpus/sophismes-economiques/serie-1-premiere-serie/chapitre-06-balance-du-commerce/source.md"
+    del source.files[gone], source.files[gone + ".jsonl"]
+    partial = sync_tree(db, repository=REPO, branch="main", source=source)
+    assert partial.ok and partial.loaded == [chapter] and partial.deleted == [gone]
+    full = sync_tree(db, repository=REPO, branch="rebuild", source=source)
+    assert full.ok and len(full.loaded) == 84
+    db.commit()
+    bm25 = SqlBm25()
+    for query in QUERIES:
+        a = keyed(db, bm25.search(db, query, repository=REPO, branch="main", k=20))
+        b = keyed(db, bm25.search(db, query, repository=REPO, branch="rebuild", k=20))
+        assert a == b and a, query
+    stats = db.execute(
+        "SELECT branch, n_docs, total_len FROM bm25_corpus WHERE repository = %s ORDER BY branch",
+        (REPO,),
+    ).fetchall()
+    assert stats[0][1:] == stats[1][1:]
+
+
+def test_query_text_is_never_syntax(db: psycopg.Connection) -> None:
+    bm25 = SqlBm25()
+    plain = bm25.search(db, "chandelles soleil", repository=REPO, k=5)
+    for noisy in (
+        "« chandelles » & | ! (soleil) :* <-> 'chandelles'",
+        'chandelles\\ "soleil" --',
+    ):
+        assert bm25.search(db, noisy, repository=REPO, k=5) == plain, noisy
+    bm25.search(db, "chandelles'); DROP TABLE bm25_corpus; --", repository=REPO)
+    assert db.execute("SELECT count(*) FROM bm25_corpus").fetchone()[0] == 1
+    assert bm25.search(db, "le la les de du à été était a", repository=REPO) == []  # stop words
+    assert bm25.lexemes(db, "À l’été, les Chandelles", repository=REPO, branch="main") == ["chandel"]
+    assert bm25.search(db, "   ", repository=REPO) == []
+    assert bm25.search(db, "chandelles", repository="nobody") == []
+    # a lexeme holding quote and backslash characters survives tsquery quoting
+    assert bm25.search(db, "http://x.org/a'b\\c", repository=REPO) == []
+    with pytest.raises(ValueError, match="unknown filter"):
+        filter_sql({"content": "x"})
+
+
+async def test_async_search_matches_sync(db: psycopg.Connection, pg_server) -> None:
+    url = db.info.dsn
+    want = SqlBm25().search(db, "chandelles soleil", repository=REPO, k=5)
+    async with await psycopg.AsyncConnection.connect(url) as aconn:
+        got = await SqlBm25().asearch(aconn, "chandelles soleil", repository=REPO, k=5)
+    assert got == want
+
+
+def test_choose_backend_without_pg_search(db: psycopg.Connection) -> None:
+    assert isinstance(choose_backend(db), SqlBm25)
