@@ -143,7 +143,7 @@ def search(
             t = time.perf_counter()
             rankings["keyword"] = retrieval.keyword(conn, query, filters, depth)
             timings["keyword"] = _ms(t)
-        if mode in ("hybrid", "vector"):
+        if query_vector is not None:
             t = time.perf_counter()
             rankings["vector"] = retrieval.vector(
                 conn, query_vector, embedder.model, embedder.dimension, filters, depth

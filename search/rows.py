@@ -53,7 +53,7 @@ def select(
     if order:
         sql += f" ORDER BY {order}"
     with conn.cursor(row_factory=dict_row) as cur:
-        return cur.execute(sql.encode(), params).fetchall()  # type: ignore[arg-type]
+        return cur.execute(sql.encode(), params).fetchall()
 
 
 def by_ids(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, dict]:
