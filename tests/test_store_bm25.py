@@ -168,7 +168,9 @@ def test_query_text_is_never_syntax(db: psycopg.Connection) -> None:
     bm25.search(db, "chandelles'); DROP TABLE bm25_corpus; --", repository=REPO)
     assert db.execute("SELECT count(*) FROM bm25_corpus").fetchone()[0] == 1
     assert bm25.search(db, "le la les de du à été était a", repository=REPO) == []  # stop words
-    assert bm25.lexemes(db, "À l’été, les Chandelles", repository=REPO, branch="main") == ["chandel"]
+    assert bm25.lexemes(db, "À l’été, les Chandelles", repository=REPO, branch="main") == [
+        "chandel"
+    ]
     assert bm25.search(db, "   ", repository=REPO) == []
     assert bm25.search(db, "chandelles", repository="nobody") == []
     # a lexeme holding quote and backslash characters survives tsquery quoting

@@ -1,0 +1,117 @@
+"""`glossator load` and `glossator db …`: the store's commands.
+
+    glossator load PATH --repository NAME [--branch main]
+    glossator db status
+
+`load` syncs the database to the sidecars of a corpus tree (store.loader.sync_tree):
+a progress bar, one line per refused file, one summary line; exit code 1 when
+a file was refused. Settings come from the root command's context (the
+environment), so these commands use the same database as `glossator serve`.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from glossator.settings import Settings
+from indexer.source import DirectorySource
+from store import migrations
+from store.db import Database
+from store.loader import sync_tree
+
+err = Console(stderr=True, highlight=False, soft_wrap=True)  # never break a path
+
+
+def _settings(ctx: click.Context) -> Settings:
+    obj = ctx.find_root().obj
+    settings = getattr(obj, "settings", None)
+    return settings if isinstance(settings, Settings) else Settings.from_env()
+
+
+@click.command()
+@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--repository", "-r", required=True, help="Repository name the rows belong to.")
+@click.option("--branch", "-b", default="main", show_default=True, help="Branch of the rows.")
+@click.pass_context
+def load(ctx: click.Context, path: Path, repository: str, branch: str) -> None:
+    """Load the sidecars of the corpus tree at PATH into the database.
+
+    Files whose sidecar is unchanged are skipped; rows of files that no longer
+    exist are deleted; a bad sidecar is reported and keeps its previous rows.
+    """
+    source = DirectorySource(path)
+    with Database(_settings(ctx)) as db:
+        progress = Progress(
+            TextColumn("loading"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=err,
+            transient=True,
+        )
+        with progress:
+            task = progress.add_task("load", total=None)
+            result = sync_tree(
+                db,
+                repository=repository,
+                branch=branch,
+                source=source,
+                progress=lambda _path: progress.advance(task),
+                on_plan=lambda n: progress.update(task, total=n),
+            )
+    for problem in result.problems:
+        colour = "red" if problem.severity == "error" else "yellow"
+        err.print(f"[{colour}]{problem.severity}[/{colour}]: {problem.path}: {problem.message}")
+    err.print(f"{repository}/{branch}: {result.summary()}")
+    if not result.ok:
+        sys.exit(1)
+
+
+@click.group()
+def db() -> None:
+    """Inspect the database (embedded PostgreSQL or GLOSSATOR_DATABASE_URL)."""
+
+
+@db.command()
+@click.pass_context
+def status(ctx: click.Context) -> None:
+    """Server, schema version, and rows per repository, branch, level, node type and model."""
+    out = Console(soft_wrap=True)
+    with Database(_settings(ctx)) as database:
+        info = database.info()
+        with database.connect() as conn:
+            version = max(migrations.applied(conn), default=0)
+            rows = conn.execute(
+                "SELECT repository, branch, level, node_type, coalesce(embedding_model, '—'),"
+                " count(*) FROM hierarchical_content_nodes GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5"
+            ).fetchall()
+            indexes = conn.execute(
+                "SELECT embedding_model, dimension, index_name FROM vector_indexes ORDER BY 1"
+            ).fetchall()
+            files = conn.execute(
+                "SELECT repository, branch, count(*) FROM loaded_files GROUP BY 1, 2 ORDER BY 1, 2"
+            ).fetchall()
+    kind = "embedded" if info.embedded else "external"
+    out.print(f"server:    PostgreSQL {info.version} ({kind})")
+    out.print(f"address:   {info.address}  database: {info.database}")
+    if info.data_dir is not None:
+        out.print(f"data dir:  {info.data_dir}")
+    out.print(f"schema:    version {version} (this Glossator knows {migrations.code_version()})")
+    for repository, branch, n in files:
+        out.print(f"files:     {repository}/{branch}: {n} loaded")
+    table = Table(title="rows")
+    for col in ("repository", "branch", "level", "node type", "model", "rows"):
+        table.add_column(col, justify="right" if col in ("level", "rows") else "left")
+    for r in rows:
+        table.add_row(r[0], r[1], str(r[2]), r[3], r[4], str(r[5]))
+    if not rows:
+        table.add_row("(empty)", "", "", "", "", "0")
+    out.print(table)
+    for model, dim, name in indexes:
+        out.print(f"HNSW index {name}: {model} ({dim} dimensions)")
