@@ -111,11 +111,13 @@ def print_response(console: Console, response: SearchResponse) -> None:
         lines = f" lines {c.line_start}-{c.line_end}" if c.line_start is not None else ""
         head = Text(f"{hit.rank:>2}. ", style="bold")
         head.append(c.heading_path, style="bold cyan")
-        console.print(head)
+        console.print(head, soft_wrap=True)
+        # soft_wrap: a citation cut in two cannot be copied
         console.print(
             f"    {c.repository}:{c.source_file}#{c.chunk_index}{lines} · level {hit.level}",
             style="dim",
             highlight=False,
+            soft_wrap=True,
         )
         s = hit.scores
         parts = [f"fused {s.fused:.4f}"]
