@@ -115,3 +115,24 @@ def status(ctx: click.Context) -> None:
     out.print(table)
     for model, dim, name in indexes:
         out.print(f"HNSW index {name}: {model} ({dim} dimensions)")
+
+
+@db.command("pg-search")
+@click.pass_context
+def pg_search(ctx: click.Context) -> None:
+    """Create ParadeDB's pg_search BM25 index (needs the pg_search extension on the server)."""
+    from store.pgsearch import PgSearchBackend
+
+    with Database(_settings(ctx)) as database, database.connect() as conn:
+        available = conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
+        ).fetchone()
+        if not available:
+            err.print(
+                "[red]error:[/red] pg_search is not installed on this server: use ParadeDB "
+                "(the paradedb/paradedb image) or install pg_search; the SQL BM25 stays in use"
+            )
+            sys.exit(1)
+        created = PgSearchBackend.create_index(conn)
+        conn.commit()
+    err.print("pg_search index created" if created else "pg_search index already there")

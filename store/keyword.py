@@ -198,5 +198,5 @@ def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
 
         if PgSearchBackend.index_exists(conn):
             return PgSearchBackend()
-        log.info("pg_search is installed but has no index: run `glossator db pg-search`")
+        log.info("pg_search is installed but has no BM25 index: run `glossator db pg-search`")
     return SqlBm25()
