@@ -45,7 +45,7 @@ def changed_files(repo: pygit2.Repository, old: str | None, new: str) -> FileDif
     if old is None:
         diff = new_tree.diff_to_tree(swap=True)
     else:
-        diff = repo.diff(repo[old].peel(pygit2.Commit).tree, new_tree)
+        diff = repo[old].peel(pygit2.Commit).tree.diff_to_tree(new_tree)
         diff.find_similar(flags=DiffFind.FIND_RENAMES)
     out = FileDiff()
     for delta in diff.deltas:

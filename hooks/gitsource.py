@@ -39,7 +39,7 @@ class GitTreeSource:
             while stack:
                 prefix, tree = stack.pop()
                 for entry in tree:
-                    path = prefix + entry.name
+                    path = prefix + (entry.name or "")
                     if entry.type == ObjectType.TREE:
                         stack.append((path + "/", self.repo[entry.id]))  # type: ignore[arg-type]
                     elif entry.filemode in _BLOB_MODES or entry.filemode == FileMode.LINK:
@@ -60,7 +60,8 @@ class GitTreeSource:
         if entry is None:
             raise FileNotFoundError(path)
         blob = self.repo[entry[0]]
-        return bytes(blob.data)  # type: ignore[union-attr]
+        assert isinstance(blob, pygit2.Blob)
+        return bytes(blob.data)
 
     def exists(self, path: str) -> bool:
         return check_relative(path) in self._walk()

@@ -42,7 +42,7 @@ def changed_markdown(repo: pygit2.Repository, old: str, new: str) -> Iterator[tu
     if old == ZERO or old not in repo:  # a new branch: every file is new
         diff = new_tree.diff_to_tree(swap=True)
     else:
-        diff = repo.diff(repo[old].peel(pygit2.Commit).tree, new_tree)
+        diff = repo[old].peel(pygit2.Commit).tree.diff_to_tree(new_tree)
     for delta in diff.deltas:
         path = delta.new_file.path
         if delta.status_char() == "D" or not path.endswith(".md"):

@@ -38,9 +38,9 @@ def lock_name(repository: str, branch: str) -> str:
     return f"{repository}/{branch}"
 
 
-def retry_strategy(retries: int) -> procrastinate.RetryStrategy | None:
+def retry_strategy(retries: int) -> procrastinate.RetryStrategy | bool:
     if retries <= 0:
-        return None
+        return False
     return procrastinate.RetryStrategy(max_attempts=retries, exponential_wait=2)
 
 

@@ -72,6 +72,7 @@ class IndexingService:
         )
         def index_branch(context: procrastinate.JobContext, repository: str, branch: str) -> None:
             job = context.job
+            assert job.id is not None  # a job fetched from the database has its id
             attempt = job.attempts
             _record_start(conninfo, job.id, attempt, repository, branch)
             try:
