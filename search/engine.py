@@ -102,14 +102,15 @@ def search(
 ) -> SearchResponse:
     """Search the indexed corpus; see the module docstring.
 
-    `embedder` is needed for vector and hybrid modes (`indexer.embedders.get_embedder`);
+    `embedder` embeds the query in vector and hybrid modes (default: the one the
+    settings name, `indexer.embedders.get_embedder`);
     `reranker` reranks when given and `rerank` is true; `settings` supplies the fusion
     defaults (rrf_k, bm25_weight, vector_weight). `max_per_file` caps the hits per
     file (diversity); `candidates` is how deep each ranking goes before fusion.
     """
     started = time.perf_counter()
     query = check_query(query, k, mode)
-    settings = settings or Settings.from_env({})
+    settings = settings or Settings.from_env()  # the environment, as the CLI reads it
     rrf_k = settings.rrf_k if rrf_k is None else rrf_k
     weights = {
         "keyword": settings.bm25_weight if bm25_weight is None else bm25_weight,
@@ -126,7 +127,9 @@ def search(
     if not 1 <= depth <= 1000:
         raise BadQuery(f"candidates must be from 1 to 1000, got {depth}")
     if mode != "bm25" and embedder is None:
-        raise BadQuery(f"mode {mode!r} needs an embedder (pass embedder=get_embedder(settings))")
+        from indexer.embedders import get_embedder  # the model itself is cached per process
+
+        embedder = get_embedder(settings)
     timings: dict[str, float] = {}
 
     query_vector = None

