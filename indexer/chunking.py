@@ -172,7 +172,9 @@ _LEVELS: dict[str, tuple[Splitter, ...]] = {
 }
 
 
-def _pack(body: str, units: list[Span], levels: tuple[Splitter, ...], max_tokens: int) -> list[Span]:
+def _pack(
+    body: str, units: list[Span], levels: tuple[Splitter, ...], max_tokens: int
+) -> list[Span]:
     """Greedily merge consecutive units into spans of at most max_tokens.
 
     A unit over the threshold is cut with the next splitter and packed on its
