@@ -1,0 +1,35 @@
+# Glossator server: git over HTTP (git http-backend), the indexing worker and MCP at /mcp/.
+#   docker compose up        (docker-compose.yml: this image + ParadeDB's PostgreSQL)
+FROM python:3.11-slim
+
+# git provides `git http-backend`, which serves every clone, fetch and push.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends git ca-certificates \
+ && rm -rf /var/lib/apt/lists/*
+
+WORKDIR /app
+COPY pyproject.toml README.md ./
+COPY glossator ./glossator
+COPY gitserver ./gitserver
+COPY hooks ./hooks
+COPY indexer ./indexer
+COPY search ./search
+COPY store ./store
+# Editable: the hooks git installs run `python -m hooks.…` from this very tree.
+RUN pip install --no-cache-dir -e .
+
+RUN useradd --system --create-home --home-dir /var/lib/glossator glossator \
+ && mkdir -p /var/lib/glossator/repos /var/lib/glossator/data \
+ && chown -R glossator:glossator /var/lib/glossator
+USER glossator
+
+ENV GLOSSATOR_HOST=0.0.0.0 \
+    GLOSSATOR_PORT=8080 \
+    GLOSSATOR_REPOS_DIR=/var/lib/glossator/repos \
+    GLOSSATOR_DATA_DIR=/var/lib/glossator/data \
+    PYTHONUNBUFFERED=1
+VOLUME ["/var/lib/glossator/repos", "/var/lib/glossator/data"]
+EXPOSE 8080
+HEALTHCHECK --interval=30s --timeout=5s --start-period=60s \
+  CMD python -c "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8080/healthz', timeout=4)"
+CMD ["glossator", "serve"]
