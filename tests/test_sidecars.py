@@ -115,6 +115,19 @@ def test_golden_format_of_design_section_5() -> None:
     assert (result.stats.files, result.stats.chunks, result.stats.embedded) == (4, 4, 3)
 
 
+def test_progress_reports_files_then_chunks() -> None:
+    source = memory_corpus()
+    events: list[tuple[str, int, int]] = []
+    build(
+        read_corpus(source),
+        source,
+        FakeEmbedder(dimension=4, max_batch_size=2),
+        progress=lambda *e: events.append(e),
+    )
+    assert [e for e in events if e[0] == "files"] == [("files", i, 4) for i in range(1, 5)]
+    assert [e for e in events if e[0] == "chunks"] == [("chunks", 2, 3), ("chunks", 3, 3)]
+
+
 def test_hash_is_of_the_bytes_with_the_parent_fix() -> None:
     source = memory_corpus()
     path = f"{CHAPTER}/source.md"
