@@ -154,15 +154,21 @@ class ServeProcess:
             start_new_session=True,
         )
         log.close()
+        import httpx
+
         deadline = time.monotonic() + timeout
         while True:
             text = self.log_path.read_text(errors="replace")
-            ready = "Application startup complete" in text
             if "glossator: listening on http://" in text and not self.port:
                 tail = text.split("glossator: listening on http://", 1)[1].split()[0]
                 self.port = int(tail.rsplit(":", 1)[1])
-            if ready and self.port:
-                return self
+            if self.port:
+                # uvicorn accepts connections once the lifespan (database, worker) is up
+                try:
+                    if httpx.get(f"{self.base}/healthz", timeout=5).status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    pass
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"glossator serve did not start:\n{text[-4000:]}")
             time.sleep(0.1)

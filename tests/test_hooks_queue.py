@@ -1,0 +1,81 @@
+"""The queue (procrastinate on the real PostgreSQL), the hooks' entry points, `glossator status`."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from glossator.cli import main as cli
+from hooks import post_receive, pre_receive
+from hooks.queue import defer_sync, ensure_schema, list_jobs
+
+ZERO = "0" * 40
+
+
+def test_schema_once_and_pushes_coalesce(db_url: str, conn) -> None:
+    assert ensure_schema(db_url) is True
+    assert ensure_schema(db_url) is False
+    first = defer_sync(db_url, "livre", "main")
+    second = defer_sync(db_url, "livre", "main")  # the first still waits: same job
+    other = defer_sync(db_url, "livre", "draft")
+    assert not first.coalesced and second.coalesced and second.job_id == first.job_id
+    assert other.job_id != first.job_id
+    jobs = list_jobs(conn, repository="livre")
+    assert [(j["branch"], j["status"]) for j in jobs] == [("draft", "queued"), ("main", "queued")]
+    (lock,) = conn.execute(
+        "SELECT lock FROM procrastinate_jobs WHERE id = %s", (first.job_id,)
+    ).fetchone()
+    assert lock == "livre/main"  # one running job per branch
+    # a running job does not block queueing the next push
+    conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = %s", (first.job_id,))
+    conn.commit()
+    third = defer_sync(db_url, "livre", "main")
+    assert not third.coalesced and third.job_id > first.job_id
+    assert list_jobs(conn, status="running")[0]["id"] == first.job_id
+
+
+def test_post_receive_prints_the_job(db_url: str, monkeypatch, tmp_path: Path) -> None:
+    ensure_schema(db_url)
+    git_dir = tmp_path / "livre.git"
+    git_dir.mkdir()
+    monkeypatch.setenv("GIT_DIR", str(git_dir))
+    monkeypatch.setenv("GLOSSATOR_DATABASE_URL", db_url)
+    monkeypatch.setenv("GLOSSATOR_HOOK_URL", "http://127.0.0.1:9/")
+    out = io.StringIO()
+    stdin = io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n{ZERO} {'b' * 40} refs/tags/v1\n")
+    assert post_receive.main(stdin, out) == 0
+    text = out.getvalue()
+    assert "glossator: indexing queued (job " in text and "for main" in text
+    assert "GET http://127.0.0.1:9/api/jobs?repository=livre" in text
+    assert db_url not in text
+
+    monkeypatch.delenv("GLOSSATOR_DATABASE_URL")
+    out = io.StringIO()
+    assert post_receive.main(io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n"), out) == 0
+    assert "indexing not queued" in out.getvalue()
+
+
+def test_pre_receive_file_check() -> None:
+    assert pre_receive.check_file("corpus/w/p/c/source.md", b"---\ntitle: T\n---\nx\n") is None
+    unclosed = pre_receive.check_file("corpus/w/p/c/source.md", b"---\ntitle: T\nx\n")
+    assert unclosed is not None and "never closed" in unclosed.message
+    bad_key = pre_receive.check_file("corpus/w/summary.md", b"---\norder: first\n---\n")
+    assert bad_key is not None and "`order` must be a whole number" in bad_key.message
+    binary = pre_receive.check_file("corpus/w/summary.md", b"\x00\x01")
+    assert binary is not None and binary.path == "corpus/w/summary.md"
+
+
+def test_status_command(db_url: str) -> None:
+    ensure_schema(db_url)
+    job = defer_sync(db_url, "livre", "main")
+    runner = CliRunner()
+    env = {"GLOSSATOR_DATABASE_URL": db_url}
+    result = runner.invoke(cli, ["status", "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    jobs = json.loads(result.output)["jobs"]
+    assert jobs[0]["id"] == job.job_id and jobs[0]["status"] == "queued"
+    table = runner.invoke(cli, ["status"], env=env)
+    assert table.exit_code == 0 and "livre/main" in table.output
