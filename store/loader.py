@@ -154,9 +154,12 @@ def sync_files(
             if progress:
                 progress(path)
         stored = stored_files(conn, repository, branch, changed_md)
+        new_models: list[tuple[str, int]] = []
         for path in changed_md:
             try:
-                _sync_one(conn, repository, branch, source, path, stored.get(path), result)
+                _sync_one(
+                    conn, repository, branch, source, path, stored.get(path), result, new_models
+                )
             except CorpusError as e:
                 result.problems.append(Problem.from_error(e))
                 log.warning("not loaded, previous rows kept: %s", e)
@@ -167,6 +170,8 @@ def sync_files(
                 log.warning("not loaded, previous rows kept: %s: %s", path, message)
             if progress:
                 progress(path)
+        for model, dimension in new_models:  # one build over the batch's rows (store.vectors)
+            vectors.create_index(conn, model, dimension)
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
@@ -180,6 +185,7 @@ def _sync_one(
     path: str,
     stored: _Stored | None,
     result: LoadResult,
+    new_models: list[tuple[str, int]],
 ) -> None:
     side = sidecar_path(path)
     if not source.exists(side):
@@ -203,9 +209,10 @@ def _sync_one(
     ):
         result.skipped.append(path)
         return
+    new_model = False
     with conn.transaction():  # a savepoint: on any error this file keeps its previous rows
         if m.embedding_model is not None and m.dimension:
-            vectors.ensure_index(conn, m.embedding_model, int(m.dimension), path=side)
+            new_model = vectors.register(conn, m.embedding_model, int(m.dimension), path=side)
         _delete_rows(conn, repository, branch, path)
         rows = _copy_rows(conn, repository, branch, path, sidecar)
         conn.execute(
@@ -215,6 +222,8 @@ def _sync_one(
         )
     result.loaded.append(path)
     result.rows += rows
+    if new_model:
+        new_models.append((str(m.embedding_model), int(m.dimension or 0)))
 
 
 def _check(side: str, path: str, sidecar: Sidecar, source: FileSource) -> None:

@@ -1,5 +1,8 @@
 """One HNSW cosine index per embedding model, made when the model first appears.
 
+(The loader registers a new model when its first file loads and builds the
+index once that batch's rows are in, in the same transaction.)
+
 The `embedding` column is an untyped `vector`, so rows of two models (say 384
 and 1024 dimensions, while a corpus is re-embedded) live side by side. Each
 model gets a partial expression index on a typed cast, recorded in
@@ -77,8 +80,8 @@ def registered(conn: psycopg.Connection) -> dict[str, tuple[int, str]]:
     return {m: (d, n) for m, d, n in rows}
 
 
-def ensure_index(conn: psycopg.Connection, model: str, dimension: int, *, path: str = "") -> bool:
-    """Make the model's HNSW index if it is new; True when it was created now.
+def register(conn: psycopg.Connection, model: str, dimension: int, *, path: str = "") -> bool:
+    """Record the model and its dimension; True when the model is new (its index is due).
 
     Runs in the caller's transaction. A model already stored with another
     dimension is refused (`CorpusError` naming `path`): one index per model and
@@ -89,18 +92,32 @@ def ensure_index(conn: psycopg.Connection, model: str, dimension: int, *, path: 
         " ON CONFLICT (embedding_model) DO NOTHING RETURNING index_name",
         (model, dimension, index_name(model, dimension)),
     )
-    if cur.fetchone() is None:
-        row = conn.execute(
-            "SELECT dimension FROM vector_indexes WHERE embedding_model = %s", (model,)
-        ).fetchone()
-        if row and row[0] != dimension:
-            raise CorpusError(
-                path,
-                f"embedding model {model!r} is stored with {row[0]} dimensions but this "
-                f"sidecar has {dimension}: regenerate it, or name the model differently "
-                f"(e.g. '{model}@{dimension}') so both can coexist",
-            )
-        return False
+    if cur.fetchone() is not None:
+        return True
+    row = conn.execute(
+        "SELECT dimension FROM vector_indexes WHERE embedding_model = %s", (model,)
+    ).fetchone()
+    if row and row[0] != dimension:
+        raise CorpusError(
+            path,
+            f"embedding model {model!r} is stored with {row[0]} dimensions but this "
+            f"sidecar has {dimension}: regenerate it, or name the model differently "
+            f"(e.g. '{model}@{dimension}') so both can coexist",
+        )
+    return False
+
+
+def create_index(conn: psycopg.Connection, model: str, dimension: int) -> None:
+    """Build the model's HNSW index over the rows already there (caller's transaction).
+
+    The loader calls it after copying a batch's rows, not before: one build over
+    all of a new model's rows is several times faster than as many inserts.
+    """
+    # the graph is built in memory when it fits; this lasts until the transaction ends
+    conn.execute(
+        "SELECT set_config('maintenance_work_mem', '256MB', true)"
+        " WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < pg_size_bytes('256MB')"
+    )
     conn.execute(
         sql.SQL(
             "CREATE INDEX IF NOT EXISTS {name} ON hierarchical_content_nodes "
@@ -113,6 +130,13 @@ def ensure_index(conn: psycopg.Connection, model: str, dimension: int, *, path: 
         )
     )
     log.info("created HNSW index for model %s (%d dimensions)", model, dimension)
+
+
+def ensure_index(conn: psycopg.Connection, model: str, dimension: int, *, path: str = "") -> bool:
+    """`register` then, for a new model, `create_index`; True when the index was made now."""
+    if not register(conn, model, dimension, path=path):
+        return False
+    create_index(conn, model, dimension)
     return True
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -141,3 +142,33 @@ def test_lock_held_by_other_process_is_reported(tmp_path: Path) -> None:
         holder.wait()
         if holder.stdout is not None:
             holder.stdout.close()
+
+
+def test_two_sessions_migrating_at_once_apply_each_migration_once(pg_server) -> None:
+    name = pg_server.create_database(template="template1")  # empty: nothing applied yet
+    url = pg_server.url(name)
+    results: list[list[str]] = []
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(2)
+
+    def run() -> None:
+        try:
+            with psycopg.connect(url, autocommit=True) as c:
+                barrier.wait(timeout=10)
+                results.append(migrations.migrate(c))
+        except BaseException as e:  # reported below: a thread's exception is not the test's
+            errors.append(e)
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+        assert not errors, errors
+        names = [m.name for m in migrations.available()]
+        assert sorted(results, key=len) == [[], names]  # one did it all, the other nothing
+        with psycopg.connect(url) as c:
+            assert c.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(names),)
+    finally:
+        pg_server.drop_database(name)

@@ -260,3 +260,16 @@ def test_not_vectorized_files_load_without_vectors(conn: psycopg.Connection) -> 
     assert conn.execute(
         "SELECT count(*) FROM hierarchical_content_nodes WHERE embedding IS NOT NULL"
     ).fetchone() == (0,)
+
+
+def test_sync_files_runs_in_the_callers_transaction(loaded: psycopg.Connection) -> None:
+    source = example()
+    before = rows_of(loaded, PETITION)
+    edit_sidecar(source, PETITION, lambda rows: rows[1].update(text="changé"))
+    with loaded.transaction() as tx:  # the push job: rows and indexed_commits together
+        result = sync_files(
+            loaded, repository=REPO, branch="main", source=source, changed=[PETITION], deleted=[]
+        )
+        assert result.loaded == [PETITION] and rows_of(loaded, PETITION)[0][1] == "changé"
+        raise psycopg.Rollback(tx)  # the job failed later: nothing of it stays
+    assert rows_of(loaded, PETITION) == before
