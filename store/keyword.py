@@ -80,13 +80,13 @@ class KeywordBackend(ABC):
     name: str = "?"
 
     @abstractmethod
-    def query(self, filters: Filters | None) -> tuple[sql.Composable, dict[str, Any]]:
+    def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
         """The SQL returning (id, score) best first, with %(text)s, %(repository)s,
         %(branch)s and %(k)s placeholders, and the filter parameters."""
 
     def _params(
         self, text: str, repository: str, branch: str, filters: Filters | None, k: int
-    ) -> tuple[sql.Composable, dict[str, Any]]:
+    ) -> tuple[sql.Composed, dict[str, Any]]:
         if k < 1:
             raise ValueError("k must be at least 1")
         query, params = self.query(filters)
@@ -169,7 +169,7 @@ class SqlBm25(KeywordBackend):
 
     name = "sql-bm25"
 
-    def query(self, filters: Filters | None) -> tuple[sql.Composable, dict[str, Any]]:
+    def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
         keep, params = filter_sql(filters, "h")
         return sql.SQL(_SQL_BM25).format(keep=keep), params
 

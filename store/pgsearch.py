@@ -45,7 +45,7 @@ class PgSearchBackend(KeywordBackend):
 
     name = "pg_search"
 
-    def query(self, filters: Filters | None) -> tuple[sql.Composable, dict[str, Any]]:
+    def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
         keep, params = filter_sql(filters, "h")
         return sql.SQL(_QUERY).format(keep=keep), params
 
