@@ -81,7 +81,8 @@ def hook_script(hook: str, *, data_dir: Path, repos_dir: Path) -> str:
         f': "${{GLOSSATOR_DATA_DIR:={shlex.quote(str(data_dir))}}}"\n'
         f': "${{GLOSSATOR_REPOS_DIR:={shlex.quote(str(repos_dir))}}}"\n'
         "export GLOSSATOR_DATA_DIR GLOSSATOR_REPOS_DIR\n"
-        f"exec {shlex.quote(sys.executable)} -m {module}\n"
+        # -P: never import from the current directory (git runs hooks inside the repository)
+        f"exec {shlex.quote(sys.executable)} -P -m {module}\n"
     )
 
 

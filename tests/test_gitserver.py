@@ -72,7 +72,7 @@ def test_create_configures_and_hooks(store: RepoStore) -> None:
         script = path / "hooks" / hook
         assert script.stat().st_mode & stat.S_IXUSR
         text = script.read_text()
-        assert "-m hooks." + hook.replace("-", "_") in text
+        assert "-P -m hooks." + hook.replace("-", "_") in text
         assert "DATABASE_URL" not in text.split("\n", 4)[-1]  # no secret on disk
     assert store.names() == ["bastiat"]
     with pytest.raises(RepositoryExists):
@@ -247,3 +247,19 @@ def test_closed_reads_need_a_token(store: RepoStore, tmp_path: Path) -> None:
         assert anonymous.returncode != 0
         assert git("ls-remote", server.url("livre", token=READ)).returncode == 0
         assert git("ls-remote", server.url("livre", token=TOKEN)).returncode == 0
+
+
+def test_large_push_streams_through(store: RepoStore, tmp_path: Path) -> None:
+    """A push far over git's 1 MiB post buffer (chunked upload, spooled to disk)."""
+    import hashlib
+    import os
+
+    store.create("gros")
+    blob = os.urandom(12 * 1024 * 1024)
+    with ServerThread(make_app(store)) as server:
+        work = init_work(tmp_path / "work", {CH1: GOOD, "data/blob.bin": blob})
+        git("push", "-q", server.url("gros", token=TOKEN), "main", cwd=work)
+        clone = tmp_path / "clone"
+        git("clone", "-q", server.url("gros"), str(clone))
+    digest = hashlib.sha256((clone / "data/blob.bin").read_bytes()).hexdigest()
+    assert digest == hashlib.sha256(blob).hexdigest()
