@@ -23,7 +23,7 @@ from indexer.tokens import count_tokens
 
 ALGORITHM = "tfidf-centroid-mmr"  # recorded as the generator's model
 RELEVANCE = 0.75  # MMR trade-off: 1.0 = centrality only, lower = more diversity
-MIN_WORDS = 4  # shorter "sentences" (« Eh bien ! ») carry no argument on their own
+MIN_WORDS = 6  # shorter "sentences" (« Faut-il le dire ? ») carry no argument on their own
 
 _FOOTNOTE_DEF = re.compile(r"^\[\^[^\]]+\]:")
 _FOOTNOTE_REF = re.compile(r"\[\^[^\]]+\]")
@@ -157,7 +157,7 @@ def select(sentences: list[Sentence], budget_tokens: int) -> list[Sentence]:
     norm = float(np.linalg.norm(centroid))
     relevance = vectors @ (centroid / norm) if norm else np.zeros(len(sentences))
     sizes = [count_tokens(s.text) + 1 for s in sentences]
-    eligible = [i for i, s in enumerate(sentences) if len(s.text.split()) >= MIN_WORDS]
+    eligible = [i for i, s in enumerate(sentences) if len(_WORD.findall(s.text)) >= MIN_WORDS]
     if not eligible:
         eligible = list(range(len(sentences)))
     chosen: list[int] = []

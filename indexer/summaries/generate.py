@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from indexer import frontmatter
@@ -121,7 +121,8 @@ def generate(
             batch.append(due[0])
         if dry_run:
             for item in batch:
-                result.usage.add(summarizer.estimate(item.request))
+                request = _as_if_regenerated(item.request, due_paths, corpus)
+                result.usage.add(summarizer.estimate(request))
             continue
         by_path = {item.node.path: item for item in batch}
 
@@ -147,6 +148,20 @@ def generate(
         result.seconds,
     )
     return result
+
+
+def _as_if_regenerated(
+    request: SummaryRequest, due_paths: set[str], corpus: Corpus
+) -> SummaryRequest:
+    """For the estimate: an input that will be regenerated first counts as a summary of
+    its full budget, not as the (often missing) text it has now."""
+    inputs = tuple(
+        replace(i, text="mot " * corpus.policy.budget_tokens[corpus.nodes[i.path].level])
+        if i.path in due_paths
+        else i
+        for i in request.inputs
+    )
+    return replace(request, inputs=inputs)
 
 
 def _consider(
