@@ -286,3 +286,17 @@ def test_generate_records_tokens_and_cost_in_frontmatter(tmp_path: Path) -> None
     assert (gen["input_tokens"], gen["output_tokens"]) == (100, 50)
     assert gen["cost_usd"] == pytest.approx((100 * 3 + 50 * 15) / 1e6)
     assert doc.body == "Résumé 2.\n"
+
+
+def test_timeout_is_retried_then_reported() -> None:
+    def timeout(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadTimeout("read timed out", request=request)
+
+    sleeps: list[float] = []
+    rec = Recorder(timeout, httpx2.Response(200, json=message("Après un délai.")))
+    assert summarizer(rec, sleeps).run(request()).text == "Après un délai."
+    assert len(rec.requests) == 2 and sleeps == [0.5]
+
+    rec = Recorder(timeout, timeout)
+    with pytest.raises(SummarizerError, match="timed out .gave up after 2 attempts"):
+        summarizer(rec, max_attempts=2).run(request())
