@@ -1,0 +1,62 @@
+"""`glossator.server.build_app` in-process (uvicorn thread): start-up reconciliation,
+/api/jobs, /healthz and the MCP mount, on the real PostgreSQL."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from gitserver.repos import RepoStore
+from glossator.server import build_app
+from tests.gitserver_support import ServerThread, commit_all, git
+from tests.plugins.corpus import make_small_corpus
+
+
+@pytest.fixture
+def settings(db_settings: Any, tmp_path: Path) -> Any:
+    return db_settings.replace(
+        repos_dir=tmp_path / "repos",
+        embedder="fake",
+        summarizer="fake",
+        push_tokens=("tok",),
+        mcp_token="mcp-secret",
+    )
+
+
+def wait_done(base: str, repository: str, timeout: float = 120) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        jobs = httpx.get(f"{base}/api/jobs", params={"repository": repository}).json()["jobs"]
+        if jobs and all(j["status"] in ("done", "failed") for j in jobs):
+            return jobs
+        time.sleep(0.2)
+    raise TimeoutError(jobs)
+
+
+def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path: Path) -> None:
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    bare = store.create("horsligne")
+    work = make_small_corpus(tmp_path / "work", 2)
+    git("init", "-q", "-b", "main", str(work))
+    commit_all(work, "pushed while the server was down")
+    pushed = git("push", str(bare), "main", cwd=work)  # file://: no server, no queue
+    assert "indexing not queued" in pushed.stderr
+
+    with ServerThread(build_app(settings), lifespan="on") as server:
+        assert httpx.get(f"{server.base}/healthz").text == "ok\n"
+        [job] = wait_done(server.base, "horsligne")
+        assert job["status"] == "done" and job["duration_s"] is not None
+        assert job["result_commit"] == store.branches("horsligne")["main"]
+        assert job["stats"]["loaded"]
+        bad = httpx.get(f"{server.base}/api/jobs", params={"status": "bogus"})
+        assert bad.status_code == 400
+        mcp = httpx.post(f"{server.base}/mcp/", json={})
+        assert mcp.status_code == 401  # mounted, and guarded by its bearer token
+    # a restart with nothing new to index queues nothing
+    with ServerThread(build_app(settings), lifespan="on") as server:
+        jobs = httpx.get(f"{server.base}/api/jobs").json()["jobs"]
+        assert [j["id"] for j in jobs] == [job["id"]]
