@@ -20,12 +20,12 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from gitserver.repos import SUFFIX
 from glossator.settings import SETTINGS, Settings
-from hooks.pre_receive import parse_updates
 from hooks.queue import defer_sync
+from hooks.refupdates import parse_updates
 
 HOOK_URL = "GLOSSATOR_HOOK_URL"
+SUFFIX = ".git"  # gitserver.repos.SUFFIX, not imported: it would load pygit2 on every push
 
 
 def hook_settings(environ: dict[str, str] | None = None) -> Settings:

@@ -19,12 +19,11 @@ from typing import TextIO
 
 import pygit2
 
+from hooks.refupdates import ZERO, parse_updates
 from indexer import frontmatter
 from indexer.corpus import CORPUS_DIR
 from indexer.corpus import _validate as validate_meta  # the corpus reader's key checks
 from indexer.errors import CorpusError, Problem
-
-ZERO = "0" * 40
 
 
 def open_repository(git_dir: str | None = None) -> pygit2.Repository:
@@ -77,15 +76,6 @@ def check_updates(
                 seen.add((path, problem.message))
                 problems.append(problem)
     return problems
-
-
-def parse_updates(stdin: TextIO) -> list[tuple[str, str, str]]:
-    updates = []
-    for line in stdin:
-        parts = line.split()
-        if len(parts) == 3:
-            updates.append((parts[0], parts[1], parts[2]))
-    return updates
 
 
 def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stderr) -> int:
