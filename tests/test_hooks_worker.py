@@ -221,3 +221,21 @@ def test_crash_between_commit_back_and_load_is_repaired(setup: Any, monkeypatch:
             (rel,),
         ).fetchone()
     assert n == 1
+
+
+def test_renamed_chapter_moves_its_rows(setup: Any) -> None:
+    _store, bare, work, indexer, database = setup
+    indexer.run("livre", "main", job_id=1)
+    git("pull", "-q", str(bare), "main", cwd=work)
+    old = sorted(p.parent for p in work.glob("corpus/*/*/*/source.md"))[1]
+    new = old.with_name(old.name + "-renomme")
+    git("mv", str(old.relative_to(work)), str(new.relative_to(work)), cwd=work)
+    commit_all(work, "rename a chapter folder")
+    git("push", "-q", str(bare), "main", cwd=work)
+    outcome = indexer.run("livre", "main", job_id=2)
+    old_rel, new_rel = old.relative_to(work).as_posix(), new.relative_to(work).as_posix()
+    assert f"{old_rel}/source.md" in outcome.deleted
+    assert f"{new_rel}/source.md" in outcome.loaded
+    files = rows_by_file(database)
+    assert f"{new_rel}/source.md" in files and f"{new_rel}/summary.md" in files
+    assert not any(f.startswith(old_rel + "/") for f in files)
