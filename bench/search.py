@@ -103,7 +103,7 @@ def add_synthetic(conn, rows: int, model: str, seed: int = 7) -> tuple[np.ndarra
         (model,),
     ).fetchall()
     texts = [r[0] for r in base]
-    vecs = np.array([np.asarray(r[1]) for r in base], dtype=np.float32)
+    vecs = np.array([np.asarray(r[1].to_numpy()) for r in base], dtype=np.float32)
     rng = np.random.default_rng(seed)
     shuffler = random.Random(seed)
     out = np.empty((rows, vecs.shape[1]), dtype=np.float32)
