@@ -33,7 +33,7 @@ from gitserver.repos import RepoStore
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
 from hooks.gitsource import GitTreeSource
 from indexer.errors import Problem
-from indexer.source import Changes, FileSource, OverlaySource
+from indexer.source import FileSource
 from store.loader import SIDECAR_SUFFIX, md_path, sync_files, sync_tree
 
 log = logging.getLogger(__name__)
@@ -80,49 +80,9 @@ class Outcome:
 
 
 def _default_index() -> IndexFn:
-    try:
-        from indexer.pipeline import index  # imported when a job runs
-    except ModuleNotFoundError as e:
-        if e.name != "indexer.pipeline":
-            raise
-        return _staged_index
+    from indexer.pipeline import index  # imported when a job runs, not with the server
+
     return index
-
-
-@dataclass
-class _StagedResult:
-    changes: Changes
-    problems: list[Problem]
-    stats: Any = None
-
-
-def _staged_index(source: FileSource, *, embedder: Any, summarizer: Any, **_: Any) -> Any:
-    """The indexer's stages in order, each over the previous ones' changes (docs/architecture.md).
-
-    Used only while `indexer.pipeline` is absent from this checkout.
-    """
-    from indexer.corpus import read_corpus
-    from indexer.sidecars import build
-    from indexer.summaries.generate import generate
-
-    changes = Changes()
-
-    def merge(more: Changes) -> None:
-        for path, data in more.items():
-            if data is None:
-                changes.delete(path)
-            else:
-                changes.write(path, data)
-
-    corpus = read_corpus(source)
-    merge(corpus.changes)
-    overlay = OverlaySource(source, changes)
-    summaries = generate(read_corpus(overlay), overlay, summarizer)
-    merge(summaries.changes)
-    overlay = OverlaySource(source, changes)
-    sidecars = build(read_corpus(overlay), overlay, embedder)
-    merge(sidecars.changes)
-    return _StagedResult(changes, corpus.problems + summaries.problems + sidecars.problems)
 
 
 def corpus_paths(paths: set[str]) -> set[str]:

@@ -1,8 +1,8 @@
 """The indexing job on a bare repository and a real PostgreSQL (no HTTP, no queue).
 
-The indexer is `indexer.pipeline.index` when it exists; the job is also tested
-with a local composition of the indexer's stages, so the job's own logic
-(diff, commit-back, compare-and-swap, load, record) is covered on its own.
+The indexer is the real `indexer.pipeline.index` with recording fakes for the
+embedder and summarizer; what is tested here is the job's own logic: diff,
+commit-back, compare-and-swap, load, record, repair after a crash.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.plugins.corpus import make_small_corpus
 
 
 def _index_fn() -> Any:
-    """The indexer the server uses (the pipeline, or its stages while it is absent)."""
+    """The indexer the server uses."""
     return _default_index()
 
 
