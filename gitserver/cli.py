@@ -102,7 +102,13 @@ def _status_conninfo(settings: Settings) -> tuple[str, Any]:
     """A database URL for `status`: the setting, the running server's, or our own embedded."""
     if settings.database_url:
         return settings.database_url, None
-    lock = Path(settings.data_dir).expanduser().resolve() / "postgres.lock"
+    data_dir = Path(settings.data_dir).expanduser().resolve()
+    if not (data_dir / "postgres").is_dir():
+        raise click.ClickException(
+            f"no database in {data_dir} yet: run `glossator serve` first, or set "
+            "GLOSSATOR_DATA_DIR (or GLOSSATOR_DATABASE_URL) to the server's"
+        )
+    lock = data_dir / "postgres.lock"
     from store.db import Database
     from store.errors import DataDirLocked
 
