@@ -15,7 +15,9 @@ Procrastinate finds such jobs by their worker's stale heartbeat; we look at
 start-up (immediately for an embedded database, which no other process can
 share: its data directory is locked) and then periodically, and put them back
 in the queue. Reconciliation then queues a job for every branch whose tip is not
-its indexed commit, and for every indexed branch that no longer exists.
+its indexed commit, and for every indexed branch that no longer exists; it runs
+at start and every five minutes (a push whose hook could not reach the queue, a
+job that exhausted its retries, are picked up again).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 5.0
 STALLED_S = 20.0  # a worker silent this long is dead; its running jobs are re-queued
+RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach the queue
 
 
 class IndexingService:
@@ -126,12 +129,17 @@ class IndexingService:
         )
 
     async def _watch_stalled(self) -> None:
+        loop = asyncio.get_running_loop()
+        last_reconcile = loop.time()
         while True:
             await asyncio.sleep(STALLED_S / 2)
             try:
                 await self.recover_stalled()
+                if loop.time() - last_reconcile >= RECONCILE_S:
+                    last_reconcile = loop.time()
+                    await self.reconcile()
             except Exception as e:  # the database may be restarting: try again later
-                log.warning("stalled-job check failed: %s", type(e).__name__)
+                log.warning("queue maintenance failed: %s", type(e).__name__)
 
     async def recover_stalled(self, *, startup: bool = False) -> int:
         """Put jobs of dead workers back in the queue; the number recovered."""
