@@ -263,3 +263,21 @@ def test_large_push_streams_through(store: RepoStore, tmp_path: Path) -> None:
         git("clone", "-q", server.url("gros"), str(clone))
     digest = hashlib.sha256((clone / "data/blob.bin").read_bytes()).hexdigest()
     assert digest == hashlib.sha256(blob).hexdigest()
+
+
+def test_repo_cli(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from glossator.cli import main as cli
+
+    env = {"GLOSSATOR_REPOS_DIR": str(tmp_path / "repos"), "GLOSSATOR_DATA_DIR": str(tmp_path)}
+    runner = CliRunner()
+    created = runner.invoke(cli, ["repo", "create", "mon-livre"], env=env)
+    assert created.exit_code == 0, created.output
+    assert (tmp_path / "repos" / "mon-livre.git" / "hooks" / "post-receive").is_file()
+    again = runner.invoke(cli, ["repo", "create", "mon-livre"], env=env)
+    assert again.exit_code != 0 and "already exists" in again.output
+    bad = runner.invoke(cli, ["repo", "create", "../evil"], env=env)
+    assert bad.exit_code != 0 and "invalid repository name" in bad.output
+    listed = runner.invoke(cli, ["repo", "list"], env=env)
+    assert listed.output.strip() == "mon-livre\t(empty)"
