@@ -145,10 +145,11 @@ stats AS (
 ),
 matched AS MATERIALIZED (
     SELECT h.id, h.doc_len, u.lexeme, cardinality(u.positions)::float8 AS tf, {keep} AS keep
-      FROM lex, hierarchical_content_nodes h CROSS JOIN LATERAL unnest(h.tsv) AS u
+      FROM lex, hierarchical_content_nodes h
+           -- only the query's lexemes, picked in C: mark them (weight A), keep the marked
+           CROSS JOIN LATERAL unnest(ts_filter(setweight(h.tsv, 'A', lex.lexemes), '{{a}}')) AS u
      WHERE h.repository = %(repository)s AND h.branch = %(branch)s
        AND h.tsv @@ lex.tsq
-       AND u.lexeme = ANY(lex.lexemes)
 ),
 df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme)
 SELECT m.id,

@@ -163,6 +163,10 @@ def sync_files(
             except CorpusError as e:
                 result.problems.append(Problem.from_error(e))
                 log.warning("not loaded, previous rows kept: %s", e)
+            except OSError as e:
+                message = f"cannot read its sidecar ({type(e).__name__}: {e.strerror or e})"
+                result.problems.append(Problem(sidecar_path(path), message))
+                log.warning("not loaded, previous rows kept: %s: %s", path, message)
             except psycopg.Error as e:
                 # the savepoint rolled back: this file keeps its previous rows
                 message = f"the database refused this file ({type(e).__name__}: {e.sqlstate})"
@@ -190,8 +194,9 @@ def _sync_one(
     side = sidecar_path(path)
     if not source.exists(side):
         if not source.exists(path):  # both gone: the file was deleted
-            _delete_rows(conn, repository, branch, path)
             if stored is not None:
+                with conn.transaction():
+                    _delete_rows(conn, repository, branch, path)
                 result.deleted.append(path)
             return
         raise CorpusError(side, "sidecar is missing: run `glossator index` to generate it")
@@ -213,7 +218,11 @@ def _sync_one(
     with conn.transaction():  # a savepoint: on any error this file keeps its previous rows
         if m.embedding_model is not None and m.dimension:
             new_model = vectors.register(conn, m.embedding_model, int(m.dimension), path=side)
-        _delete_rows(conn, repository, branch, path)
+        # rows exist only beside their loaded_files record (same savepoint); skipping the
+        # DELETE for a new file matters on a first load into an unanalysed table, where
+        # the planner may scan the whole branch for each file
+        if stored is not None:
+            _delete_rows(conn, repository, branch, path)
         rows = _copy_rows(conn, repository, branch, path, sidecar)
         conn.execute(
             "INSERT INTO loaded_files (repository, branch, source_file, source_file_hash,"

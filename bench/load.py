@@ -1,0 +1,382 @@
+"""Loading speed against a bare binary COPY, and SQL BM25 against `bm25s`, in one run.
+
+    .venv/bin/python bench/load.py [--rows 200000] [--queries 50] [--write bench/RESULTS.md]
+
+Starts a throwaway embedded PostgreSQL in a temporary directory (or uses
+GLOSSATOR_DATABASE_URL; the bench makes and drops its own database there) and prints:
+
+1. rows/s of `store.loader.sync_tree` loading (a) the example corpus with
+   384-dimension vectors (fake, hashed: HNSW does the same work as for real
+   ones) and (b) a synthetic corpus of `--rows` paragraphs without vectors (the
+   economical policy: paragraphs left to BM25), each against a plain binary
+   COPY of the very same rows into a bare table (no index, no trigger): the floor;
+2. latency p50 / p95 of `store.keyword.SqlBm25` at that size over `--queries`
+   French queries, and of `bm25s` (method lucene, k1 = 1.2, b = 0.75) over the
+   same texts with the same tokens: each row's lexemes repeated as often as the
+   row's tsvector counts them, so both compute BM25 over identical bags of words;
+   and the overlap of their top 10.
+
+Synthetic paragraphs are 1 to 4 sentences drawn at random (fixed seed) from the
+example corpus, so the vocabulary and term statistics are Bastiat's. Bounded:
+fixed sizes, one pass over the queries after one warm-up pass. Not run in CI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import re
+import shutil
+import signal
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import numpy as np
+import psycopg
+from psycopg import sql
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: E402
+from indexer.source import MemorySource  # noqa: E402
+from store import migrations  # noqa: E402
+from store.db import _get_server, configure_connection, with_dbname  # noqa: E402
+from store.keyword import K1, B, SqlBm25  # noqa: E402
+from store.loader import COPY_COLUMNS, sync_tree  # noqa: E402
+from tests.store_sidecars import EXAMPLE_DIR, example_source  # noqa: E402
+
+SECTION = "## Load and BM25 (bench/load.py)"
+QUERIES = (
+    "chandelles soleil lumière",
+    "balance du commerce exportations importations",
+    "protection douanière tarif",
+    "libre-échange liberté des échanges",
+    "abondance disette rareté",
+    "obstacle cause de richesse",
+    "effort et résultat du travail",
+    "égaliser les conditions de production",
+    "impôts taxes sur les produits",
+    "réciprocité des traités de commerce",
+    "prix absolus et prix relatifs",
+    "salaires des ouvriers et protection",
+    "théorie et pratique en économie politique",
+    "conflit de principes",
+    "fleuves obstrués",
+    "chemin de fer négatif",
+    "indépendance nationale",
+    "travail humain travail national",
+    "matières premières",
+    "métaphores invasion tribut",
+    "spoliation légale",
+    "deux morales",
+    "les deux haches",
+    "conseil inférieur du travail",
+    "cherté bon marché",
+    "artisans et ouvriers",
+    "conte chinois canal",
+    "post hoc ergo propter hoc",
+    "vol à la prime",
+    "le percepteur et le vigneron",
+    "l'utopiste ministre",
+    "le sel la poste et la douane",
+    "les trois échevins",
+    "petit arsenal du libre-échangiste",
+    "la main droite et la main gauche",
+    "domination par le travail",
+    "consommateur producteur intérêt",
+    "monopole privilège industrie",
+    "numéraire argent or richesse",
+    "fer houille mines de France",
+    "blé agriculture prix du pain",
+    "navigation marine marchande",
+    "Angleterre concurrence étrangère",
+    "gouvernement Chambre des députés",
+    "machines emploi des bras",
+    "capital intérêt épargne",
+    "débouchés vente marché national",
+    "droits différentiels sucre colonies",
+    "immense découverte",
+    "l'État vivre aux dépens de tout le monde",
+)
+
+
+@contextmanager
+def database() -> Iterator[str]:
+    """A fresh database: on GLOSSATOR_DATABASE_URL's server, or a throwaway embedded one."""
+    url = os.environ.get("GLOSSATOR_DATABASE_URL")
+    tmp = server = None
+    if not url:
+        tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-load-"))
+        server = _get_server(tmp / "pgdata")
+        url = server.get_uri("postgres")
+    name = f"glossator_bench_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(url, autocommit=True) as c:
+        c.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield with_dbname(url, name)
+    finally:
+        with psycopg.connect(url, autocommit=True) as c:
+            c.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+        if server is not None:
+            server.cleanup()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def synthetic(rows: int, per_file: int = 100, seed: int = 7) -> MemorySource:
+    """`rows` paragraphs of Bastiat's sentences reshuffled, `per_file` per file, no vectors."""
+    rng = random.Random(seed)
+    sentences = []
+    for path in sorted(EXAMPLE_DIR.glob("corpus/**/source.md")):
+        body = path.read_text("utf-8").split("---", 2)[-1]
+        sentences += [s.strip() for s in re.split(r"(?<=[.!?…])\s+", body) if len(s.split()) > 3]
+    files: dict[str, bytes] = {}
+    for f in range((rows + per_file - 1) // per_file):
+        path = f"corpus/synthetique/partie-{f // 100:03d}/chapitre-{f:05d}/source.md"
+        n = min(per_file, rows - f * per_file)
+        texts = [" ".join(rng.sample(sentences, rng.randint(1, 4))) for _ in range(n)]
+        md = "\n\n".join(texts) + "\n"
+        chunks = [Chunk(i, len(t.split()), t) for i, t in enumerate(texts)]
+        manifest = Manifest(
+            path, file_hash(md.encode()), None, f"Synthétique > {f}", 0, "source", n,
+            extra={"work": "synthetique", "lang": "fr"},
+        )  # fmt: skip
+        files[path] = md.encode()
+        files[path + ".jsonl"] = dumps(Sidecar(manifest, chunks))
+    return MemorySource(files)
+
+
+def floor_copy(conn: psycopg.Connection, table: str, *, same: bool = False) -> tuple[int, float]:
+    """Binary COPY of the rows just loaded into another table, in one COPY: rows, seconds.
+
+    Bare (same columns, no index, no trigger): the floor. `same`: a copy of the
+    real table with its indexes and its text search trigger, which separates
+    what text search and the indexes cost from what the loader's per-file work costs.
+    """
+    cols = [c for c, _ in COPY_COLUMNS]
+    conn.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(sql.Identifier(table)))
+    if same:
+        conn.execute(
+            sql.SQL("CREATE TABLE {} (LIKE hierarchical_content_nodes INCLUDING ALL)").format(
+                sql.Identifier(table)
+            )
+        )
+        conn.execute(
+            sql.SQL(
+                "CREATE TRIGGER fill BEFORE INSERT ON {} FOR EACH ROW"
+                " EXECUTE FUNCTION hcn_fill_text_search()"
+            ).format(sql.Identifier(table))
+        )
+    else:
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {} AS SELECT {} FROM hierarchical_content_nodes WITH NO DATA"
+            ).format(sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, cols)))
+        )
+    conn.commit()
+    rows = conn.execute(
+        sql.SQL("SELECT {} FROM hierarchical_content_nodes").format(
+            sql.SQL(", ").join(map(sql.Identifier, cols))
+        )
+    ).fetchall()
+    conn.commit()
+    started = time.perf_counter()
+    with conn.cursor() as cur:
+        stmt = sql.SQL("COPY {} ({}) FROM STDIN (FORMAT BINARY)").format(
+            sql.Identifier(table), sql.SQL(", ").join(map(sql.Identifier, cols))
+        )
+        with cur.copy(stmt) as copy:
+            copy.set_types([t for _, t in COPY_COLUMNS])
+            for row in rows:
+                copy.write_row(row)
+    conn.commit()
+    return len(rows), time.perf_counter() - started
+
+
+def load(conn: psycopg.Connection, repository: str, source: MemorySource) -> tuple[int, float]:
+    started = time.perf_counter()
+    result = sync_tree(conn, repository=repository, source=source)
+    conn.commit()
+    assert result.ok, result.problems[:3]
+    return result.rows, time.perf_counter() - started
+
+
+def pct(values: list[float], q: float) -> float:
+    return float(np.percentile(np.array(values), q))
+
+
+def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) -> dict[str, float]:
+    import bm25s
+
+    backend = SqlBm25()
+    ids: list[int] = []
+    docs: list[list[str]] = []
+    current, tokens = None, []
+    for id_, lexeme, tf in conn.execute(
+        "SELECT h.id, u.lexeme, cardinality(u.positions) FROM hierarchical_content_nodes h"
+        " LEFT JOIN LATERAL unnest(h.tsv) u ON true WHERE h.repository = %s ORDER BY h.id",
+        (repository,),
+    ):
+        if id_ != current:
+            if current is not None:
+                ids.append(current)
+                docs.append(tokens)
+            current, tokens = id_, []
+        if lexeme is not None:
+            tokens += [lexeme] * tf
+    ids.append(current)
+    docs.append(tokens)
+    started = time.perf_counter()
+    retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
+    retriever.index(docs, show_progress=False)
+    index_seconds = time.perf_counter() - started
+    qtokens = [backend.lexemes(conn, q, repository=repository, branch="main") for q in queries]
+    sql_ms, lib_ms, overlap, tied, score_diff = [], [], [], [], []
+    position = {id_: n for n, id_ in enumerate(ids)}
+    for warm in (True, False):
+        for q, qt in zip(queries, qtokens, strict=True):
+            t0 = time.perf_counter()
+            hits = backend.search(conn, q, repository=repository, k=10)
+            t1 = time.perf_counter()
+            found, _scores = retriever.retrieve([qt], k=10, show_progress=False, n_threads=0)
+            t2 = time.perf_counter()
+            if warm:
+                continue
+            sql_ms.append((t1 - t0) * 1000)
+            lib_ms.append((t2 - t1) * 1000)
+            theirs = {ids[i] for i in found[0].tolist()}
+            ours = {i for i, _ in hits}
+            overlap.append(len(ours & theirs) / max(1, min(10, len(ours | theirs))))
+            # many synthetic paragraphs repeat a sentence: equal scores, any order among them
+            all_scores = retriever.get_scores(qt)
+            tenth = float(np.sort(all_scores)[-10]) if len(all_scores) >= 10 else 0.0
+            tied.append(
+                sum(all_scores[position[i]] >= tenth * (1 - 1e-5) for i in ours) / max(1, len(ours))
+            )
+            if hits:
+                mine = sorted((sc for _, sc in hits), reverse=True)
+                # bm25s's "lucene" drops the constant factor (k1 + 1) of the numerator
+                lib = sorted((float(x) * (K1 + 1) for x in _scores[0]), reverse=True)[: len(mine)]
+                score_diff.append(max(abs(a - b) / b for a, b in zip(mine, lib, strict=False)))
+        conn.commit()
+    return {
+        "rows": len(ids),
+        "sql_p50": pct(sql_ms, 50),
+        "sql_p95": pct(sql_ms, 95),
+        "lib_p50": pct(lib_ms, 50),
+        "lib_p95": pct(lib_ms, 95),
+        "lib_index_s": index_seconds,
+        "overlap": statistics.mean(overlap),
+        "tied": statistics.mean(tied),
+        "score_diff": max(score_diff, default=0.0),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument("--queries", type=int, default=50)
+    parser.add_argument("--write", type=Path, help="update this RESULTS.md section")
+    args = parser.parse_args()
+    # a SIGTERM must still stop the embedded server: run the cleanup of `database()`
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
+    queries = list(QUERIES[: args.queries])
+    lines: list[str] = []
+
+    def say(line: str) -> None:
+        print(line, flush=True)
+        lines.append(line)
+
+    with database() as url, psycopg.connect(url) as conn:
+        conn.autocommit = True
+        migrations.migrate(conn)
+        conn.autocommit = False
+        configure_connection(conn)
+        v = conn.info.server_version
+        say(f"server: PostgreSQL {v // 10000}.{v % 10000}, {os.cpu_count()} cores")
+        say("")
+        say(
+            "| corpus | rows | loader rows/s | one COPY, same table rows/s"
+            " | bare binary COPY rows/s (floor) | loader / floor |"
+        )
+        say("|---|---:|---:|---:|---:|---:|")
+        example = example_source(EXAMPLE_DIR, model="fake/hash-384", dimension=384)
+        n, s = load(conn, "example", example)
+        sn, ss = floor_copy(conn, "bench_same", same=True)
+        fn, fs = floor_copy(conn, "bench_floor")
+        say(
+            f"| example, 384-d vectors + HNSW | {n:,} | {n / s:,.0f} | {sn / ss:,.0f} | {fn / fs:,.0f} | {(n / s) / (fn / fs):.2f} |"
+        )
+        t0 = time.perf_counter()
+        synth = synthetic(args.rows)
+        build_s = time.perf_counter() - t0
+        conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = 'example'")
+        conn.commit()
+        n, s = load(conn, "synthetic", synth)
+        sn, ss = floor_copy(conn, "bench_same", same=True)
+        fn, fs = floor_copy(conn, "bench_floor")
+        say(
+            f"| synthetic, no vectors | {n:,} | {n / s:,.0f} | {sn / ss:,.0f} | {fn / fs:,.0f} | {(n / s) / (fn / fs):.2f} |"
+        )
+        say("")
+        say(f"(synthetic sidecars built in memory in {build_s:.1f} s, not counted)")
+        conn.commit()
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE hierarchical_content_nodes")
+        conn.autocommit = False
+        r = bm25_compare(conn, "synthetic", queries)
+        say("")
+        say(f"BM25 over {r['rows']:,} rows, {len(queries)} French queries, top 10:")
+        say("")
+        say("| engine | p50 ms | p95 ms | note |")
+        say("|---|---:|---:|---|")
+        say(
+            f"| SqlBm25 (PostgreSQL, GIN + SQL) | {r['sql_p50']:.1f} | {r['sql_p95']:.1f} | exact statistics, in the database |"
+        )
+        say(
+            f"| bm25s 0.3 (numpy, in memory) | {r['lib_p50']:.2f} | {r['lib_p95']:.2f} | index built in {r['lib_index_s']:.1f} s, held in RAM |"
+        )
+        say("")
+        say(
+            f"top-10 overlap (same tokens, same k1/b/idf): {r['overlap'] * 100:.1f} % of row ids;"
+            f" {r['tied'] * 100:.1f} % counting rows tied with bm25s's 10th score"
+            f" (synthetic paragraphs repeat sentences); largest relative gap between the"
+            f" two engines' top-10 scores: {r['score_diff']:.1e} (bm25s keeps float32 and"
+            " omits Okapi's constant factor k1 + 1, put back for the comparison)"
+        )
+    if args.write:
+        write_section(args.write, lines)
+
+
+def write_section(path: Path, lines: list[str]) -> None:
+    """Replace (or append) this bench's section of RESULTS.md, leaving the others alone."""
+    text = path.read_text("utf-8") if path.exists() else "# Benchmark results\n"
+    body = "\n".join(
+        [
+            SECTION,
+            "",
+            f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `.venv/bin/python bench/load.py --write bench/RESULTS.md`.",
+            "",
+            *lines,
+            "",
+        ]
+    )
+    start = text.find(SECTION)
+    if start < 0:
+        text = text.rstrip("\n") + "\n\n" + body
+    else:
+        end = text.find("\n## ", start + len(SECTION))
+        text = text[:start] + body + (text[end + 1 :] if end >= 0 else "")
+    path.write_text(text, "utf-8")
+
+
+if __name__ == "__main__":
+    main()
