@@ -19,6 +19,7 @@ from typing import Any
 
 import click
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -129,9 +130,8 @@ def print_response(console: Console, response: SearchResponse) -> None:
             parts.append(f"rerank {s.rerank:.3f}")
         console.print("    " + " · ".join(parts), style="dim", highlight=False)
         text = " ".join(hit.text.split())
-        console.print(
-            "    " + (text[:EXCERPT] + " …" if len(text) > EXCERPT else text), highlight=False
-        )
+        excerpt = text[:EXCERPT] + " …" if len(text) > EXCERPT else text
+        console.print(Padding(Text(excerpt), (0, 0, 0, 4)))
         if hit.parent is not None:
             console.print(f"    ↑ {hit.parent.heading_path}", style="green", highlight=False)
     r = response.rerank
