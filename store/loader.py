@@ -11,15 +11,19 @@ keeps its previous rows while the others load. `sync_files` runs inside the
 caller's transaction when one is open (the push job commits the rows with its
 `indexed_commits` record) and in its own transaction otherwise.
 
-A file is skipped when its rows already carry the sidecar's `source_file_hash`,
-`embedding_model`, chunk count and the sha256 of the sidecar itself (the last
-catches a new heading path or parent whose `.md` is unchanged). A file is
+Each loaded file has a `loaded_files` record (written in the same savepoint as
+its rows, so it exists exactly when the rows do, even for a file with no
+chunks). A file is skipped when that record holds the sidecar's
+`source_file_hash`, `embedding_model`, chunk count and the sha256 of the
+sidecar itself: a new model is seen even when the text is unchanged, and the
+digest catches a new heading path or parent whose `.md` is unchanged. A file is
 refused, named in `LoadResult.problems`, when its sidecar is missing or
 malformed, its chunk count disagrees with the manifest, a vector has the wrong
 dimension, or its `parent_source_file` has no sidecar.
 
-tsv, doc_len and ts_config are computed by the database (migration 002), and
-the BM25 corpus statistics follow in the same transaction.
+tsv, doc_len and ts_config are computed by the database (migrations 002-003),
+the BM25 corpus statistics follow in the same transaction, and a model's
+first rows get its HNSW index at the end of the batch (store.vectors).
 """
 
 from __future__ import annotations
