@@ -15,8 +15,8 @@ COPY hooks ./hooks
 COPY indexer ./indexer
 COPY search ./search
 COPY store ./store
-# Editable: the hooks git installs run `python -m hooks.…` from this very tree.
-RUN pip install --no-cache-dir -e .
+# The hooks git installs run `python -P -m hooks.…`, found in site-packages.
+RUN pip install --no-cache-dir .
 
 RUN useradd --system --create-home --home-dir /var/lib/glossator glossator \
  && mkdir -p /var/lib/glossator/repos /var/lib/glossator/data \

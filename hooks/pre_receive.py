@@ -21,8 +21,10 @@ import pygit2
 
 from hooks.refupdates import ZERO, parse_updates
 from indexer import frontmatter
-from indexer.corpus import CORPUS_DIR
-from indexer.corpus import _validate as validate_meta  # the corpus reader's key checks
+from indexer.corpus import (
+    CORPUS_DIR,
+    validate_meta,  # the corpus reader's key checks
+)
 from indexer.errors import CorpusError, Problem
 
 

@@ -167,7 +167,7 @@ class _Reader:
         try:
             text = frontmatter.decode(path, self.source.read(path))
             doc = frontmatter.parse(path, text)
-            _validate(path, doc.meta)
+            validate_meta(path, doc.meta)
         except CorpusError as e:
             self.problems.append(Problem.from_error(e))
             return None
@@ -176,7 +176,8 @@ class _Reader:
         return doc
 
 
-def _validate(path: str, meta: dict[str, Any]) -> None:
+def validate_meta(path: str, meta: dict[str, Any]) -> None:
+    """The checks every node's frontmatter passes (also run by the pre-receive hook)."""
     for key in ("vectorize", "generated"):
         if key in meta and not isinstance(meta[key], bool):
             raise FrontmatterError(path, f"`{key}` must be true or false, not {meta[key]!r}")
