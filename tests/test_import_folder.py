@@ -48,8 +48,10 @@ def test_example_corpus_is_complete_and_linked(example_dir: Path) -> None:
     for node in sources:
         assert node.parent_source_file == f"{node.folder}/summary.md"
         assert all(key in node.meta for key in PROVENANCE)
-    chapter_summaries = list(example_dir.glob("corpus/*/*/*/summary.md"))
-    assert chapter_summaries == []  # the summarizer writes those
+    # committed indexed: every chapter has its summary and every file its sidecar
+    assert len(list(example_dir.glob("corpus/*/*/*/summary.md"))) == 41
+    mds = list(example_dir.glob("corpus/**/*.md"))
+    assert all(md.with_name(md.name + ".jsonl").exists() for md in mds)
     assert parse_policy((example_dir / "glossator.toml").read_bytes()) == Policy()
 
 
