@@ -221,7 +221,6 @@ def read_corpus(source: FileSource, policy: Policy | None = None) -> Corpus:
                 reader.problem(
                     path,
                     "Markdown file outside corpus/ is not indexed; move it under corpus/<work>/…",
-                    "warning",
                 )
             continue
         if source.is_symlink(path):

@@ -110,8 +110,8 @@ CASES: dict[str, tuple[Callable[[Path], Path], str, int]] = {
         "`vectorize` must be true or false",
         1,
     ),
-    # a stray .md is ignored with a warning: nothing failed to index
-    ".md outside corpus/": (_outside, "outside corpus/ is not indexed", 0),
+    # a stray .md in a folder outside corpus/ is most likely misplaced (README.md at the root is fine)
+    ".md outside corpus/": (_outside, "outside corpus/ is not indexed", 1),
 }
 
 
