@@ -23,6 +23,7 @@ from glossator.settings import Settings
 from indexer.source import DirectorySource
 from store import migrations
 from store.db import Database
+from store.keyword import choose_backend
 from store.loader import sync_tree
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)  # never break a path
@@ -94,6 +95,7 @@ def status(ctx: click.Context) -> None:
             indexes = conn.execute(
                 "SELECT embedding_model, dimension, index_name FROM vector_indexes ORDER BY 1"
             ).fetchall()
+            backend = choose_backend(conn).name
             files = conn.execute(
                 "SELECT repository, branch, count(*) FROM loaded_files GROUP BY 1, 2 ORDER BY 1, 2"
             ).fetchall()
@@ -103,6 +105,7 @@ def status(ctx: click.Context) -> None:
     if info.data_dir is not None:
         out.print(f"data dir:  {info.data_dir}")
     out.print(f"schema:    version {version} (this Glossator knows {migrations.code_version()})")
+    out.print(f"keyword:   {backend}")
     for repository, branch, n in files:
         out.print(f"files:     {repository}/{branch}: {n} loaded")
     table = Table(title="rows")

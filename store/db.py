@@ -16,7 +16,8 @@ instead, rather than two processes racing to start and stop one server.
 
 With a URL, the server must be PostgreSQL ≥ 15 with the `vector` (pgvector) and
 `unaccent` extensions available; otherwise `ServerUnsuitable` says which is
-missing and how to install it.
+missing and how to install it. A server that offers ParadeDB's `pg_search`
+gets its BM25 index at start (store.pgsearch), and keyword search uses it.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from glossator.settings import Settings, mask
 from store import migrations
 from store.errors import DatabaseError, DataDirLocked, ServerUnsuitable
+from store.pgsearch import enable_if_available
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +127,7 @@ class Database:
                     applied = migrations.migrate(conn)
                     if applied:
                         log.info("database migrated: %s", ", ".join(applied))
+                    enable_if_available(conn)
         except psycopg.OperationalError as e:
             self._stop_embedded()
             where = "the embedded PostgreSQL" if self.embedded else mask(conninfo)

@@ -1,8 +1,9 @@
 """ParadeDB's pg_search as the keyword backend, behind `store.keyword.KeywordBackend`.
 
 Chosen by `store.keyword.choose_backend` when the `pg_search` extension is
-installed and its BM25 index exists; `glossator db pg-search` (or
-`create_index`) makes that index:
+installed and its BM25 index exists. `Database.start()` makes both when the
+server offers the extension (`enable_if_available`); `glossator db pg-search`
+does it by hand:
 
     CREATE INDEX hcn_bm25 ON hierarchical_content_nodes USING bm25
       (id, (content::pdb.simple('stemmer=french', 'ascii_folding=true')))
@@ -69,3 +70,27 @@ class PgSearchBackend(KeywordBackend):
         )
         log.info("created the pg_search BM25 index %s", INDEX_NAME)
         return True
+
+
+def enable_if_available(conn: psycopg.Connection) -> bool:
+    """Create the extension and index when the server offers pg_search; True if in use.
+
+    A failure (no privilege, pg_search not in shared_preload_libraries…) is
+    logged and leaves the SQL BM25 in charge: keyword search keeps working.
+    """
+    offered = conn.execute(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
+    ).fetchone()
+    if not offered:
+        return False
+    try:
+        with conn.transaction():
+            PgSearchBackend.create_index(conn)
+    except psycopg.Error as e:
+        log.warning(
+            "pg_search is offered but could not be enabled (%s: %s); using the SQL BM25",
+            type(e).__name__,
+            e.sqlstate,
+        )
+        return False
+    return True

@@ -48,7 +48,7 @@ def test_load_then_status(db_url: str, tmp_path: Path) -> None:
         "(external)" in out
         and f"schema:    version {version} (this Glossator knows {version})" in out
     )
-    assert "bastiat/main: 85 loaded" in out
+    assert "bastiat/main: 85 loaded" in out and "keyword:   sql-bm25" in out
     assert "section_summary" in out and "fake/hash-32" in out and "HNSW index" in out
 
 

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -73,7 +76,19 @@ async def test_async_pool_registers_vector(database: Database) -> None:
         await database.close_async_pool()
 
 
-def test_embedded_start_stop_and_lock(tmp_path: Path) -> None:
+@pytest.fixture
+def private_dir() -> Iterator[Path]:
+    """A directory outside pytest's tmp root: a concurrent pytest session resets that root
+    to mode 0700, which the embedded server's own user (it drops root) could not cross."""
+    path = Path(tempfile.mkdtemp(prefix="glossator-test-embedded-"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def test_embedded_start_stop_and_lock(private_dir: Path) -> None:
+    tmp_path = private_dir
     settings = Settings.from_env({}).replace(data_dir=tmp_path / "data")
     db = Database(settings)
     db.start()
