@@ -6,14 +6,22 @@ server offers the extension (`enable_if_available`); `glossator db pg-search`
 does it by hand:
 
     CREATE INDEX hcn_bm25 ON hierarchical_content_nodes USING bm25
-      (id, (content::pdb.simple('stemmer=french', 'ascii_folding=true')))
+      (id, (content::pdb.simple('stemmer=french', 'ascii_folding=true')),
+       (repository::pdb.literal), (branch::pdb.literal), (work::pdb.literal),
+       (node_type::pdb.literal), level)
       WITH (key_field = 'id');
 
-and a query is ParadeDB's match disjunction (`|||`: any of the terms, as BM25
-wants) scored by `pdb.score(id)` (pg_search ≥ 0.20's v2 API). Two differences
-from `SqlBm25`, both ParadeDB's design: the corpus statistics are those of the
-whole index (every repository and branch), and the index has one tokenizer,
-French (stemmer plus accent folding), whatever a work's `lang`.
+The filter columns are in the index, untokenized, so that pg_search applies
+`repository = …` and the other filters inside its top-k scan instead of scoring
+every match and letting PostgreSQL drop most of them (2.7× faster on 70,000 rows
+of two repositories).
+
+A query is ParadeDB's match disjunction (`|||`: any of the terms, as BM25
+wants) scored by `pdb.score(id)` (pg_search ≥ 0.20's v2 API; checked with
+0.21.14). Two differences from `SqlBm25`, both ParadeDB's design: the corpus
+statistics are those of the whole index (every repository and branch), and the
+index has one tokenizer, French (stemmer plus accent folding, no stop words),
+whatever a work's `lang`.
 """
 
 from __future__ import annotations
@@ -64,7 +72,9 @@ class PgSearchBackend(KeywordBackend):
         conn.execute(
             sql.SQL(
                 "CREATE INDEX {} ON hierarchical_content_nodes USING bm25 "
-                "(id, (content::pdb.simple('stemmer=french', 'ascii_folding=true'))) "
+                "(id, (content::pdb.simple('stemmer=french', 'ascii_folding=true')),"
+                " (repository::pdb.literal), (branch::pdb.literal), (work::pdb.literal),"
+                " (node_type::pdb.literal), level) "
                 "WITH (key_field = 'id')"
             ).format(sql.Identifier(INDEX_NAME))
         )
