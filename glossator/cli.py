@@ -33,7 +33,7 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("search.cli", "search"),
     ("search.cli", "mcp"),
     ("search.cli", "eval_command"),
-    ("search.cli", "doctor"),
+    ("glossator.doctor", "doctor"),
 )
 
 

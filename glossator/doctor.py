@@ -1,0 +1,273 @@
+"""`glossator doctor`: is this installation healthy, and if not, what fixes it?
+
+Each check returns `Finding`s (ok, warn or fail) with the command that fixes the
+problem. The checks read only: the doctor never migrates, indexes or repairs,
+so it is safe to run beside a serving `glossator serve` (it attaches to that
+server's embedded PostgreSQL through the data directory's lock file).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import click
+import psycopg
+from rich.console import Console
+from rich.table import Table
+
+from glossator.settings import Settings
+
+Status = Literal["ok", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Finding:
+    check: str
+    status: Status
+    detail: str
+    fix: str = ""
+
+
+def check_database(settings: Settings) -> tuple[list[Finding], Any]:
+    """Reachable, extensions present, migrations applied; returns the open Database or None."""
+    from store import migrations
+    from store.db import Database
+    from store.errors import DataDirLocked
+
+    out: list[Finding] = []
+    db = Database(settings, pool_min=1, pool_max=2)
+    try:
+        try:
+            db.start(migrate=False)
+        except DataDirLocked:
+            url = _running_server_url(settings)
+            if url is None:
+                raise
+            db = Database(settings.replace(database_url=url), pool_min=1, pool_max=2).start(
+                migrate=False
+            )
+    except Exception as e:  # the message of our own errors already says how to fix them
+        out.append(
+            Finding("database", "fail", str(e), "set GLOSSATOR_DATABASE_URL or GLOSSATOR_DATA_DIR")
+        )
+        return out, None
+    where = f"embedded in {db.pgdata}" if db.embedded else "GLOSSATOR_DATABASE_URL"
+    out.append(Finding("database", "ok", f"reachable ({where})"))
+    with psycopg.connect(db.conninfo) as conn:  # plain: pgvector may not be installed yet
+        exts = {r[0]: r[1] for r in conn.execute("SELECT extname, extversion FROM pg_extension")}
+        available = {r[0] for r in conn.execute("SELECT name FROM pg_available_extensions")}
+        for name in ("vector", "unaccent"):
+            if name in exts:
+                out.append(Finding(f"extension {name}", "ok", f"version {exts[name]}"))
+            elif name in available:
+                out.append(
+                    Finding(
+                        f"extension {name}",
+                        "warn",
+                        "available, not created yet (the migrations create it)",
+                        "start `glossator serve` once",
+                    )
+                )
+            else:
+                out.append(
+                    Finding(
+                        f"extension {name}",
+                        "fail",
+                        "not installed on the server",
+                        f"install it (e.g. Debian: postgresql-NN-pgvector), then CREATE EXTENSION {name}",
+                    )
+                )
+        try:
+            done = migrations.applied(conn)
+        except psycopg.Error:
+            done = {}
+        latest = migrations.code_version()
+        have = max(done, default=0)
+        if have == latest:
+            out.append(Finding("migrations", "ok", f"schema version {have}"))
+        elif have < latest:
+            out.append(
+                Finding(
+                    "migrations",
+                    "fail",
+                    f"schema version {have}, code expects {latest}",
+                    "start `glossator serve` (or `glossator load`) once: migrations apply at start",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    "migrations",
+                    "fail",
+                    f"schema version {have} is newer than this code ({latest})",
+                    "upgrade glossator",
+                )
+            )
+    return out, db
+
+
+def _running_server_url(settings: Settings) -> str | None:
+    lock = settings.data_dir.expanduser().resolve() / "postgres.lock"
+    try:
+        lines = lock.read_text().splitlines()
+    except OSError:
+        return None
+    return lines[1] if len(lines) > 1 else None
+
+
+def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:
+    from indexer.embedders import get_embedder
+
+    try:
+        embedder = get_embedder(settings)
+        vector = embedder.embed_query("vérification")
+    except Exception as e:
+        yield Finding(
+            "embedder", "fail", f"{settings.embedder}: {e}", "fix GLOSSATOR_EMBEDDER or its API key"
+        )
+        return
+    yield Finding("embedder", "ok", f"{embedder.model}, {len(vector)} dimensions")
+    if conn is None:
+        return
+    rows = conn.execute(
+        "SELECT repository, branch, embedding_model, vector_dims(embedding), count(*) "
+        "FROM hierarchical_content_nodes WHERE embedding IS NOT NULL GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"
+    ).fetchall()
+    for repository, branch, model, dims, count in rows:
+        if model == embedder.model and dims == embedder.dimension:
+            yield Finding(f"vectors {repository}@{branch}", "ok", f"{count} rows of {model}")
+        else:
+            yield Finding(
+                f"vectors {repository}@{branch}",
+                "warn",
+                f"{count} rows of {model} ({dims} dims) but the embedder is {embedder.model}: "
+                "vector search skips them",
+                "push again (the worker re-embeds) or `glossator index PATH --all` then `glossator load`",
+            )
+
+
+def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:
+    from gitserver.repos import RepoStore
+    from hooks.gitsource import GitTreeSource
+    from indexer.sidecar import file_hash, loads
+
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    indexed: dict[tuple[str, str], str] = {}
+    if conn is not None:
+        indexed = {
+            (r, b): c
+            for r, b, c in conn.execute("SELECT repository, branch, commit FROM indexed_commits")
+        }
+    names = store.names() if store.root.exists() else []
+    if not names:
+        yield Finding(
+            "repositories", "warn", f"none in {store.root}", "`glossator repo create NAME`"
+        )
+    for name in names:
+        for branch, tip in sorted(store.branches(name).items()):
+            label = f"{name}@{branch}"
+            done = indexed.get((name, branch))
+            if done == tip:
+                yield Finding(label, "ok", f"indexed at {tip[:12]} (the branch tip)")
+            elif done is None:
+                yield Finding(
+                    label,
+                    "warn",
+                    f"tip {tip[:12]} never indexed",
+                    "`glossator serve` reconciles every branch at start",
+                )
+            else:
+                yield Finding(
+                    label,
+                    "warn",
+                    f"indexed at {done[:12]}, branch moved to {tip[:12]}",
+                    "wait for the queued job, or start `glossator serve` (it reconciles)",
+                )
+            source = GitTreeSource.at(store.open(name), tip)
+            missing, stale = [], []
+            for path in source.paths():
+                if not (path.startswith("corpus/") and path.endswith(".md")):
+                    continue
+                side = path + ".jsonl"
+                if not source.exists(side):
+                    missing.append(path)
+                    continue
+                try:
+                    if loads(side, source.read(side)).manifest.source_file_hash != file_hash(
+                        source.read(path)
+                    ):
+                        stale.append(path)
+                except Exception:
+                    stale.append(path)
+            if missing or stale:
+                shown = ", ".join((missing + stale)[:3]) + (
+                    " …" if len(missing) + len(stale) > 3 else ""
+                )
+                yield Finding(
+                    f"{label} sidecars",
+                    "warn",
+                    f"{len(missing)} missing, {len(stale)} stale at the tip: {shown}",
+                    "the worker writes them after a push; else `glossator index` and push",
+                )
+            else:
+                yield Finding(f"{label} sidecars", "ok", "every .md has an up-to-date sidecar")
+
+
+def check_jobs(conn: psycopg.Connection | None) -> Iterator[Finding]:
+    if conn is None:
+        return
+    from hooks.queue import list_jobs
+
+    try:
+        failed = list_jobs(conn, status="failed", limit=20)
+    except psycopg.Error:
+        conn.rollback()
+        yield Finding("jobs", "warn", "no job table yet", "`glossator serve` creates it at start")
+        return
+    if not failed:
+        yield Finding("jobs", "ok", "no failed indexing job")
+    for job in failed[:5]:
+        yield Finding(
+            f"job {job['id']}",
+            "fail",
+            f"{job['repository']}@{job['branch']}: {job.get('error') or 'failed'}",
+            "fix the cause, then push again (or `glossator status --status failed`)",
+        )
+
+
+def run(settings: Settings) -> list[Finding]:
+    findings, db = check_database(settings)
+    schema_ok = not any(f.status == "fail" for f in findings)
+    try:
+        conn = db.connect() if db is not None and schema_ok else None
+        try:
+            findings += list(check_embedder(settings, conn))
+            findings += list(check_repositories(settings, conn))
+            findings += list(check_jobs(conn))
+        finally:
+            if conn is not None:
+                conn.close()
+    finally:
+        if db is not None:
+            db.stop()
+    return findings
+
+
+@click.command()
+def doctor() -> None:
+    """Check the database, extensions, embedder, repositories, sidecars and jobs; say how to fix each problem."""
+    findings = run(Settings.from_env())
+    table = Table()
+    for col in ("check", "status", "detail", "fix"):
+        table.add_column(col, overflow="fold")
+    colours = {"ok": "green", "warn": "yellow", "fail": "red"}
+    for f in findings:
+        table.add_row(f.check, f"[{colours[f.status]}]{f.status}[/]", f.detail, f.fix)
+    Console(soft_wrap=False).print(table)
+    fails = sum(f.status == "fail" for f in findings)
+    warns = sum(f.status == "warn" for f in findings)
+    click.echo(f"{len(findings)} checks: {fails} failed, {warns} warnings")
+    sys.exit(1 if fails else 0)

@@ -1,0 +1,100 @@
+"""`glossator doctor` against a real PostgreSQL and a real bare repository."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from gitserver.repos import RepoStore
+from glossator.doctor import doctor, run
+from tests.plugins.corpus import EXAMPLE_DIR
+
+
+def _push_tree(store: RepoStore, name: str, tree: Path) -> str:
+    """Commit `tree` with the real git and push it into the bare repository; return the tip."""
+
+    def run_git(*a):
+        return subprocess.run(["git", *a], cwd=tree, check=True, capture_output=True, text=True)
+
+    run_git("init", "-q", "-b", "main")
+    run_git("-c", "user.name=T", "-c", "user.email=t@example.invalid", "add", "-A")
+    run_git(
+        "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-m", "corpus"
+    )
+    run_git("push", "-q", str(store.path(name)), "main", "--no-verify")
+    return run_git("rev-parse", "HEAD").stdout.strip()
+
+
+def test_healthy_then_each_problem_named_with_its_fix(db_settings, database, conn, tmp_path):
+    settings = db_settings.replace(repos_dir=tmp_path / "repos", embedder="fake")
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    store.create("bastiat")
+    corpus = tmp_path / "work"
+    shutil.copytree(EXAMPLE_DIR, corpus)  # indexed: every sidecar up to date
+    tip = _push_tree(store, "bastiat", corpus)
+
+    findings = {f.check: f for f in run(settings)}
+    assert findings["database"].status == "ok"
+    assert findings["extension vector"].status == "ok"
+    assert findings["migrations"].status == "ok"
+    assert findings["embedder"].status == "ok"
+    assert findings["jobs"].status == "warn" and "glossator serve" in findings["jobs"].fix
+    # never indexed: a warning that says how the server catches up
+    assert findings["bastiat@main"].status == "warn"
+    assert "glossator serve" in findings["bastiat@main"].fix
+    assert findings["bastiat@main sidecars"].status == "ok"  # the example's sidecars are committed
+
+    conn.execute(
+        "INSERT INTO indexed_commits (repository, branch, commit) VALUES (%s, %s, %s)",
+        ("bastiat", "main", tip),
+    )
+    conn.commit()
+    findings = {f.check: f for f in run(settings)}
+    assert findings["bastiat@main"].status == "ok"
+
+    # a chapter edited without its sidecar regenerated: stale, named
+    chapter = next(corpus.glob("corpus/*/*/*/source.md"))
+    chapter.write_text(
+        chapter.read_text(encoding="utf-8") + "\nUn paragraphe de plus.\n", encoding="utf-8"
+    )
+    subprocess.run(
+        [
+            "git",
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@example.invalid",
+            "commit",
+            "-qam",
+            "edit",
+        ],
+        cwd=corpus,
+        check=True,
+    )
+    subprocess.run(
+        ["git", "push", "-q", str(store.path("bastiat")), "main", "--no-verify"],
+        cwd=corpus,
+        check=True,
+    )
+    findings = {f.check: f for f in run(settings)}
+    assert findings["bastiat@main"].status == "warn" and "moved" in findings["bastiat@main"].detail
+    sidecars = findings["bastiat@main sidecars"]
+    assert sidecars.status == "warn" and "1 stale" in sidecars.detail
+    assert chapter.relative_to(corpus).as_posix() in sidecars.detail
+
+
+def test_cli_exit_code_says_whether_something_failed(db_settings, database, tmp_path, monkeypatch):
+    monkeypatch.setenv("GLOSSATOR_DATABASE_URL", db_settings.database_url)
+    monkeypatch.setenv("GLOSSATOR_REPOS_DIR", str(tmp_path / "repos"))
+    monkeypatch.setenv("GLOSSATOR_EMBEDDER", "fake")
+    result = CliRunner().invoke(doctor, [])
+    assert result.exit_code == 0, result.output
+    assert "0 failed" in result.output
+    monkeypatch.setenv("GLOSSATOR_EMBEDDER", "voyage:voyage-3.5")
+    monkeypatch.delenv("VOYAGE_API_KEY", raising=False)
+    result = CliRunner().invoke(doctor, [])
+    assert result.exit_code == 1
+    assert "VOYAGE_API_KEY" in result.output
