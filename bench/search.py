@@ -145,12 +145,12 @@ def hnsw_vs_exact(conn, ids, vectors, queries_vec, model, dim) -> dict[str, obje
     """recall@10 of HNSW against exact top-10s, and the times of exact scans.
 
     search path: `search.retrieval.vector` as `search()` calls it (50 candidates,
-    ef_search 100, iterative scan), its first 10 rows; ef_search N: the plain
+    ef_search from `search.retrieval.ef_search`, iterative scan), its first 10 rows; ef_search N: the plain
     LIMIT 10 query at that ef_search; numpy: a matrix-vector product over the
     same vectors in memory (the floor of any exact scan); PostgreSQL exact: the
     same SQL with index scans off (sequential scan and sort).
     """
-    from search.retrieval import Filters, vector
+    from search.retrieval import Filters, ef_search, vector
 
     flt = Filters(repository="synthetic")
     where, params = flt.where()
@@ -184,7 +184,7 @@ def hnsw_vs_exact(conn, ids, vectors, queries_vec, model, dim) -> dict[str, obje
         recalls.append(len(set(got) & truth) / 10)
     rows.append(
         (
-            "search path (50 candidates, ef_search 100)",
+            f"search path (50 candidates, ef_search {ef_search(50)})",
             statistics.fmean(recalls),
             statistics.median(times),
         )
