@@ -4,7 +4,8 @@
     sync_tree(db_or_conn, repository=…, branch=…, source=…) -> LoadResult
 
 Paths name the Markdown files (`corpus/…/source.md`); a sidecar path
-(`…/source.md.jsonl`) is accepted too and means its `.md`. The rows of a file
+(`…/source.md.jsonl`) is accepted too and means its `.md`; other paths are
+ignored. The rows of a file
 are replaced as a unit: DELETE its rows, then one binary COPY of its chunks,
 inside a savepoint, so a file that fails (a bad sidecar, a database error)
 keeps its previous rows while the others load. `sync_files` runs inside the
@@ -149,8 +150,9 @@ def sync_files(
     """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`."""
     started = time.perf_counter()
     result = LoadResult()
-    changed_md = list(dict.fromkeys(md_path(p) for p in changed))
-    deleted_md = list(dict.fromkeys(md_path(p) for p in deleted))
+    # other files of the corpus (glossator.toml, images) have no rows: ignored
+    changed_md = list(dict.fromkeys(md_path(p) for p in changed if md_path(p).endswith(".md")))
+    deleted_md = list(dict.fromkeys(md_path(p) for p in deleted if md_path(p).endswith(".md")))
     with conn.transaction():
         for path in deleted_md:
             if _delete_rows(conn, repository, branch, path):

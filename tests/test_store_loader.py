@@ -99,6 +99,15 @@ def test_load_example_then_replay_is_idempotent(conn: psycopg.Connection) -> Non
         deleted=[],
     )
     assert replay.skipped == [PETITION] and replay.loaded == []
+    ignored = sync_files(
+        conn,
+        repository=REPO,
+        branch="main",
+        source=source,
+        changed=["glossator.toml"],
+        deleted=["x.png"],
+    )
+    assert (ignored.loaded, ignored.skipped, ignored.deleted, ignored.problems) == ([], [], [], [])
 
 
 def test_changed_and_deleted_files(loaded: psycopg.Connection) -> None:
