@@ -65,3 +65,19 @@ def test_eval_prints_each_mode(search_db_url, tmp_path):
     assert reports["hybrid"]["n"] == 2 and reports["hybrid"]["mrr"] == 1.0
     r = run(["eval", str(queries), "--by-kind"], search_db_url, tmp_path)
     assert r.exit_code == 0 and "MRR@10" in r.output and "example (2)" in r.output
+
+
+def test_search_shares_the_embedded_database_a_running_server_owns(tmp_path):
+    """`glossator serve` holds the data dir's embedded PostgreSQL: `glossator search`
+    and `glossator mcp` attach to it through the lock file instead of failing."""
+    from glossator.settings import Settings
+    from store.db import Database
+
+    owner = Database(Settings.from_env({}).replace(data_dir=tmp_path / "data")).start()
+    try:
+        env = {"GLOSSATOR_DATA_DIR": str(tmp_path / "data"), "GLOSSATOR_LOG_LEVEL": "WARNING"}
+        r = CliRunner().invoke(main, ["search", "soleil", "--mode", "bm25"], env=env)
+        assert r.exit_code == 0, r.output
+        assert "No hit for « soleil » (bm25)" in r.output
+    finally:
+        owner.stop()
