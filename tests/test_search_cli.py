@@ -11,11 +11,12 @@ from glossator.cli import main
 from tests.plugins.search import HACHES, PETITION
 
 
-def run(args: list[str], db_url: str, tmp_path: Path):
+def run(args: list[str], db_url: str, tmp_path: Path, **extra: str):
     env = {
         "GLOSSATOR_DATABASE_URL": db_url,
         "GLOSSATOR_DATA_DIR": str(tmp_path / "data"),
         "GLOSSATOR_LOG_LEVEL": "WARNING",
+        **extra,
     }
     return CliRunner().invoke(main, args, env=env, catch_exceptions=False)
 
@@ -65,6 +66,13 @@ def test_eval_prints_each_mode(search_db_url, tmp_path):
     assert reports["hybrid"]["n"] == 2 and reports["hybrid"]["mrr"] == 1.0
     r = run(["eval", str(queries), "--by-kind"], search_db_url, tmp_path)
     assert r.exit_code == 0 and "MRR@10" in r.output and "example (2)" in r.output
+    r = run(["eval", str(queries), "--json"], search_db_url, tmp_path, GLOSSATOR_RERANKER="fake")
+    assert [m["name"] for m in json.loads(r.output)] == [
+        "bm25",
+        "vector",
+        "hybrid",
+        "hybrid+rerank",
+    ]
 
 
 def test_search_shares_the_embedded_database_a_running_server_owns(tmp_path):
