@@ -19,7 +19,7 @@ def test_summarize_dry_run_then_run(tmp_path: Path, fake_summarizer: FakeSummari
     dry = runner.invoke(main, ["summarize", str(root), "--dry-run"], env=ENV)
     assert dry.exit_code == 0, dry.output
     assert "summaries due (4):" in dry.output
-    assert f"level 3  {WORK}/summary.md: no generator record" in dry.output
+    assert f"level 3  {WORK}/summary.md: provider changed (extractive:" in dry.output
     assert "estimate with fake:fake-1: 4 calls" in dry.output
     assert fake_summarizer.history == []
     assert not (root / FIRST_SERIES / "chapitre-01-abondance-disette" / "summary.md").exists()

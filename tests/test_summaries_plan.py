@@ -52,7 +52,11 @@ def test_first_run_generates_every_summary_bottom_up(tmp_path: Path) -> None:
     chapters = [f"{chapter(i)}/summary.md" for i in range(3)]
     assert fake.paths == [*chapters, PART_SUMMARY, WORK_SUMMARY]
     assert result.generated == fake.paths
-    assert {p.reason for p in result.plan} == {"missing", "no generator record"}
+    # chapters: missing; part and work: committed extractive summaries, provider changed
+    assert {p.reason for p in result.plan} == {
+        "missing",
+        "provider changed (extractive:tfidf-centroid-mmr → fake:fake-1)",
+    }
     assert not result.problems
     # level 2 is made from the level-1 summaries just written, not from stale text
     part_request = fake.history[3]
