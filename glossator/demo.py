@@ -140,12 +140,16 @@ def wait_for_jobs(url: str, timeout: float = 1800) -> dict[str, Any]:
     raise DemoError(f"indexing took over {timeout:.0f} s; `glossator status` shows the jobs")
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def report(job: dict[str, Any]) -> None:
     stats = job.get("stats") or {}
     console.print(
         f"  job {job['id']} done in {job['duration_s']} s: {stats.get('changes', 0)} files committed back, "
         f"{len(stats.get('loaded', []))} files ({stats.get('rows', 0)} rows) loaded, "
-        f"{stats.get('embedded', 0)} texts embedded",
+        f"{_count(stats.get('embedded', 0), 'text')} embedded",
         highlight=False,
     )
 
