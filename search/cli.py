@@ -179,7 +179,20 @@ def mcp(obj: Context) -> None:
 @click.option("--k", "-k", type=click.IntRange(1, MAX_K), default=10, show_default=True)
 @click.option("--repository", help="Only this repository (default: all).")
 @click.option("--branch", default="main", show_default=True)
-@click.option("--by-kind", is_flag=True, help="Also print MRR and recall per kind of query.")
+@click.option(
+    "--split",
+    type=click.Choice(["both", "tune", "test", "all"]),
+    default="both",
+    show_default=True,
+    help="Which half of a split query file (both: each half in its own table).",
+)
+@click.option("--rrf-k", type=click.IntRange(1, 1000), help="RRF k (default: the setting).")
+@click.option("--bm25-weight", type=click.FloatRange(0), help="Weight of the keyword list.")
+@click.option("--vector-weight", type=click.FloatRange(0), help="Weight of the vector list.")
+@click.option(
+    "--max-per-chapter", type=click.IntRange(1, MAX_K), help="Cap the rows of every mode."
+)
+@click.option("--by-kind", is_flag=True, help="Also print MRR / recall / top-1 per kind.")
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @pass_context
 def eval_command(
@@ -188,50 +201,96 @@ def eval_command(
     k: int,
     repository: str | None,
     branch: str,
+    split: str,
+    rrf_k: int | None,
+    bm25_weight: float | None,
+    vector_weight: float | None,
+    max_per_chapter: int | None,
     by_kind: bool,
     as_json: bool,
 ) -> None:
-    """Recall@k, MRR and nDCG@10 of bm25, vector, hybrid (and hybrid+rerank) on QUERIES.jsonl."""
-    from search.evaluation import PrecomputedQueries, evaluate, load_queries
+    """Recall@k, MRR, nDCG@10, top-1 and paraphrase MRR of each mode on QUERIES.jsonl.
+
+    A query file whose lines carry "split": "tune" / "test" is reported half by
+    half: tune the fusion on one, check it on the other.
+    """
+    from search.evaluation import PrecomputedQueries, evaluate, halves, load_queries
 
     settings = obj.settings
     judged = load_queries(queries)
+    parts = halves(judged)
+    if split == "all":
+        parts = {"all": judged}
+    elif split != "both":
+        if split not in parts:
+            raise click.UsageError(f"{queries} has no query with split {split!r}")
+        parts = {split: parts[split]}
+    fusion = {
+        key: value
+        for key, value in {
+            "rrf_k": rrf_k,
+            "bm25_weight": bm25_weight,
+            "vector_weight": vector_weight,
+            "max_per_chapter": max_per_chapter,
+        }.items()
+        if value is not None
+    }
     embedder = PrecomputedQueries(_embedder(settings), judged)
     with _database(settings) as db:
-        reports = evaluate(
-            db.pool,
-            judged,
-            k=k,
-            repository=repository,
-            branch=branch,
-            embedder=embedder,
-            reranker=get_reranker(settings),
-            settings=settings,
-        )
+        results = {
+            name: evaluate(
+                db.pool,
+                qs,
+                k=k,
+                repository=repository,
+                branch=branch,
+                embedder=embedder,
+                reranker=get_reranker(settings),
+                settings=settings,
+                **fusion,
+            )
+            for name, qs in parts.items()
+        }
     if as_json:
-        out = [{key: v for key, v in asdict(r).items() if key != "per_query"} for r in reports]
+        out = {
+            name: [
+                {key: v for key, v in asdict(r).items() if key != "per_query"}
+                | {"paraphrase_mrr": r.paraphrase_mrr}
+                for r in reports
+            ]
+            for name, reports in results.items()
+        }
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
-    table = Table(
-        title=f"{len(judged)} queries, k={k}; latency without the query embedding "
-        f"({embedder.model}: p50 {embedder.p50_ms:.1f} ms, p95 {embedder.p95_ms:.1f} ms)"
-    )
-    for col in ("mode", f"recall@{k}", f"MRR@{k}", "nDCG@10", "top-1", "p50 ms", "p95 ms"):
+    console = Console()
+    for name, reports in results.items():
+        title = (
+            f"{name}: {reports[0].n} queries, k={k}; latency without the query embedding "
+            f"({embedder.model}: p50 {embedder.p50_ms:.1f} ms, p95 {embedder.p95_ms:.1f} ms)"
+        )
+        _print_eval(console, title, reports, k, by_kind)
+
+
+def _print_eval(console: Console, title: str, reports: list[Any], k: int, by_kind: bool) -> None:
+    table = Table(title=title)
+    cols = ("mode", f"recall@{k}", f"MRR@{k}", "nDCG@10", "top-1", "paraphrase MRR")
+    for col in (*cols, "p50 ms", "p95 ms"):
         table.add_column(col, justify="right" if col != "mode" else "left")
     for r in reports:
+        para = r.paraphrase_mrr
         table.add_row(
             r.name,
             f"{r.recall:.3f}",
             f"{r.mrr:.3f}",
             f"{r.ndcg10:.3f}",
             f"{r.top1:.3f}",
+            "-" if para is None else f"{para:.3f}",
             f"{r.p50_ms:.1f}",
             f"{r.p95_ms:.1f}",
         )
-    console = Console()
     console.print(table)
     if by_kind:
-        kinds = Table(title="MRR / recall by kind")
+        kinds = Table(title="MRR / recall / top-1 by kind")
         kinds.add_column("kind")
         for r in reports:
             kinds.add_column(r.name, justify="right")
@@ -240,7 +299,7 @@ def eval_command(
             kinds.add_row(
                 f"{kind} ({n:.0f})",
                 *(
-                    f"{r.by_kind[kind]['mrr']:.3f} / {r.by_kind[kind]['recall']:.3f}"
+                    "{mrr:.3f} / {recall:.3f} / {top1:.3f}".format(**r.by_kind[kind])
                     for r in reports
                 ),
             )

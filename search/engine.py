@@ -29,13 +29,18 @@ from search import nodes as N
 from search import retrieval
 from search import rows as R
 from search.errors import BadQuery
+from search.freshness import freshness
 from search.fusion import cap_per_group, rrf
+from search.passages import best_paragraphs
 from search.rerank import Reranker
-from search.results import MODES, Hit, RerankReport, Scores, SearchResponse
+from search.results import MODES, Freshness, Hit, RerankReport, Scores, SearchResponse
 
 log = logging.getLogger(__name__)
 
 MAX_K = 100
+# diversity on by default for agents (the MCP tools, the "agents" row of `glossator eval`):
+# a page of 10 then spans at least 4 chapters (bench/RESULTS.md, issue 7)
+AGENT_MAX_PER_CHAPTER = 3
 MAX_QUERY_CHARS = 2000
 NODE_TYPES = ("source", "section_summary", "part_summary", "work_summary")
 _embed_lock = threading.Lock()  # one query embedding at a time: the model is shared
@@ -95,6 +100,8 @@ def search(
     with_children: bool = False,
     with_neighbours: bool = False,
     max_per_file: int | None = None,
+    max_per_chapter: int | None = None,
+    climb_down: int = 0,
     candidates: int | None = None,
     embedder: Any = None,
     reranker: Reranker | None = None,
@@ -106,7 +113,10 @@ def search(
     settings name, `indexer.embedders.get_embedder`);
     `reranker` reranks when given and `rerank` is true; `settings` supplies the fusion
     defaults (rrf_k, bm25_weight, vector_weight). `max_per_file` caps the hits per
-    file (diversity); `candidates` is how deep each ranking goes before fusion.
+    file, `max_per_chapter` per chapter (its source.md and summary.md together:
+    diversity); `climb_down` > 0 gives each chapter-summary hit its chapter's
+    `climb_down` paragraphs nearest the query (`hit.passages`; not in bm25 mode);
+    `candidates` is how deep each ranking goes before fusion.
     """
     started = time.perf_counter()
     query = check_query(query, k, mode)
@@ -165,6 +175,9 @@ def search(
             {i: (r["repository"], r["source_file"]) for i, r in rows.items()},
             max_per_file,
         )
+        order = cap_per_group(
+            order, {i: chapter_of(r) for i, r in rows.items()}, max_per_chapter, "max_per_chapter"
+        )
         scores = _scores(rankings, dict(fused))
         timings["fuse"] = _ms(t)
 
@@ -185,11 +198,17 @@ def search(
                 text=rows[i]["content"],
                 scores=scores[i],
                 parent_source_file=rows[i]["parent_source_file"],
+                token_count=rows[i]["content_token_count"],
             )
             for n, i in enumerate(order, start=1)
         ]
         _add_context(conn, hits, branch, with_parent, with_children, with_neighbours)
+        if climb_down > 0 and query_vector is not None:
+            _climb_down(conn, hits, query_vector, embedder, branch, climb_down)
         timings["context"] = _ms(t)
+        index = index_freshness(
+            conn, repository, branch, [h.citation.repository for h in hits], settings
+        )
 
     timings["total"] = _ms(started)
     log.debug("search mode=%s k=%d hits=%d in %.1f ms", mode, k, len(hits), timings["total"])
@@ -212,7 +231,30 @@ def search(
         rerank=report,
         embedding_model=embedder.model if mode != "bm25" else None,
         timings_ms=timings,
+        index=index,
     )
+
+
+def index_freshness(
+    conn: Any, repository: str | None, branch: str, hit_repositories: list[str], settings: Settings
+) -> list[Freshness]:
+    """Freshness of the repositories an answer draws on: the one asked for, else those of
+    the hits, else (no hit) every repository indexed on the branch."""
+    names = [repository] if repository is not None else hit_repositories
+    if not names:
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT repository FROM indexed_commits WHERE branch = %s ORDER BY 1", (branch,)
+            ).fetchall()
+        ]
+    return freshness(conn, names, branch, settings)
+
+
+def chapter_of(row: dict[str, Any]) -> tuple[str, str]:
+    """The chapter a row belongs to: its folder, shared by a chapter's source.md and
+    summary.md (a part's or the work's summary is the only row of its folder)."""
+    return row["repository"], row["source_file"].rsplit("/", 1)[0]
 
 
 def _ms(since: float) -> float:
@@ -255,6 +297,21 @@ def _rerank(
     # stable: equal rerank scores keep the fused order
     reranked = sorted(head, key=lambda i: -(scores[i].rerank or 0.0))
     return reranked + order[len(head) :], report
+
+
+def _climb_down(
+    conn: Any, hits: list[Hit], query_vector: Any, embedder: Any, branch: str, n: int
+) -> None:
+    """A chapter summary stands for its chapter: show the chapter's best paragraphs."""
+    summaries = [(h.citation.repository, h.citation.source_file) for h in hits if h.level == 1]
+    best = best_paragraphs(
+        conn, summaries, query_vector, embedder.model, embedder.dimension, branch, n
+    )
+    for h in hits:
+        if h.level == 1:
+            h.passages = [
+                c for c, _ in best.get((h.citation.repository, h.citation.source_file), [])
+            ]
 
 
 def _add_context(

@@ -32,9 +32,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from search.engine import search
+from search.engine import AGENT_MAX_PER_CHAPTER, search
 from search.errors import BadQuery
 from search.results import Hit
+
+SPLITS = ("tune", "test")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Judged:
     query: str
     relevant: tuple[str, ...]
     kind: str = "other"
+    split: str | None = None  # "tune" or "test": tune on one half, report the other
 
 
 @dataclass
@@ -65,6 +68,12 @@ class ModeReport:
     by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
     per_query: list[Scores] = field(default_factory=list)
 
+    @property
+    def paraphrase_mrr(self) -> float | None:
+        """MRR@k of the queries of kind "paraphrase" (the hard case), if any."""
+        kind = self.by_kind.get("paraphrase")
+        return kind["mrr"] if kind else None
+
 
 def load_queries(path: Path) -> list[Judged]:
     """Read and check a query file; BadQuery names the line that is wrong."""
@@ -85,7 +94,10 @@ def load_queries(path: Path) -> list[Judged]:
         rel = obj.get("relevant")
         if not isinstance(rel, list) or not rel or not all(isinstance(r, str) and r for r in rel):
             raise BadQuery(f"{path}:{n}: relevant must be a non-empty list of source_file[#chunk]")
-        out.append(Judged(obj["query"], tuple(rel), str(obj.get("kind", "other"))))
+        split = obj.get("split")
+        if split is not None and split not in SPLITS:
+            raise BadQuery(f"{path}:{n}: split must be one of {', '.join(SPLITS)}, got {split!r}")
+        out.append(Judged(obj["query"], tuple(rel), str(obj.get("kind", "other")), split))
     if not out:
         raise BadQuery(f"{path}: no queries")
     return out
@@ -133,6 +145,17 @@ def _pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
 
 
+def halves(queries: Sequence[Judged]) -> dict[str, list[Judged]]:
+    """{"tune": …, "test": …} when the queries carry a split, else {"all": queries}."""
+    if not any(q.split for q in queries):
+        return {"all": list(queries)}
+    out = {s: [q for q in queries if q.split == s] for s in SPLITS}
+    unsplit = [q for q in queries if q.split is None]
+    if unsplit:
+        out["unsplit"] = unsplit
+    return {name: qs for name, qs in out.items() if qs}
+
+
 def run_mode(
     conn_or_pool: Any,
     queries: Sequence[Judged],
@@ -166,7 +189,12 @@ def run_mode(
         p50_ms=round(_pct(times, 0.5), 1),
         p95_ms=round(_pct(times, 0.95), 1),
         by_kind={
-            kind: {"n": len(xs), "mrr": mean(xs, "mrr"), "recall": mean(xs, "recall")}
+            kind: {
+                "n": len(xs),
+                "mrr": mean(xs, "mrr"),
+                "recall": mean(xs, "recall"),
+                "top1": mean(xs, "top1"),
+            }
             for kind, xs in sorted(kinds.items())
         },
         per_query=per_query,
@@ -214,7 +242,8 @@ def evaluate(
     settings: Any = None,
     **fusion: Any,
 ) -> list[ModeReport]:
-    """bm25, vector, hybrid, and hybrid+rerank when a reranker is given.
+    """bm25, vector, hybrid, hybrid as the MCP tools run it (≤ AGENT_MAX_PER_CHAPTER
+    rows per chapter), and hybrid+rerank when a reranker is given.
 
     `embedder` may be a `PrecomputedQueries` (then latencies exclude embedding);
     any other embedder is wrapped in one here.
@@ -232,7 +261,13 @@ def evaluate(
         ("bm25", {"mode": "bm25", "rerank": False}),
         ("vector", {"mode": "vector", "rerank": False}),
         ("hybrid", {"mode": "hybrid", "rerank": False}),
+        (
+            f"hybrid, ≤{AGENT_MAX_PER_CHAPTER}/chapter (agents)",
+            {"mode": "hybrid", "rerank": False, "max_per_chapter": AGENT_MAX_PER_CHAPTER},
+        ),
     ]
+    if "max_per_chapter" in fusion:  # the caller's own cap applies to every row
+        runs = runs[:3]
     if reranker is not None:
         runs.append(("hybrid+rerank", {"mode": "hybrid", "rerank": True, "reranker": reranker}))
     return [

@@ -42,7 +42,12 @@ def rrf(
     return sorted(scores.items(), key=lambda kv: -kv[1])
 
 
-def cap_per_group(items: Iterable[K], group_of: Mapping[K, Hashable], limit: int | None) -> list[K]:
+def cap_per_group(
+    items: Iterable[K],
+    group_of: Mapping[K, Hashable],
+    limit: int | None,
+    option: str = "max_per_file",
+) -> list[K]:
     """Keep at most `limit` items per group, in order (None: keep everything).
 
     Used to stop one chapter from filling a whole page of results (issue 7's
@@ -51,7 +56,7 @@ def cap_per_group(items: Iterable[K], group_of: Mapping[K, Hashable], limit: int
     if limit is None:
         return list(items)
     if limit <= 0:
-        raise BadQuery(f"max_per_file must be 1 or more, got {limit}")
+        raise BadQuery(f"{option} must be 1 or more, got {limit}")
     seen: dict[Hashable, int] = {}
     kept = []
     for item in items:

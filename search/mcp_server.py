@@ -1,10 +1,10 @@
-"""The MCP server: five thin tools over `search/`, for AI agents.
+"""The MCP server: six thin tools over `search/`, for AI agents.
 
     server = build_server(settings, database)     # an mcp.server.mcpserver.MCPServer
     server.run("stdio")                           # `glossator mcp`
     app = mcp_http_app(settings, database)        # streamable HTTP, mounted at /mcp/
 
-Tools: `search`, `get_node`, `get_parent`, `get_children`, `outline`. Each is a
+Tools: `search`, `context`, `get_node`, `get_parent`, `get_children`, `outline`. Each is a
 few lines over a typed function with its own tests; their descriptions are
 written for the agent that reads them (what the levels mean, when to climb,
 how to cite). Glossator's errors (`GlossatorError`: empty query, k out of
@@ -31,7 +31,9 @@ from pydantic import Field
 from glossator.errors import GlossatorError
 from glossator.settings import Settings
 from search import nodes as N
-from search.engine import MAX_K
+from search.context import MAX_BUDGET, MIN_BUDGET, ContextPack
+from search.context import context as build_context
+from search.engine import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.engine import search as run_search
 from search.rerank import Reranker, get_reranker
 from search.results import Node, Outline, SearchResponse
@@ -47,7 +49,9 @@ Glossator searches books written in Markdown and indexed as a tree. Each book (a
 cut into paragraphs (level 0). Every result carries its citation: repository,
 source_file, heading_path, chunk_index and line span.
 
-How to work: start with `search` (hybrid keyword + meaning). Paragraph hits
+How to work: to answer a question, `context` returns the best passages with
+their chapter summaries, cited, within a token budget (or says that nothing
+relevant was found). To explore, use `search` (hybrid keyword + meaning). Paragraph hits
 (level 0) are the author's own words: quote them, citing heading_path and
 source_file#chunk_index (and lines). A summary hit (level 1-3) tells you which
 chapter or part treats the question: open its text with `get_children`. To frame
@@ -70,12 +74,27 @@ Modes: "hybrid" (default, best), "bm25" (exact words: quotations, names),
 with_parent adds each hit's enclosing node (a paragraph's chapter summary);
 with_children opens a summary hit onto its chapter's paragraphs (large);
 with_neighbours adds the paragraphs just before and after a hit.
+max_per_chapter (default {AGENT_MAX_PER_CHAPTER}) keeps the page from filling with one chapter.
+A chapter-summary hit carries `passages`: its chapter's paragraphs nearest the query.
 k: 1 to {MAX_K}. `rerank` reports whether a reranker reordered the results.
+`index` says how fresh the index is: the indexed commit of each repository's
+branch and whether the branch has moved since (status current / behind /
+not indexed / unknown).
 
 Next steps: a summary hit (level 1-3) names the chapter or part that treats the
 question: open its text with get_children(source_file). To frame a paragraph,
 climb to its chapter summary with get_parent(source_file). Cite a paragraph as
 heading_path + source_file#chunk_index (lines line_start-line_end)."""
+
+CONTEXT_DESCRIPTION = """\
+Gather what to read to answer a question, within a token budget: the best
+paragraphs (the author's words), grouped by chapter, each chapter with its
+summary for framing, passages in reading order, every passage cited
+(source_file, heading_path, chunk_index, lines). Token counts are the stored
+cl100k counts. When no passage is relevant enough, `found` is false and
+`message` says so: nothing is padded in. `index` states the freshness of the
+index (indexed commit, whether the branch moved since). Use search instead to
+explore, browse or filter by level."""
 
 GET_NODE_DESCRIPTION = """\
 Read one file of the corpus by its source_file (repository-relative path, as in
@@ -187,6 +206,9 @@ def build_server(
         with_parent: bool = False,
         with_children: bool = False,
         with_neighbours: bool = False,
+        max_per_chapter: Annotated[
+            int | None, Field(ge=1, le=MAX_K, description="Hits per chapter at most.")
+        ] = AGENT_MAX_PER_CHAPTER,
     ) -> SearchResponse:
         needs_vectors = mode != "bm25"
         return run_search(
@@ -202,7 +224,32 @@ def build_server(
             with_parent=with_parent,
             with_children=with_children,
             with_neighbours=with_neighbours,
+            max_per_chapter=max_per_chapter,
+            climb_down=2,
             embedder=service.embedder if needs_vectors else None,
+            reranker=service.reranker,
+            settings=service.settings,
+        )
+
+    @server.tool(description=CONTEXT_DESCRIPTION, annotations=read_only)
+    @_tool_errors
+    def context(
+        question: Annotated[str, Field(description="The question to answer, in words.")],
+        budget: Annotated[
+            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Tokens the pack may use.")
+        ] = 2000,
+        repository: Repository = None,
+        branch: Branch = N.DEFAULT_BRANCH,
+        work: Annotated[str | None, Field(description="Work folder name (see outline).")] = None,
+    ) -> ContextPack:
+        return build_context(
+            service.conn_or_pool,
+            question,
+            budget=budget,
+            repository=repository,
+            branch=branch,
+            work=work,
+            embedder=service.embedder,
             reranker=service.reranker,
             settings=service.settings,
         )

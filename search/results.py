@@ -15,6 +15,7 @@ from typing import Any, Literal
 Mode = Literal["hybrid", "bm25", "vector"]
 MODES: tuple[str, ...] = ("hybrid", "bm25", "vector")
 RerankStatus = Literal["applied", "timeout", "failed", "disabled"]
+FreshnessStatus = Literal["current", "behind", "not indexed", "unknown"]
 
 LEVEL_NAMES = {
     0: "paragraph of the text",
@@ -115,10 +116,13 @@ class Hit:
     text: str
     scores: Scores
     parent_source_file: str | None = None
+    token_count: int = 0  # stored cl100k count of the text (context packs budget with it)
     parent: Node | None = None
     children: list[Node] | None = None
     previous: Chunk | None = None
     next: Chunk | None = None
+    # a chapter summary hit (level 1) climbed down: its chapter's paragraphs nearest the query
+    passages: list[Chunk] | None = None
 
 
 @dataclass
@@ -129,6 +133,23 @@ class RerankReport:
     model: str | None = None
     seconds: float | None = None
     detail: str | None = None
+
+
+@dataclass
+class Freshness:
+    """The index of one repository's branch compared with the branch's tip (search.freshness).
+
+    status: `current` (indexed at the tip), `behind` (the branch moved since),
+    `not indexed`, or `unknown` (the repository is not on this server).
+    """
+
+    repository: str
+    branch: str
+    status: FreshnessStatus
+    indexed_commit: str | None = None
+    indexed_at: str | None = None  # ISO 8601, UTC
+    branch_tip: str | None = None
+    note: str = ""
 
 
 @dataclass
@@ -143,6 +164,8 @@ class SearchResponse:
     embedding_model: str | None = None
     # milliseconds per stage: embed, keyword, vector, fuse, rerank, context, total
     timings_ms: dict[str, float] = field(default_factory=dict)
+    # the index's freshness, one entry per repository the answer draws on
+    index: list[Freshness] = field(default_factory=list)
 
 
 @dataclass

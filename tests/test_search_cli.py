@@ -61,18 +61,52 @@ def test_eval_prints_each_mode(search_db_url, tmp_path):
     queries.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines), "utf-8")
     r = run(["eval", str(queries), "--json"], search_db_url, tmp_path)
     assert r.exit_code == 0, r.output
-    reports = {m["name"]: m for m in json.loads(r.output)}
-    assert set(reports) == {"bm25", "vector", "hybrid"}  # no reranker configured
+    out = json.loads(r.output)
+    assert list(out) == ["all"]  # no split in the file: one table
+    reports = {m["name"]: m for m in out["all"]}
+    agents = "hybrid, ≤3/chapter (agents)"
+    assert set(reports) == {"bm25", "vector", "hybrid", agents}  # no reranker configured
     assert reports["hybrid"]["n"] == 2 and reports["hybrid"]["mrr"] == 1.0
+    assert reports["hybrid"]["paraphrase_mrr"] is None  # no paraphrase in this file
     r = run(["eval", str(queries), "--by-kind"], search_db_url, tmp_path)
     assert r.exit_code == 0 and "MRR@10" in r.output and "example (2)" in r.output
     r = run(["eval", str(queries), "--json"], search_db_url, tmp_path, GLOSSATOR_RERANKER="fake")
-    assert [m["name"] for m in json.loads(r.output)] == [
+    assert [m["name"] for m in json.loads(r.output)["all"]] == [
         "bm25",
         "vector",
         "hybrid",
+        agents,
         "hybrid+rerank",
     ]
+
+
+def test_eval_reports_each_half_of_a_split_query_file(search_db_url, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    lines = [
+        {
+            "query": "une industrie demande qu'on la défende contre un rival gratuit",
+            "relevant": [f"{PETITION}/source.md"],
+            "kind": "paraphrase",
+            "split": "tune",
+        },
+        {
+            "query": "des haches émoussées",
+            "relevant": [f"{HACHES}/source.md"],
+            "kind": "example",
+            "split": "test",
+        },
+    ]
+    queries.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines), "utf-8")
+    r = run(["eval", str(queries), "--json", "--rrf-k", "10"], search_db_url, tmp_path)
+    assert r.exit_code == 0, r.output
+    out = json.loads(r.output)
+    assert list(out) == ["tune", "test"]
+    assert all(m["n"] == 1 for half in out.values() for m in half)
+    assert out["tune"][2]["paraphrase_mrr"] is not None and out["test"][2]["paraphrase_mrr"] is None
+    r = run(["eval", str(queries), "--split", "test"], search_db_url, tmp_path)
+    assert r.exit_code == 0 and "test: 1 queries" in r.output and "tune" not in r.output
+    r = run(["eval", str(queries), "--json", "--max-per-chapter", "1"], search_db_url, tmp_path)
+    assert [m["name"] for m in json.loads(r.output)["test"]] == ["bm25", "vector", "hybrid"]
 
 
 def test_search_shares_the_embedded_database_a_running_server_owns(tmp_path):

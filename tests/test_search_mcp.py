@@ -28,7 +28,7 @@ from tests.plugins.search import PETITION, REPOSITORY
 
 TEXT = f"{PETITION}/source.md"
 SUMMARY = f"{PETITION}/summary.md"
-TOOLS = {"search", "get_node", "get_parent", "get_children", "outline"}
+TOOLS = {"search", "context", "get_node", "get_parent", "get_children", "outline"}
 
 
 @pytest.fixture
@@ -58,6 +58,9 @@ async def test_in_process_tools_and_structured_results(server):
         assert top["citation"]["source_file"].startswith(PETITION + "/")
         assert top["citation"]["repository"] == REPOSITORY
         assert top["scores"]["fused"] > 0
+        assert data["index"][0]["status"] == "unknown"  # not a repository of this server
+        folders = [h["citation"]["source_file"].rsplit("/", 1)[0] for h in data["hits"]]
+        assert max(folders.count(f) for f in folders) <= 3  # diversity on for agents
 
         r = await client.call_tool(
             "get_node", {"source_file": TEXT, "chunk_index": 2, "context": 1}
@@ -74,6 +77,30 @@ async def test_in_process_tools_and_structured_results(server):
         work = r.structured_content["works"][0]
         assert work["title"] == "Sophismes économiques"
         assert work["children"][0]["source_file"] == f"{FIRST_SERIES}/summary.md"
+
+
+async def test_in_process_context_pack(server):
+    async with Client(server) as client:
+        r = await client.call_tool(
+            "context",
+            {"question": "la concurrence déloyale du soleil contre les chandelles", "budget": 900},
+        )
+        assert not r.is_error, r
+        pack = r.structured_content
+        assert pack["found"] and pack["tokens"] <= 900
+        chapter = pack["chapters"][0]
+        assert (
+            chapter["source_file"] == TEXT and chapter["summary_citation"]["source_file"] == SUMMARY
+        )
+        passage = chapter["passages"][0]
+        assert passage["citation"]["line_start"] is not None and passage["text"]
+        assert pack["index"][0]["repository"] == REPOSITORY
+
+        r = await client.call_tool("context", {"question": "installer Kubernetes sur un cluster"})
+        assert not r.is_error and not r.structured_content["found"]
+        assert "nothing relevant" in r.structured_content["message"]
+        text = error_text(await client.call_tool("context", {"question": "soleil", "budget": 10}))
+        assert "budget" in text
 
 
 async def test_in_process_bad_input_is_a_tool_error_with_a_clear_message(server):

@@ -14,7 +14,7 @@ import pytest
 
 from glossator.settings import Settings, SettingsError
 from search.errors import BadQuery
-from search.evaluation import judge, load_queries
+from search.evaluation import halves, judge, load_queries
 from search.fusion import cap_per_group, rrf
 from search.rerank import FakeReranker, VoyageReranker, get_reranker
 from search.results import Citation, Hit, Scores
@@ -197,10 +197,37 @@ def test_load_queries(tmp_path: Path):
             load_queries(bad)
 
 
+def test_load_queries_split(tmp_path: Path):
+    f = tmp_path / "q.jsonl"
+    f.write_text(
+        '{"query": "a", "relevant": ["a.md"], "split": "tune"}\n'
+        '{"query": "b", "relevant": ["b.md"], "split": "test"}\n'
+        '{"query": "c", "relevant": ["c.md"]}\n',
+        "utf-8",
+    )
+    parts = halves(load_queries(f))
+    assert {k: [q.query for q in v] for k, v in parts.items()} == {
+        "tune": ["a"],
+        "test": ["b"],
+        "unsplit": ["c"],
+    }
+    f.write_text('{"query": "a", "relevant": ["a.md"], "split": "train"}\n', "utf-8")
+    with pytest.raises(BadQuery, match="split must be one of tune, test"):
+        load_queries(f)
+
+
 def test_the_committed_query_set_is_well_formed():
     queries = load_queries(Path(__file__).resolve().parents[1] / "bench" / "queries.jsonl")
-    assert len(queries) >= 40
-    assert {"paraphrase", "example", "quote", "concept"} <= {q.kind for q in queries}
+    assert len(queries) >= 80
+    kinds = [q.kind for q in queries]
+    assert {"paraphrase", "example", "quote", "concept"} <= set(kinds)
+    assert kinds.count("paraphrase") * 3 >= len(queries) and kinds.count("english") >= 5
+    # the halves are balanced by kind: tuning cannot pick the easy queries
+    parts = halves(queries)
+    assert set(parts) == {"tune", "test"}
+    for kind in set(kinds):
+        n = [sum(q.kind == kind for q in parts[s]) for s in ("tune", "test")]
+        assert abs(n[0] - n[1]) <= 1, (kind, n)
     example = Path(__file__).resolve().parents[1] / "example"
     for q in queries:
         for item in q.relevant:

