@@ -6,12 +6,13 @@ itself (docs/architecture.md). For each existing node:
 1. **Skip** when its sidecar's manifest already says what we would write: same
    hash of the .md bytes, same model, recipe, tokenizer and threshold, same heading
    path and parent. A part renamed above a chapter therefore rewrites the
-   chapter's sidecar (its heading path changed) without embedding anything.
+   chapter's sidecar (its heading path changed); its paragraphs are re-embedded,
+   since their vectors are made from the heading path too (`indexer.recipes`).
 2. **Chunk** the body (frontmatter is not content) with `indexer.chunking`.
-3. **Reuse** the vector of every chunk whose text was already embedded by the
-   same model and recipe in the previous sidecars of the files being rebuilt
-   (a paragraph moved between chapters is reused too), so editing one paragraph
-   embeds one paragraph.
+3. **Reuse** the vector of every chunk whose embedding input (its text, with
+   its heading path under the contextual recipe) was
+   already embedded by the same model and recipe in the previous sidecars of
+   the files being rebuilt, so editing one paragraph embeds one paragraph.
 4. **Embed** what is left in one stream of batches across files: summaries have
    one or two chunks each, and batching them together is what makes a rebuild
    cheap with a remote provider.
@@ -37,6 +38,7 @@ from indexer.corpus import CORPUS_DIR, SIDECAR_SUFFIX, Corpus, Node
 from indexer.embedders.base import Embedder
 from indexer.errors import CorpusError, Problem
 from indexer.policy import Policy
+from indexer.recipes import embedding_input, recipe
 from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash, loads
 from indexer.source import Changes, FileSource
 from indexer.tokens import TOKENIZER
@@ -84,11 +86,22 @@ class _Plan:
     pieces: list[TextChunk]
     previous: bytes | None
 
+    def input(self, text: str) -> str:
+        """What the embedder sees for one chunk of this file (indexer.recipes)."""
+        recipe_name = self.manifest.extra.get("embedding_recipe", "")
+        return embedding_input(recipe_name, self.node.heading_path, text)
+
 
 def manifest_for(
-    node: Node, data: bytes, embedder: Embedder | None, policy: Policy, chunk_count: int = 0
+    node: Node,
+    data: bytes,
+    embedder: Embedder | None,
+    policy: Policy,
+    chunk_count: int = 0,
+    recipe_name: str | None = None,
 ) -> Manifest:
-    """The manifest `node`'s sidecar should have; `embedder` None: not vectorized."""
+    """The manifest `node`'s sidecar should have; `embedder` None: not vectorized.
+    `recipe_name` defaults to the embedder's own recipe."""
     extra: dict[str, Any] = {
         "work": node.work,
         "lang": node.lang,
@@ -97,7 +110,7 @@ def manifest_for(
         "max_tokens": policy.max_tokens,
     }
     if embedder is not None:
-        extra["embedding_recipe"] = embedder.recipe
+        extra["embedding_recipe"] = recipe_name or embedder.recipe
     return Manifest(
         source_file=node.path,
         source_file_hash=file_hash(data),
@@ -154,7 +167,14 @@ def build(
     plans: list[_Plan] = []
     for done, node in enumerate(nodes, 1):
         data = _file_bytes(corpus, source, node.path)
-        manifest = manifest_for(node, data, embedder if node.vectorize else None, corpus.policy)
+        manifest = manifest_for(
+            node,
+            data,
+            embedder if node.vectorize else None,
+            corpus.policy,
+            0,
+            recipe(node, embedder.recipe),
+        )
         previous = source.read(node.sidecar_path) if source.exists(node.sidecar_path) else None
         if not all and previous is not None and _is_current(previous, manifest):
             stats.unchanged += 1
@@ -167,9 +187,12 @@ def build(
     vectors = {} if all else _reusable(plans, embedder, result.problems)
     reusable = set(vectors)
     wanted = dict.fromkeys(
-        p.text for plan in plans if plan.manifest.embedding_model is not None for p in plan.pieces
+        plan.input(p.text)
+        for plan in plans
+        if plan.manifest.embedding_model is not None
+        for p in plan.pieces
     )
-    missing = [t for t in wanted if t not in reusable]  # each distinct text embedded once
+    missing = [t for t in wanted if t not in reusable]  # each distinct input embedded once
     if missing:
         done_texts = 0
 
@@ -188,7 +211,7 @@ def build(
                 chunk_index=i,
                 content_token_count=p.token_count,
                 text=p.text,
-                embedding=vectors[p.text] if vectorized else None,
+                embedding=vectors[plan.input(p.text)] if vectorized else None,
                 line_start=p.line_start,
                 line_end=p.line_end,
             )
@@ -200,7 +223,7 @@ def build(
         stats.chunks += len(chunks)
         if vectorized:
             for p in plan.pieces:
-                if p.text in reusable:
+                if plan.input(p.text) in reusable:
                     stats.reused += 1
                 else:
                     stats.embedded += 1
@@ -226,8 +249,8 @@ def build(
 def _reusable(
     plans: list[_Plan], embedder: Embedder, problems: list[Problem]
 ) -> dict[str, list[float]]:
-    """text → vector from the previous sidecars of the files being rebuilt, when the
-    model, dimension and recipe are the ones we would use now."""
+    """embedding input → vector from the previous sidecars of the files being rebuilt,
+    when the model, dimension and recipe are the ones we would use now."""
     vectors: dict[str, list[float]] = {}
     for plan in plans:
         if plan.previous is None or plan.manifest.embedding_model is None:
@@ -243,12 +266,15 @@ def _reusable(
         if (
             m.embedding_model != embedder.model
             or m.dimension != embedder.dimension
-            or m.extra.get("embedding_recipe") != embedder.recipe
+            or m.extra.get("embedding_recipe") != plan.manifest.extra.get("embedding_recipe")
         ):
             continue
+        recipe_name = m.extra["embedding_recipe"]
         for c in old.chunks:
             if c.embedding is not None and len(c.embedding) == embedder.dimension:
-                vectors.setdefault(c.text, c.embedding)
+                # the input the old vector was made from: under its old heading path
+                key = embedding_input(recipe_name, m.heading_path, c.text)
+                vectors.setdefault(key, c.embedding)
     return vectors
 
 

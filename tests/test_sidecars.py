@@ -44,12 +44,12 @@ GOLDEN_SOURCE = (
     '"heading_path":"Sophismes économiques > Première série > Chapitre I (Abondance, disette)",'
     '"level":0,"node_type":"source","embedding_model":"fake/hash-4","dimension":4,"chunk_count":2,'
     '"work":"sophismes","lang":"fr","title":"Abondance, disette","tokenizer":"cl100k_base",'
-    '"max_tokens":400,"embedding_recipe":"fake"}\n'
+    '"max_tokens":400,"embedding_recipe":"fake+heading-v1"}\n'
     '{"chunk_index":0,"content_token_count":16,'
     '"text":"Vaut-il mieux pour l’homme\\net pour la société avoir beaucoup ?",'
-    '"embedding":[0.787839,-0.262613,-0.393919,-0.393919],"line_start":6,"line_end":7}\n'
+    '"embedding":[0.288675,-0.288675,-0.288675,-0.866025],"line_start":6,"line_end":7}\n'
     '{"chunk_index":1,"content_token_count":5,"text":"- un\\n- deux",'
-    '"embedding":[0.0,0.0,0.948683,0.316228],"line_start":9,"line_end":10}\n'
+    '"embedding":[-0.666667,0.0,0.666667,-0.333333],"line_start":9,"line_end":10}\n'
 )
 GOLDEN_SUMMARY = (
     '{"type":"manifest","source_file":"corpus/sophismes/1-premiere-serie/chapitre-01-abondance/summary.md",'
@@ -183,7 +183,9 @@ def test_editing_one_paragraph_embeds_one_paragraph(small_corpus: Path) -> None:
 
     fake = FakeEmbedder()
     result = run(source, fake)
-    assert fake.embedded_texts == [paragraphs[target].strip()]
+    # one input: the edited paragraph under its heading path (indexer.recipes)
+    [embedded] = fake.embedded_texts
+    assert embedded.endswith("\n\n" + paragraphs[target].strip())
     assert list(result.changes) == [str(chapter.relative_to(small_corpus)) + ".jsonl"]
     sidecar = loads("x", (chapter.parent / "source.md.jsonl").read_bytes())
     assert result.stats.embedded == 1
@@ -205,7 +207,8 @@ def test_a_model_change_reembeds_everything(small_corpus: Path) -> None:
         assert all(len(c.embedding or []) == 16 for c in sidecar.chunks)
 
 
-def test_a_renamed_part_rewrites_heading_paths_without_embedding(small_corpus: Path) -> None:
+def test_a_renamed_part_reembeds_the_paragraphs_below_it(small_corpus: Path) -> None:
+    """Paragraph vectors are made from the heading path too (indexer.recipes)."""
     source = DirectorySource(small_corpus)
     run(source, FakeEmbedder())
     part = small_corpus / FIRST_SERIES / "summary.md"
@@ -216,11 +219,47 @@ def test_a_renamed_part_rewrites_heading_paths_without_embedding(small_corpus: P
     result = run(source, fake)
     chapter = example_chapters(FIRST_SERIES)[1] + "/source.md.jsonl"
     assert chapter in result.changes
-    assert (
-        " > Série I > "
-        in loads(chapter, (small_corpus / chapter).read_bytes()).manifest.heading_path
+    sidecar = loads(chapter, (small_corpus / chapter).read_bytes())
+    assert " > Série I > " in sidecar.manifest.heading_path
+    # the paragraphs below the part, each with its new heading path; no summary
+    assert fake.embedded_texts
+    assert all(" > Série I > " in t and "(résumé)" not in t for t in fake.embedded_texts)
+    assert len(fake.embedded_texts) == result.stats.embedded
+
+
+def test_contextual_recipe_keeps_the_text_exact(small_corpus: Path) -> None:
+    source = DirectorySource(small_corpus)
+    fake = FakeEmbedder()
+    run(source, fake)
+    first = example_chapters(FIRST_SERIES)[0]
+    path = f"{first}/source.md.jsonl"
+    sidecar = loads(path, (small_corpus / path).read_bytes())
+    assert sidecar.manifest.extra["embedding_recipe"] == "fake+heading-v1"
+    chunk = sidecar.chunks[0]
+    # the vector is made from the heading path and the paragraph; the text stays exact
+    assert f"{sidecar.manifest.heading_path}\n\n{chunk.text}" in fake.embedded_texts
+    expected = FakeEmbedder().embed_documents([f"{sidecar.manifest.heading_path}\n\n{chunk.text}"])
+    assert chunk.embedding == pytest.approx(expected[0], abs=1e-6)
+    assert chunk.text in (small_corpus / first / "source.md").read_text("utf-8")
+    work = loads(
+        f"{WORK}/summary.md.jsonl", (small_corpus / WORK / "summary.md.jsonl").read_bytes()
     )
-    assert fake.embedded_texts == []  # the part's own text did not change either
+    assert work.manifest.extra["embedding_recipe"] == "fake"  # summaries: as written
+
+
+def test_a_recipe_change_reembeds(small_corpus: Path) -> None:
+    source = DirectorySource(small_corpus)
+    run(source, FakeEmbedder())
+    first = example_chapters(FIRST_SERIES)[0]
+    path = small_corpus / first / "source.md.jsonl"
+    data = path.read_text("utf-8").replace(
+        '"embedding_recipe":"fake+heading-v1"', '"embedding_recipe":"fake"', 1
+    )
+    path.write_text(data, "utf-8")  # as an older indexer wrote it
+    fake = FakeEmbedder()
+    result = run(source, fake)
+    assert list(result.changes) == [f"{first}/source.md.jsonl"]
+    assert result.stats.reused == 0 and result.stats.embedded == result.stats.chunks
 
 
 def test_orphan_sidecars_are_deleted_and_unreadable_files_keep_theirs(small_corpus: Path) -> None:
