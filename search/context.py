@@ -43,7 +43,7 @@ from typing import Any
 from glossator.settings import Settings
 from search import nodes as N
 from search import rows as R
-from search.engine import search
+from search.engine import check_query, embed_query, search
 from search.errors import BadQuery
 from search.passages import best_paragraphs
 from search.results import Chunk, Citation, Freshness, Hit, Node
@@ -97,14 +97,11 @@ class ContextPack:
 class _Once:
     """The question embedded once, for search and the climb down alike."""
 
-    def __init__(self, inner: Any) -> None:
+    def __init__(self, inner: Any, vector: Any) -> None:
         self.model, self.dimension = inner.model, inner.dimension
-        self._inner = inner
-        self.vector: list[float] | None = None
+        self.vector = vector
 
-    def embed_query(self, text: str) -> list[float]:
-        if self.vector is None:
-            self.vector = self._inner.embed_query(text)
+    def embed_query(self, text: str) -> Any:
         return self.vector
 
 
@@ -132,7 +129,7 @@ def context(
         from indexer.embedders import get_embedder
 
         embedder = get_embedder(settings)
-    once = _Once(embedder)
+    once = _Once(embedder, embed_query(embedder, check_query(question, 1, "hybrid")))
     response = search(
         conn_or_pool,
         question,
@@ -146,7 +143,6 @@ def context(
         reranker=reranker,
         settings=settings,
     )
-    assert once.vector is not None  # hybrid search embedded the question
     with R.connection(conn_or_pool) as conn:
         kept = _candidates(conn, response.hits, once, branch, min_similarity)
         summaries = N.file_rows_many(
@@ -202,7 +198,7 @@ def _candidates(
     climbed = best_paragraphs(
         conn,
         [(h.citation.repository, h.citation.source_file) for h in relevant if h.level == 1],
-        once.vector or [],
+        once.vector,
         once.model,
         once.dimension,
         branch,

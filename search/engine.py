@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
@@ -44,6 +45,11 @@ AGENT_MAX_PER_CHAPTER = 3
 MAX_QUERY_CHARS = 2000
 NODE_TYPES = ("source", "section_summary", "part_summary", "work_summary")
 _embed_lock = threading.Lock()  # one query embedding at a time: the model is shared
+# The last query vectors, by (model, query): an agent often repeats a query (a search,
+# then a context pack on the same question), and embedding is most of a hybrid call's
+# time on CPU. An extra only: the latency target is measured without it.
+QUERY_CACHE_SIZE = 256
+_query_cache: OrderedDict[tuple[str, str], Any] = OrderedDict()
 
 
 def _levels(level: int | Sequence[int] | None) -> tuple[int, ...] | None:
@@ -113,8 +119,8 @@ def search(
     settings name, `indexer.embedders.get_embedder`);
     `reranker` reranks when given and `rerank` is true; `settings` supplies the fusion
     defaults (rrf_k, bm25_weight, vector_weight). `max_per_file` caps the hits per
-    file, `max_per_chapter` per chapter (its source.md and summary.md together:
-    diversity); `climb_down` > 0 gives each chapter-summary hit its chapter's
+    file, `max_per_chapter` per chapter (its source.md and summary.md together;
+    and then one part or work summary per page at most: diversity); `climb_down` > 0 gives each chapter-summary hit its chapter's
     `climb_down` paragraphs nearest the query (`hit.passages`; not in bm25 mode);
     `candidates` is how deep each ranking goes before fusion.
     """
@@ -145,8 +151,7 @@ def search(
     query_vector = None
     if mode != "bm25":
         t = time.perf_counter()
-        with _embed_lock:
-            query_vector = embedder.embed_query(query)
+        query_vector = embed_query(embedder, query)
         timings["embed"] = _ms(t)
 
     with R.connection(conn_or_pool) as conn:
@@ -175,9 +180,19 @@ def search(
             {i: (r["repository"], r["source_file"]) for i, r in rows.items()},
             max_per_file,
         )
-        order = cap_per_group(
-            order, {i: chapter_of(r) for i, r in rows.items()}, max_per_chapter, "max_per_chapter"
-        )
+        if max_per_chapter is not None:
+            order = cap_per_group(
+                order,
+                {i: chapter_of(r) for i, r in rows.items()},
+                max_per_chapter,
+                "max_per_chapter",
+            )
+            # part and work summaries answer no chapter-level question: one per page at most
+            order = cap_per_group(
+                order,
+                {i: ("broad",) if r["level"] >= 2 else ("row", i) for i, r in rows.items()},
+                1,
+            )
         scores = _scores(rankings, dict(fused))
         timings["fuse"] = _ms(t)
 
@@ -255,6 +270,20 @@ def chapter_of(row: dict[str, Any]) -> tuple[str, str]:
     """The chapter a row belongs to: its folder, shared by a chapter's source.md and
     summary.md (a part's or the work's summary is the only row of its folder)."""
     return row["repository"], row["source_file"].rsplit("/", 1)[0]
+
+
+def embed_query(embedder: Any, query: str) -> Any:
+    """The query's vector, from the small LRU cache when the same model saw it lately."""
+    key = (str(getattr(embedder, "model", "")), query)
+    with _embed_lock:
+        if key in _query_cache:
+            _query_cache.move_to_end(key)
+            return _query_cache[key]
+        vector = embedder.embed_query(query)
+        _query_cache[key] = vector
+        if len(_query_cache) > QUERY_CACHE_SIZE:
+            _query_cache.popitem(last=False)
+        return vector
 
 
 def _ms(since: float) -> float:

@@ -232,3 +232,26 @@ def test_the_committed_query_set_is_well_formed():
     for q in queries:
         for item in q.relevant:
             assert (example / item.partition("#")[0]).is_file(), item
+
+
+def test_query_vectors_are_cached_per_model_and_query():
+    from search import engine
+
+    class Recording:
+        def __init__(self, model: str) -> None:
+            self.model, self.calls = model, []
+
+        def embed_query(self, text: str) -> list[float]:
+            self.calls.append(text)
+            return [float(len(text))]
+
+    a, b = Recording("m/a"), Recording("m/b")
+    assert engine.embed_query(a, "une question unique 8d1f") == [24.0]
+    assert engine.embed_query(a, "une question unique 8d1f") == [24.0]
+    assert engine.embed_query(b, "une question unique 8d1f") == [24.0]
+    assert (a.calls, b.calls) == (["une question unique 8d1f"], ["une question unique 8d1f"])
+    for n in range(engine.QUERY_CACHE_SIZE + 1):  # bounded: the oldest goes first
+        engine.embed_query(a, f"q{n}")
+    assert len(engine._query_cache) <= engine.QUERY_CACHE_SIZE
+    engine.embed_query(a, "q0")
+    assert a.calls.count("q0") == 2
