@@ -64,7 +64,7 @@ def test_eval_prints_each_mode(search_db_url, tmp_path):
     out = json.loads(r.output)
     assert list(out) == ["all"]  # no split in the file: one table
     reports = {m["name"]: m for m in out["all"]}
-    agents = "hybrid, ≤3/chapter (agents)"
+    agents = "hybrid, ≤1/chapter (agents)"
     assert set(reports) == {"bm25", "vector", "hybrid", agents}  # no reranker configured
     assert reports["hybrid"]["n"] == 2 and reports["hybrid"]["mrr"] == 1.0
     assert reports["hybrid"]["paraphrase_mrr"] is None  # no paraphrase in this file
