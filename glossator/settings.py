@@ -176,7 +176,12 @@ SETTINGS: tuple[Setting, ...] = (
         3.0,
         "Seconds the reranker may take before the fused order stands.",
     ),
-    Setting("rrf_k", _positive(_int), 60, "Reciprocal rank fusion constant k."),
+    Setting(
+        "rrf_k",
+        _positive(_int),
+        5,
+        "Reciprocal rank fusion constant k (5: tuned on half of bench/queries.jsonl, issue 7).",
+    ),
     Setting("bm25_weight", _float, 1.0, "Weight of the keyword ranking in fusion."),
     Setting("vector_weight", _float, 1.0, "Weight of the vector ranking in fusion."),
     Setting("job_retries", _int, 5, "Retries of a failed indexing job (with backoff)."),
