@@ -128,6 +128,8 @@ def search(
 def print_response(console: Console, response: SearchResponse) -> None:
     if not response.hits:
         console.print(f"No hit for « {response.query} » ({response.mode}).")
+        for f in response.index:
+            console.print(f"index {f.repository}@{f.branch}: {f.status} — {f.note}", style="dim")
         return
     for hit in response.hits:
         c = hit.citation
@@ -161,6 +163,10 @@ def print_response(console: Console, response: SearchResponse) -> None:
     console.print(
         f"rerank: {r.status}" + (f" ({r.detail})" if r.detail else "") + f" · {timing}", style="dim"
     )
+    for f in response.index:
+        console.print(
+            f"index {f.repository}@{f.branch}: {f.status} — {f.note}", style="dim", highlight=False
+        )
 
 
 @click.command("mcp")

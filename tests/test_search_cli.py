@@ -27,6 +27,7 @@ def test_search_prints_citations_and_scores(search_db_url, tmp_path):
     assert " 1. Sophismes économiques > Première série > Chapitre VII" in r.output
     assert f"bastiat:{PETITION}/source.md#" in r.output
     assert "bm25 " in r.output and "rerank: disabled" in r.output
+    assert "index bastiat@main: unknown" in r.output  # freshness stated, not guessed
 
 
 def test_search_json_and_filters(search_db_url, tmp_path):
