@@ -33,7 +33,7 @@ from gitserver.repos import RepoStore
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
 from hooks.gitsource import GitTreeSource
 from indexer.errors import Problem
-from indexer.source import FileSource
+from indexer.source import FileSource, MemorySource
 from store.loader import SIDECAR_SUFFIX, md_path, sync_files, sync_tree
 
 log = logging.getLogger(__name__)
@@ -253,7 +253,7 @@ class BranchIndexer:
                 conn,
                 repository=repository,
                 branch=branch,
-                source=_Empty(),
+                source=MemorySource({}),
                 changed=[],
                 deleted=[r[0] for r in files],
             )
@@ -282,19 +282,3 @@ def _summary(result: Any) -> str:
         except TypeError:
             return ""
     return ""
-
-
-class _Empty:
-    """A FileSource with no files (a deleted branch)."""
-
-    def paths(self) -> list[str]:
-        return []
-
-    def read(self, path: str) -> bytes:
-        raise FileNotFoundError(path)
-
-    def exists(self, path: str) -> bool:
-        return False
-
-    def is_symlink(self, path: str) -> bool:
-        return False

@@ -16,7 +16,7 @@ from indexer.errors import Problem
 from indexer.importers.common import ImportSourceError
 from indexer.importers.tree import Stats, Work, layout
 from indexer.policy import POLICY_FILE, parse_policy
-from indexer.source import Changes, DirectorySource, OverlaySource
+from indexer.source import Changes, DirectorySource, MemorySource, OverlaySource
 
 log = logging.getLogger(__name__)
 
@@ -110,7 +110,7 @@ def plan_import(dest: Path, works: list[Work], *, force: bool = False) -> tuple[
 
 def check_and_link(dest: Path, changes: Changes) -> list[Problem]:
     """Read the would-be corpus; add its parent fixes to `changes`; return its problems."""
-    source = OverlaySource(DirectorySource(dest) if dest.exists() else _Empty(), changes)
+    source = OverlaySource(DirectorySource(dest) if dest.exists() else MemorySource({}), changes)
     corpus = read_corpus(source)
     for path, data in corpus.changes.items():
         if data is not None and path in changes:
@@ -152,17 +152,3 @@ def import_works(
         )
     apply(dest, changes)
     return stats, problems
-
-
-class _Empty:
-    def paths(self) -> list[str]:
-        return []
-
-    def read(self, path: str) -> bytes:
-        raise FileNotFoundError(path)
-
-    def exists(self, path: str) -> bool:
-        return False
-
-    def is_symlink(self, path: str) -> bool:
-        return False
