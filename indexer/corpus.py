@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from indexer import frontmatter
+from indexer.cache import ContentCache
 from indexer.errors import CorpusError, FrontmatterError, Problem
 from indexer.policy import POLICY_FILE, Policy, parse_policy
-from indexer.source import Changes, FileSource
+from indexer.source import Changes, FileSource, content_id
 
 CORPUS_DIR = "corpus"
 SOURCE = "source.md"
@@ -34,6 +35,9 @@ SUMMARY_SUFFIX = " (résumé)"
 DEFAULT_LANG = "fr"
 
 _NUMBER = re.compile(r"\d+")
+
+# parsed files by git blob id (indexer.cache): a push job re-reads only what changed
+DOCUMENTS: ContentCache[tuple[str, frontmatter.Document]] = ContentCache(50_000)
 
 
 @dataclass
@@ -164,9 +168,15 @@ class _Reader:
         """The parsed file, or None (with a problem recorded) when it cannot be used."""
         if path in self.docs:
             return self.docs[path]
+        key = content_id(self.source, path)
         try:
-            text = frontmatter.decode(path, self.source.read(path))
-            doc = frontmatter.parse(path, text)
+            cached = DOCUMENTS.get(key)
+            if cached is None:
+                text = frontmatter.decode(path, self.source.read(path))
+                doc = frontmatter.parse(path, text)
+                DOCUMENTS.put(key, (text, doc))
+            else:
+                text, doc = cached
             validate_meta(path, doc.meta)
         except CorpusError as e:
             self.problems.append(Problem.from_error(e))

@@ -33,6 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from indexer.cache import ContentCache
 from indexer.chunking import TextChunk, chunk_markdown
 from indexer.corpus import CORPUS_DIR, SIDECAR_SUFFIX, Corpus, Node
 from indexer.embedders.base import Embedder
@@ -40,7 +41,7 @@ from indexer.errors import CorpusError, Problem
 from indexer.policy import Policy
 from indexer.recipes import embedding_input, recipe
 from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash, loads
-from indexer.source import Changes, FileSource
+from indexer.source import Changes, FileSource, content_id
 from indexer.tokens import TOKENIZER
 
 log = logging.getLogger(__name__)
@@ -94,14 +95,15 @@ class _Plan:
 
 def manifest_for(
     node: Node,
-    data: bytes,
+    data: bytes | str,
     embedder: Embedder | None,
     policy: Policy,
     chunk_count: int = 0,
     recipe_name: str | None = None,
 ) -> Manifest:
     """The manifest `node`'s sidecar should have; `embedder` None: not vectorized.
-    `recipe_name` defaults to the embedder's own recipe."""
+    `data` is the .md's bytes or their `file_hash` already computed; `recipe_name`
+    defaults to the embedder's own recipe."""
     extra: dict[str, Any] = {
         "work": node.work,
         "lang": node.lang,
@@ -113,7 +115,7 @@ def manifest_for(
         extra["embedding_recipe"] = recipe_name or embedder.recipe
     return Manifest(
         source_file=node.path,
-        source_file_hash=file_hash(data),
+        source_file_hash=data if isinstance(data, str) else file_hash(data),
         parent_source_file=node.parent_source_file,
         heading_path=node.heading_path,
         level=node.level,
@@ -132,22 +134,45 @@ def _head(manifest: Manifest) -> dict[str, Any]:
     return head
 
 
-def _is_current(previous: bytes, manifest: Manifest) -> bool:
+def _stored_head(previous: bytes) -> dict[str, Any] | None:
+    """A sidecar's manifest without chunk_count, or None when it is unreadable or its
+    chunk lines do not match its count (then it is rebuilt)."""
     first, _, rest = previous.partition(b"\n")
     try:
         head = json.loads(first)
     except (UnicodeDecodeError, json.JSONDecodeError):
-        return False
+        return None
     if not isinstance(head, dict) or not isinstance(head.get("chunk_count"), int):
-        return False
+        return None
     rows = sum(1 for line in rest.split(b"\n") if line.strip())
-    return rows == head.pop("chunk_count") and head == _head(manifest)
+    return head if rows == head.pop("chunk_count") else None
 
 
-def _file_bytes(corpus: Corpus, source: FileSource, path: str) -> bytes:
-    """The .md bytes as they will be on disk: with the reader's parent fix, if any."""
+# by git blob id (indexer.cache): a job need not re-read what the last one read
+_HASHES: ContentCache[str] = ContentCache(100_000)
+_HEADS: ContentCache[tuple[dict[str, Any] | None]] = ContentCache(100_000)
+
+
+def _source_hash(corpus: Corpus, source: FileSource, path: str) -> str:
+    """file_hash of the .md bytes as they will be on disk: with the reader's parent fix, if any."""
     pending = corpus.changes.get(path)
-    return pending if pending is not None else source.read(path)
+    if pending is not None:
+        return file_hash(pending)
+    key = content_id(source, path)
+    digest = _HASHES.get(key)
+    if digest is None:
+        digest = file_hash(source.read(path))
+        _HASHES.put(key, digest)
+    return digest
+
+
+def _is_current(source: FileSource, path: str, manifest: Manifest) -> bool:
+    key = content_id(source, path)
+    cached = _HEADS.get(key)
+    if cached is None:
+        cached = (_stored_head(source.read(path)),)
+        _HEADS.put(key, cached)
+    return cached[0] is not None and cached[0] == _head(manifest)
 
 
 def build(
@@ -166,19 +191,19 @@ def build(
 
     plans: list[_Plan] = []
     for done, node in enumerate(nodes, 1):
-        data = _file_bytes(corpus, source, node.path)
         manifest = manifest_for(
             node,
-            data,
+            _source_hash(corpus, source, node.path),
             embedder if node.vectorize else None,
             corpus.policy,
             0,
             recipe(node, embedder.recipe),
         )
-        previous = source.read(node.sidecar_path) if source.exists(node.sidecar_path) else None
-        if not all and previous is not None and _is_current(previous, manifest):
+        exists = source.exists(node.sidecar_path)
+        if not all and exists and _is_current(source, node.sidecar_path, manifest):
             stats.unchanged += 1
         else:
+            previous = source.read(node.sidecar_path) if exists else None
             pieces = chunk_markdown(node.body, node.body_line, corpus.policy.max_tokens)
             plans.append(_Plan(node, manifest, pieces, previous))
         if progress is not None:

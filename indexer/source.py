@@ -51,6 +51,12 @@ class Changes(Mapping[str, bytes | None]):
         self._files[path] = None
 
 
+def content_id(source: FileSource, path: str) -> str | None:
+    """An id of `path`'s content known without reading it (a git blob id), or None."""
+    get = getattr(source, "blob_id", None)
+    return get(path) if get is not None else None
+
+
 def check_relative(path: str) -> str:
     """A repo-relative POSIX path that stays inside the repository, or ValueError."""
     p = PurePosixPath(path)
@@ -160,3 +166,6 @@ class OverlaySource:
 
     def is_symlink(self, path: str) -> bool:
         return path not in self.changes and self.base.is_symlink(path)
+
+    def blob_id(self, path: str) -> str | None:
+        return None if path in self.changes else content_id(self.base, path)

@@ -138,3 +138,40 @@ def test_index_command(tmp_path: Path, fake_summarizer: FakeSummarizer) -> None:
     failed = CliRunner().invoke(main, ["index", str(root)], env=env)
     assert failed.exit_code == 1
     assert f"{FIRST_SERIES}/00-introduction/summary.md: fake failure" in failed.output
+
+
+class BlobSource(MemorySource):
+    """Blobs with content ids, as the git worker's source has: counts every read."""
+
+    def __init__(self, files: dict[str, bytes]) -> None:
+        super().__init__(files)
+        self.reads: list[str] = []
+
+    def read(self, path: str) -> bytes:
+        self.reads.append(path)
+        return super().read(path)
+
+    def blob_id(self, path: str) -> str | None:
+        import hashlib
+
+        data = self.files.get(path)
+        return hashlib.sha1(b"salt-for-this-test" + data).hexdigest() if data is not None else None
+
+
+def test_a_second_job_reads_only_what_changed(tmp_path: Path) -> None:
+    """Content-addressed caches (indexer.cache): the cost of a job follows the change."""
+    source = BlobSource(memory(make_small_corpus(tmp_path / "c", 4)).files)
+    embedder, summarizer = FakeEmbedder(), FakeSummarizer()
+    source.apply(index(source, embedder=embedder, summarizer=summarizer).changes)
+    index(source, embedder=embedder, summarizer=summarizer)  # warm: every blob seen once
+
+    chapter = next(p for p in source.paths() if p.endswith("abondance-disette/source.md"))
+    source.files[chapter] += b"\nUn paragraphe de plus, pour voir.\n"
+    source.reads.clear()
+    result = index(source, embedder=embedder, summarizer=summarizer)
+    assert result.stats.sidecars.embedded >= 1
+    folder = chapter.rsplit("/", 1)[0]
+    others = [p for p in source.reads if not p.startswith(folder + "/")]
+    # nothing of the three unchanged chapters is read again
+    assert not [p for p in others if "/chapitre-" in p or "/00-" in p], others
+    assert f"{folder}/source.md" in source.reads
