@@ -90,12 +90,14 @@ def progress_bar(console: Console) -> Iterator[ProgressCallback]:
         yield update
 
 
-@click.command()
-@click.argument(
-    "path",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
+# PATH of the commands that work on a corpus tree: the repository root or its corpus/
+corpus_path = click.argument(
+    "path", type=click.Path(exists=True, file_okay=False, path_type=Path), default="."
 )
+
+
+@click.command()
+@corpus_path
 @click.option(
     "--all",
     "rebuild_all",
@@ -122,11 +124,7 @@ def sidecars(path: Path, rebuild_all: bool) -> None:
 
 
 @click.command()
-@click.argument(
-    "path",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=".",
-)
+@corpus_path
 @click.option(
     "--all",
     "rebuild_all",

@@ -14,7 +14,13 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from indexer.cli import corpus_root, print_problems, progress_bar, settings_from_context
+from indexer.cli import (
+    corpus_path,
+    corpus_root,
+    print_problems,
+    progress_bar,
+    settings_from_context,
+)
 from indexer.corpus import read_corpus
 from indexer.source import DirectorySource, OverlaySource
 from indexer.summaries import SummaryResult, generate, get_summarizer
@@ -40,7 +46,7 @@ def print_plan(result: SummaryResult, summarizer: Summarizer) -> None:
 
 
 @click.command()
-@click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path), default=".")
+@corpus_path
 @click.option("--dry-run", is_flag=True, help="Print the plan and the estimate; write nothing.")
 def summarize(path: Path, dry_run: bool) -> None:
     """Generate the summaries of the corpus at PATH that are missing or out of date."""
