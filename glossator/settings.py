@@ -184,6 +184,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("bm25_weight", _float, 1.0, "Weight of the keyword ranking in fusion."),
     Setting("vector_weight", _float, 1.0, "Weight of the vector ranking in fusion."),
+    Setting(
+        "chapter_weight",
+        _float,
+        1.0,
+        "Weight of the chapter rankings in hybrid fusion (0: off; search.chapters).",
+    ),
     Setting("job_retries", _int, 5, "Retries of a failed indexing job (with backoff)."),
     Setting("log_level", _log_level, "INFO", "Logging level: DEBUG, INFO, WARNING, ERROR."),
     Setting(

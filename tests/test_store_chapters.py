@@ -1,0 +1,174 @@
+"""store.chapters: chapter-level BM25 and summary cosines, against references in Python."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Iterator
+
+import numpy as np
+import psycopg
+import pytest
+
+from store.chapters import chapter_evidence
+from store.keyword import K1, B, SqlBm25
+from store.loader import sync_tree
+from tests.store_sidecars import DIM, MODEL, PETITION, clone, example, load_template
+
+REPO = "bastiat"
+QUERIES = (
+    "chandelles soleil lumière",
+    "la balance du commerce",
+    "travail national protection douane",
+    "pourquoi la disette n'enrichit pas un pays",
+)
+CHAPTER = PETITION.rsplit("/", 1)[0]
+
+
+@pytest.fixture(scope="module")
+def template(pg_server) -> Iterator[str]:
+    name = load_template(pg_server, REPO)
+    yield name
+    pg_server.drop_database(name)
+
+
+@pytest.fixture
+def db(pg_server, template: str) -> Iterator[psycopg.Connection]:
+    with clone(pg_server, template) as c:
+        yield c
+
+
+def reference(
+    conn: psycopg.Connection, query: str, branch: str = "main"
+) -> list[tuple[str, float]]:
+    """Okapi BM25 with each source file's paragraphs (level 0) as one document, computed
+    in Python from the rows' own tsvectors: independent of the trigger-kept tables."""
+    terms = set(SqlBm25().lexemes(conn, query, repository=REPO, branch=branch))
+    docs: dict[str, Counter[str]] = {}
+    for file, lexeme, tf in conn.execute(
+        "SELECT h.source_file, u.lexeme, cardinality(u.positions) FROM hierarchical_content_nodes h,"
+        " unnest(h.tsv) u WHERE h.repository = %s AND h.branch = %s AND h.level = 0",
+        (REPO, branch),
+    ):
+        docs.setdefault(file, Counter())[lexeme] += tf
+    for (file,) in conn.execute(
+        "SELECT DISTINCT source_file FROM hierarchical_content_nodes"
+        " WHERE repository = %s AND branch = %s AND level = 0",
+        (REPO, branch),
+    ):
+        docs.setdefault(file, Counter())
+    lengths = {f: sum(c.values()) for f, c in docs.items()}
+    n, avgdl = len(docs), sum(lengths.values()) / len(docs)
+    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+    scores = {}
+    for file, tfs in docs.items():
+        s = sum(
+            math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            * tfs[t]
+            * (K1 + 1)
+            / (tfs[t] + K1 * (1 - B + B * lengths[file] / avgdl))
+            for t in terms
+            if tfs.get(t)
+        )
+        if s > 0:
+            scores[file.rsplit("/", 1)[0]] = s
+    return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
+
+
+def evidence(conn: psycopg.Connection, query: str, **kw) -> list[tuple[str, float]]:
+    return chapter_evidence(
+        conn, query, None, model=None, dimension=None, repository=REPO, depth=20, **kw
+    ).keyword
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_chapter_scores_are_okapi_bm25_over_whole_chapters(
+    db: psycopg.Connection, query: str
+) -> None:
+    got = evidence(db, query)
+    want = reference(db, query)[:20]
+    assert got and [c for c, _ in got] == [c for c, _ in want]
+    assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9)
+
+
+def test_the_petition_is_the_candle_chapter(db: psycopg.Connection) -> None:
+    assert evidence(db, "chandelles soleil lumière")[0][0] == CHAPTER
+    # the work filter narrows the chapters, never the statistics
+    assert evidence(db, "chandelles soleil", work="no-such-work") == []
+    assert evidence(db, "chandelles soleil", work="sophismes-economiques") == evidence(
+        db, "chandelles soleil"
+    )
+    # words the corpus lacks, stop words only, punctuation: no chapter, no error
+    assert evidence(db, "kubernetes") == evidence(db, "le la les") == evidence(db, "«»?!") == []
+
+
+def test_summary_cosines_are_exact_over_every_chapter_summary(db: psycopg.Connection) -> None:
+    rows = db.execute(
+        "SELECT source_file, embedding FROM hierarchical_content_nodes"
+        " WHERE repository = %s AND level = 1 AND embedding_model = %s",
+        (REPO, MODEL),
+    ).fetchall()
+    assert len(rows) > 20
+    rows = [(f, np.asarray(v.to_numpy(), dtype=np.float32)) for f, v in rows]
+    q = rows[3][1]  # a summary's own vector as the query
+    found = chapter_evidence(
+        db, "chandelles", q, model=MODEL, dimension=DIM, repository=REPO, depth=5
+    )
+    want = sorted(
+        (
+            (f.rsplit("/", 1)[0], float(np.dot(v, q) / np.linalg.norm(v) / np.linalg.norm(q)))
+            for f, v in rows
+        ),
+        key=lambda x: (-x[1], x[0]),
+    )[:5]
+    assert [c for c, _ in found.summary] == [c for c, _ in want]
+    assert found.summary[0] == (rows[3][0].rsplit("/", 1)[0], pytest.approx(1.0, abs=1e-5))
+    assert [s for _, s in found.summary] == pytest.approx([s for _, s in want], abs=1e-5)
+    with pytest.raises(ValueError, match="dimensions"):
+        chapter_evidence(db, "x", q[:10], model=MODEL, dimension=DIM, repository=REPO)
+
+
+def test_partial_reload_keeps_the_chapter_index_exact(db: psycopg.Connection) -> None:
+    source = example()
+    # an edited chapter (candles everywhere), a deleted one
+    text = source.files[PETITION].decode() + "\n\nChandelles, chandelles, chandelles.\n"
+    source.files[PETITION] = text.encode()
+    from tests.store_sidecars import sidecar_for
+
+    source.files[PETITION + ".jsonl"] = sidecar_for(
+        PETITION,
+        text,
+        heading_path="Pétition",
+        parent="corpus/sophismes-economiques/serie-1-premiere-serie/summary.md",
+        level=0,
+        node_type="source",
+    )
+    gone = "corpus/sophismes-economiques/serie-1-premiere-serie/chapitre-06-balance-du-commerce/source.md"
+    del source.files[gone], source.files[gone + ".jsonl"]
+    partial = sync_tree(db, repository=REPO, branch="main", source=source)
+    assert partial.ok and partial.deleted == [gone] and PETITION in partial.loaded
+    full = sync_tree(db, repository=REPO, branch="rebuild", source=source)
+    assert full.ok
+    db.commit()
+    for query in QUERIES:
+        a = evidence(db, query)
+        b = chapter_evidence(
+            db, query, None, model=None, dimension=None, repository=REPO, branch="rebuild"
+        ).keyword
+        want = reference(db, query)[:20]
+        assert a and [c for c, _ in a] == [c for c, _ in b] == [c for c, _ in want], query
+        for got in (a, b):
+            assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), query
+    assert gone.rsplit("/", 1)[0] not in {c for c, _ in evidence(db, "balance commerce")}
+    tables = [
+        db.execute(
+            "SELECT count(*), sum(doc_len) FROM bm25_chapters WHERE repository = %s AND branch = %s",
+            (REPO, b),
+        ).fetchone()
+        for b in ("main", "rebuild")
+    ]
+    assert tables[0] == tables[1]
+    # TRUNCATE empties the chapter index too
+    db.execute("TRUNCATE hierarchical_content_nodes")
+    assert db.execute("SELECT count(*) FROM bm25_chapter_terms").fetchone() == (0,)
+    assert db.execute("SELECT count(*) FROM bm25_chapters").fetchone() == (0,)
