@@ -183,7 +183,7 @@ def search(
         )
         rows = R.by_ids(conn, [i for i, _ in fused])
         bonus: dict[int, float] = {}
-        if mode == "hybrid" and chapter_weight > 0 and rows:
+        if mode == "hybrid" and chapter_weight > 0 and any(r["level"] <= 1 for r in rows.values()):
             t_chapters = time.perf_counter()
             found = chapters.evidence(
                 conn,
