@@ -72,17 +72,18 @@ def keyword(
     merged by score: scores are comparable enough across corpora of one
     language, and a single repository (the usual case) is exact.
     """
-    backend = store_keyword.choose_backend(conn)
+    # the backend and (without a repository filter) the branch's repositories: one query
     if filters.repository is not None:
+        row = conn.execute(f"SELECT {store_keyword.BACKEND_COLUMNS}").fetchone()
         repositories = [filters.repository]
     else:
-        repositories = [
-            r[0]
-            for r in conn.execute(
-                "SELECT DISTINCT repository FROM bm25_corpus WHERE branch = %s ORDER BY 1",
-                (filters.branch,),
-            ).fetchall()
-        ]
+        row = conn.execute(
+            f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT DISTINCT repository"
+            " FROM bm25_corpus WHERE branch = %s ORDER BY 1)",
+            (filters.branch,),
+        ).fetchone()
+        repositories = list(row[2]) if row else []
+    backend = store_keyword.backend_for(bool(row and row[0]), bool(row and row[1]))
     found: list[tuple[int, float]] = []
     for repository in repositories:
         found.extend(
@@ -97,6 +98,32 @@ def keyword(
         )
     found.sort(key=lambda x: (-x[1], x[0]))
     return found[:depth]
+
+
+# Settings of the vector query, local to it. Without filters narrower than the branch
+# (the MCP tools' default), the query is planned with sorts priced out, so the model's
+# HNSW index (the one path that returns rows in distance order) is used at any size.
+# PostgreSQL's estimate of the alternative, an exact scan, leaves out detoasting every
+# row's vector (3 TOAST pages each): on the example's 1,985 rows it prices that scan
+# below the index although it takes 6 ms against the index's ~2.4 ms (recall@10 0.99
+# against the exact scan, bench/RESULTS.md "Latency"). With a repository, work, level
+# or node type filter the planner keeps the choice: it knows how few rows the filter
+# keeps, and for a small repository among large ones the exact scan through the filter
+# index is the right plan.
+VECTOR_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+    " set_config('hnsw.ef_search', %s, true), set_config('enable_sort', %s, true)"
+)
+
+
+def index_always(filters: Filters) -> bool:
+    """True when the vector query's scope is the whole branch: the HNSW index is the plan."""
+    return (
+        filters.repository is None
+        and filters.work is None
+        and filters.levels is None
+        and filters.node_types is None
+    )
 
 
 def ef_search(depth: int) -> int:
@@ -130,11 +157,13 @@ def vector(
     if dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
         q = HalfVector(q)  # the index casts to halfvec(N) above 2,000 dimensions
     params.update(q=q, k=depth)
-    with conn.transaction():
-        conn.execute("SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true)")
-        conn.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(ef_search(depth)),))
-        found = conn.execute(
-            store_vectors.nearest_sql(model, dimension, where=where), params
-        ).fetchall()
+    # one round trip: the settings and the query go in one pipeline, inside a savepoint
+    # rolled back afterwards, so the settings end with the query (the rows are read)
+    with conn.pipeline(), conn.transaction(force_rollback=True):
+        conn.execute(
+            VECTOR_SETTINGS, (str(ef_search(depth)), "off" if index_always(filters) else "on")
+        )
+        cur = conn.execute(store_vectors.nearest_sql(model, dimension, where=where), params)
+    found = cur.fetchall()
     found.sort(key=lambda r: r[1])
     return [(int(i), 1.0 - float(d)) for i, d in found]

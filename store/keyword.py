@@ -192,12 +192,27 @@ def has_pg_search(conn: psycopg.Connection) -> bool:
     return row is not None
 
 
-def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
-    """pg_search when the extension and its index are there, else the SQL BM25."""
-    if has_pg_search(conn):
+# What `choose_backend` needs, as two columns a caller can put in a SELECT of its own
+# (search asks them together with the branch's repositories: one round trip, not three).
+# The index name is store.pgsearch.INDEX_NAME.
+BACKEND_COLUMNS = (
+    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_search'),"
+    " to_regclass('hcn_bm25') IS NOT NULL"
+)
+
+
+def backend_for(has_extension: bool, has_index: bool) -> KeywordBackend:
+    """The backend for what `BACKEND_COLUMNS` found: pg_search with its index, else SQL BM25."""
+    if has_extension:
         from store.pgsearch import PgSearchBackend
 
-        if PgSearchBackend.index_exists(conn):
+        if has_index:
             return PgSearchBackend()
         log.info("pg_search is installed but has no BM25 index: run `glossator db pg-search`")
     return SqlBm25()
+
+
+def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
+    """pg_search when the extension and its index are there, else the SQL BM25 (one query)."""
+    row = conn.execute(f"SELECT {BACKEND_COLUMNS}").fetchone()
+    return backend_for(bool(row and row[0]), bool(row and row[1]))

