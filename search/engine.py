@@ -36,6 +36,7 @@ from search.fusion import cap_per_group, rrf
 from search.passages import best_paragraphs
 from search.rerank import Reranker
 from search.results import MODES, Freshness, Hit, RerankReport, Scores, SearchResponse
+from store.phrases import phrase_rows, quoted_segments
 
 log = logging.getLogger(__name__)
 
@@ -182,6 +183,12 @@ def search(
             weights=weights,
         )
         rows = R.by_ids(conn, [i for i, _ in fused])
+        quoted: set[int] = set()
+        segments = quoted_segments(query) if mode == "hybrid" else []
+        if segments:  # of the candidates, those that hold a quoted part of the question
+            t_phrase = time.perf_counter()
+            quoted = set(phrase_rows(conn, segments, list(rows)))
+            timings["phrase"] = _ms(t_phrase)
         bonus: dict[int, float] = {}
         if mode == "hybrid" and chapter_weight > 0 and any(r["level"] <= 1 for r in rows.values()):
             t_chapters = time.perf_counter()
@@ -203,6 +210,8 @@ def search(
                 weight=chapter_weight,
             )
             timings["chapters"] = _ms(t_chapters)
+        if quoted:  # the passages that say what the question quotes come first
+            fused = [x for x in fused if x[0] in quoted] + [x for x in fused if x[0] not in quoted]
         order = cap_per_group(
             [i for i, _ in fused if i in rows],
             {i: (r["repository"], r["source_file"]) for i, r in rows.items()},
@@ -225,6 +234,8 @@ def search(
         for i, b in bonus.items():
             if i in scores:
                 scores[i].chapter = round(b, 6)
+        for i in quoted & scores.keys():
+            scores[i].phrase = True
         timings["fuse"] = _ms(t)
 
         report = RerankReport("disabled")
@@ -329,7 +340,7 @@ def _scores(
         for rank, (i, score) in enumerate(ranking, start=1):
             if name == "keyword":
                 out[i].keyword, out[i].keyword_rank = round(score, 6), rank
-            else:
+            elif name == "vector":
                 out[i].vector, out[i].vector_rank = round(score, 6), rank
     return out
 

@@ -105,6 +105,7 @@ class Scores:
     keyword_rank: int | None = None
     vector_rank: int | None = None
     chapter: float | None = None
+    phrase: bool | None = None  # True: the hit holds a quoted part of the question (hybrid)
 
 
 @dataclass

