@@ -55,25 +55,21 @@ stats AS (
 ),
 matched AS MATERIALIZED (
     -- LATERAL: one primary-key lookup per query lexeme, whatever the statistics say
-    SELECT t.source_file, t.lexeme, t.tf::float8 AS tf
+    SELECT c.source_file, c.doc_len, t.lexeme, t.tf::float8 AS tf, c.work
       FROM q CROSS JOIN LATERAL (
-           SELECT source_file, lexeme, tf FROM bm25_chapter_terms
-            WHERE repository = %(repository)s AND branch = %(branch)s AND lexeme = q.lexeme
+           SELECT lexeme, chapter_id, tf FROM bm25_chapter_terms WHERE lexeme = q.lexeme
            ) AS t
+      JOIN bm25_chapters c ON c.id = t.chapter_id
+     WHERE c.repository = %(repository)s AND c.branch = %(branch)s
 ),
 df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme),
 keyword AS (
     SELECT 'keyword'::text AS kind, m.source_file,
            sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
                * m.tf * (%(k1)s::float8 + 1)
-               / (m.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * c.doc_len / s.avgdl))
+               / (m.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * m.doc_len / s.avgdl))
            ) AS score
-      FROM matched m
-      JOIN df d USING (lexeme)
-      JOIN bm25_chapters c
-        ON c.repository = %(repository)s AND c.branch = %(branch)s
-       AND c.source_file = m.source_file
-     CROSS JOIN stats s
+      FROM matched m JOIN df d USING (lexeme) CROSS JOIN stats s
      WHERE {work}
      GROUP BY m.source_file
      ORDER BY score DESC, m.source_file
@@ -133,7 +129,7 @@ def chapter_evidence(
         "work": work,
     }
     work_sql = sql.SQL("work = %(work)s" if work is not None else "TRUE")
-    work_c = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")
+    work_c = sql.SQL("m.work = %(work)s" if work is not None else "TRUE")
     summaries: sql.Composable = sql.SQL("")
     if query_vector is not None and model is not None and dimension is not None:
         if len(query_vector) != dimension:
