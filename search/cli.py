@@ -150,6 +150,10 @@ def print_response(console: Console, response: SearchResponse) -> None:
             parts.append(f"bm25 {s.keyword:.2f} (#{s.keyword_rank})")
         if s.vector is not None:
             parts.append(f"cosine {s.vector:.3f} (#{s.vector_rank})")
+        if s.chapter is not None:
+            parts.append(f"chapter +{s.chapter:.4f}")
+        if s.phrase:
+            parts.append("quoted phrase")
         if s.rerank is not None:
             parts.append(f"rerank {s.rerank:.3f}")
         console.print("    " + " · ".join(parts), style="dim", highlight=False)

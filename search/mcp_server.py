@@ -62,8 +62,12 @@ the text, not the summaries."""
 
 SEARCH_DESCRIPTION = f"""\
 Search the indexed books: keyword (BM25, exact words, French stemming, accents
-ignored) and meaning (multilingual embeddings), fused by reciprocal rank fusion.
-Returns the best rows, each with its text, citation and scores.
+ignored) and meaning (multilingual embeddings), fused by reciprocal rank fusion;
+in hybrid mode whole chapters are ranked too (their words, paragraphs and
+summary), so a question that restates a chapter's argument finds that chapter.
+Put exact words in quotes (« … » or "…") to bring first the passages that
+say them (`scores.phrase`). Returns the best rows, each with its text,
+citation and scores.
 
 Levels: 0 = a paragraph of the text (quote these); 1 = a chapter's summary;
 2 = a part's summary; 3 = the work's summary. Filter with `level` (e.g. 0 for
