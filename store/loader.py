@@ -188,18 +188,17 @@ def sync_files(
     return result
 
 
-# The chapter index's tables (migration 011), small and cheap to analyse. The rows'
-# table is left to autovacuum: the vector query's plan is chosen for its statistics
-# as autovacuum leaves them (search.retrieval).
-ANALYZE_SQL = "ANALYZE bm25_chapters, bm25_chapter_terms"
+# After a big load: the rows' table (the BM25, vector and context queries are planned on
+# its statistics) and the chapter index's two tables (migration 011).
+ANALYZE_SQL = "ANALYZE hierarchical_content_nodes, bm25_chapters, bm25_chapter_terms"
 
 
 def _analyze_if_stale(conn: psycopg.Connection, files: int) -> None:
-    """ANALYZE the chapter index after a load that changed a good part of it (as
-    autovacuum would, but now: the first searches after a first load would otherwise
-    be planned on an empty-table estimate, a scan of every term where a primary-key
-    lookup is right: 20 ms instead of 1 ms for the chapter BM25 on the example).
-    A small edit does not pay for it.
+    """ANALYZE after a load that changed a good part of the corpus (as autovacuum
+    would, a minute later; the first searches after a first load would otherwise be
+    planned on empty-table estimates: a scan of every chapter term where a primary-key
+    lookup is right, 20 ms instead of 1 ms for the chapter BM25 on the example, and
+    sequential scans where the GIN index is right). A small edit does not pay for it.
     """
     if files <= 0:
         return
