@@ -291,6 +291,46 @@ def latency_run(corpus: Path, rounds: int) -> None:
     )
 
 
+def planner_choices(conn, queries_vec, model: str, dim: int) -> list[tuple[str, str, float, float]]:
+    """The vector query's plan, time and recall@10 (against an exact scan of the same
+    rows) for three scopes at the large size: the whole branch (the HNSW index by
+    `search.retrieval.index_always`), the large repository, and the small one among
+    the large (the planner's choice; an exact scan through the filter index is right)."""
+    from search.retrieval import VECTOR_SETTINGS, Filters, ef_search, index_always, vector
+
+    out = []
+    qs = [np.asarray(q, dtype=np.float32) for q in queries_vec[:20]]  # exact scans are slow
+    for label, flt in (
+        ("whole branch (no filter)", Filters()),
+        ("repository = synthetic", Filters(repository="synthetic")),
+        ("repository = example (1 % of the rows)", Filters(repository="example")),
+    ):
+        where, params = flt.where()
+        knn = store_vectors.nearest_sql(model, dim, where=where)
+        with conn.transaction(force_rollback=True):
+            conn.execute(
+                VECTOR_SETTINGS, (str(ef_search(50)), "off" if index_always(flt) else "on")
+            )
+            plan = "\n".join(
+                r[0]
+                for r in conn.execute(
+                    b"EXPLAIN " + knn.as_bytes(conn), {**params, "q": qs[0], "k": 50}
+                )
+            )
+        kind = "HNSW index" if "hcn_vec_" in plan else "exact scan"
+        times, recalls = [], []
+        for q in qs:
+            t = time.perf_counter()
+            got = [i for i, _ in vector(conn, q, model, dim, flt, 50)][:10]
+            times.append((time.perf_counter() - t) * 1000)
+            with conn.transaction(force_rollback=True):
+                conn.execute("SET LOCAL enable_indexscan = off")
+                exact = {r[0] for r in conn.execute(knn, {**params, "q": q, "k": 10}).fetchall()}
+            recalls.append(len(set(got) & exact) / 10)
+        out.append((label, kind, statistics.median(times), statistics.fmean(recalls)))
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="example/ copy with sidecars")
@@ -363,6 +403,9 @@ def main() -> None:
             ann = hnsw_vs_exact(
                 conn, ids, syn, list(vectors.values()), embedder.model, embedder.dimension
             )
+            choices = planner_choices(
+                conn, list(vectors.values()), embedder.model, embedder.dimension
+            )
 
         print()
         print(f"| mode | p50 ms ({n_example} rows) | p95 ms | p50 ms ({args.rows} rows) | p95 ms |")
@@ -385,6 +428,12 @@ def main() -> None:
         print(
             f"exact scans p50: numpy {ann['numpy_ms']:.2f} ms, PostgreSQL {ann['pg_exact_ms']:.2f} ms"
         )
+        print()
+        print(f"The vector query's plan by scope at {args.rows + n_example} rows (20 queries):")
+        print("| scope | plan | p50 ms | recall@10 vs exact |")
+        print("|---|---|---:|---:|")
+        for label, kind, ms, recall in choices:
+            print(f"| {label} | {kind} | {ms:.2f} | {recall:.3f} |")
     finally:
         db.stop()
         shutil.rmtree(tmp, ignore_errors=True)
