@@ -213,3 +213,44 @@ def test_phrase_rows_match_the_words_in_order(db: psycopg.Connection) -> None:
     # quotes and tsquery syntax in the segment are plain text
     assert phrase_rows(db, ["l'a & | ! <-> ('x'"], ids) == []
     assert phrase_rows(db, [], ids) == phrase_rows(db, ["la disette"], []) == []
+
+
+def test_updates_and_deletes_of_rows_keep_the_chapter_index_exact(db: psycopg.Connection) -> None:
+    # an UPDATE is a removal then an addition; a row moving out of level 0 leaves its
+    # chapter; deleting every paragraph of a chapter drops it
+    db.execute(
+        "UPDATE hierarchical_content_nodes SET content = content || ' Chandelles et soleil.'"
+        " WHERE repository = %s AND level = 0 AND chunk_index %% 7 = 3",
+        (REPO,),
+    )
+    db.execute(
+        "UPDATE hierarchical_content_nodes SET level = 1 WHERE repository = %s AND level = 0"
+        " AND source_file = %s AND chunk_index = 2",
+        (REPO, PETITION),
+    )
+    gone = "corpus/sophismes-economiques/serie-1-premiere-serie/chapitre-06-balance-du-commerce/source.md"
+    db.execute(
+        "DELETE FROM hierarchical_content_nodes WHERE repository = %s AND source_file = %s",
+        (REPO, gone),
+    )
+    for query in QUERIES:
+        got, want = evidence(db, query), reference(db, query)[:20]
+        assert [c for c, _ in got] == [c for c, _ in want], query
+        assert [s for _, s in got] == pytest.approx([s for _, s in want], rel=1e-9), query
+    stored = dict(
+        (f, (n, length))
+        for f, n, length in db.execute(
+            "SELECT source_file, n_rows, doc_len FROM bm25_chapters WHERE repository = %s",
+            (REPO,),
+        )
+    )
+    actual = dict(
+        (f, (n, length))
+        for f, n, length in db.execute(
+            "SELECT source_file, count(*), sum(doc_len) FROM hierarchical_content_nodes"
+            " WHERE repository = %s AND level = 0 GROUP BY 1",
+            (REPO,),
+        )
+    )
+    assert stored == actual and gone not in stored
+    assert db.execute("SELECT count(*) FROM bm25_chapter_terms WHERE tf <= 0").fetchone() == (0,)

@@ -11,8 +11,12 @@
 -- * bm25_chapter_terms: one row per (lexeme, chapter id) with the lexeme's count
 --   over the chapter's paragraphs (tf); df is counted by the query.
 --
--- A statement recomputes the chapters it touched, from the rows as they are
--- after it (a file's DELETE empties them, its COPY fills them again).
+-- Like bm25_corpus, they change by deltas read from the statement's transition
+-- tables (the rows it inserted or deleted), never from the rows' table: a file's
+-- DELETE subtracts its counts (a chapter at zero is dropped), its COPY adds them
+-- back. Reading the rows' table instead was planned on its statistics, which a
+-- long first load leaves stale (a repository the statistics have never seen looks
+-- empty): the lookup by file became a scan of the repository, per file.
 
 CREATE TABLE bm25_chapters (
     id          bigint  GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -34,83 +38,64 @@ CREATE TABLE bm25_chapter_terms (
 );
 CREATE INDEX bm25_chapter_terms_chapter ON bm25_chapter_terms (chapter_id);
 
--- plan_cache_mode: planned again at each call, for the tables as they are then. A
--- cached generic plan made while a first load had just begun (tables nearly empty) is a
--- sequential scan, kept while the tables grow: 14x slower at 200,000 rows (bench/load.py).
-CREATE FUNCTION bm25_chapters_refresh(repos text[], branches text[], files text[]) RETURNS void
-LANGUAGE plpgsql SET plan_cache_mode = force_custom_plan AS $$
-DECLARE
-  k record;
-  old_id bigint;
-  new_id bigint;
+CREATE FUNCTION bm25_chapters_add() RETURNS trigger
+LANGUAGE plpgsql AS $$
 BEGIN
-  -- one chapter at a time, by equality on the indexed keys: an index lookup whatever
-  -- the tables' statistics (a join with the key list was planned as a scan of every
-  -- term for each file of a first load, quadratic in the corpus)
-  FOR k IN SELECT * FROM unnest(repos, branches, files) AS u(repository, branch, source_file)
-  LOOP
-    DELETE FROM bm25_chapters
-     WHERE repository = k.repository AND branch = k.branch AND source_file = k.source_file
-    RETURNING id INTO old_id;
-    IF old_id IS NOT NULL THEN
-      DELETE FROM bm25_chapter_terms WHERE chapter_id = old_id;
-    END IF;
-    -- level::integer: not an index condition, so the file's own index
-    -- (hcn_unique_chunk: repository, branch, source_file) is the one used; PostgreSQL
-    -- 18's skip scan otherwise picks hcn_filters and reads the branch's every paragraph
-    INSERT INTO bm25_chapters (repository, branch, source_file, work, doc_len, n_rows)
-    SELECT k.repository, k.branch, k.source_file, min(h.work), sum(h.doc_len), count(*)
-      FROM hierarchical_content_nodes h
-     WHERE h.repository = k.repository AND h.branch = k.branch
-       AND h.source_file = k.source_file AND h.level::integer = 0
-    HAVING count(*) > 0
-    RETURNING id INTO new_id;
-    IF new_id IS NOT NULL THEN
-      INSERT INTO bm25_chapter_terms (lexeme, chapter_id, tf)
-      SELECT u.lexeme, new_id, sum(cardinality(u.positions))
-        FROM hierarchical_content_nodes h CROSS JOIN LATERAL unnest(h.tsv) AS u
-       WHERE h.repository = k.repository AND h.branch = k.branch
-         AND h.source_file = k.source_file AND h.level::integer = 0
-       GROUP BY u.lexeme;
-    END IF;
-    old_id := NULL;
-    new_id := NULL;
-  END LOOP;
+  -- ORDER BY: concurrent writers lock the rows in one order (no deadlock)
+  INSERT INTO bm25_chapters AS c (repository, branch, source_file, work, doc_len, n_rows)
+  SELECT repository, branch, source_file, min(work), sum(doc_len), count(*)
+    FROM new_rows WHERE level = 0
+   GROUP BY 1, 2, 3 ORDER BY 1, 2, 3
+  ON CONFLICT (repository, branch, source_file) DO UPDATE
+    SET doc_len = c.doc_len + excluded.doc_len, n_rows = c.n_rows + excluded.n_rows,
+        work = excluded.work;
+  INSERT INTO bm25_chapter_terms AS t (lexeme, chapter_id, tf)
+  SELECT u.lexeme, c.id, sum(cardinality(u.positions))
+    FROM new_rows n
+    JOIN bm25_chapters c
+      ON c.repository = n.repository AND c.branch = n.branch AND c.source_file = n.source_file
+   CROSS JOIN LATERAL unnest(n.tsv) AS u
+   WHERE n.level = 0
+   GROUP BY 1, 2 ORDER BY 2, 1
+  ON CONFLICT (lexeme, chapter_id) DO UPDATE SET tf = t.tf + excluded.tf;
+  RETURN NULL;
 END
 $$;
 
-CREATE FUNCTION bm25_chapters_sync() RETURNS trigger
+CREATE FUNCTION bm25_chapters_remove() RETURNS trigger
 LANGUAGE plpgsql AS $$
-DECLARE
-  repos text[];
-  branches text[];
-  files text[];
 BEGIN
-  -- ORDER BY: concurrent writers lock the chapters in one order (no deadlock)
-  IF TG_OP = 'INSERT' THEN
-    SELECT array_agg(repository ORDER BY repository, branch, source_file),
-           array_agg(branch ORDER BY repository, branch, source_file),
-           array_agg(source_file ORDER BY repository, branch, source_file)
-      INTO repos, branches, files
-      FROM (SELECT DISTINCT repository, branch, source_file FROM new_rows) AS k;
-  ELSIF TG_OP = 'DELETE' THEN
-    SELECT array_agg(repository ORDER BY repository, branch, source_file),
-           array_agg(branch ORDER BY repository, branch, source_file),
-           array_agg(source_file ORDER BY repository, branch, source_file)
-      INTO repos, branches, files
-      FROM (SELECT DISTINCT repository, branch, source_file FROM old_rows) AS k;
-  ELSE
-    SELECT array_agg(repository ORDER BY repository, branch, source_file),
-           array_agg(branch ORDER BY repository, branch, source_file),
-           array_agg(source_file ORDER BY repository, branch, source_file)
-      INTO repos, branches, files
-      FROM (SELECT repository, branch, source_file FROM old_rows
-            UNION
-            SELECT repository, branch, source_file FROM new_rows) AS k;
-  END IF;
-  IF repos IS NOT NULL THEN
-    PERFORM bm25_chapters_refresh(repos, branches, files);
-  END IF;
+  WITH d AS (
+    SELECT u.lexeme, c.id, sum(cardinality(u.positions)) AS tf
+      FROM old_rows o
+      JOIN bm25_chapters c
+        ON c.repository = o.repository AND c.branch = o.branch AND c.source_file = o.source_file
+     CROSS JOIN LATERAL unnest(o.tsv) AS u
+     WHERE o.level = 0
+     GROUP BY 1, 2
+  )
+  UPDATE bm25_chapter_terms t SET tf = t.tf - d.tf
+    FROM d WHERE t.lexeme = d.lexeme AND t.chapter_id = d.id;
+  WITH g AS (
+    SELECT repository, branch, source_file, sum(doc_len) AS len, count(*) AS n
+      FROM old_rows WHERE level = 0
+     GROUP BY 1, 2, 3
+  )
+  UPDATE bm25_chapters c SET doc_len = c.doc_len - g.len, n_rows = c.n_rows - g.n
+    FROM g
+   WHERE c.repository = g.repository AND c.branch = g.branch AND c.source_file = g.source_file;
+  DELETE FROM bm25_chapter_terms t
+   USING (SELECT DISTINCT c.id
+            FROM old_rows o
+            JOIN bm25_chapters c
+              ON c.repository = o.repository AND c.branch = o.branch
+             AND c.source_file = o.source_file
+           WHERE o.level = 0) AS k
+   WHERE t.chapter_id = k.id AND t.tf <= 0;
+  DELETE FROM bm25_chapters c
+   USING (SELECT DISTINCT repository, branch, source_file FROM old_rows WHERE level = 0) AS k
+   WHERE c.repository = k.repository AND c.branch = k.branch AND c.source_file = k.source_file
+     AND c.n_rows <= 0;
   RETURN NULL;
 END
 $$;
@@ -123,17 +108,29 @@ BEGIN
 END
 $$;
 
+-- An UPDATE is a removal of its old rows, then an addition of its new ones: two
+-- triggers, in name order (PostgreSQL fires same-event triggers alphabetically).
 CREATE TRIGGER hcn_chapters_insert AFTER INSERT ON hierarchical_content_nodes
-  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_sync();
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_add();
 CREATE TRIGGER hcn_chapters_delete AFTER DELETE ON hierarchical_content_nodes
-  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_sync();
-CREATE TRIGGER hcn_chapters_update AFTER UPDATE ON hierarchical_content_nodes
-  REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows
-  FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_sync();
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_remove();
+CREATE TRIGGER hcn_chapters_update_1_remove AFTER UPDATE ON hierarchical_content_nodes
+  REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_remove();
+CREATE TRIGGER hcn_chapters_update_2_add AFTER UPDATE ON hierarchical_content_nodes
+  REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_add();
 CREATE TRIGGER hcn_chapters_truncate AFTER TRUNCATE ON hierarchical_content_nodes
   FOR EACH STATEMENT EXECUTE FUNCTION bm25_chapters_clear();
 
 -- the rows already loaded
-SELECT bm25_chapters_refresh(array_agg(repository), array_agg(branch), array_agg(source_file))
-  FROM (SELECT DISTINCT repository, branch, source_file
-          FROM hierarchical_content_nodes WHERE level = 0) AS k;
+INSERT INTO bm25_chapters (repository, branch, source_file, work, doc_len, n_rows)
+SELECT repository, branch, source_file, min(work), sum(doc_len), count(*)
+  FROM hierarchical_content_nodes WHERE level = 0
+ GROUP BY 1, 2, 3;
+INSERT INTO bm25_chapter_terms (lexeme, chapter_id, tf)
+SELECT u.lexeme, c.id, sum(cardinality(u.positions))
+  FROM hierarchical_content_nodes h
+  JOIN bm25_chapters c
+    ON c.repository = h.repository AND c.branch = h.branch AND c.source_file = h.source_file
+ CROSS JOIN LATERAL unnest(h.tsv) AS u
+ WHERE h.level = 0
+ GROUP BY 1, 2;
