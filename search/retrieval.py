@@ -72,16 +72,21 @@ def keyword(
     merged by score: scores are comparable enough across corpora of one
     language, and a single repository (the usual case) is exact.
     """
-    # the backend and (without a repository filter) the branch's repositories: one query
+    # the backend and (without a repository filter) the branch's repositories: one query,
+    # in a pipeline so that the BEGIN opening a search's transaction goes with it
+    with conn.pipeline():
+        if filters.repository is not None:
+            cur = conn.execute(f"SELECT {store_keyword.BACKEND_COLUMNS}")
+        else:
+            cur = conn.execute(
+                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT DISTINCT repository"
+                " FROM bm25_corpus WHERE branch = %s ORDER BY 1)",
+                (filters.branch,),
+            )
+    row = cur.fetchone()
     if filters.repository is not None:
-        row = conn.execute(f"SELECT {store_keyword.BACKEND_COLUMNS}").fetchone()
         repositories = [filters.repository]
     else:
-        row = conn.execute(
-            f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT DISTINCT repository"
-            " FROM bm25_corpus WHERE branch = %s ORDER BY 1)",
-            (filters.branch,),
-        ).fetchone()
         repositories = list(row[2]) if row else []
     backend = store_keyword.backend_for(bool(row and row[0]), bool(row and row[1]))
     found: list[tuple[int, float]] = []
