@@ -40,15 +40,12 @@ from pgvector import HalfVector
 from psycopg import sql
 
 from store import vectors as store_vectors
-from store.keyword import K1, B
+from store.keyword import K1, QUERY_LEXEMES, B
 
-_SQL = """
-WITH q AS (
-    SELECT DISTINCT l.lexeme
-      FROM bm25_corpus c,
-           unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s::text))) AS l(lexeme)
-     WHERE c.repository = %(repository)s AND c.branch = %(branch)s
-),
+_SQL = (
+    "WITH"
+    + QUERY_LEXEMES
+    + """,
 stats AS (
     SELECT count(*)::float8 AS n, avg(doc_len)::float8 AS avgdl
       FROM bm25_chapters WHERE repository = %(repository)s AND branch = %(branch)s
@@ -78,6 +75,7 @@ keyword AS (
 SELECT kind, source_file, score FROM keyword
 {summaries}
 """
+)
 
 _SUMMARIES = """
 UNION ALL

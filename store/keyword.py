@@ -125,13 +125,21 @@ class KeywordBackend(ABC):
         return [(int(i), float(s)) for i, s in await cur.fetchall()]
 
 
-_SQL_BM25 = """
-WITH q AS (
+# The query's distinct lexemes, through each text search configuration the
+# (repository, branch) uses: the CTE `q` every BM25 query here starts with
+# (store.chapters too).
+QUERY_LEXEMES = """
+q AS (
     SELECT DISTINCT l.lexeme
       FROM bm25_corpus c,
            unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s::text))) AS l(lexeme)
      WHERE c.repository = %(repository)s AND c.branch = %(branch)s
-),
+)"""
+
+_SQL_BM25 = (
+    "WITH"
+    + QUERY_LEXEMES
+    + """,
 lex AS (
     -- each lexeme quoted for tsquery input: quotes and backslashes doubled
     SELECT array_agg(lexeme) AS lexemes,
@@ -163,6 +171,7 @@ SELECT m.id,
  ORDER BY score DESC, m.id
  LIMIT %(k)s
 """
+)
 
 
 class SqlBm25(KeywordBackend):
