@@ -220,7 +220,7 @@ def search(
         if max_per_chapter is not None:
             order = cap_per_group(
                 order,
-                {i: chapter_of(r) for i, r in rows.items()},
+                {i: chapters.chapter_of(r) for i, r in rows.items()},
                 max_per_chapter,
                 "max_per_chapter",
             )
@@ -306,12 +306,6 @@ def index_freshness(
             ).fetchall()
         ]
     return freshness(conn, names, branch, settings)
-
-
-def chapter_of(row: dict[str, Any]) -> tuple[str, str]:
-    """The chapter a row belongs to: its folder, shared by a chapter's source.md and
-    summary.md (a part's or the work's summary is the only row of its folder)."""
-    return row["repository"], row["source_file"].rsplit("/", 1)[0]
 
 
 def embed_query(embedder: Any, query: str) -> Any:
