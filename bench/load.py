@@ -405,7 +405,7 @@ def main() -> None:
         say("| engine | p50 ms | p95 ms | note |")
         say("|---|---:|---:|---|")
         say(
-            f"| SqlBm25 (PostgreSQL, GIN + SQL) | {r['sql_p50']:.1f} | {r['sql_p95']:.1f} | exact statistics, in the database |"
+            f"| SqlBm25 (PostgreSQL, row term index + SQL) | {r['sql_p50']:.1f} | {r['sql_p95']:.1f} | exact statistics, in the database |"
         )
         say(
             f"| bm25s 0.3 (numpy, in memory) | {r['lib_p50']:.2f} | {r['lib_p95']:.2f} | index built in {r['lib_index_s']:.1f} s, held in RAM |"

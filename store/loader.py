@@ -190,7 +190,9 @@ def sync_files(
 
 # After a big load: the rows' table (the BM25, vector and context queries are planned on
 # its statistics) and the chapter index's two tables (migration 011).
-ANALYZE_SQL = "ANALYZE hierarchical_content_nodes, bm25_chapters, bm25_chapter_terms"
+ANALYZE_SQL = (
+    "ANALYZE hierarchical_content_nodes, bm25_chapters, bm25_chapter_terms, bm25_row_terms"
+)
 
 
 def _analyze_if_stale(conn: psycopg.Connection, files: int) -> None:

