@@ -9,7 +9,9 @@ each chunk the fake embedder's hashed vector.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
@@ -23,6 +25,7 @@ from indexer.embedders.fake import hashed_vector
 from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash
 from indexer.source import DirectorySource, MemorySource
 from store.db import configure_connection
+from store.keyword import K1, B
 from store.loader import sync_tree
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[1] / "example"
@@ -131,3 +134,26 @@ def clone(pg_server: Any, template: str) -> Iterator[psycopg.Connection]:
     finally:
         c.close()
         pg_server.drop_database(name)
+
+
+def okapi_bm25(docs: Mapping[Any, Counter[str]], terms: Iterable[str]) -> dict[Any, float]:
+    """Okapi BM25 (k1, b and Lucene's idf as store.keyword) of each document with a
+    positive score, from each document's lexeme counts: the tests' independent check.
+    A document's length is its number of lexeme occurrences."""
+    terms = set(terms)
+    lengths = {key: sum(c.values()) for key, c in docs.items()}
+    n, avgdl = len(docs), sum(lengths.values()) / len(docs)
+    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
+    scores = {}
+    for key, tfs in docs.items():
+        s = sum(
+            math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
+            * tfs[t]
+            * (K1 + 1)
+            / (tfs[t] + K1 * (1 - B + B * lengths[key] / avgdl))
+            for t in terms
+            if tfs.get(t)
+        )
+        if s > 0:
+            scores[key] = s
+    return scores

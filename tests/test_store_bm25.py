@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import itertools
-import math
 from collections import Counter
 from collections.abc import Iterator
 
 import psycopg
 import pytest
 
-from store.keyword import K1, B, SqlBm25, choose_backend, filter_sql
+from store.keyword import SqlBm25, choose_backend, filter_sql
 from store.loader import sync_tree
-from tests.store_sidecars import PETITION, clone, example, load_template, sidecar_for
+from tests.store_sidecars import (
+    PETITION,
+    clone,
+    example,
+    load_template,
+    okapi_bm25,
+    sidecar_for,
+)
 
 REPO = "bastiat"
 QUERIES = (
@@ -84,14 +90,12 @@ def reference_bm25(conn: psycopg.Connection, query: str, k: int) -> list[tuple[i
     """Okapi BM25 computed in Python from the rows' lexemes: an independent check."""
     terms = set(SqlBm25().lexemes(conn, query, repository=REPO, branch="main"))
     docs: dict[int, Counter[str]] = {}
-    lengths: dict[int, int] = {}
     for id_, lexeme, tf in conn.execute(
         "SELECT h.id, u.lexeme, cardinality(u.positions) FROM hierarchical_content_nodes h,"
         " unnest(h.tsv) u WHERE h.repository = %s AND h.branch = 'main'",
         (REPO,),
     ):
         docs.setdefault(id_, Counter())[lexeme] = tf
-        lengths[id_] = lengths.get(id_, 0) + tf
     for id_ in (
         r[0]
         for r in conn.execute(
@@ -99,20 +103,7 @@ def reference_bm25(conn: psycopg.Connection, query: str, k: int) -> list[tuple[i
         )
     ):
         docs.setdefault(id_, Counter())
-        lengths.setdefault(id_, 0)
-    n = len(docs)
-    avgdl = sum(lengths.values()) / n
-    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
-    scores = {}
-    for id_, tfs in docs.items():
-        s = 0.0
-        for t in terms:
-            tf = tfs.get(t, 0)
-            if tf:
-                idf = math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-                s += idf * tf * (K1 + 1) / (tf + K1 * (1 - B + B * lengths[id_] / avgdl))
-        if s > 0:
-            scores[id_] = s
+    scores = okapi_bm25(docs, terms)
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))[:k]
 
 

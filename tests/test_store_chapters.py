@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Iterator
 
@@ -11,9 +10,17 @@ import psycopg
 import pytest
 
 from store.chapters import chapter_evidence
-from store.keyword import K1, B, SqlBm25
+from store.keyword import SqlBm25
 from store.loader import sync_tree
-from tests.store_sidecars import DIM, MODEL, PETITION, clone, example, load_template
+from tests.store_sidecars import (
+    DIM,
+    MODEL,
+    PETITION,
+    clone,
+    example,
+    load_template,
+    okapi_bm25,
+)
 
 REPO = "bastiat"
 QUERIES = (
@@ -57,21 +64,7 @@ def reference(
         (REPO, branch),
     ):
         docs.setdefault(file, Counter())
-    lengths = {f: sum(c.values()) for f, c in docs.items()}
-    n, avgdl = len(docs), sum(lengths.values()) / len(docs)
-    df = {t: sum(1 for d in docs.values() if t in d) for t in terms}
-    scores = {}
-    for file, tfs in docs.items():
-        s = sum(
-            math.log(1 + (n - df[t] + 0.5) / (df[t] + 0.5))
-            * tfs[t]
-            * (K1 + 1)
-            / (tfs[t] + K1 * (1 - B + B * lengths[file] / avgdl))
-            for t in terms
-            if tfs.get(t)
-        )
-        if s > 0:
-            scores[file.rsplit("/", 1)[0]] = s
+    scores = {f.rsplit("/", 1)[0]: v for f, v in okapi_bm25(docs, terms).items()}
     return sorted(scores.items(), key=lambda x: (-x[1], x[0]))
 
 
