@@ -274,9 +274,8 @@ WITH corpus AS (
      WHERE branch = %(branch)s AND (%(repository)s::text IS NULL OR repository = %(repository)s)
 ),
 configs AS (SELECT DISTINCT ts_config FROM corpus),
-terms AS MATERIALIZED (  -- the question's terms as BM25 takes them, each as a tsquery
-    SELECT q.lexeme,
-           ('''' || replace(replace(q.lexeme, '\\', '\\\\'), '''', '''''') || '''')::tsquery AS tsq
+terms AS MATERIALIZED (  -- the question's terms as BM25 takes them
+    SELECT q.lexeme
       FROM (SELECT DISTINCT l.lexeme
               FROM configs c,
                    unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s))) AS l(lexeme)
@@ -315,9 +314,9 @@ SELECT glossator_tsv_len(to_tsvector('simple', %(text)s)) AS words,
        (SELECT max(1 - (centre <=> %(q)s::{cast})) FROM centres)::float8 AS centre,
        (SELECT coalesce(json_agg(json_build_array(
             t.lexeme,
-            (SELECT count(*) FROM hierarchical_content_nodes h  -- df, through the GIN index
-              WHERE h.branch = %(branch)s AND h.repository IN (SELECT repository FROM corpus)
-                AND h.tsv @@ t.tsq),
+            (SELECT count(*) FROM bm25_row_terms r  -- df, from the BM25 term index
+              WHERE r.lexeme = t.lexeme AND r.branch = %(branch)s
+                AND r.repository IN (SELECT repository FROM corpus)),
             (SELECT coalesce(array_agg(x.n), '{{}}') FROM held x WHERE x.lexeme = t.lexeme)
         )), '[]') FROM terms t) AS terms
 """
