@@ -19,12 +19,16 @@ vector) plus the same over the chapter rankings, at its chapter's rank in each
 inherit nothing. Tuned on the tuning half of bench/queries.jsonl with the chapter
 cap on (bench/RESULTS.md, issue 7): chapter BM25 weighs 1.5, the two vector
 rankings 1, each times `Settings.chapter_weight` (0 turns the evidence off).
+
+On a page of chapters (one row each), the rows below the first `TAIL_FROM`
+also count a fourth ranking, the chapter summaries' order in the row keyword
+ranking (`tail`; docs/search.md, "The page's tail").
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from store.chapters import ChapterEvidence, chapter_evidence
@@ -32,6 +36,10 @@ from store.chapters import ChapterEvidence, chapter_evidence
 DEPTH = 20
 TOP_PARAGRAPHS = 3
 WEIGHTS = {"chapter_keyword": 1.5, "chapter_vector": 1.0, "chapter_summary": 1.0}
+# The page's tail: after the first TAIL_FROM rows, the chapter rankings named here
+# count too (weight × TAIL_WEIGHTS[name] / (k + rank)). See `tail`.
+TAIL_FROM = 5
+TAIL_WEIGHTS = {"summary_keyword": 1.5}
 
 Chapter = tuple[str, str]  # (repository, chapter folder)
 
@@ -68,18 +76,27 @@ def rankings(
     found: Mapping[str, ChapterEvidence],
     vector_ranking: Sequence[tuple[int, float]],
     rows: Mapping[int, Mapping[str, Any]],
+    keyword_ranking: Sequence[tuple[int, float]] = (),
 ) -> dict[str, list[Chapter]]:
-    """The three chapter rankings, best first, at most `DEPTH` chapters each.
+    """The chapter rankings, best first, at most `DEPTH` chapters each: the three of
+    `WEIGHTS`, and `summary_keyword` (the chapter summaries in the order the row
+    keyword ranking already fetched gives them) for the tail (`tail`).
 
     Several repositories' lists are merged by score (one language: BM25 scores
     and cosines are comparable enough; one repository, the usual case, is exact).
     """
     keyword = [((repo, ch), s) for repo, ev in found.items() for ch, s in ev.keyword]
     summary = [((repo, ch), s) for repo, ev in found.items() for ch, s in ev.summary]
+    summary_keyword = [
+        (chapter_of(row), s)
+        for i, s in keyword_ranking
+        if (row := rows.get(i)) is not None and row["level"] == 1
+    ]
     out = {
         "chapter_keyword": _best(keyword),
         "chapter_summary": _best(summary),
         "chapter_vector": [],
+        "summary_keyword": _best(summary_keyword),
     }
     if vector_ranking:
         floor = vector_ranking[-1][1]
@@ -112,6 +129,7 @@ def inherit(
     places = {
         name: {ch: rank for rank, ch in enumerate(ranking, start=1)}
         for name, ranking in chapter_rankings.items()
+        if name in WEIGHTS
     }
     bonus: dict[int, float] = {}
     for i, _ in fused:
@@ -140,3 +158,49 @@ def chapter_of(row: Mapping[str, Any]) -> Chapter:
 def _best(scored: list[tuple[Chapter, float]]) -> list[Chapter]:
     scored.sort(key=lambda x: (-x[1], x[0]))
     return [ch for ch, _ in scored[:DEPTH]]
+
+
+def tail(
+    order: Sequence[int],
+    fused: Mapping[int, float],
+    rows: Mapping[int, Mapping[str, Any]],
+    chapter_rankings: Mapping[str, Sequence[Chapter]],
+    *,
+    k: int,
+    weight: float,
+    first: Collection[int] = (),
+) -> tuple[list[int], dict[int, float]]:
+    """Re-rank the rows after the first `TAIL_FROM` with the `TAIL_WEIGHTS` rankings.
+
+    The head of a page is won by rows that match the question, each on its own.
+    A chapter whose summary holds the question's words (a summary restates
+    the chapter's argument, and the keyword ranking already fetched ranks it
+    among the rows) may still fall below the page when none of its paragraphs
+    does. Below the head, each row of levels 0-1 adds `weight` ×
+    TAIL_WEIGHTS[name] / (k + its chapter's rank in that ranking), so the head,
+    and top-1, never move. Rows in `first` (those holding a quotation) stay
+    ahead of the others. Returns the new order and each row's extra score.
+    """
+    head, rest = list(order[:TAIL_FROM]), list(order[TAIL_FROM:])
+    if not rest or weight <= 0:
+        return head + rest, {}
+    places = {
+        name: {ch: rank for rank, ch in enumerate(chapter_rankings.get(name, ()), start=1)}
+        for name in TAIL_WEIGHTS
+    }
+    extra: dict[int, float] = {}
+    for i in rest:
+        row = rows.get(i)
+        if row is None or row["level"] > 1:
+            continue
+        ch = chapter_of(row)
+        e = sum(
+            weight * w / (k + places[name][ch])
+            for name, w in TAIL_WEIGHTS.items()
+            if ch in places[name]
+        )
+        if e:
+            extra[i] = e
+    # stable: equal scores keep their order
+    rest.sort(key=lambda i: (i not in first, -(fused.get(i, 0.0) + extra.get(i, 0.0))))
+    return head + rest, extra

