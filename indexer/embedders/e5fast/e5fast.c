@@ -213,7 +213,7 @@ static void matmul_q4q8(const block_q4_0 *W, const float *bias,
  * The integer dot products are exact, so results differ from the AVX2 kernel only
  * by the order of float additions (cosine >= 0.9999 on the queries of
  * bench/queries.jsonl; tests/test_embedders.py checks it). */
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(GL_PORTABLE)
 #define GL_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
 #include <immintrin.h>
 
@@ -501,7 +501,7 @@ static inline float gelu(float x) {
     return 0.5f * x * (1.f + erff(x * 0.70710678118654752440f));
 }
 
-#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(GL_PORTABLE)
 
 /* exp(x), Cephes' expf polynomial with a two-step Cody-Waite reduction and
  * vscalefps for 2^n: ~1 ulp on the range the encoder uses. */
