@@ -208,6 +208,12 @@ def mcp(obj: Context) -> None:
     "--max-per-chapter", type=click.IntRange(1, MAX_K), help="Cap the rows of every mode."
 )
 @click.option("--by-kind", is_flag=True, help="Also print MRR / recall / top-1 per kind.")
+@click.option(
+    "--misses",
+    is_flag=True,
+    help="Also list the queries hybrid as agents run it gets wrong: the rank of the first "
+    "relevant hit, how many items it found, its first three hits.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @pass_context
 def eval_command(
@@ -223,6 +229,7 @@ def eval_command(
     chapter_weight: float | None,
     max_per_chapter: int | None,
     by_kind: bool,
+    misses: bool,
     as_json: bool,
 ) -> None:
     """Recall@k, MRR, nDCG@10, top-1 and paraphrase MRR of each mode on QUERIES.jsonl.
@@ -231,6 +238,7 @@ def eval_command(
     half: tune the fusion on one, check it on the other.
     """
     from search.evaluation import PrecomputedQueries, evaluate, halves, load_queries
+    from search.evaluation import misses as misses_of
 
     settings = obj.settings
     judged = load_queries(queries)
@@ -268,8 +276,20 @@ def eval_command(
             )
             for name, qs in parts.items()
         }
+    # the misses of the mode agents get (hybrid, one row per chapter), else the last one
+    missed = (
+        {
+            name: (
+                r := next((r for r in reports if "agents" in r.name), reports[-1]),
+                misses_of(r, parts[name]),
+            )
+            for name, reports in results.items()
+        }
+        if misses
+        else {}
+    )
     if as_json:
-        out = {
+        out: dict[str, Any] = {
             name: [
                 {key: v for key, v in asdict(r).items() if key != "per_query"}
                 | {"paraphrase_mrr": r.paraphrase_mrr}
@@ -277,6 +297,11 @@ def eval_command(
             ]
             for name, reports in results.items()
         }
+        if missed:
+            out["misses"] = {
+                name: {"mode": r.name, "queries": [asdict(m) for m in ms]}
+                for name, (r, ms) in missed.items()
+            }
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
     console = Console()
@@ -286,6 +311,24 @@ def eval_command(
             f"({embedder.model}: p50 {embedder.p50_ms:.1f} ms, p95 {embedder.p95_ms:.1f} ms)"
         )
         _print_eval(console, title, reports, k, by_kind)
+        if name in missed:
+            _print_misses(console, name, *missed[name], k)
+
+
+def _print_misses(console: Console, half: str, report: Any, ms: list[Any], k: int) -> None:
+    table = Table(title=f"{half}: {len(ms)} of {report.n} queries missed something ({report.name})")
+    for col in ("kind", "query", "first relevant", "found", "first hits"):
+        right = col in ("first relevant", "found")
+        table.add_column(col, justify="right" if right else "left", overflow="fold")
+    for m in ms:
+        table.add_row(
+            m.kind,
+            m.query,
+            f"beyond {k}" if m.first is None else str(m.first),
+            f"{m.found}/{m.relevant}",
+            "\n".join(m.top),
+        )
+    console.print(table)
 
 
 def _print_eval(console: Console, title: str, reports: list[Any], k: int, by_kind: bool) -> None:

@@ -53,6 +53,9 @@ class Scores:
     mrr: float
     ndcg10: float
     top1: float
+    first: int | None = None  # rank of the first relevant hit within k (None: none)
+    found: int = 0  # relevant items found within k
+    top: tuple[str, ...] = ()  # the first hits, as `hit_label` gives them
 
 
 @dataclass
@@ -131,11 +134,49 @@ def judge(hits: Sequence[Hit], relevant: Sequence[str], k: int) -> Scores:
         if new:
             found.add(new[0])  # one hit finds one item
             gains.append(rank)
-    recall = len([r for r in gains if r <= k]) / len(relevant)
+    within = len([r for r in gains if r <= k])
+    recall = within / len(relevant)
     mrr = 1.0 / first if first is not None and first <= k else 0.0
     dcg = sum(1.0 / math.log2(r + 1) for r in gains if r <= 10)
     ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(len(relevant), 10) + 1))
-    return Scores(recall, mrr, dcg / ideal if ideal else 0.0, 1.0 if first == 1 else 0.0)
+    return Scores(
+        recall,
+        mrr,
+        dcg / ideal if ideal else 0.0,
+        1.0 if first == 1 else 0.0,
+        first=first if first is not None and first <= k else None,
+        found=within,
+        top=tuple(hit_label(h) for h in hits[:3]),
+    )
+
+
+def hit_label(hit: Hit) -> str:
+    """A hit in a few words: its folder below the work (part/chapter), and the file
+    if it is not the chapter's text ("corpus/w/p/ch/source.md" -> "p/ch")."""
+    parts = hit.citation.source_file.split("/")
+    folder = "/".join(parts[2:-1] if parts[0] == "corpus" and len(parts) > 3 else parts[:-1])
+    return folder if parts[-1] == "source.md" else f"{folder} ({parts[-1]})"
+
+
+@dataclass(frozen=True)
+class Miss:
+    """One query that a mode did not answer with a relevant first hit and all items."""
+
+    query: str
+    kind: str
+    first: int | None
+    found: int
+    relevant: int
+    top: tuple[str, ...]
+
+
+def misses(report: ModeReport, queries: Sequence[Judged]) -> list[Miss]:
+    """The queries of `report` whose first hit is not relevant or that miss an item."""
+    return [
+        Miss(q.query, q.kind, s.first, s.found, len(q.relevant), s.top)
+        for q, s in zip(queries, report.per_query, strict=True)
+        if s.first != 1 or s.found < len(q.relevant)
+    ]
 
 
 def _pct(values: list[float], q: float) -> float:

@@ -71,6 +71,21 @@ def test_eval_prints_each_mode(search_db_url, tmp_path):
     assert reports["hybrid"]["paraphrase_mrr"] is None  # no paraphrase in this file
     r = run(["eval", str(queries), "--by-kind"], search_db_url, tmp_path)
     assert r.exit_code == 0 and "MRR@10" in r.output and "example (2)" in r.output
+    # --misses: the queries agents' hybrid gets wrong (none here), in JSON and as a table
+    r = run(["eval", str(queries), "--json", "--misses"], search_db_url, tmp_path)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.output)["misses"] == {"all": {"mode": agents, "queries": []}}
+    wrong = tmp_path / "wrong.jsonl"
+    wrong.write_text(
+        json.dumps({"query": "des haches émoussées", "relevant": [f"{PETITION}/source.md"]}),
+        "utf-8",
+    )
+    r = run(["eval", str(wrong), "--json", "--misses"], search_db_url, tmp_path)
+    (miss,) = json.loads(r.output)["misses"]["all"]["queries"]
+    assert miss["query"] == "des haches émoussées" and miss["first"] != 1 and miss["relevant"] == 1
+    assert miss["top"][0] == HACHES.split("/", 2)[2]  # the chapter it found instead
+    r = run(["eval", str(wrong), "--misses"], search_db_url, tmp_path)
+    assert r.exit_code == 0 and "1 of 1 queries missed something" in r.output
     r = run(["eval", str(queries), "--json"], search_db_url, tmp_path, GLOSSATOR_RERANKER="fake")
     assert [m["name"] for m in json.loads(r.output)["all"]] == [
         "bm25",

@@ -14,7 +14,7 @@ import pytest
 
 from glossator.settings import Settings, SettingsError
 from search.errors import BadQuery
-from search.evaluation import halves, judge, load_queries
+from search.evaluation import Judged, ModeReport, halves, judge, load_queries, misses
 from search.fusion import cap_per_group, rrf
 from search.rerank import FakeReranker, VoyageReranker, get_reranker
 from search.results import Citation, Hit, Scores
@@ -178,6 +178,24 @@ def test_judge_metrics():
     s = judge([hit("corpus/w/p/ch-a/summary.md", level=1)], [f"{A}#0"], k=10)
     assert s.mrr == 0.0
     assert judge([], [A], k=10).recall == 0.0
+
+
+def test_misses_name_the_rank_the_count_and_the_first_hits():
+    s = judge([hit(B), hit("corpus/w/p/ch-a/summary.md", level=1), hit(A, 2)], [A], k=10)
+    assert (s.first, s.found, s.top) == (2, 1, ("p/ch-b", "p/ch-a (summary.md)", "p/ch-a"))
+    assert judge([hit(B)], [A], k=10).first is None
+    queries = [Judged("q1", (A,)), Judged("q2", (A, B), "concept"), Judged("q3", (B,))]
+    per_query = [
+        judge([hit(A)], [A], k=10),  # right first: not a miss
+        judge([hit(A)], [A, B], k=10),  # right first, one item of two: a miss
+        judge([hit(A)], [B], k=10),  # nothing: a miss
+    ]
+    report = ModeReport("hybrid", 3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, per_query=per_query)
+    got = [(m.query, m.kind, m.first, m.found, m.relevant, m.top) for m in misses(report, queries)]
+    assert got == [
+        ("q2", "concept", 1, 1, 2, ("p/ch-a",)),
+        ("q3", "other", None, 0, 1, ("p/ch-a",)),
+    ]
 
 
 def test_load_queries(tmp_path: Path):
