@@ -940,13 +940,16 @@ static int forward_batch(e5_model *m, const int *ids, const int *pos,
     float *mid = (float *)malloc((size_t)T * FF * sizeof(float));
     float *fo  = (float *)malloc(TH * sizeof(float));
     int nbmax = FF / QK;
-    int8_t  *aq = (int8_t *)malloc((size_t)T * FF);
-    float   *ad = (float *)malloc((size_t)T * nbmax * sizeof(float));
-    int32_t *as = (int32_t *)malloc((size_t)T * nbmax * sizeof(int32_t));
-    int fast = gl_current();   /* Glossator: 2 AVX-512 VNNI, 1 AVX2, 0 upstream */
+    /* Glossator: 2 AVX-512 VNNI, 1 AVX2, 0 upstream (also for rows of more than
+     * 64 blocks, which the kernels' per-row scale buffers do not hold) */
+    int fast = (nbmax <= 64 && H / QK <= 64) ? gl_current() : 0;
+    int8_t  *aq = fast ? NULL : (int8_t *)malloc((size_t)T * FF);
+    float   *ad = fast ? NULL : (float *)malloc((size_t)T * nbmax * sizeof(float));
+    int32_t *as = fast ? NULL : (int32_t *)malloc((size_t)T * nbmax * sizeof(int32_t));
     gl_acts ga = { NULL, NULL, NULL };
     if (fast) {
-        size_t bytes = (size_t)(T + 1) * nbmax * 64;   /* enough for either layout */
+        /* either layout: (T+1)/2 pairs x 64 bytes or T tokens x 32 bytes a block */
+        size_t bytes = ((size_t)(T + 2) * nbmax * 32 + 63) / 64 * 64;
         ga.aq = (int8_t *)aligned_alloc(64, bytes);
         ga.da = (float *)aligned_alloc(64, bytes);
         ga.nc = (int32_t *)aligned_alloc(64, bytes);
