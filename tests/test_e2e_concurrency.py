@@ -16,18 +16,9 @@ import pytest
 
 from tests.gitserver_support import ServeProcess, commit_all, git
 from tests.plugins.corpus import make_small_corpus
-from tests.test_e2e_push import TOKEN, create_repo, indexed_commit, server_env
+from tests.plugins.serve import TOKEN, create_repo, indexed_commit
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture
-def server(tmp_path: Path, db_url: str):
-    proc = ServeProcess(tmp_path, server_env(tmp_path, db_url)).start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
 
 
 def edit(work: Path, chapter: str, marker: str) -> str:

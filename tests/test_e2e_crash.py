@@ -22,7 +22,7 @@ import pytest
 from hooks.gitsource import GitTreeSource
 from tests.gitserver_support import ServeProcess, commit_all, git
 from tests.plugins.corpus import EXAMPLE_DIR
-from tests.test_e2e_push import TOKEN, create_repo, server_env
+from tests.plugins.serve import TOKEN, create_repo, server_env
 
 pytestmark = pytest.mark.slow
 

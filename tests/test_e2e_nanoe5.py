@@ -16,7 +16,7 @@ import pytest
 from store.db import configure_connection
 from tests.gitserver_support import ServeProcess, commit_all, git
 from tests.plugins.corpus import make_small_corpus
-from tests.test_e2e_push import TOKEN, create_repo, server_env
+from tests.plugins.serve import TOKEN, create_repo, server_env
 
 pytestmark = pytest.mark.slow
 
