@@ -310,4 +310,69 @@ def build_server(
     ) -> Outline:
         return N.outline(service.conn_or_pool, repository, work, branch=branch)
 
+    for tool in server._tool_manager.list_tools():  # no public setter in mcp 2.3
+        if tool.fn_metadata.output_schema is not None:
+            tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     return server
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON Schema without `$ref`s and nullable `anyOf`s, which clients check
+    2.5x faster (the MCP SDK's Python client validates every structured result
+    against the tool's `outputSchema` with jsonschema: 4.1 -> 1.7 ms for a page of
+    10 hits; bench/RESULTS.md, "Latency").
+
+    Pydantic writes `Optional[X]` as `anyOf: [X, {"type": "null"}]` and each model
+    once under `$defs`. Here a `$ref` is replaced by its definition (a recursive one
+    is kept, with the `$defs` it needs), and `anyOf: [X, null]` becomes X with
+    `"type": [X's type, "null"]` (`enum`/`const` gain `null`): X's other keywords
+    (`properties`, `minimum`, ...) do not apply to null, so the same instances pass.
+    """
+    defs: dict[str, Any] = schema.get("$defs", {})
+    kept: set[str] = set()
+
+    def walk(node: Any, inside: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [walk(x, inside) for x in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref.removeprefix("#/$defs/")
+            if name in inside or name not in defs:  # recursive (or unknown): keep it
+                kept.add(name)
+                return node
+            extra = {k: walk(v, inside) for k, v in node.items() if k != "$ref"}
+            return {**walk(defs[name], (*inside, name)), **extra}
+        out = {k: walk(v, inside) for k, v in node.items() if k != "$defs"}
+        alternatives = out.get("anyOf")
+        if isinstance(alternatives, list):
+            rest = [a for a in alternatives if a != {"type": "null"}]
+            if (
+                len(rest) == 1
+                and len(alternatives) == 2
+                and isinstance(rest[0].get("type"), str)
+                and not {"anyOf", "oneOf", "allOf", "not"} & rest[0].keys()
+                and not rest[0].keys() & (out.keys() - {"anyOf"} - ANNOTATIONS)
+            ):
+                # the outer annotations (title, description, default) win over X's
+                merged = rest[0] | {k: v for k, v in out.items() if k != "anyOf"}
+                merged["type"] = [rest[0]["type"], "null"]
+                if "const" in merged:
+                    merged["enum"] = [merged.pop("const")]
+                if "enum" in merged and None not in merged["enum"]:
+                    merged["enum"] = [*merged["enum"], None]
+                return merged
+        return out
+
+    compact = walk(schema, ())
+    kept_defs: dict[str, Any] = {}
+    while missing := sorted(kept - kept_defs.keys()):  # recursive definitions stay
+        for name in missing:
+            kept_defs[name] = walk(defs[name], (name,)) if name in defs else {}
+    if kept_defs:
+        compact["$defs"] = {k: v for k, v in kept_defs.items() if k in defs}
+    return compact
+
+
+ANNOTATIONS = {"title", "description", "default", "examples"}

@@ -358,3 +358,56 @@ def test_tail_reranks_below_the_head_by_the_summary_keyword_ranking():
     assert out_q[TAIL_FROM:] == [6, 7, 8]
     # chapter evidence off: the order stands
     assert tail(order, fused, rows, ranks, k=5, weight=0.0) == (order, {})
+
+
+def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():
+    from typing import Literal, Optional
+
+    from jsonschema import Draft202012Validator
+    from pydantic import BaseModel, Field
+
+    from search.mcp_server import compact_schema
+
+    class Where(BaseModel):
+        file: str
+        line: int | None = Field(default=None, ge=1, description="1-based")
+
+    class Tree(BaseModel):  # recursive: its $ref stays, with its definition
+        name: str
+        children: list[Tree] = []
+
+    class Page(BaseModel):
+        where: Where
+        maybe: Optional[Where] = None  # noqa: UP045 - the anyOf pydantic writes
+        kind: Literal["a", "b"] | None = None
+        only: Literal["x"] | None = None
+        score: float | None = None
+        tree: Tree | None = None
+
+    original = Page.model_json_schema()
+    compact = compact_schema(original)
+    Draft202012Validator.check_schema(compact)
+    text = json.dumps(compact)
+    assert '"anyOf"' not in text and set(compact["$defs"]) == {"Tree"}
+    good = {"where": {"file": "a.md"}}
+    instances = [
+        good,
+        good | {"maybe": None, "kind": None, "only": None, "score": None, "tree": None},
+        good | {"maybe": {"file": "b.md", "line": 3}, "kind": "b", "only": "x", "score": 0.5},
+        good | {"tree": {"name": "r", "children": [{"name": "c", "children": []}]}},
+        {"where": {"file": "a.md", "line": None}},
+        {"where": {"file": "a.md", "line": 0}},  # below the minimum
+        {"where": None},
+        good | {"maybe": {"line": 2}},  # file missing
+        good | {"kind": "c"},
+        good | {"only": "y"},
+        good | {"score": "high"},
+        good | {"tree": {"name": "r", "children": [{"children": []}]}},
+        {},
+    ]
+    verdicts = [
+        (Draft202012Validator(original).is_valid(i), Draft202012Validator(compact).is_valid(i))
+        for i in instances
+    ]
+    assert [a for a, _ in verdicts] == [b for _, b in verdicts]
+    assert [a for a, _ in verdicts] == [True] * 5 + [False] * 8
