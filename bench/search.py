@@ -266,35 +266,21 @@ def mcp_round_trips(
     """`search` through MCP over streamable HTTP (uvicorn on 127.0.0.1, port 0), the
     client in a process of its own, as an agent calls it."""
     import subprocess
-    import threading
 
-    import uvicorn
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
     from search.mcp_http import mcp_http_app
+    from tests.gitserver_support import ServerThread  # bench/ puts the project on sys.path
 
     app = mcp_http_app(settings, db.pool, embedder=embedder, reranker=None)
     host = Starlette(routes=[Mount("/mcp", app=app)], lifespan=lambda _: app.lifespan())
-    config = uvicorn.Config(host, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        if time.monotonic() > deadline or not thread.is_alive():
-            raise SystemExit("the MCP server did not start")
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
+    with ServerThread(host, lifespan="on") as server:
         out = subprocess.run(
-            [sys.executable, __file__, "--mcp-client", f"http://127.0.0.1:{port}/mcp/",
+            [sys.executable, __file__, "--mcp-client", f"{server.base}/mcp/",
              "--rounds", str(rounds)],
             check=True, capture_output=True, text=True, timeout=1800,
         )  # fmt: skip
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 

@@ -63,6 +63,25 @@ def repo_list() -> None:
         click.echo(f"{name}\t{shown}")
 
 
+def listening_socket(host: str, port: int) -> socket.socket:
+    """The server's TCP socket, bound (port 0: a free one), for uvicorn's `sockets=`.
+
+    Made with `IPPROTO_TCP` named, not 0: asyncio sets TCP_NODELAY on each accepted
+    connection only when the socket says it is TCP, and without it Nagle's algorithm
+    held every response's second write until the client's delayed ACK -- ~40 ms on
+    each MCP call and git request (bench/RESULTS.md, "Latency").
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 @click.command()
 @click.option("--host", default=None, help="Listen address (default GLOSSATOR_HOST).")
 @click.option("--port", type=int, default=None, help="Port, 0 for a free one (GLOSSATOR_PORT).")
@@ -77,10 +96,8 @@ def serve(host: str | None, port: int | None) -> None:
     port = settings.port if port is None else port
     if not settings.push_tokens:
         log.warning("GLOSSATOR_PUSH_TOKENS is empty: every push will be refused")
-    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
-        sock.bind((host, port))
+        sock = listening_socket(host, port)
     except OSError as e:
         raise click.ClickException(
             f"cannot listen on {host}:{port}: {e.strerror}; set GLOSSATOR_PORT or --port"

@@ -65,7 +65,7 @@ class ServerThread:
     """uvicorn serving `app` in a thread, on a socket bound to 127.0.0.1 port 0."""
 
     def __init__(self, app: Any, *, lifespan: str = "auto") -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         self.sock.bind(("127.0.0.1", 0))
         self.port = self.sock.getsockname()[1]

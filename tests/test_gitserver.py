@@ -281,3 +281,36 @@ def test_repo_cli(tmp_path: Path) -> None:
     assert bad.exit_code != 0 and "invalid repository name" in bad.output
     listed = runner.invoke(cli, ["repo", "list"], env=env)
     assert listed.output.strip() == "mon-livre\t(empty)"
+
+
+async def test_the_server_socket_sends_without_waiting_for_acks() -> None:
+    """`glossator serve`'s socket says it is TCP, so asyncio (hence uvicorn) turns
+    Nagle's algorithm off on every connection it accepts: a response's second write
+    does not wait ~40 ms for the client's delayed ACK."""
+    import asyncio
+    import socket
+
+    from gitserver.cli import listening_socket
+
+    async def nodelay_of_accepted(sock: socket.socket) -> int:
+        accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+        class Probe(asyncio.Protocol):
+            def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                conn = transport.get_extra_info("socket")
+                accepted.set_result(conn.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                transport.close()
+
+        server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
+        async with server:
+            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+            try:
+                return await asyncio.wait_for(accepted, 10)
+            finally:
+                writer.close()
+
+    assert await nodelay_of_accepted(listening_socket("127.0.0.1", 0)) != 0
+    # what it guards against: a socket made without naming TCP keeps Nagle on
+    plain = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    plain.bind(("127.0.0.1", 0))
+    assert await nodelay_of_accepted(plain) == 0
