@@ -33,6 +33,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/embed.py
 	$(BIN)/python bench/load.py
 	$(BIN)/python bench/search.py
+	$(BIN)/python bench/mcp_latency.py
 	$(BIN)/python bench/git.py
 
 clean:
