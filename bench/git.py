@@ -35,7 +35,6 @@ import time
 import uuid
 from pathlib import Path
 
-import httpx
 import psycopg
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,13 +56,7 @@ def timed_git(*args: str, cwd: Path | None = None) -> float:
 
 
 def create_repo(server: ServeProcess, name: str) -> None:
-    r = httpx.post(
-        f"{server.base}/api/repos",
-        json={"name": name},
-        headers={"Authorization": f"Bearer {ADMIN}"},
-        timeout=30,
-    )
-    r.raise_for_status()
+    server.create_repo(name, admin=ADMIN).raise_for_status()
 
 
 def scaled_corpus(dest: Path, scale: int) -> Path:

@@ -29,8 +29,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-import httpx  # noqa: E402
-
 from tests.gitserver_support import ServeProcess, commit_all, git  # noqa: E402
 
 QUERIES = ROOT / "bench" / "queries.jsonl"
@@ -40,25 +38,6 @@ TOKEN, ADMIN = "bench-push", "bench-admin"
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def wait_for_jobs(server: ServeProcess, repository: str, timeout: float = 900) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        r = httpx.get(
-            f"{server.base}/api/jobs",
-            params={"repository": repository},
-            headers={"Authorization": f"Bearer {ADMIN}"},
-            timeout=30,
-        )
-        r.raise_for_status()
-        jobs = r.json()["jobs"]
-        if jobs and all(j["status"] in ("done", "failed") for j in jobs):
-            if any(j["status"] == "failed" for j in jobs):
-                raise SystemExit(f"an indexing job failed: {jobs}")
-            return
-        time.sleep(0.5)
-    raise SystemExit(f"indexing did not finish in {timeout:.0f} s")
 
 
 async def round_trips(url: str, queries: list[str], rounds: int) -> tuple[list[float], list[float]]:
@@ -101,19 +80,15 @@ def main() -> None:
     }
     server = ServeProcess(tmp, env).start(timeout=180)
     try:
-        r = httpx.post(
-            f"{server.base}/api/repos",
-            json={"name": "example"},
-            headers={"Authorization": f"Bearer {ADMIN}"},
-            timeout=30,
-        )
-        r.raise_for_status()
+        server.create_repo("example", admin=ADMIN).raise_for_status()
         work = tmp / "work"
         shutil.copytree(ROOT / "example", work)
         git("init", "-q", "-b", "main", str(work))
         commit_all(work, "the example corpus")
         git("push", "-q", server.url("example", token=TOKEN), "main", cwd=work, timeout=900)
-        wait_for_jobs(server, "example")
+        jobs = server.wait_idle("example", timeout=900)
+        if any(j["status"] != "done" for j in jobs):
+            raise SystemExit(f"indexing the example did not succeed: {jobs}")
         trips, server_ms = asyncio.run(round_trips(f"{server.base}/mcp/", queries, args.rounds))
     finally:
         server.stop()

@@ -220,17 +220,14 @@ def mcp_client_pass(url: str, rounds: int) -> None:
     each query; prints the round trips and the client's own output-schema check."""
     import asyncio
 
-    import httpx2
     import mcp.client.session as client_session
-    from mcp import Client
-    from mcp.client.streamable_http import streamable_http_client
+    from mcp_latency import round_trips  # bench/mcp_latency.py: the same calls, one serve
 
     queries = [
         json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines() if line
     ]
     validate = client_session.ClientSession.validate_tool_result
     checks: list[float] = []
-    server_ms: list[float] = []  # the search's own time, as the server reports it
 
     async def timed_validate(self, name, result):  # type: ignore[no-untyped-def]
         t = time.perf_counter()
@@ -238,25 +235,8 @@ def mcp_client_pass(url: str, rounds: int) -> None:
         checks.append((time.perf_counter() - t) * 1000)
 
     client_session.ClientSession.validate_tool_result = timed_validate  # type: ignore[method-assign]
-
-    async def run() -> list[float]:
-        http = httpx2.AsyncClient(timeout=60)
-        async with http, Client(streamable_http_client(url, http_client=http)) as client:
-            for q in queries[:5]:
-                await client.call_tool("search", {"query": q})
-            out = []
-            for r in range(1, rounds + 1):
-                for q in queries:
-                    # the server keeps query vectors by text: trailing spaces (which
-                    # neither the tokenizer nor BM25 sees) make each round's text new
-                    t = time.perf_counter()
-                    result = await client.call_tool("search", {"query": q + " " * r})
-                    out.append((time.perf_counter() - t) * 1000)
-                    assert not result.is_error, result.content
-                    server_ms.append(result.structured_content["timings_ms"]["total"])
-            return out
-
-    trips = asyncio.run(run())
+    trips, server_ms = asyncio.run(round_trips(url, queries, rounds))
+    # the first 5 checks are round_trips' warm-up calls
     print(json.dumps({"round_trips": trips, "client_checks": checks[5:], "server": server_ms}))
 
 

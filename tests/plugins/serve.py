@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import psycopg
 import pytest
 
@@ -45,12 +44,7 @@ def server(tmp_path: Path, db_url: str) -> Iterator[ServeProcess]:
 
 
 def create_repo(server: ServeProcess, name: str) -> None:
-    r = httpx.post(
-        f"{server.base}/api/repos",
-        json={"name": name},
-        headers={"Authorization": f"Bearer {ADMIN}"},
-        timeout=30,
-    )
+    r = server.create_repo(name, admin=ADMIN)
     assert r.status_code == 201, r.text
 
 
