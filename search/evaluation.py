@@ -135,16 +135,15 @@ def judge(hits: Sequence[Hit], relevant: Sequence[str], k: int) -> Scores:
             found.add(new[0])  # one hit finds one item
             gains.append(rank)
     within = len([r for r in gains if r <= k])
-    recall = within / len(relevant)
-    mrr = 1.0 / first if first is not None and first <= k else 0.0
+    first_k = first if first is not None and first <= k else None
     dcg = sum(1.0 / math.log2(r + 1) for r in gains if r <= 10)
     ideal = sum(1.0 / math.log2(r + 1) for r in range(1, min(len(relevant), 10) + 1))
     return Scores(
-        recall,
-        mrr,
+        within / len(relevant),
+        1.0 / first_k if first_k else 0.0,
         dcg / ideal if ideal else 0.0,
         1.0 if first == 1 else 0.0,
-        first=first if first is not None and first <= k else None,
+        first=first_k,
         found=within,
         top=tuple(hit_label(h) for h in hits[:3]),
     )
