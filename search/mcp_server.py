@@ -339,7 +339,9 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#/$defs/"):
             name = ref.removeprefix("#/$defs/")
-            if name in inside or name not in defs:  # recursive (or unknown): keep it
+            if name not in defs:  # not pydantic's: left as it is
+                return node
+            if name in inside:  # recursive: the $ref stays, with its definition
                 kept.add(name)
                 return node
             extra = {k: walk(v, inside) for k, v in node.items() if k != "$ref"}
@@ -367,11 +369,11 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     compact = walk(schema, ())
     kept_defs: dict[str, Any] = {}
-    while missing := sorted(kept - kept_defs.keys()):  # recursive definitions stay
+    while missing := sorted(kept - kept_defs.keys()):  # walking one may keep another
         for name in missing:
-            kept_defs[name] = walk(defs[name], (name,)) if name in defs else {}
+            kept_defs[name] = walk(defs[name], (name,))
     if kept_defs:
-        compact["$defs"] = {k: v for k, v in kept_defs.items() if k in defs}
+        compact["$defs"] = kept_defs
     return compact
 
 
