@@ -215,9 +215,11 @@ static void matmul_q4q8(const block_q4_0 *W, const float *bias,
  * bench/queries.jsonl; tests/test_embedders.py checks it). */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(GL_PORTABLE)
 #define GL_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx512vnni,fma,f16c")))
+#define GL_AVX2 __attribute__((target("avx2,fma,f16c")))
 #include <immintrin.h>
 
-GL_VNNI static inline float gl_hsum8(__m256 v) {
+/* sum of 8 floats; an AVX2 function inlines into the AVX-512 ones as well */
+GL_AVX2 static inline float gl_hsum8(__m256 v) {
     __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
     lo = _mm_add_ps(lo, hi);
     lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
@@ -363,16 +365,6 @@ GL_VNNI static void gl_matmul(const block_q4_0 *W, const float *bias, const gl_a
  * maddubs + madd for the int8 dot products (exact: |sums| stay far below int16's
  * range), the correction added after. Layout: aq [T][nb][32], da [T][nb][8]
  * (the scale broadcast), nc [T][nb][8]. */
-#define GL_AVX2 __attribute__((target("avx2,fma,f16c")))
-
-GL_AVX2 static inline float gl_hsum8_2(__m256 v) {
-    __m128 lo = _mm256_castps256_ps128(v), hi = _mm256_extractf128_ps(v, 1);
-    lo = _mm_add_ps(lo, hi);
-    lo = _mm_add_ps(lo, _mm_movehl_ps(lo, lo));
-    lo = _mm_add_ss(lo, _mm_shuffle_ps(lo, lo, 1));
-    return _mm_cvtss_f32(lo);
-}
-
 GL_AVX2 static inline float gl_hmax8(__m256 v) {
     __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
     m = _mm_max_ps(m, _mm_movehl_ps(m, m));
@@ -459,7 +451,7 @@ GL_AVX2 static void gl_matmul2(const block_q4_0 *W, const float *bias, const gl_
                 }
                 __m256 accs[GR] = { acc0, acc1, acc2, acc3 };
                 for (int r = 0; r < nr; r++)
-                    Y[(size_t)t * nout + r0 + r] = (bias ? bias[r0 + r] : 0.f) + gl_hsum8_2(accs[r]);
+                    Y[(size_t)t * nout + r0 + r] = (bias ? bias[r0 + r] : 0.f) + gl_hsum8(accs[r]);
             }
         }
         free(wu); free(dw);
@@ -689,7 +681,7 @@ GL_AVX2 static void gl_attention2(const float *q, const float *k, const float *v
                     _mm256_maskstore_ps(prob + j, mk, p);
                     vs = _mm256_add_ps(vs, _mm256_and_ps(p, _mm256_castsi256_ps(mk)));
                 }
-                float inv = 1.f / gl_hsum8_2(vs);
+                float inv = 1.f / gl_hsum8(vs);
                 __m256 c0 = _mm256_setzero_ps(), c1 = _mm256_setzero_ps();
                 __m256 c2 = _mm256_setzero_ps(), c3 = _mm256_setzero_ps();
                 for (int s = 0; s < n; s++) {
