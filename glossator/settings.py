@@ -190,7 +190,12 @@ SETTINGS: tuple[Setting, ...] = (
         1.0,
         "Weight of the chapter rankings in hybrid fusion (0: off; search.chapters).",
     ),
-    Setting("job_retries", _int, 5, "Retries of a failed indexing job (with backoff)."),
+    Setting(
+        "job_retries",
+        _int,
+        5,
+        "Quick retries of a failed indexing job (2, 4, 8… s), then every 5 min.",
+    ),
     Setting("log_level", _log_level, "INFO", "Logging level: DEBUG, INFO, WARNING, ERROR."),
     Setting(
         "anthropic_api_key",

@@ -9,10 +9,19 @@ runs. Two procrastinate locks give DESIGN §1's semantics:
 - `lock="<repo>/<branch>"`: at most one *running* job per branch; a push during a
   run queues one more job, which starts when the running one ends.
 
-Failures are retried with exponential backoff (2, 4, 8 … s; `settings.job_retries`
-attempts). Every attempt is also recorded in `glossator_job_runs` (status, error,
-duration, what it did), because procrastinate keeps statuses and events but not
-why a job failed: that table is what `glossator status` and `GET /api/jobs` show.
+Retries are ours, not procrastinate's. Procrastinate retries a job by putting
+the *same* row back to `todo`, which violates the queueing lock's unique index
+when a push queued another job meanwhile (procrastinate issues #1446, #1543):
+the error is raised while the worker persists the outcome, nobody awaits it, the
+job stays `doing` and its `lock` blocks the branch for good. So a failed job ends
+`failed`, and its follow-up is a *new* job deferred with a delay
+(`retry_delay`: 2, 4, 8 … s for `settings.job_retries` attempts, then every
+`SLOW_RETRY_S`): when another job already waits, `AlreadyEnqueued` simply means
+that job is the follow-up. A push brings a waiting retry forward (new input
+deserves a try now). Every attempt is also recorded in `glossator_job_runs`
+(status, error, duration, what it did), because procrastinate keeps statuses and
+events but not why a job failed: that table is what `glossator status` and
+`GET /api/jobs` show.
 """
 
 from __future__ import annotations
@@ -34,8 +43,20 @@ QUEUE = "indexing"
 SCHEMA_LOCK = 0x676C6F7370726F63
 
 
+# After the quick retries, a branch that still fails is tried again at the pace of
+# reconciliation (hooks.service.RECONCILE_S): never abandoned, never hammered.
+SLOW_RETRY_S = 300.0
+
+
 def lock_name(repository: str, branch: str) -> str:
     return f"{repository}/{branch}"
+
+
+def retry_delay(failures: int, retries: int, base: float = 2.0) -> float:
+    """Seconds before the follow-up of a job after `failures` consecutive failures."""
+    if failures <= retries:
+        return min(base * 2 ** (failures - 1), SLOW_RETRY_S)
+    return SLOW_RETRY_S
 
 
 def retry_strategy(retries: int) -> procrastinate.RetryStrategy | bool:
@@ -63,19 +84,43 @@ class Enqueued:
     coalesced: bool  # True: a waiting job already covers this push
 
 
-def defer_sync(conninfo: str, repository: str, branch: str) -> Enqueued:
-    """Queue indexing of `repository`/`branch` from a synchronous process (the hook)."""
+def defer_sync(
+    conninfo: str,
+    repository: str,
+    branch: str,
+    *,
+    failures: int = 0,
+    delay_s: float = 0.0,
+) -> Enqueued:
+    """Queue indexing of `repository`/`branch` from a synchronous caller (the hook, a job).
+
+    `failures`/`delay_s`: a follow-up after failed attempts, run `delay_s` from now.
+    When a job already waits it covers this request; a push (`delay_s` 0) moves a
+    delayed one to now."""
     app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))
     name = lock_name(repository, branch)
+    args: dict[str, Any] = {"repository": repository, "branch": branch}
+    if failures:
+        args["failures"] = failures
     with app.open():
         try:
-            job_id = app.configure_task(
-                TASK_NAME, queue=QUEUE, lock=name, queueing_lock=name
-            ).defer(repository=repository, branch=branch)
-            return Enqueued(job_id, False)
+            task = app.configure_task(
+                TASK_NAME,
+                queue=QUEUE,
+                lock=name,
+                queueing_lock=name,
+                schedule_in={"seconds": delay_s} if delay_s > 0 else None,
+            )
+            return Enqueued(task.defer(**args), False)
         except AlreadyEnqueued:
             pass
     with psycopg.connect(conninfo, autocommit=True) as conn:
+        if delay_s <= 0:
+            conn.execute(
+                "UPDATE procrastinate_jobs SET scheduled_at = now() WHERE queueing_lock = %s"
+                " AND status = 'todo' AND scheduled_at > now()",
+                (name,),
+            )
         row = conn.execute(
             "SELECT id FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' "
             "ORDER BY id DESC LIMIT 1",

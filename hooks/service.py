@@ -15,17 +15,26 @@ Procrastinate finds such jobs by their worker's stale heartbeat; we look at
 start-up (immediately for an embedded database, which no other process can
 share: its data directory is locked) and then periodically, and put them back
 in the queue. Reconciliation then queues a job for every branch whose tip is not
-its indexed commit, and for every indexed branch that no longer exists; it runs
-at start and every five minutes (a push whose hook could not reach the queue, a
-job that exhausted its retries, are picked up again).
+its indexed commit, and for every indexed branch that no longer exists, unless a
+job of that branch already waits or runs; it runs at start and every five
+minutes (a push whose hook could not reach the queue is picked up again).
+
+The invariant: a branch whose tip differs from its indexed commit always has one
+job that will run. A job that fails defers its own follow-up before it ends
+(hooks.queue.retry_delay), a job that lost the race against a push defers one
+too (usually the push's job already waits: `AlreadyEnqueued`), and a job whose
+outcome procrastinate could not persist (the database went away at that moment)
+would stay `doing` under a live worker and block its branch: we remember the jobs
+our thread finished and close any still `doing` a few seconds later.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
+import threading
+import time
 import traceback
 from typing import Any
 
@@ -34,7 +43,8 @@ import psycopg
 from procrastinate import utils as pc_utils
 
 from gitserver.repos import RepoStore
-from hooks.queue import QUEUE, TASK_NAME, defer_async, ensure_schema, retry_strategy
+from hooks import runs
+from hooks.queue import QUEUE, TASK_NAME, defer_async, defer_sync, ensure_schema, retry_delay
 from hooks.worker import BranchIndexer
 
 log = logging.getLogger(__name__)
@@ -42,6 +52,13 @@ log = logging.getLogger(__name__)
 HEARTBEAT_S = 5.0
 STALLED_S = 20.0  # a worker silent this long is dead; its running jobs are re-queued
 RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach the queue
+# A job our thread finished but procrastinate still shows `doing` this long after:
+# persisting its outcome failed; we close it (a healthy finish takes milliseconds).
+UNFINISHED_S = 10.0
+
+
+class JobFailed(RuntimeError):
+    """Raised to procrastinate for a failed attempt: one line, the follow-up already queued."""
 
 
 class IndexingService:
@@ -54,49 +71,94 @@ class IndexingService:
         retries: int = 5,
         exclusive_database: bool = False,
         concurrency: int = 1,
+        retry_base_s: float = 2.0,
     ) -> None:
         self.conninfo = conninfo
         self.store = store
         self.indexer = indexer
+        self.retries = retries
+        self.retry_base_s = retry_base_s
         self.exclusive_database = exclusive_database
         self.concurrency = concurrency
         self.app = procrastinate.App(
             connector=procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=4)
         )
-        self._register(retries)
+        self._register()
         self._tasks: list[asyncio.Task[None]] = []
+        # job id -> (monotonic time our thread returned, succeeded?); see UNFINISHED_S
+        self._returned: dict[int, tuple[float, bool]] = {}
+        self._returned_lock = threading.Lock()
 
-    def _register(self, retries: int) -> None:
-        indexer = self.indexer
-        conninfo = self.conninfo
-
-        @self.app.task(
-            name=TASK_NAME, queue=QUEUE, pass_context=True, retry=retry_strategy(retries)
-        )
-        def index_branch(context: procrastinate.JobContext, repository: str, branch: str) -> None:
+    def _register(self) -> None:
+        # retry=False: our own follow-up jobs instead (hooks.queue docstring)
+        @self.app.task(name=TASK_NAME, queue=QUEUE, pass_context=True, retry=False)
+        def index_branch(
+            context: procrastinate.JobContext, repository: str, branch: str, failures: int = 0
+        ) -> None:
             job = context.job
             assert job.id is not None  # a job fetched from the database has its id
-            attempt = job.attempts
-            _record_start(conninfo, job.id, attempt, repository, branch)
+            ok = False
             try:
-                outcome = indexer.run(repository, branch, job_id=job.id)
-            except BaseException as e:
-                _record_end(
-                    conninfo, job.id, attempt, "failed", error=_one_line(e), tip=None, stats=None
-                )
-                log.warning("job %s (%s/%s) failed: %s", job.id, repository, branch, _one_line(e))
-                log.debug("job %s traceback:\n%s", job.id, traceback.format_exc())
-                raise
-            _record_end(
-                conninfo,
-                job.id,
+                self._run_job(job.id, job.attempts, repository, branch, failures)
+                ok = True
+            finally:
+                with self._returned_lock:
+                    self._returned[job.id] = (time.monotonic(), ok)
+
+    def _run_job(
+        self, job_id: int, attempt: int, repository: str, branch: str, failures: int
+    ) -> None:
+        runs.record_start(self.conninfo, job_id, attempt, repository, branch)
+        try:
+            outcome = self.indexer.run(repository, branch, job_id=job_id)
+        except BaseException as e:
+            error = runs.one_line(e)
+            delay = retry_delay(failures + 1, self.retries, self.retry_base_s)
+            follow = self._follow_up(repository, branch, failures + 1, delay)
+            runs.record_end(
+                self.conninfo,
+                job_id,
                 attempt,
-                "done",
-                error=None,
-                tip=outcome.tip,
-                result_commit=outcome.indexed,
-                stats=outcome.stats(),
+                "failed",
+                error=error,
+                tip=None,
+                stats={"failures": failures + 1, "next_job": follow, "retry_in_s": delay},
             )
+            log.warning(
+                "job %s (%s/%s) failed: %s; next try: job %s in %.0f s",
+                job_id,
+                repository,
+                branch,
+                error,
+                follow,
+                delay,
+            )
+            log.debug("job %s traceback:\n%s", job_id, traceback.format_exc())
+            raise JobFailed(error) from None
+        stats = outcome.stats()
+        if outcome.moved:
+            # The branch moved on: the push's job normally waits already; make sure.
+            stats["next_job"] = self._follow_up(repository, branch, 0, 0.0)
+        runs.record_end(
+            self.conninfo,
+            job_id,
+            attempt,
+            "done",
+            error=None,
+            tip=outcome.tip,
+            result_commit=outcome.indexed,
+            stats=stats,
+        )
+
+    def _follow_up(self, repository: str, branch: str, failures: int, delay: float) -> int | None:
+        """The job that will take over this branch (a new one, or the one that waits)."""
+        try:
+            return defer_sync(
+                self.conninfo, repository, branch, failures=failures, delay_s=delay
+            ).job_id
+        except Exception as e:  # the database is gone: reconciliation will queue it
+            log.warning("could not queue the follow-up of %s/%s: %s", repository, branch, e)
+            return None
 
     async def start(self) -> None:
         await asyncio.to_thread(ensure_schema, self.conninfo)
@@ -115,18 +177,24 @@ class IndexingService:
         self._tasks.clear()
         await self.app.close_async()
 
+    def _worker_options(self) -> dict[str, Any]:
+        return {
+            "queues": [QUEUE],
+            "concurrency": self.concurrency,
+            "install_signal_handlers": False,
+            "update_heartbeat_interval": HEARTBEAT_S,
+            "stalled_worker_timeout": STALLED_S,
+            "fetch_job_polling_interval": 2.0,
+            "shutdown_graceful_timeout": 10.0,
+            "name": "glossator",
+        }
+
     async def _run_worker(self) -> None:
-        await self.app.run_worker_async(
-            queues=[QUEUE],
-            concurrency=self.concurrency,
-            wait=True,
-            install_signal_handlers=False,
-            update_heartbeat_interval=HEARTBEAT_S,
-            stalled_worker_timeout=STALLED_S,
-            fetch_job_polling_interval=2.0,
-            shutdown_graceful_timeout=10.0,
-            name="glossator",
-        )
+        await self.app.run_worker_async(wait=True, **self._worker_options())
+
+    async def drain(self) -> None:
+        """Run every job that is due, then return (tests, one-shot tools)."""
+        await self.app.run_worker_async(wait=False, **self._worker_options())
 
     async def _watch_stalled(self) -> None:
         loop = asyncio.get_running_loop()
@@ -135,11 +203,35 @@ class IndexingService:
             await asyncio.sleep(STALLED_S / 2)
             try:
                 await self.recover_stalled()
+                await self.close_unfinished()
                 if loop.time() - last_reconcile >= RECONCILE_S:
                     last_reconcile = loop.time()
                     await self.reconcile()
             except Exception as e:  # the database may be restarting: try again later
                 log.warning("queue maintenance failed: %s", type(e).__name__)
+
+    async def close_unfinished(self, *, older_than: float = UNFINISHED_S) -> int:
+        """Close jobs our thread finished whose outcome never reached the database."""
+        now = time.monotonic()
+        with self._returned_lock:
+            due = {k: v for k, v in self._returned.items() if now - v[0] >= older_than}
+        if not due:
+            return 0
+        statuses = await asyncio.to_thread(runs.job_statuses, self.conninfo, list(due))
+        closed = 0
+        for job_id, (_, ok) in due.items():
+            if statuses.get(job_id) == "doing":
+                status = (
+                    procrastinate.jobs.Status.SUCCEEDED if ok else procrastinate.jobs.Status.FAILED
+                )
+                await self.app.job_manager.finish_job_by_id_async(
+                    job_id, status=status, delete_job=False
+                )
+                closed += 1
+                log.warning("job %s had ended but was still shown running: closed", job_id)
+            with self._returned_lock:
+                self._returned.pop(job_id, None)
+        return closed
 
     async def recover_stalled(self, *, startup: bool = False) -> int:
         """Put jobs of dead workers back in the queue; the number recovered."""
@@ -153,6 +245,7 @@ class IndexingService:
         for job in jobs:
             if job.task_name != TASK_NAME or job.id is None:
                 continue
+            await asyncio.to_thread(self._close_interrupted_run, job.id)
             try:
                 await manager.retry_job_by_id_async(job.id, retry_at=pc_utils.utcnow())
                 recovered += 1
@@ -166,70 +259,29 @@ class IndexingService:
                 log.warning("job %s was running in a process that died: superseded", job.id)
         return recovered
 
+    def _close_interrupted_run(self, job_id: int) -> None:
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            runs.record_interrupted(
+                conn, job_id, "interrupted: the process running it stopped (crash or kill)"
+            )
+
     async def reconcile(self) -> int:
-        """Queue a job for each branch whose tip differs from its indexed commit."""
-        indexed = await asyncio.to_thread(_indexed_commits, self.conninfo)
+        """Queue a job for each idle branch whose tip differs from its indexed commit."""
+        indexed = await asyncio.to_thread(runs.indexed_commits, self.conninfo)
+        busy = await asyncio.to_thread(runs.busy_locks, self.conninfo, TASK_NAME)
         tips = await asyncio.to_thread(lambda: list(self.store.iter_branches()))
-        queued = 0
+        todo: list[tuple[str, str]] = []
         seen = set()
         for repository, branch, tip in tips:
             seen.add((repository, branch))
             if indexed.get((repository, branch)) != tip:
-                queued += await defer_async(self.app, repository, branch) is not None
-        for key in indexed:
-            if key not in seen and self.store.exists(key[0]):
-                queued += await defer_async(self.app, *key) is not None
+                todo.append((repository, branch))
+        todo += [k for k in indexed if k not in seen and self.store.exists(k[0])]
+        queued = 0
+        for repository, branch in todo:
+            if f"{repository}/{branch}" in busy:
+                continue  # its waiting or running job covers it
+            queued += await defer_async(self.app, repository, branch) is not None
         if queued:
             log.info("reconciliation queued %d branch(es) to index", queued)
         return queued
-
-
-def _one_line(e: BaseException) -> str:
-    text = " ".join(str(e).split())
-    return f"{type(e).__name__}: {text}"[:500]
-
-
-def _indexed_commits(conninfo: str) -> dict[tuple[str, str], str]:
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        rows = conn.execute("SELECT repository, branch, commit FROM indexed_commits").fetchall()
-    return {(r[0], r[1]): r[2] for r in rows}
-
-
-def _record_start(conninfo: str, job_id: int, attempt: int, repository: str, branch: str) -> None:
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(
-            """INSERT INTO glossator_job_runs (job_id, attempt, repository, branch, status)
-               VALUES (%s, %s, %s, %s, 'running')
-               ON CONFLICT (job_id, attempt) DO UPDATE
-               SET status = 'running', started_at = now(), finished_at = NULL, error = NULL""",
-            (job_id, attempt, repository, branch),
-        )
-
-
-def _record_end(
-    conninfo: str,
-    job_id: int,
-    attempt: int,
-    status: str,
-    *,
-    error: str | None,
-    tip: str | None,
-    stats: dict[str, Any] | None,
-    result_commit: str | None = None,
-) -> None:
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(
-            """UPDATE glossator_job_runs
-               SET status = %s, error = %s, tip = %s, result_commit = %s, stats = %s,
-                   finished_at = now()
-               WHERE job_id = %s AND attempt = %s""",
-            (
-                status,
-                error,
-                tip,
-                result_commit,
-                json.dumps(stats) if stats is not None else None,
-                job_id,
-                attempt,
-            ),
-        )

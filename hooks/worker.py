@@ -10,12 +10,19 @@ running the job again:
    (the branch was deleted): drop its rows and its record, done.
 2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`).
 3. Changes? Commit them on the tip (author Glossator, trailer `Glossator-Job: N`)
-   and move the ref by compare-and-swap. A push that landed meanwhile wins: we
-   start over on the new tip (bounded), never overwriting it. The commit-back is
-   a local ref update, so it fires no hook; the next run finds tip == indexed.
+   and move the ref by compare-and-swap. A push that landed meanwhile wins and
+   is never overwritten; the job still finishes the tip it has: it loads the
+   rows of its commit-back (a commit on no branch, child of the tip it read), so
+   search gains everything up to that tip, and the next job (the push's, queued
+   behind this one) takes the rest, reusing what this one computed (the
+   indexer's caches). A job that loses races never fails and never starts over.
+   The commit-back is a local ref update, so it fires no hook; the next run
+   finds tip == indexed.
 4. In one transaction: reload the rows of the files that differ between the
    indexed commit and the new one (renames and deletions included; the whole
    tree when the indexed commit is unknown) and record the new indexed commit.
+5. Read the tip again: when it is no longer what was indexed, `Outcome.moved`
+   tells the service to make sure a job follows.
 """
 
 from __future__ import annotations
@@ -38,13 +45,7 @@ from store.loader import SIDECAR_SUFFIX, md_path, sync_files, sync_tree
 
 log = logging.getLogger(__name__)
 
-MAX_RACES = 5  # pushes that may land during one job before it gives up (and is retried)
-
 IndexFn = Callable[..., Any]  # indexer.pipeline.index(source, *, embedder, summarizer, …)
-
-
-class LostRace(RuntimeError):
-    """The branch kept moving while the job indexed it; the job is retried later."""
 
 
 @dataclass
@@ -59,7 +60,8 @@ class Outcome:
     deleted: list[str] = field(default_factory=list)
     rows: int = 0
     embedded: int = 0  # texts sent to the embedder
-    races: int = 0
+    races: int = 0  # 1 when a push won the commit-back's compare-and-swap
+    moved: bool = False  # the branch's tip is not `indexed` any more: a job must follow
     problems: list[str] = field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
@@ -73,6 +75,7 @@ class Outcome:
             "rows": self.rows,
             "embedded": self.embedded,
             "races": self.races,
+            "moved": self.moved,
             "problems": self.problems[:50],
             "seconds": round(self.seconds, 3),
             "note": self.note,
@@ -123,26 +126,26 @@ class BranchIndexer:
         started = time.perf_counter()
         outcome = Outcome()
         repo = self.store.open(repository)
-        for _ in range(MAX_RACES):
-            if self._attempt(repo, repository, branch, job_id, outcome):
-                outcome.seconds = time.perf_counter() - started
-                log.info(
-                    "indexed %s/%s at %s: %d files changed, %d loaded, %d deleted, "
-                    "%d embedded, %.2f s",
-                    repository,
-                    branch,
-                    (outcome.indexed or "-")[:12],
-                    outcome.changes,
-                    len(outcome.loaded),
-                    len(outcome.deleted),
-                    outcome.embedded,
-                    outcome.seconds,
-                )
-                return outcome
-            outcome.races += 1
-        raise LostRace(
-            f"{repository}/{branch} moved {MAX_RACES} times while being indexed; retrying later"
+        self._attempt(repo, repository, branch, job_id, outcome)
+        if outcome.indexed is not None:
+            now = _tip(repo, branch)
+            outcome.moved = now is not None and now != outcome.indexed
+        outcome.seconds = time.perf_counter() - started
+        log.info(
+            "indexed %s/%s at %s: %d files changed, %d loaded, %d deleted, %d embedded, %.2f s%s",
+            repository,
+            branch,
+            (outcome.indexed or "-")[:12],
+            outcome.changes,
+            len(outcome.loaded),
+            len(outcome.deleted),
+            outcome.embedded,
+            outcome.seconds,
+            "; the branch moved meanwhile: the next job indexes its new tip"
+            if outcome.moved
+            else "",
         )
+        return outcome
 
     def _attempt(
         self,
@@ -151,19 +154,17 @@ class BranchIndexer:
         branch: str,
         job_id: int | None,
         outcome: Outcome,
-    ) -> bool:
-        """One pass; False when a push moved the branch before the commit-back."""
-        ref = repo.references.get(f"refs/heads/{branch}")
-        tip = str(ref.resolve().target) if ref is not None else None
+    ) -> None:
+        tip = _tip(repo, branch)
         outcome.tip = tip
         with self.pool.connection() as conn:
             indexed = self.indexed_commit(conn, repository, branch)
         if tip is None:
             self._drop_branch(repository, branch, outcome)
-            return True
+            return
         if indexed == tip:
             outcome.indexed, outcome.note = tip, "already indexed"
-            return True
+            return
 
         source = GitTreeSource.at(repo, tip)
         before = getattr(self.embedder, "texts_embedded", 0)
@@ -182,13 +183,15 @@ class BranchIndexer:
             new = commit_changes(repo, tip, changes, message=message)
             if new is not None:
                 reason = f"glossator: commit-back (job {job_id})"
-                if not move_ref(self.store.path(repository), branch, new, tip, reason=reason):
-                    return False  # a push won: index its tip instead
                 outcome.committed, outcome.changes, target = new, len(changes), new
+                if not move_ref(self.store.path(repository), branch, new, tip, reason=reason):
+                    # A push won. Its commits are the next job's; ours, on no branch,
+                    # still holds the sidecars of `tip`: load them (docstring, step 3).
+                    outcome.races = 1
+                    outcome.note = "a push moved the branch during the job"
 
         self._load(repo, repository, branch, indexed, target, job_id, outcome)
         outcome.indexed = target
-        return True
 
     def _load(
         self,
@@ -263,6 +266,11 @@ class BranchIndexer:
             )
         outcome.deleted = [r[0] for r in files]
         outcome.note = "branch deleted: rows dropped"
+
+
+def _tip(repo: pygit2.Repository, branch: str) -> str | None:
+    ref = repo.references.get(f"refs/heads/{branch}")
+    return str(ref.resolve().target) if ref is not None else None
 
 
 def _has_commit(repo: pygit2.Repository, commit: str) -> bool:

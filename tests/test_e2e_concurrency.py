@@ -105,3 +105,70 @@ def test_two_clones_push_in_turn_and_concurrently(
                 (f"{chapters[i]}/source.md", f"%{marker}%"),
             ).fetchone()
             assert count == 1
+
+
+def push_rebasing(work: Path, url: str, tries: int = 40) -> int:
+    """Push; when refused (another clone or a commit-back moved the branch), rebase and retry."""
+    for attempt in range(1, tries + 1):
+        result = git("push", url, "main", cwd=work, check=False)
+        if result.returncode == 0:
+            return attempt
+        assert "rejected" in result.stderr or "failed to push" in result.stderr, result.stderr
+        git("pull", "-q", "--rebase", url, "main", cwd=work)
+    raise AssertionError(f"push still refused after {tries} tries")
+
+
+def test_three_clones_push_five_rounds_each_without_wedging(
+    server: ServeProcess, db_url: str, tmp_path: Path
+) -> None:
+    """The wedge of issue 14: clones pushing their own chapters round after round, so
+    that pushes land while jobs run and commit-backs refuse pushes. Every job must end
+    `done`, nothing stays queued or running, and every edit is in the rows."""
+    create_repo(server, "trio")
+    seed = make_small_corpus(tmp_path / "seed", 3)
+    git("init", "-q", "-b", "main", str(seed))
+    commit_all(seed, "three chapters")
+    url = server.url("trio", token=TOKEN)
+    git("push", "-q", url, "main", cwd=seed)
+    [first] = server.wait_idle("trio")
+    clones = [tmp_path / f"clone{i}" for i in range(3)]
+    for clone in clones:
+        git("clone", "-q", server.url("trio"), str(clone))
+    chapters = sorted(
+        p.parent.relative_to(clones[0]).as_posix() for p in clones[0].glob("corpus/*/*/*/source.md")
+    )
+    rounds = 5
+    errors: list[BaseException] = []
+
+    def run(i: int) -> None:
+        try:
+            for r in range(rounds):
+                edit(clones[i], chapters[i], f"MARQUE-C{i}-R{r}")
+                push_rebasing(clones[i], url)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=600)
+    assert not errors, errors
+    assert not any(t.is_alive() for t in threads)
+
+    jobs = server.wait_idle("trio", after=first["id"], timeout=300)
+    assert all(j["status"] == "done" for j in jobs), jobs
+    final = tmp_path / "final"
+    git("clone", "-q", server.url("trio"), str(final))
+    tip = git("rev-parse", "HEAD", cwd=final).stdout.strip()
+    assert indexed_commit(db_url, "trio") == tip
+    with psycopg.connect(db_url) as conn:
+        for i in range(3):
+            for r in range(rounds):
+                marker = f"MARQUE-C{i}-R{r}"
+                (count,) = conn.execute(
+                    "SELECT count(*) FROM hierarchical_content_nodes"
+                    " WHERE repository = 'trio' AND source_file = %s AND content LIKE %s",
+                    (f"{chapters[i]}/source.md", f"%{marker}%"),
+                ).fetchone()
+                assert count == 1, marker

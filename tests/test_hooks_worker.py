@@ -158,9 +158,11 @@ def test_edit_delete_and_branch_deletion(setup: Any, fake_embedder: Any) -> None
     assert outcome.note.startswith("branch deleted") and rows_by_file(database) == {}
 
 
-def test_a_push_during_indexing_wins_and_is_indexed(setup: Any) -> None:
-    """The commit-back's compare-and-swap loses to a push made while the job indexed;
-    the job starts over on the pushed tip, and the user's commit stays in history."""
+def test_a_push_during_indexing_wins_and_is_indexed(setup: Any, database: Any) -> None:
+    """The commit-back's compare-and-swap loses to a push made while the job indexed:
+    the user's commit stays the tip, the job still loads the rows of what it indexed
+    (its commit-back, on no branch) and says the branch moved; the next job indexes
+    the pushed tip."""
     store, bare, work, indexer, _database = setup
     real_index = indexer.index_fn
     pushed: list[str] = []
@@ -175,11 +177,15 @@ def test_a_push_during_indexing_wins_and_is_indexed(setup: Any) -> None:
         return result
 
     indexer.index_fn = index_and_push_meanwhile
-    outcome = indexer.run("livre", "main", job_id=11)
-    assert outcome.races == 1
+    first = indexer.run("livre", "main", job_id=11)
+    assert first.races == 1 and first.moved
+    assert store.branches("livre")["main"] == pushed[0]  # never overwritten
+    assert first.indexed == first.committed and first.indexed != pushed[0]
+    assert rows_by_file(database)  # the job finished the tip it had
+    second = indexer.run("livre", "main", job_id=12)
     repo = store.open("livre")
     tip = store.branches("livre")["main"]
-    assert tip == outcome.indexed == outcome.committed
+    assert not second.moved and tip == second.indexed == second.committed
     assert repo.descendant_of(tip, pushed[0])  # the user's commit was not overwritten
     assert repo[tip].parents[0].id == pygit2.Oid(hex=pushed[0])
 

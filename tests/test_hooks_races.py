@@ -1,0 +1,251 @@
+"""The queue under forced interleavings, on the real PostgreSQL and procrastinate worker.
+
+No timing is involved: a seam in the indexer moves the branch (as a push would)
+or fails an attempt at a chosen point, then the real procrastinate worker runs
+every due job (`IndexingService.drain`, retries with no delay). What must hold
+whatever the interleaving: no job stays `doing`, a job that lost the race ends
+`done` (never `failed`), a failure while a push's job holds the queueing lock is
+no UniqueViolation, and at the end the indexed commit is the tip and every edit
+is in the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from gitserver.repos import RepoStore
+from hooks.queue import defer_sync, ensure_schema, retry_delay
+from hooks.service import IndexingService
+from hooks.worker import BranchIndexer, _default_index
+from tests.gitserver_support import commit_all, git
+from tests.plugins.corpus import make_small_corpus
+
+
+class Branch:
+    """The bare repository `livre` and a clone that pushes to it (no hook queues: a
+    seam that wants the push's job defers it itself)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.store = RepoStore(tmp / "repos", data_dir=tmp / "data")
+        self.bare = self.store.create("livre")
+        self.work = make_small_corpus(tmp / "work", 3)
+        self.env = {"GLOSSATOR_DATA_DIR": str(tmp)}  # no database: the hook queues nothing
+        git("init", "-q", "-b", "main", str(self.work))
+        commit_all(self.work, "corpus")
+        self.push()
+        self.chapters = sorted(self.work.glob("corpus/*/*/*/source.md"))
+        self.markers: list[str] = []
+
+    def push(self) -> None:
+        git("push", "-q", "-f", str(self.bare), "HEAD:main", cwd=self.work, env=self.env)
+
+    def edit_and_push(self) -> str:
+        """A user's push made while a job runs: a new paragraph in a chapter."""
+        git("fetch", "-q", str(self.bare), "main", cwd=self.work)
+        git("reset", "-q", "--hard", "FETCH_HEAD", cwd=self.work)
+        marker = f"MARQUEUR{len(self.markers):03d}"
+        chapter = self.chapters[len(self.markers) % len(self.chapters)]
+        chapter.write_text(chapter.read_text().rstrip("\n") + f"\n\nParagraphe {marker}.\n")
+        commit_all(self.work, f"edit {marker}")
+        self.push()
+        self.markers.append(marker)
+        return marker
+
+    def tip(self) -> str:
+        return self.store.branches("livre")["main"]
+
+
+def service_for(
+    branch: Branch, database: Any, embedder: Any, summarizer: Any, index_fn: Callable[..., Any]
+) -> IndexingService:
+    indexer = BranchIndexer(
+        branch.store, database.pool, embedder=embedder, summarizer=summarizer, index_fn=index_fn
+    )
+    ensure_schema(database.conninfo)
+    return IndexingService(
+        conninfo=database.conninfo,
+        store=branch.store,
+        indexer=indexer,
+        retries=3,
+        retry_base_s=0.0,  # follow-ups are due at once: drain() runs them all
+    )
+
+
+async def drain(service: IndexingService) -> None:
+    await service.app.open_async()
+    try:
+        await service.drain()
+    finally:
+        await service.app.close_async()
+
+
+def jobs(conninfo: str) -> list[tuple[int, str, dict[str, Any]]]:
+    with psycopg.connect(conninfo) as conn:
+        rows = conn.execute(
+            "SELECT id, status::text, args FROM procrastinate_jobs ORDER BY id"
+        ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows]
+
+
+def runs(conninfo: str) -> list[tuple[int, str, str | None, dict[str, Any] | None]]:
+    with psycopg.connect(conninfo) as conn:
+        rows = conn.execute(
+            "SELECT job_id, status, error, stats FROM glossator_job_runs ORDER BY job_id, attempt"
+        ).fetchall()
+    return [(r[0], r[1], r[2], r[3]) for r in rows]
+
+
+def assert_settled(branch: Branch, conninfo: str) -> None:
+    """Nothing waits or runs, the rows are the tip's, every marker is findable."""
+    assert [j for j in jobs(conninfo) if j[1] in ("todo", "doing")] == []
+    with psycopg.connect(conninfo) as conn:
+        (indexed,) = conn.execute(
+            "SELECT commit FROM indexed_commits WHERE repository = 'livre' AND branch = 'main'"
+        ).fetchone()
+        assert indexed == branch.tip()
+        for marker in branch.markers:
+            (n,) = conn.execute(
+                "SELECT count(*) FROM hierarchical_content_nodes WHERE content LIKE %s",
+                (f"%{marker}%",),
+            ).fetchone()
+            assert n == 1, marker
+
+
+@pytest.fixture
+def branch(tmp_path: Path) -> Branch:
+    return Branch(tmp_path)
+
+
+@pytest.mark.parametrize("moves", [1, 3])
+async def test_branch_moved_during_attempts_is_finished_by_the_next_job(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any, moves: int
+) -> None:
+    """The first three attempts each see `moves` pushes land while they index; no
+    push's hook reaches the queue, so only the jobs' own follow-ups keep it going."""
+    real = _default_index()
+    calls = 0
+
+    def index_while_pushing(source: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        result = real(source, **kwargs)
+        if calls <= 3:
+            for _ in range(moves):
+                branch.edit_and_push()
+        return result
+
+    service = service_for(branch, database, fake_embedder, fake_summarizer, index_while_pushing)
+    defer_sync(database.conninfo, "livre", "main")
+    await drain(service)
+
+    assert_settled(branch, database.conninfo)
+    statuses = [status for _, status, _ in jobs(database.conninfo)]
+    assert statuses == ["succeeded"] * 4  # three lost races, then the job that finished
+    history = runs(database.conninfo)
+    assert [r[1] for r in history] == ["done"] * 4
+    for _, _, _, stats in history[:3]:
+        assert stats and stats["races"] == 1 and stats["moved"] and stats["next_job"]
+    assert history[3][3] and not history[3][3]["moved"]
+
+
+async def test_failure_while_a_push_holds_the_queueing_lock(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """What wedged the branch: the attempt fails after a push queued the next job.
+    Procrastinate's own retry would put the failed row back to `todo` next to the
+    waiting one (UniqueViolation, job left `doing`); ours ends it `failed` and the
+    waiting job is its follow-up."""
+    real = _default_index()
+    calls = 0
+    pushed: list[int] = []
+
+    def fail_after_a_push(source: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            branch.edit_and_push()
+            pushed.append(defer_sync(database.conninfo, "livre", "main").job_id)  # its hook
+            raise RuntimeError("the embedding provider went away")
+        return real(source, **kwargs)
+
+    service = service_for(branch, database, fake_embedder, fake_summarizer, fail_after_a_push)
+    first = defer_sync(database.conninfo, "livre", "main").job_id
+    await drain(service)
+
+    assert_settled(branch, database.conninfo)
+    assert [(i, s) for i, s, _ in jobs(database.conninfo)] == [
+        (first, "failed"),
+        (pushed[0], "succeeded"),
+    ]
+    failed = runs(database.conninfo)[0]
+    assert failed[1] == "failed" and "the embedding provider went away" in (failed[2] or "")
+    assert failed[3] and failed[3]["next_job"] == pushed[0]
+
+
+async def test_failures_are_retried_by_follow_up_jobs(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    real = _default_index()
+    calls = 0
+
+    def fail_twice(source: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls <= 2:
+            raise RuntimeError(f"failure {calls}")
+        return real(source, **kwargs)
+
+    service = service_for(branch, database, fake_embedder, fake_summarizer, fail_twice)
+    defer_sync(database.conninfo, "livre", "main")
+    await drain(service)
+
+    assert_settled(branch, database.conninfo)
+    found = jobs(database.conninfo)
+    assert [s for _, s, _ in found] == ["failed", "failed", "succeeded"]
+    assert [a.get("failures", 0) for _, _, a in found] == [0, 1, 2]
+
+
+def test_retry_delays() -> None:
+    assert [retry_delay(n, 3) for n in (1, 2, 3, 4, 9)] == [2.0, 4.0, 8.0, 300.0, 300.0]
+    assert retry_delay(1, 0) == 300.0  # no quick retries: the slow pace at once
+
+
+async def test_a_job_whose_outcome_was_lost_is_closed(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """Procrastinate could not persist the outcome (database gone at that instant):
+    the job stays `doing` under a live worker and its lock blocks the branch."""
+    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    job = defer_sync(database.conninfo, "livre", "main").job_id
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = %s", (job,))
+    service._returned[job] = (0.0, True)  # our thread returned long ago
+    await service.app.open_async()
+    try:
+        assert await service.close_unfinished() == 1
+        assert await service.close_unfinished() == 0
+    finally:
+        await service.app.close_async()
+    assert jobs(database.conninfo)[0][:2] == (job, "succeeded")
+
+
+async def test_reconciliation_leaves_a_busy_branch_alone(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    job = defer_sync(database.conninfo, "livre", "main").job_id
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = %s", (job,))
+    await service.app.open_async()
+    try:
+        assert await service.reconcile() == 0  # running: it will queue its own follow-up
+        with psycopg.connect(database.conninfo, autocommit=True) as conn:
+            conn.execute("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = %s", (job,))
+        assert await service.reconcile() == 1  # nothing will run: queue one
+    finally:
+        await service.app.close_async()
