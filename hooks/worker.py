@@ -39,8 +39,11 @@ import pygit2
 from gitserver.repos import RepoStore
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
 from hooks.gitsource import GitTreeSource
+from hooks.reuse import ReusingEmbedder, ReusingSummarizer
+from indexer.embedders.base import Embedder
 from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
+from indexer.summaries.base import Summarizer
 from store.loader import SIDECAR_SUFFIX, md_path, sync_files, sync_tree
 
 log = logging.getLogger(__name__)
@@ -111,8 +114,11 @@ class BranchIndexer:
     ) -> None:
         self.store = store
         self.pool = pool
-        self.embedder = embedder
-        self.summarizer = summarizer
+        # What one attempt computed serves the next attempts and jobs (hooks.reuse).
+        self.embedder = ReusingEmbedder(embedder) if isinstance(embedder, Embedder) else embedder
+        self.summarizer = (
+            ReusingSummarizer(summarizer) if isinstance(summarizer, Summarizer) else summarizer
+        )
         self.index_fn = index_fn
 
     def indexed_commit(self, conn: psycopg.Connection, repository: str, branch: str) -> str | None:

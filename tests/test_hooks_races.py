@@ -249,3 +249,37 @@ async def test_reconciliation_leaves_a_busy_branch_alone(
         assert await service.reconcile() == 1  # nothing will run: queue one
     finally:
         await service.app.close_async()
+
+
+async def test_work_survives_a_lost_race(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """A push lands during the second job: the third job indexes a tip that lacks the
+    second's sidecars and summaries, yet no text is embedded twice and no summary is
+    asked for twice (the recording fakes count every real call)."""
+    real = _default_index()
+    calls = 0
+
+    def index(source: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        result = real(source, **kwargs)
+        if calls == 2:
+            branch.edit_and_push()
+        return result
+
+    service = service_for(branch, database, fake_embedder, fake_summarizer, index)
+    defer_sync(database.conninfo, "livre", "main")
+    await drain(service)  # the first index of the corpus
+    branch.edit_and_push()
+    defer_sync(database.conninfo, "livre", "main")
+    await drain(service)  # job 2 loses the race; job 3 takes the rest
+
+    assert_settled(branch, database.conninfo)
+    history = runs(database.conninfo)
+    assert [r[3]["moved"] for r in history if r[3]] == [False, True, False]
+    texts = [t for batch, kind in fake_embedder.history if kind == "document" for t in batch]
+    repeated = {t[:60] for t in texts if texts.count(t) > 1}
+    assert repeated == set(), f"{len(repeated)} texts embedded twice"
+    asked = [(r.path, r.user_message()) for r in fake_summarizer.history]
+    assert len(asked) == len(set(asked)), "a summary was asked for twice"

@@ -1,0 +1,163 @@
+"""What an attempt computed, kept for the next attempt and the next job of the process.
+
+A job that lost the commit-back race loads its own commit-back, but the pushed
+tip that the next job indexes does not contain those sidecars and summaries: by
+the sidecars alone, the next job would embed the same new paragraphs and ask the
+LLM for the same summaries again (issue 14 saw 2,016 texts embedded again, 0
+reused). These wrappers remember results by their exact input, so equal inputs
+are computed once per process, whatever the order of jobs and races:
+
+- `ReusingEmbedder`: document vectors by (model, dimension, embedding input).
+  The input already carries the recipe and heading path (indexer.recipes).
+- `ReusingSummarizer`: summaries by (provider, model, prompt, request). A reused
+  summary costs nothing and counts no call.
+
+Both are bounded LRU maps (indexer.cache.ContentCache) owned by the job runner
+(hooks.worker.BranchIndexer), not module state. A failed call is not remembered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from array import array
+from collections.abc import Callable, Sequence
+
+from indexer.cache import ContentCache
+from indexer.embedders.base import Embedder, InputType
+from indexer.summaries.base import (
+    Summarizer,
+    SummarizerError,
+    SummaryRequest,
+    SummaryResponse,
+    Usage,
+)
+
+# ~3 KB per 384-dimension vector kept as doubles (exact: sidecars round them
+# themselves): 20,000 are ~60 MB, about ten times the largest push issue 14 saw.
+EMBEDDINGS_KEPT = 20_000
+# Summaries are a few KB each; a 1,000-chapter book has ~1,050 of them.
+SUMMARIES_KEPT = 5_000
+
+
+def _key(*parts: str) -> str:
+    digest = hashlib.sha256()
+    for part in parts:
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()
+
+
+class ReusingEmbedder(Embedder):
+    """`inner` with its document vectors remembered; `texts_embedded` counts only
+    what `inner` really embedded."""
+
+    def __init__(self, inner: Embedder, size: int = EMBEDDINGS_KEPT) -> None:
+        super().__init__(inner.model, inner.dimension)
+        self.inner = inner
+        self.recipe = inner.recipe
+        self.max_batch_size = inner.max_batch_size
+        self.max_batch_tokens = inner.max_batch_tokens
+        self.reused = 0
+        self._vectors: ContentCache[array[float]] = ContentCache(size)
+
+    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+        return self.inner.embed_batch(texts, input_type)
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.inner.embed_query(text)
+
+    def embed_documents(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> list[list[float]]:
+        keys = [_key(self.model, str(self.dimension), t) for t in texts]
+        found: dict[int, list[float]] = {}
+        for i, key in enumerate(keys):
+            vector = self._vectors.get(key)
+            if vector is not None:
+                found[i] = vector.tolist()
+        missing = [i for i in range(len(texts)) if i not in found]
+        self.reused += len(found)
+        if found and on_batch is not None:
+            on_batch(len(found))
+        if missing:
+            fresh = self.inner.embed_documents([texts[i] for i in missing], on_batch)
+            self.texts_embedded += len(missing)
+            for i, computed in zip(missing, fresh, strict=True):
+                self._vectors.put(keys[i], array("d", computed))
+                found[i] = computed
+        return [found[i] for i in range(len(texts))]
+
+
+class ReusingSummarizer(Summarizer):
+    """`inner` with its summaries remembered by request."""
+
+    def __init__(self, inner: Summarizer, size: int = SUMMARIES_KEPT) -> None:
+        super().__init__(
+            max_attempts=inner.max_attempts,
+            backoff_seconds=inner.backoff_seconds,
+            backoff_max=inner.backoff_max,
+            sleep=inner.sleep,
+        )
+        self.inner = inner
+        self.provider = inner.provider
+        self.model = inner.model
+        self.uses_prompt = inner.uses_prompt
+        self.context_tokens = inner.context_tokens
+        self.reused = 0
+        self._texts: ContentCache[str] = ContentCache(size)
+
+    def _request_key(self, r: SummaryRequest) -> str:
+        prompt = r.prompt if self.uses_prompt else ""
+        return _key(
+            self.provider,
+            self.model,
+            prompt,
+            r.user_message(),
+            str(r.level),
+            str(r.budget_tokens),
+            r.path,
+        )
+
+    def summarize(self, request: SummaryRequest) -> SummaryResponse:
+        return self.inner.summarize(request)
+
+    def price(self, input_tokens: int, output_tokens: int) -> float | None:
+        return self.inner.price(input_tokens, output_tokens)
+
+    def estimate(self, request: SummaryRequest) -> Usage:
+        return self.inner.estimate(request)
+
+    def run(self, request: SummaryRequest) -> SummaryResponse:
+        key = self._request_key(request)
+        text = self._texts.get(key)
+        if text is not None:
+            self.reused += 1
+            return SummaryResponse(text, calls=0)
+        response = self.inner.run(request)
+        self._texts.put(key, response.text)
+        return response
+
+    def run_many(
+        self,
+        requests: Sequence[SummaryRequest],
+        progress: Callable[[SummaryRequest], None] | None = None,
+    ) -> dict[str, SummaryResponse | SummarizerError]:
+        out: dict[str, SummaryResponse | SummarizerError] = {}
+        missing: list[SummaryRequest] = []
+        for request in requests:
+            text = self._texts.get(self._request_key(request))
+            if text is None:
+                missing.append(request)
+                continue
+            self.reused += 1
+            out[request.path] = SummaryResponse(text, calls=0)
+            if progress:
+                progress(request)
+        if missing:
+            fresh = self.inner.run_many(missing, progress=progress)  # keeps a bulk path
+            by_path = {r.path: r for r in missing}
+            for path, outcome in fresh.items():
+                if isinstance(outcome, SummaryResponse):
+                    self._texts.put(self._request_key(by_path[path]), outcome.text)
+                out[path] = outcome
+        return out
