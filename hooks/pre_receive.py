@@ -6,14 +6,19 @@ which we add to the object database as an alternate). For each updated branch,
 each added or modified `.md` file under `corpus/` is parsed with the indexer's
 own frontmatter rules; every problem becomes one line, which git shows the
 pusher as `remote: …`, and a non-zero exit refuses the whole push (git's
-all-or-nothing). Nothing else is refused: structure problems are reported by
-the indexing job, deletions and branch deletions always pass.
+all-or-nothing). Two tree-wide checks too: a branch whose tree has no `corpus/`
+folder is refused (nothing would be indexed, and saying so beats a silent no-op),
+and so are two corpus paths equal under Unicode NFC (`e\u0301` and `é` look the
+same and would become two chapters with identical-looking citations). Other
+structure problems are reported by the indexing job; deletions and branch
+deletions always pass.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import TextIO
 
@@ -64,6 +69,44 @@ def check_file(path: str, data: bytes) -> Problem | None:
     return None
 
 
+LAYOUT = (
+    "the expected layout is corpus/<work>/summary.md with one folder per chapter, "
+    "corpus/<work>/<chapter>/source.md (or corpus/<work>/<part>/<chapter>/source.md); "
+    "`glossator corpus import BOOK DEST` builds it from a text, Markdown or EPUB book"
+)
+
+
+def check_tree(repo: pygit2.Repository, new: str) -> list[Problem]:
+    """The whole pushed tree: a corpus/ folder, and no two paths equal under NFC."""
+    tree = repo[new].peel(pygit2.Commit).tree
+    if CORPUS_DIR not in tree or not isinstance(repo[tree[CORPUS_DIR].id], pygit2.Tree):
+        return [Problem(f"{CORPUS_DIR}/", f"this branch has no {CORPUS_DIR}/ folder: {LAYOUT}")]
+    problems: list[Problem] = []
+    seen: dict[str, str] = {}
+    top = repo[tree[CORPUS_DIR].id]
+    assert isinstance(top, pygit2.Tree)
+    stack: list[tuple[str, pygit2.Tree]] = [(CORPUS_DIR, top)]
+    while stack:
+        prefix, sub = stack.pop()
+        for entry in sub:
+            path = f"{prefix}/{entry.name}"
+            key = unicodedata.normalize("NFC", path)
+            other = seen.setdefault(key, path)
+            if other != path:
+                problems.append(
+                    Problem(
+                        path,
+                        f"{path!a} and {other!a} are the same name under Unicode "
+                        "normalization (NFC); rename one (keep the precomposed form)",
+                    )
+                )
+            if entry.type_str == "tree":  # blobs are not read: only names are compared
+                child = repo[entry.id]
+                assert isinstance(child, pygit2.Tree)
+                stack.append((path, child))
+    return problems
+
+
 def check_updates(
     repo: pygit2.Repository, updates: Iterable[tuple[str, str, str]]
 ) -> list[Problem]:
@@ -72,6 +115,10 @@ def check_updates(
     for old, new, ref in updates:
         if new == ZERO or not ref.startswith("refs/heads/"):
             continue
+        for found in check_tree(repo, new):
+            if (found.path, found.message) not in seen:
+                seen.add((found.path, found.message))
+                problems.append(found)
         for path, data in changed_markdown(repo, old, new):
             problem = check_file(path, data)
             if problem is not None and (path, problem.message) not in seen:
@@ -96,8 +143,7 @@ def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stderr) -> int:
         print(f"glossator: {p.path}: {p.message}", file=out)
     n = len(problems)
     print(
-        f"glossator: push refused: {n} file{'s' if n > 1 else ''} with malformed frontmatter; "
-        "fix and push again",
+        f"glossator: push refused: {n} problem{'s' if n > 1 else ''} (above); fix and push again",
         file=out,
     )
     return 1

@@ -1,8 +1,9 @@
 """The corpus tree (DESIGN §3): nodes, levels, titles, heading paths and parent links.
 
     corpus/<work>/summary.md                      level 3  work_summary
-    corpus/<work>/<piece>/source.md               level 0  source   (liminary piece)
-    corpus/<work>/<piece>/summary.md              level 1  section_summary
+    corpus/<work>/<piece>/source.md               level 0  source   (liminary piece,
+    corpus/<work>/<piece>/summary.md              level 1  section_summary   or a chapter
+                                                                      of a book without parts)
     corpus/<work>/<part>/summary.md               level 2  part_summary
     corpus/<work>/<part>/<chapter>/source.md      level 0  source
     corpus/<work>/<part>/<chapter>/summary.md     level 1  section_summary
@@ -11,16 +12,24 @@
 one malformed chapter does not keep the others from being indexed. The only
 thing it writes is a missing or wrong `parent_source_file` key, returned as
 `Changes` for the caller to apply.
+
+A book without parts is the same tree with level 2 absent: its chapters sit
+directly under the work, and their summaries' parent is the work's summary.
+A section folder under the work is a chapter when its source.md has a `number`,
+a liminary piece otherwise (docs/corpus.md). Labels in heading paths follow
+the work's `lang` (indexer/lang.py).
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from indexer import frontmatter
+from indexer import lang as L
 from indexer.cache import ContentCache
 from indexer.errors import CorpusError, FrontmatterError, Problem
 from indexer.policy import POLICY_FILE, Policy, parse_policy
@@ -31,8 +40,7 @@ SOURCE = "source.md"
 SUMMARY = "summary.md"
 SIDECAR_SUFFIX = ".jsonl"
 NODE_TYPES = {0: "source", 1: "section_summary", 2: "part_summary", 3: "work_summary"}
-SUMMARY_SUFFIX = " (résumé)"
-DEFAULT_LANG = "fr"
+DEFAULT_LANG = L.DEFAULT_LANG
 
 _NUMBER = re.compile(r"\d+")
 
@@ -136,22 +144,33 @@ def folder_order(name: str, meta: dict[str, Any]) -> tuple[int, str]:
     return (int(m.group()) if m else 1_000_000, name)
 
 
-def section_heading(title: str, meta: dict[str, Any]) -> str:
-    """`Chapitre I (Abondance, disette)` for a numbered chapter, the bare title otherwise."""
+def section_heading(title: str, meta: dict[str, Any], lang: str | None = None) -> str:
+    """`Chapitre I (Abondance, disette)` for a numbered chapter, the bare title otherwise.
+
+    The label is the frontmatter's `label`, else the work's language's word for a
+    chapter (`Chapter`, `Kapitel`…). A chapter whose title only repeats its label
+    and number (`Chapter 3`, untitled in the book) reads `Chapter 3`."""
     number = meta.get("number")
     if number is None or str(number).strip() in ("", "0"):
         return title
-    label = str(meta.get("label", "Chapitre")).strip()
-    return f"{label} {str(number).strip()} ({title})"
+    label = str(meta.get("label") or L.labels(lang).chapter).strip()
+    head = f"{label} {str(number).strip()}"
+    if not title or _squash(title) in (_squash(head), _squash(str(number))):
+        return head
+    return f"{head} ({title})"
 
 
-def summary_heading_path(heading_path: str) -> str:
-    return heading_path + SUMMARY_SUFFIX
+def _squash(text: str) -> str:
+    return " ".join(re.sub(r"[^\w]+", " ", text.casefold()).split())
+
+
+def summary_heading_path(heading_path: str, lang: str | None = None) -> str:
+    return heading_path + L.summary_suffix(lang)
 
 
 def _own_path(node: Node) -> str:
     """A summary's heading path without " (résumé)": what its children's paths extend."""
-    return node.heading_path.removesuffix(SUMMARY_SUFFIX) if node.is_summary else node.heading_path
+    return L.strip_summary_suffix(node.heading_path) if node.is_summary else node.heading_path
 
 
 class _Reader:
@@ -222,7 +241,15 @@ def read_corpus(source: FileSource, policy: Policy | None = None) -> Corpus:
 
     # folder -> names of its .md files, and folder -> sub-folders holding files
     files: dict[str, set[str]] = {}
+    nfc: dict[str, str] = {}  # paths compared NFC: `e\u0301` and `é` are one name to a reader
     for path in markdown_paths(source):
+        twin = nfc.setdefault(unicodedata.normalize("NFC", path), path)
+        if twin != path:
+            reader.problem(
+                path,
+                f"same name as {twin!a} under Unicode normalization (NFC): rename one",
+            )
+            continue
         parts = path.split("/")
         if parts[0] != CORPUS_DIR:
             if len(parts) > 1 and path.startswith(policy.prompts_dir.rstrip("/") + "/"):
@@ -258,7 +285,8 @@ def read_corpus(source: FileSource, policy: Policy | None = None) -> Corpus:
         if depth == 1 and name == SOURCE:
             reader.problem(
                 path,
-                "a chapter outside any part: put it in corpus/<work>/<part>/<chapter>/ or make it a liminary piece folder corpus/<work>/<piece>/",
+                "a text directly in the work's folder: put each chapter in its own folder, "
+                "corpus/<work>/<chapter>/source.md (or corpus/<work>/<part>/<chapter>/source.md)",
             )
             continue
         files.setdefault("/".join(parts[:-1]), set()).add(name)
@@ -318,7 +346,7 @@ def _read_work(
                     "a folder cannot be both a liminary piece (it has source.md) and a part (it has chapter folders)",
                 )
                 continue
-            _read_section(corpus, reader, sub, "piece", work, work)
+            _read_section(corpus, reader, sub, None, work, work)
             continue
         if not chapters:
             reader.problem(
@@ -365,8 +393,9 @@ def _read_part(corpus: Corpus, reader: _Reader, folder: str, work: Node) -> Node
 
 
 def _read_section(
-    corpus: Corpus, reader: _Reader, folder: str, kind: str, parent: Node, work: Node
+    corpus: Corpus, reader: _Reader, folder: str, kind: str | None, parent: Node, work: Node
 ) -> None:
+    """A chapter or a piece; `kind` None: directly under the work, a chapter when numbered."""
     src_path = f"{folder}/{SOURCE}"
     sum_path = f"{folder}/{SUMMARY}"
     name = folder.split("/")[-1]
@@ -388,10 +417,13 @@ def _read_section(
         reader.problem(
             src_path, f"no `title`: using {title!r} until you set one in its frontmatter", "warning"
         )
-    heading = section_heading(title, meta)
+    lang = meta.get("lang") or parent.lang
+    if kind is None:
+        number = meta.get("number")
+        kind = "piece" if number is None or str(number).strip() in ("", "0") else "chapter"
+    heading = section_heading(title, meta, lang)
     heading_path = f"{_own_path(parent)} > {heading}"
     order = folder_order(name, meta)
-    lang = meta.get("lang") or parent.lang
     summary = None
     if not (sum_exists and summ is None):
         summary = _node(
@@ -459,12 +491,12 @@ def _node(
         work=work,
         title=title,
         heading=heading,
-        heading_path=heading_path if level == 0 else summary_heading_path(heading_path),
+        heading_path=heading_path if level == 0 else summary_heading_path(heading_path, lang),
         parent_source_file=expected_parent,
         lang=lang,
         vectorize=corpus.policy.vectorize(level) if vectorize is None else bool(vectorize),
         meta=meta,
-        body=doc.body if doc else "",
+        body=frontmatter.normalize_text(doc.body) if doc else "",
         body_line=doc.body_line if doc else 1,
         text=reader.texts.get(path, ""),
         order=order,
@@ -473,7 +505,9 @@ def _node(
     corpus.nodes[path] = node
     if doc is not None and meta.get("parent_source_file") != expected_parent:
         fixed = frontmatter.set_keys(node.text, {"parent_source_file": expected_parent})
-        corpus.changes.write(path, fixed.encode("utf-8"))
+        # the user's file keeps its BOM (decode dropped it) and its line endings
+        bom = frontmatter.BOM if reader.source.read(path)[:3] == b"\xef\xbb\xbf" else ""
+        corpus.changes.write(path, (bom + fixed).encode("utf-8"))
         node.text = fixed
         node.meta["parent_source_file"] = expected_parent
         node.body_line = frontmatter.parse(path, fixed).body_line

@@ -7,6 +7,7 @@ and drop their comments, and the body must stay byte for byte what they wrote.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,6 +57,27 @@ def decode(path: str, data: bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
+BOM = "\ufeff"
+
+
+def normalize_text(text: str) -> str:
+    """Text as Glossator indexes it: no BOM, `\n` line ends, Unicode NFC.
+
+    Line counts are unchanged for `\r\n` files, so line spans still point into
+    the file as written; only the rows and summaries see the normalized text."""
+    if text.startswith(BOM):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def line_ending(text: str) -> str:
+    """The file's own line ending, from its first line: `\r\n` or `\n`."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
 def parse(path: str, text: str) -> Document:
     """Split `text` into frontmatter and body; raise FrontmatterError when malformed."""
     lines = text.split("\n")
@@ -100,6 +122,9 @@ def set_keys(text: str, updates: dict[str, Any]) -> str:
     Other keys, their order, comments and the whole body stay as they were; a
     file without frontmatter gets one.
     """
+    bom = BOM if text.startswith(BOM) else ""
+    text = text.removeprefix(BOM)
+    cr = "\r" if line_ending(text) == "\r\n" else ""  # the lines we write end as the file's do
     lines = text.split("\n")
     if lines and lines[0].rstrip("\r") == _FENCE:
         end = next(
@@ -108,19 +133,21 @@ def set_keys(text: str, updates: dict[str, Any]) -> str:
         if end is None:
             raise ValueError("unclosed frontmatter")
         head, rest = lines[1:end], lines[end:]
+        fence = lines[0]
     else:
-        head, rest = [], [_FENCE, *lines]
+        head, rest = [], [_FENCE + cr, *lines]
+        fence = _FENCE + cr
     for key, value in updates.items():
-        head = _set_key(head, key, value)
-    return "\n".join([_FENCE, *head, *rest])
+        head = _set_key(head, key, value, cr)
+    return bom + "\n".join([fence, *head, *rest])
 
 
-def _set_key(head: list[str], key: str, value: Any) -> list[str]:
+def _set_key(head: list[str], key: str, value: Any, cr: str = "") -> list[str]:
     start = next(
         (i for i, line in enumerate(head) if (m := _TOP_KEY.match(line)) and m.group(1) == key),
         None,
     )
-    new = [] if value is None else dump_key(key, value)
+    new = [] if value is None else [line + cr for line in dump_key(key, value)]
     if start is None:
         return head + new
     end = start + 1

@@ -17,13 +17,13 @@ import psycopg
 from psycopg.rows import dict_row
 
 from indexer.corpus import humanize
+from indexer.lang import strip_summary_suffix
 from search import rows as R
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Node, Outline, OutlineEntry
 
 DEFAULT_BRANCH = "main"
 EXCERPT_CHARS = 300
-SUMMARY_SUFFIX = " (résumé)"
 
 
 def get_node(
@@ -199,7 +199,7 @@ def _folder(path: str) -> str:
 
 def _title(heading_path: str) -> str:
     last = heading_path.split(" > ")[-1]
-    return last.removesuffix(SUMMARY_SUFFIX)
+    return strip_summary_suffix(last)
 
 
 def _excerpt(text: str | None) -> str | None:
@@ -239,7 +239,7 @@ def _outline_repository(repository: str, files: list[dict[str, Any]]) -> list[Ou
         entry = OutlineEntry(
             kind=kind,  # type: ignore[arg-type]
             title=_title(main["heading_path"]) if main else humanize(folder.rsplit("/", 1)[-1]),
-            heading_path=(main["heading_path"].removesuffix(SUMMARY_SUFFIX) if main else ""),
+            heading_path=(strip_summary_suffix(main["heading_path"]) if main else ""),
             level=main["level"] if main else 3 - min(depth - 1, 2),
             source_file=main["source_file"] if main else None,
             text_file=source["source_file"] if source else None,

@@ -51,7 +51,7 @@ def test_not_roman(text: str) -> None:
         ("IX. Titre", "IX", "Titre"),
         ("VII. — Pétition des fabricants", "VII", "Pétition des fabricants"),
         ("Chapitre 3 : Les fleuves", "3", "Les fleuves"),
-        ("CHAPITRE xii", "XII", "CHAPITRE xii"),
+        ("CHAPITRE xii", "XII", "Chapitre XII"),  # untitled: label and number
         ("Immense découverte !!!", None, "Immense découverte !!!"),
         ("L’utopiste", None, "L’utopiste"),
         ("Introduction", None, "Introduction"),
@@ -73,6 +73,6 @@ def test_folder_numbers_follow_the_book() -> None:
     def s(number: str | None) -> Section:
         return Section("t", "x", number)
 
-    assert section_prefixes([s(None), s("I"), s("II"), s(None)]) == [0, 1, 2, 3]
-    assert section_prefixes([s("I"), s("II")]) == [1, 2]
-    assert section_prefixes([s("II"), s("I")]) == [1, 2]  # out of order: positions
+    assert section_prefixes([s(None), s("I"), s("II"), s(None)]) == ([0, 1, 2, 3], True)
+    assert section_prefixes([s("I"), s("II")]) == ([1, 2], True)
+    assert section_prefixes([s("II"), s("I")]) == ([1, 2], False)  # out of order: positions

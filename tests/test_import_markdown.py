@@ -123,7 +123,7 @@ def test_notes_numbered_per_chapter_stay_put(tmp_path: Path) -> None:
         ("# W\n\n## Vide\n\n## P\n\n### C\n\nx\n", "neither text nor", 3),
         ("# W\n\n### C\n\nx\n", "go under a part", 3),
         ("## P\n\n### C\n\nx\n", "before any `# ` work title", 1),
-        ("# W\n\n## Préface\n\nx\n", "no part with chapters", 1),
+        ("# W\n\n## Préface\n\nx\n", "has no chapter, only liminary pieces", 1),
         ("---\ntitle: [\n---\n# W\n", "malformed YAML", None),
         ("# W\n\n## P\n\n### C\n\nd\xe9j\xe0\n", "not valid UTF-8", None),
     ],

@@ -12,9 +12,10 @@ from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeEl
 
 from indexer.importers.common import ImportSourceError
 from indexer.importers.tree import Work
-from indexer.importers.writer import import_works
+from indexer.importers.writer import import_works, plan_and_check, render_tree
 
-FORMATS = ("auto", "folder", "markdown", "epub")
+FORMATS = ("auto", "folder", "markdown", "epub", "text")
+TEXT_SUFFIXES = (".txt", ".text", "")
 
 
 def detect_format(src: Path) -> str:
@@ -25,10 +26,22 @@ def detect_format(src: Path) -> str:
         return "markdown"
     if suffix == ".epub":
         return "epub"
+    if suffix in TEXT_SUFFIXES or _looks_like_text(src):
+        return "text"
     raise ImportSourceError(
         str(src),
-        "cannot tell its format from the name; pass --format folder, markdown or epub",
+        "cannot tell its format from the name; pass --format folder, markdown, epub or text",
     )
+
+
+def _looks_like_text(src: Path) -> bool:
+    """A file of text (no NUL byte in its first 8 KB), whatever its name says."""
+    try:
+        with src.open("rb") as f:
+            head = f.read(8192)
+    except OSError:
+        return False
+    return bool(head) and b"\x00" not in head
 
 
 def read_source(
@@ -63,6 +76,10 @@ def read_source(
         from indexer.importers.epub import read_epub
 
         works = [read_epub(src, exclude=exclude, skip_front_matter=skip_front_matter)]
+    elif fmt == "text":
+        from indexer.importers.text import read_text
+
+        works = [read_text(src, lang=lang, exclude=exclude, skip_front_matter=skip_front_matter)]
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
     for work in works:
@@ -89,8 +106,10 @@ def corpus() -> None:
     type=click.Choice(FORMATS),
     default="auto",
     show_default=True,
-    help="folder: chapter .md files with YAML headers; markdown: one file, # work, "
-    "## parts and liminary pieces, ### chapters; epub: TOC gives parts and chapters.",
+    help="folder: chapter files (YAML headers optional); markdown: one file, # work, "
+    "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
+    "parts and chapters; text: a plain-text book (Project Gutenberg's form), headings found "
+    "in the text. auto: from the name (.txt and unknown text files: text).",
 )
 @click.option("--work-title", help="Title of the work (overrides the book's own).")
 @click.option("--author", help="Author of the work (overrides the book's own).")
@@ -110,6 +129,12 @@ def corpus() -> None:
 @click.option(
     "--force", is_flag=True, help="Replace the imported works if DEST already holds a corpus."
 )
+@click.option(
+    "--dry-run",
+    is_flag=True,
+    help="Print the tree the import would write (works, parts, chapters with their first "
+    "words) and write nothing.",
+)
 def import_command(
     src: Path,
     dest: Path,
@@ -120,6 +145,7 @@ def import_command(
     exclude: tuple[str, ...],
     skip_front_matter: bool,
     force: bool,
+    dry_run: bool,
 ) -> None:
     """Import the book at SRC into the corpus repository DEST (created if missing)."""
     console = Console(stderr=True)
@@ -145,12 +171,23 @@ def import_command(
             skip_front_matter=skip_front_matter,
             progress=lambda name: bar.advance(task),
         )
-        bar.update(task, description=f"writing {dest}")
-        stats, problems = import_works(dest, works, force=force)
+        if dry_run:
+            bar.update(task, description="checking")
+            changes, stats, problems = plan_and_check(dest, works, force=force)
+        else:
+            bar.update(task, description=f"writing {dest}")
+            stats, problems = import_works(dest, works, force=force)
+    for work in works:
+        for note in work.notes:
+            console.print(f"{work.title}: {note}", highlight=False, markup=False)
+    if dry_run:
+        click.echo(render_tree(changes))
     for problem in problems:
         console.print(str(problem), highlight=False)
     seconds = time.perf_counter() - started
+    verb = "would import" if dry_run else "imported"
     click.echo(
-        f"imported {stats.works} work(s), {stats.parts} parts, {stats.chapters} chapters, "
+        f"{verb} {stats.works} work(s), {stats.parts} parts, {stats.chapters} chapters, "
         f"{stats.pieces} pieces into {dest} in {seconds:.2f} s"
+        + (" (dry run: nothing written)" if dry_run else "")
     )

@@ -69,7 +69,13 @@ def number_value(number: str | None) -> int | None:
     return roman_to_int(text)
 
 
-_LABEL = r"(?:chapitre|chap\.|chapter|section)"
+# words that label a numbered chapter, in the languages of indexer.lang (and "letter")
+CHAPTER_WORDS = (
+    "chapitre", "chap.", "chapter", "section", "letter", "lettre", "kapitel", "brief",
+    "capítulo", "capitulo", "capitolo", "capitol", "hoofdstuk", "kapittel", "luku",
+    "rozdział", "rozdzial", "глава", "canto", "stave", "chant",
+)  # fmt: skip
+_LABEL = "(?:" + "|".join(re.escape(w) for w in CHAPTER_WORDS) + ")"
 _SEP = r"\s*(?:[.:)]\s*(?:[—–-]\s*)?|[—–]\s*|-\s+)"
 _NUMBERED = re.compile(
     rf"^(?:(?P<label>{_LABEL})\s+)?(?P<num>[IVXLCDM]+|\d+)(?:{_SEP})(?P<title>\S.*)$",
@@ -99,8 +105,72 @@ def split_heading(heading: str) -> tuple[str | None, str]:
         title = m.group("title").strip()
         if not title and not m.group("label"):
             continue
-        return num, title or text
+        if not title:  # `CHAPTER IV.`: untitled in the book, named by label and number
+            label = m.group("label").rstrip(".")
+            title = f"{label[:1].upper()}{label[1:].lower()} {num}"
+        return num, title
     return None, text
+
+
+def heading_label(heading: str) -> str | None:
+    """The label word a numbered heading starts with, as the book writes it, capitalised:
+    `LETTER 3` → `Letter`; None for a bare number or an unnumbered heading."""
+    m = _LABELLED_ONLY.match(" ".join(heading.split()))
+    if not m:
+        return None
+    word = m.group("label").rstrip(".")
+    return word[:1].upper() + word[1:].lower()
+
+
+# titles of pieces before (or after) the chapters: not chapters of their own
+_LIMINARY = re.compile(
+    r"^\W*(?:(?:the\s+)?(?:author|translator|editor|publisher)[’']?s?\s+)?"
+    r"(?:preface|pr[ée]face|foreword|introduction|einleitung|vorwort|nachwort|avant-propos|"
+    r"avertissement|prologue|prolog|pr[óo]logo|prologo|epilogue|[ée]pilogue|epilog|ep[íi]logo|"
+    r"afterword|postface|conclusion|appendix|appendice|annexe|anhang|dedication|d[ée]dicace|"
+    r"note|notes|notice|to the reader|au lecteur|introducci[óo]n|introduzione|prefacio|prefazione)"
+    r"\b",
+    re.IGNORECASE,
+)
+
+
+def own_label(heading: str, lang: str) -> dict[str, str]:
+    """`{"label": "Letter"}` when a heading's label word is not the language's word for a
+    chapter (the corpus reader's default), so the heading path keeps the book's word."""
+    from indexer.lang import labels
+
+    label = heading_label(heading)
+    if label is None or label.casefold().rstrip(".") in ("chap", labels(lang).chapter.casefold()):
+        return {}
+    return {"label": label}
+
+
+def is_liminary(title: str) -> bool:
+    """Is this the title of a preface, introduction, epilogue…, not of a chapter?"""
+    return bool(_LIMINARY.match(fold(title)))
+
+
+# a few frequent function words per language: enough to tell a book's language
+_STOP = {
+    "en": "the and of to a in that it was he i his you with for had is not as but her",
+    "fr": "le la les de des et un une que qui est dans pas il elle au du ne se sur pour",
+    "de": "der die das und ist nicht ein eine zu den von mit sich des auf dem ich er sie",
+    "es": "el la los las de que y en un una es se no por con para del al lo su",
+    "it": "il la di che e un una per non con del della sono gli le si ha nel al",
+    "pt": "o a os as de que e um uma do da em para com não se por no na",
+    "nl": "de het een en van is dat niet op te zijn met voor die er ik maar",
+}
+_STOP_SETS = {k: frozenset(v.split()) for k, v in _STOP.items()}
+
+
+def guess_language(text: str, default: str = "fr") -> str:
+    """The language whose function words take the most of `text`'s first 20,000 words."""
+    words = re.findall(r"[^\W\d_]+", text[:200_000].lower())[:20_000]
+    if len(words) < 20:
+        return default
+    scores = {lang: sum(w in stop for w in words) for lang, stop in _STOP_SETS.items()}
+    best = max(scores, key=lambda k: scores[k])
+    return best if scores[best] >= 0.1 * len(words) else default
 
 
 def _comparable(text: str) -> str:

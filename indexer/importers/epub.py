@@ -2,7 +2,8 @@
 
     TOC entry with children        → a part; its children → chapters
     TOC entry without children     → a liminary piece attached to the work (préface,
-                                     introduction, or a conclusion after the parts)
+                                     introduction, or a conclusion after the parts);
+                                     in a TOC without parts, the book's chapters
     flat TOC (no nesting)          → entries titled like parts (« Livre », « Partie »,
                                      « Série », « Tome », « Book », « Part ») open parts
 
@@ -26,7 +27,12 @@ from urllib.parse import unquote
 
 from lxml import etree
 
-from indexer.importers.common import ImportSourceError, drop_title_heading, split_heading
+from indexer.importers.common import (
+    ImportSourceError,
+    drop_title_heading,
+    own_label,
+    split_heading,
+)
 from indexer.importers.html import Converter, body_blocks, parse
 from indexer.importers.selection import Selection
 from indexer.importers.tree import Part, Section, Work
@@ -192,26 +198,27 @@ def read_epub(src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bo
             if owner.sections:
                 work.add_part(owner)
             continue
-        section = _section(entry, texts.get(id(entry), ""), src)
+        section = _section(entry, texts.get(id(entry), ""), src, work.lang)
         if role == "chapter" and owner is not None:
             owner.sections.append(section)
-        else:  # before or after the parts (a conclusion): a piece attached to the work
+        else:  # a piece (before or after the parts), or a chapter of a book without parts
             work.add_piece(section)
-    if not work.parts:
+    if not work.parts and not work.pieces:
         raise ImportSourceError(
             str(src),
-            "its table of contents has no part with chapters; nest chapters under parts, "
-            "or import it as Markdown",
+            "its table of contents lists no chapter (every entry was excluded or empty); "
+            "check --exclude, or import the book as Markdown",
         )
     return work
 
 
-def _section(entry: Entry, markdown: str, src: Path) -> Section:
+def _section(entry: Entry, markdown: str, src: Path, lang: str) -> Section:
     number, title = split_heading(entry.title)
     body = drop_title_heading(markdown, title, number)
     if body == markdown:  # the page may repeat the TOC's wording instead
         body = drop_title_heading(markdown, entry.title)
-    return Section(title, body, number, origin=f"{src}!{entry.href}")
+    meta = own_label(entry.title, lang) if number is not None else {}
+    return Section(title, body, number, meta, origin=f"{src}!{entry.href}")
 
 
 def _texts(doc: _Book, flat: list[tuple[Entry, str]]) -> dict[int, str]:

@@ -18,6 +18,12 @@ numbers. The part's title comes from `series_title`/`part_title`, else from the
 comment after the number (`# Première série (1845)`: title, and the year kept as
 `year`), else from the number (`Première série`). A leading heading that only
 repeats the title is dropped; the rest of the body is kept byte for byte.
+
+A folder of plain chapter files (no YAML header, or a header without a part) is a
+book without parts: each file a chapter whose title is its first heading, else
+its file name; files in the order of the numbers in their names (`chapter-2` before
+`chapter-10`); the work's title from `--work-title`, else the folder's name.
+Mixing files that name a part with files that do not is refused, naming both.
 """
 
 from __future__ import annotations
@@ -29,8 +35,18 @@ from pathlib import Path
 from typing import Any
 
 from indexer import frontmatter
+from indexer import lang as L
+from indexer.corpus import humanize
 from indexer.errors import CorpusError
-from indexer.importers.common import ImportSourceError, drop_title_heading, number_value
+from indexer.importers.common import (
+    ImportSourceError,
+    drop_title_heading,
+    guess_language,
+    number_value,
+    own_label,
+    slugify,
+    split_heading,
+)
 from indexer.importers.tree import Part, Section, Work
 
 log = logging.getLogger(__name__)
@@ -83,12 +99,19 @@ def _chapter_number(value: Any) -> str | None:
     return text.upper() if not text.isdigit() else text
 
 
+CHAPTER_SUFFIXES = (".md", ".markdown", ".txt")
+NOT_CHAPTERS = ("readme", "license", "licence", "changelog", "contributing")
+
+
 def chapter_files(src: Path) -> list[Path]:
-    """The .md files directly in `src`, in name order, none escaping it by a link."""
+    """The chapter files directly in `src`, in name order, none escaping it by a link."""
     root = src.resolve()
     files = []
     for path in sorted(src.iterdir()):
-        if path.suffix.lower() != ".md" or not path.is_file():
+        if path.suffix.lower() not in CHAPTER_SUFFIXES or not path.is_file():
+            continue
+        if path.stem.lower() in NOT_CHAPTERS:
+            log.warning("skipped %s: not a chapter of the book", path)
             continue
         if not path.resolve().is_relative_to(root):
             raise ImportSourceError(
@@ -113,6 +136,7 @@ def read_folder(
     if not files:
         raise ImportSourceError(str(src), "holds no .md chapter files")
     parts: dict[Any, Part] = {}
+    flat: list[Section] = []  # chapters of a book without parts
     titles: dict[str, str] = {}  # work title → first file that gave it
     authors: set[str] = set()
     langs: set[str] = set()
@@ -127,30 +151,31 @@ def read_folder(
             ) from None
         except CorpusError as e:
             raise ImportSourceError(str(path), e.message) from None
-        if not doc.has_frontmatter:
-            log.warning("skipped %s: no YAML header block (not a chapter file)", path)
-            continue
         meta = doc.meta
+        key, value = _pick(meta, PART_KEYS)
+        if key is None:  # a chapter of a book without parts
+            if parts:
+                raise ImportSourceError(
+                    str(path),
+                    f"names no part but {next(iter(parts.values())).sections[0].origin} does: "
+                    "add `series: N` (or `part: N`) to its header, or remove the parts from all",
+                )
+            flat.append(_plain_chapter(path, doc, lang or "fr"))
+            _note_work(meta, titles, authors, langs, path)
+            continue
+        if flat:
+            raise ImportSourceError(
+                str(path),
+                f"names a part but {flat[0].origin} does not: give every file a "
+                "`series: N` (or `part: N`), or none",
+            )
         title = meta.get("title")
         if not isinstance(title, str) or not title.strip():
             raise ImportSourceError(
                 str(path), 'its header block has no `title`; add a line `title: "…"`'
             )
         title = title.strip()
-        key, value = _pick(meta, PART_KEYS)
-        if key is None:
-            raise ImportSourceError(
-                str(path),
-                "its header block says no part: add `series: N` (or `part: N`) "
-                "so the chapter can be placed",
-            )
-        _, book = _pick(meta, WORK_KEYS)
-        if isinstance(book, str) and book.strip():
-            titles.setdefault(book.strip(), str(path))
-        if isinstance(meta.get("author"), str):
-            authors.add(meta["author"].strip())
-        if isinstance(meta.get("lang"), str):
-            langs.add(meta["lang"].strip())
+        _note_work(meta, titles, authors, langs, path)
         part = parts.get(value)
         if part is None:
             part = parts[value] = _new_part(key, value, meta, doc.raw_frontmatter)
@@ -166,15 +191,78 @@ def read_folder(
             raise ImportSourceError(
                 fb, f"says book {b!r} but {fa} says {a!r}; fix one, or pass --work-title"
             )
-        if not titles:
+        if not titles and not flat:
             raise ImportSourceError(str(src), "no chapter header gives `book:`; pass --work-title")
-        work_title = next(iter(titles))
+        work_title = next(iter(titles)) if titles else humanize(src.resolve().name)
     if author is None and len(authors) == 1:
         author = next(iter(authors))
-    work = Work(work_title, author, lang or (langs.pop() if len(langs) == 1 else "fr"))
+    if lang is None:
+        lang = langs.pop() if len(langs) == 1 else None
+    if lang is None:
+        sample = "\n".join(
+            s.body for s in (flat or [c for p in parts.values() for c in p.sections])
+        )
+        lang = guess_language(sample)
+    work = Work(work_title, author, lang)
     for _, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
+        if part.slug and part.slug.startswith("partie-"):  # the part's word in the work's language
+            part.slug = slugify(L.labels(lang).part) + part.slug.removeprefix("partie")
         work.add_part(part)
+    for section in sorted(flat, key=lambda s: _name_order(Path(s.origin).name)):
+        work.add_chapter(section)
+    if not work.parts and not work.pieces:
+        raise ImportSourceError(str(src), "holds no chapter with text")
     return work
+
+
+def _note_work(
+    meta: dict[str, Any], titles: dict[str, str], authors: set[str], langs: set[str], path: Path
+) -> None:
+    _, book = _pick(meta, WORK_KEYS)
+    if isinstance(book, str) and book.strip():
+        titles.setdefault(book.strip(), str(path))
+    if isinstance(meta.get("author"), str):
+        authors.add(meta["author"].strip())
+    if isinstance(meta.get("lang"), str):
+        langs.add(meta["lang"].strip())
+
+
+_DIGITS = re.compile(r"\d+")
+
+
+def _name_order(name: str) -> tuple[tuple[int, ...], str]:
+    """`chapter-2.md` before `chapter-10.md`: the numbers in the name, then the name."""
+    return tuple(int(n) for n in _DIGITS.findall(name)), name
+
+
+_FIRST_HEADING = re.compile(r"^\s*#{1,6}[ \t]+(.+?)[ \t#]*$")
+
+
+def _plain_chapter(path: Path, doc: frontmatter.Document, lang: str) -> Section:
+    """A chapter file without a part: title from `title:`, its first heading or its name."""
+    meta = doc.meta
+    heading = None
+    for line in doc.body.split("\n"):
+        if line.strip():
+            m = _FIRST_HEADING.match(line)
+            heading = m.group(1).strip() if m else None
+            break
+    raw_title = meta.get("title") if isinstance(meta.get("title"), str) else None
+    stem = " ".join(re.split(r"[-_\s]+", path.stem)).strip()
+    source = raw_title or heading or (stem[:1].upper() + stem[1:])
+    number, title = split_heading(source)
+    _, raw_number = _pick(meta, NUMBER_KEYS)
+    if raw_number is not None:
+        number = _chapter_number(raw_number)
+    extra = {k: v for k, v in meta.items() if k not in STRUCTURE}
+    if number is not None and "label" not in extra:
+        extra.update(own_label(source, lang))
+    body = drop_title_heading(doc.body, title, number)
+    if heading and body == doc.body:
+        body = drop_title_heading(doc.body, heading)
+    if not body.strip():
+        raise ImportSourceError(str(path), "has no text; write the chapter or remove the file")
+    return Section(title, body, number, extra, origin=str(path))
 
 
 def _sort_key(value: Any) -> tuple[int, str]:

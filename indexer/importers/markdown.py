@@ -10,6 +10,12 @@
     ### Chapitre I. — Les Italiens                  a chapter: number "I", title "Les Italiens"
     …
     #### Anything deeper                            stays in the chapter's text
+    ## Chapter 3. Title                             labelled as a chapter: its `###` are text
+
+A book without parts is `#` work and `##` chapters: a `##` block without `###`
+is a section of the work: a chapter (`## Chapter 3. Title`, `## The Storm`) or a
+liminary piece (`## Preface`, told by its title: `common.is_liminary`). Without `lang` in the frontmatter
+the language is guessed from the text's stop words (`common.guess_language`).
 
 Headings inside fenced code blocks are text. Footnote definitions gathered at
 the end of the file move to the chapter that calls them, so every chapter
@@ -26,7 +32,14 @@ from pathlib import Path
 
 from indexer import frontmatter
 from indexer.errors import CorpusError
-from indexer.importers.common import ImportSourceError, drop_title_heading, split_heading
+from indexer.importers.common import (
+    ImportSourceError,
+    drop_title_heading,
+    guess_language,
+    heading_label,
+    own_label,
+    split_heading,
+)
 from indexer.importers.selection import Selection
 from indexer.importers.tree import Part, Section, Work
 
@@ -62,6 +75,8 @@ def _outline(path: str, body: str, first_line: int) -> list[_Block]:
             mark = m.group(1)[0] * 3
             fence = None if fence == mark else (fence or mark)
         h = _HEADING.match(line) if fence is None else None
+        if h and len(h.group(1)) == 3 and stack and _is_chapter(stack[-1]):
+            h = None  # `### ` inside a `## Chapter 3` of a book without parts: its text
         if h and len(h.group(1)) <= 3:
             level = len(h.group(1))
             block = _Block(level, h.group(2).strip(), number)
@@ -97,11 +112,17 @@ def _outline(path: str, body: str, first_line: int) -> list[_Block]:
     return works
 
 
-def _section(path: str, block: _Block) -> Section:
+def _is_chapter(block: _Block) -> bool:
+    """A `## ` heading labelled as a chapter (`## Chapter 3. Title`, `## Letter 2`)."""
+    return block.level == 2 and heading_label(block.title) is not None
+
+
+def _section(path: str, block: _Block, lang: str) -> Section:
     number, title = split_heading(block.title)
     body = "\n".join(block.text).strip("\n")
     body = drop_title_heading(body, title, number)
-    return Section(title, body + "\n" if body else "", number, origin=f"{path}:{block.line}")
+    meta = own_label(block.title, lang) if number is not None else {}
+    return Section(title, body + "\n" if body else "", number, meta, origin=f"{path}:{block.line}")
 
 
 def _split_notes(body: str) -> tuple[list[str], dict[str, list[str]]]:
@@ -185,7 +206,7 @@ def read_markdown(
         work = Work(
             title or wblock.title,
             author=meta.get("author"),
-            lang=str(meta.get("lang") or "fr"),
+            lang=str(meta.get("lang") or guess_language(doc.body)),
             meta={k: v for k, v in meta.items() if k not in ("author", "lang", "title")},
         )
         if wblock.has_text:
@@ -211,7 +232,7 @@ def read_markdown(
                 for cblock in block.children:
                     if selection.excluded(cblock.title):
                         continue
-                    part.sections.append(_section(path, cblock))
+                    part.sections.append(_section(path, cblock, work.lang))
                 if part.sections:
                     work.add_part(part)
                     sections.extend(part.sections)
@@ -224,15 +245,16 @@ def read_markdown(
                 )
             if selection.excluded(block.title, front=not seen_part):
                 continue
-            piece = _section(path, block)
-            work.add_piece(piece)
+            piece = _section(path, block, work.lang)
+            work.add_piece(piece)  # numbered: a chapter of a book without parts
             sections.append(piece)
         _distribute_notes(sections)
-        if not work.parts:
+        if not work.parts and not work.flat_chapters():
             raise ImportSourceError(
                 f"{path}:{wblock.line}",
-                f"the work {work.title!r} has no part with chapters: use `## ` for parts "
-                "and `### ` for their chapters",
+                f"the work {work.title!r} has no chapter, only liminary pieces or nothing: "
+                "give each chapter a `## ` heading (`## Chapter 1. Title`), or use `## ` "
+                "for parts and `### ` for their chapters",
             )
         works.append(work)
     return works

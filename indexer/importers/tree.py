@@ -1,6 +1,7 @@
 """The neutral shape every importer produces, and its layout as corpus files.
 
-    Work ── pieces: liminary Sections attached to the work (préface, introduction)
+    Work ── pieces: Sections attached to the work: liminary pieces (préface,
+        │          introduction) and, in a book without parts, its chapters
         └── parts ── sections: chapters (numbered or not: introduction, conclusion)
 
 `layout` decides folder names once for every format (DESIGN §3): ASCII slugs,
@@ -17,8 +18,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from indexer import frontmatter
+from indexer import lang as L
 from indexer.corpus import CORPUS_DIR, SOURCE, SUMMARY
-from indexer.importers.common import ImportSourceError, number_value, slugify
+from indexer.importers.common import ImportSourceError, is_liminary, number_value, slugify
 from indexer.source import Changes, check_relative
 
 
@@ -51,6 +53,7 @@ class Work:
     pieces: list[tuple[int, Section]] = field(default_factory=list)  # (index among children)
     meta: dict[str, Any] = field(default_factory=dict)
     slug: str | None = None
+    notes: list[str] = field(default_factory=list)  # what the importer left out, and why
 
     def add_piece(self, section: Section) -> None:
         self.pieces.append((len(self.pieces) + len(self.parts), section))
@@ -58,9 +61,29 @@ class Work:
     def add_part(self, part: Part) -> None:
         self.parts.append(part)
 
+    def add_chapter(self, section: Section) -> None:
+        """A chapter of a book without parts: a section directly under the work."""
+        self.add_piece(section)
+
+    def flat_chapters(self) -> int:
+        """Sections under the work that are chapters, not liminary pieces."""
+        return sum(1 for _, s in self.pieces if is_chapter(s))
+
     @property
     def chapter_count(self) -> int:
-        return sum(len(p.sections) for p in self.parts)
+        return sum(len(p.sections) for p in self.parts) + self.flat_chapters()
+
+    def sections(self) -> list[Section]:
+        """Every chapter and piece, in reading order."""
+        parts = iter(self.parts)
+        pieces = dict(self.pieces)
+        out: list[Section] = []
+        for i in range(len(self.parts) + len(self.pieces)):
+            if i in pieces:
+                out.append(pieces[i])
+            else:
+                out.extend(next(parts).sections)
+        return out
 
 
 @dataclass
@@ -71,11 +94,16 @@ class Stats:
     pieces: int = 0
 
 
+def is_chapter(section: Section) -> bool:
+    """Numbered, or (in a book without parts) not titled like a preface."""
+    return section.number is not None or not is_liminary(section.title)
+
+
 def _pad(count: int) -> int:
     return max(2, len(str(count)))
 
 
-def section_prefixes(sections: list[Section]) -> list[int]:
+def section_prefixes(sections: list[Section]) -> tuple[list[int], bool]:
     """Folder numbers of a part's sections: the chapter's own number where it has one.
 
     An unnumbered piece takes the number after the previous one (an introduction
@@ -91,14 +119,26 @@ def section_prefixes(sections: list[Section]) -> list[int]:
         numbers.append(value)
         previous = value
     if all(b > a for a, b in itertools.pairwise(numbers)):
-        return numbers
-    return list(range(1, len(sections) + 1))
+        return numbers, True
+    return list(range(1, len(sections) + 1)), False
 
 
-def section_slug(section: Section, prefix: int, width: int) -> str:
-    if section.number is not None:
-        return f"chapitre-{prefix:0{width}d}-{slugify(section.title)}"
-    return f"{prefix:0{width}d}-{slugify(section.title)}"
+def section_slug(section: Section, prefix: int, width: int, lang: str, numbered: bool) -> str:
+    """`chapter-03-title` (the book's own number), or `05-chapter-1-title` by position
+    when the book's numbers do not give the order (letters 1-4, then chapters 1-24).
+
+    The label is the section's own (`label`: Letter) or the language's word for a
+    chapter; a title that only repeats label and number is not repeated."""
+    prefix_text = f"{prefix:0{width}d}"
+    if section.number is None:
+        return f"{prefix_text}-{slugify(section.title)}"
+    label = str(section.meta.get("label") or L.labels(lang).chapter)
+    title = slugify(section.title)
+    bare = {slugify(f"{label} {section.number}"), slugify(str(section.number))}
+    tail = "" if title in bare else f"-{title}"
+    if numbered:
+        return f"{slugify(label, 30)}-{prefix_text}{tail}"
+    return f"{prefix_text}-{slugify(f'{label} {section.number}', 40)}{tail}"
 
 
 def _render(meta: dict[str, Any], body: str) -> bytes:
@@ -131,7 +171,8 @@ def _check_section(section: Section) -> None:
 def layout(work: Work) -> tuple[str, Changes, Stats]:
     """The work's folder (`corpus/<slug>`) and every file to write under it."""
     changes = Changes()
-    stats = Stats(works=1, parts=len(work.parts), pieces=len(work.pieces))
+    flat = work.flat_chapters() if not work.parts else 0
+    stats = Stats(works=1, parts=len(work.parts), pieces=len(work.pieces) - flat, chapters=flat)
     work_dir = f"{CORPUS_DIR}/{work.slug or slugify(work.title)}"
     work_meta: dict[str, Any] = {"title": work.title, "author": work.author, "lang": work.lang}
     work_meta.update({k: v for k, v in work.meta.items() if k not in work_meta})
@@ -143,11 +184,20 @@ def layout(work: Work) -> tuple[str, Changes, Stats]:
     piece_at = dict(work.pieces)
     part_iter = iter(work.parts)
     seen: set[str] = set()
+    # a book without parts: its chapters' folders carry the book's numbers
+    flat_names: dict[int, str] = {}
+    if not work.parts and any(s.number is not None for _, s in work.pieces):
+        sections = [piece_at[i] for i in range(children)]
+        prefixes, numbered = section_prefixes(sections)
+        fwidth = _pad(max(prefixes, default=0))
+        for i, (section, prefix) in enumerate(zip(sections, prefixes, strict=True)):
+            flat_names[i] = section_slug(section, prefix, fwidth, work.lang, numbered)
     for index in range(children):
         if index in piece_at:
             piece = piece_at[index]
             _check_section(piece)
-            folder = f"{work_dir}/{index + 1:0{width}d}-{slugify(piece.title)}"
+            name = flat_names.get(index) or f"{index + 1:0{width}d}-{slugify(piece.title)}"
+            folder = f"{work_dir}/{name}"
             _claim(seen, folder, piece.origin)
             changes.write(
                 check_relative(f"{folder}/{SOURCE}"), _render(_source_meta(piece), piece.body)
@@ -164,11 +214,11 @@ def layout(work: Work) -> tuple[str, Changes, Stats]:
         part_meta.update({k: v for k, v in part.meta.items() if k not in part_meta})
         part_meta["generated"] = True
         changes.write(check_relative(f"{folder}/{SUMMARY}"), _render(part_meta, ""))
-        prefixes = section_prefixes(part.sections)
+        prefixes, numbered = section_prefixes(part.sections)
         swidth = _pad(max(prefixes, default=0))
         for section, prefix in zip(part.sections, prefixes, strict=True):
             _check_section(section)
-            sub = f"{folder}/{section_slug(section, prefix, swidth)}"
+            sub = f"{folder}/{section_slug(section, prefix, swidth, work.lang, numbered)}"
             _claim(seen, sub, section.origin)
             changes.write(
                 check_relative(f"{sub}/{SOURCE}"), _render(_source_meta(section), section.body)

@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from indexer.corpus import CORPUS_DIR, read_corpus
+from indexer import frontmatter
+from indexer.corpus import CORPUS_DIR, SOURCE, SUMMARY, read_corpus
 from indexer.errors import Problem
 from indexer.importers.common import ImportSourceError
 from indexer.importers.tree import Stats, Work, layout
@@ -130,10 +131,11 @@ def apply(dest: Path, changes: Changes) -> None:
     log.info("wrote %d files under %s", sum(d is not None for d in changes.values()), dest)
 
 
-def import_works(
+def plan_and_check(
     dest: Path, works: list[Work], *, force: bool = False
-) -> tuple[Stats, list[Problem]]:
-    """Plan, check with the corpus reader, then write. Nothing is written on an error."""
+) -> tuple[Changes, Stats, list[Problem]]:
+    """Every file the import would write, checked with the corpus reader; raises on an
+    error problem (nothing is written either way)."""
     changes, stats = plan_import(dest, works, force=force)
     mine = {"/".join(p.split("/")[:2]) + "/" for p in changes if p.startswith(CORPUS_DIR + "/")}
     # problems of other works already in DEST are theirs, not this import's
@@ -150,5 +152,38 @@ def import_works(
             f"{first.message} (the import would make an invalid corpus; "
             f"{len(errors)} problem(s), nothing written)",
         )
+    if stats.chapters == 0:
+        raise ImportSourceError(
+            str(dest), "the import found no chapter; nothing written (check the source's headings)"
+        )
+    return changes, stats, problems
+
+
+def import_works(
+    dest: Path, works: list[Work], *, force: bool = False
+) -> tuple[Stats, list[Problem]]:
+    """Plan, check with the corpus reader, then write. Nothing is written on an error."""
+    changes, stats, problems = plan_and_check(dest, works, force=force)
     apply(dest, changes)
     return stats, problems
+
+
+def render_tree(changes: Changes, words: int = 8) -> str:
+    """The files an import would write as an indented tree, each text with its first words."""
+    lines: list[str] = []
+    written = [p for p, d in changes.items() if d is not None]
+    for path in sorted(written, key=lambda p: (p.rsplit("/", 1)[0], p.endswith("/" + SOURCE))):
+        if not path.startswith(CORPUS_DIR + "/"):
+            continue
+        parts = path.split("/")
+        depth = len(parts) - 2
+        data = changes[path]
+        assert data is not None
+        doc = frontmatter.read(path, data)
+        title = doc.meta.get("title", "")
+        if parts[-1] == SUMMARY:
+            lines.append(f"{'  ' * (depth - 1)}{parts[-2]}/  {title}")
+        else:
+            first = " ".join(doc.body.split()[:words])
+            lines.append(f"{'  ' * (depth - 1)}{parts[-2]}/  {title}: {first} …")
+    return "\n".join(lines)

@@ -20,7 +20,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from indexer import frontmatter
-from indexer.corpus import SUMMARY_SUFFIX, Corpus, Node
+from indexer import lang as L
+from indexer.corpus import Corpus, Node
 from indexer.errors import CorpusError, Problem
 from indexer.source import Changes, FileSource
 from indexer.summaries.base import (
@@ -217,7 +218,7 @@ def _consider(
     request = SummaryRequest(
         path=node.path,
         level=node.level,
-        title=node.heading_path.removesuffix(SUMMARY_SUFFIX),
+        title=L.strip_summary_suffix(node.heading_path),
         prompt=prompt.text,
         inputs=inputs,
         budget_tokens=budget,

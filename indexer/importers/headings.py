@@ -1,0 +1,381 @@
+"""A plain-text book's own headings: `CHAPTER IV.`, `Letter 3`, `BOOK THE FIRST`, `XII.`, `PREFACE`.
+
+`parse` reads one line; `find` decides which paragraphs of a book are headings
+(text.py's docstring gives the rules). Every pattern is the book's convention, not
+one book's: labels in the languages of indexer.lang, numbers roman, arabic or in
+words (`ONE`, `the First`, `premier`), the title after a separator or on the
+following lines.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol, TypeVar
+
+from indexer import lang as L
+from indexer.importers.common import fold, roman_to_int
+
+PART_WORDS = (
+    "book", "part", "volume", "vol.", "tome", "livre", "partie", "teil", "buch", "band",
+    "libro", "parte", "boek", "deel", "del", "osa", "часть", "книга", "épisode",
+)  # fmt: skip
+CHAPTER_WORDS = (
+    "chapter", "chap.", "chapitre", "letter", "lettre", "kapitel", "brief", "capítulo",
+    "capitulo", "capitolo", "capitol", "hoofdstuk", "kapittel", "luku", "rozdział",
+    "глава", "stave", "canto", "chant", "section", "episode", "scene", "act",
+)  # fmt: skip
+_ONES = [
+    "zero",
+    "one",
+    "two",
+    "three",
+    "four",
+    "five",
+    "six",
+    "seven",
+    "eight",
+    "nine",
+    "ten",
+    "eleven",
+    "twelve",
+    "thirteen",
+    "fourteen",
+    "fifteen",
+    "sixteen",
+    "seventeen",
+    "eighteen",
+    "nineteen",
+]
+_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
+_ORDINALS = [
+    "_",
+    "first",
+    "second",
+    "third",
+    "fourth",
+    "fifth",
+    "sixth",
+    "seventh",
+    "eighth",
+    "ninth",
+    "tenth",
+    "eleventh",
+    "twelfth",
+    "thirteenth",
+    "fourteenth",
+    "fifteenth",
+    "sixteenth",
+    "seventeenth",
+    "eighteenth",
+    "nineteenth",
+    "twentieth",
+]
+_FRENCH = {
+    "premier": 1, "premiere": 1, "un": 1, "une": 1, "deuxieme": 2, "second": 2,
+    "seconde": 2, "deux": 2, "troisieme": 3, "trois": 3, "quatrieme": 4, "quatre": 4,
+    "cinquieme": 5, "cinq": 5, "sixieme": 6, "six": 6, "septieme": 7, "sept": 7,
+    "huitieme": 8, "huit": 8, "neuvieme": 9, "neuf": 9, "dixieme": 10, "dix": 10,
+}  # fmt: skip
+
+
+def word_number(text: str) -> int | None:
+    """`ONE` → 1, `twenty-three` → 23, `the First` → 1, `premier` → 1; else None."""
+    t = fold(text).lower().strip().removeprefix("the ").strip()
+    if t in _FRENCH:
+        return _FRENCH[t]
+    if t in _ORDINALS[1:]:
+        return _ORDINALS.index(t)
+    if t in _ONES[1:]:
+        return _ONES.index(t)
+    m = re.fullmatch(r"([a-z]+)(?:[- ]([a-z]+))?", t)
+    if m and m.group(1) in _TENS[2:]:
+        tens = _TENS.index(m.group(1)) * 10
+        unit = m.group(2)
+        if unit is None:
+            return tens
+        if unit in _ONES[1:10]:
+            return tens + _ONES.index(unit)
+        if unit in _ORDINALS[1:10]:
+            return tens + _ORDINALS.index(unit)
+    return None
+
+
+_ACCENTED = [w.replace("ieme", "ième").replace("premiere", "première") for w in _FRENCH]
+_WORDS_RE = "|".join(
+    sorted(set(_ONES[1:] + _TENS[2:] + _ORDINALS[1:] + list(_FRENCH) + _ACCENTED), key=len)[::-1]
+)
+_NUM = rf"(?:[ivxlcdm]+|\d{{1,4}}|(?:the\s+)?(?:{_WORDS_RE})(?:[- ](?:{_WORDS_RE}))?)"
+_LABELS = "|".join(re.escape(w) for w in sorted(PART_WORDS + CHAPTER_WORDS, key=len, reverse=True))
+_LABELLED = re.compile(rf"^(?P<label>{_LABELS})\s+(?P<num>{_NUM})(?![\w'’])(?P<rest>.*)$", re.I)
+_BARE = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})(?:(?P<sep>[.:)])\s*(?P<rest>.*)|\s*)$")
+_SEP = re.compile(r"^\s*(?:[.:)\]]|[—–-]{1,2}|\s)\s*(?:[—–-]{1,2}\s*)?")
+_LIMINARY = re.compile(
+    r"^(?:the\s+)?(?:(?:author|translator|editor|publisher)['’]?s?\s+)?"
+    r"(?:preface|pr[ée]face|foreword|introduction|prologue|prolog|epilogue|[ée]pilogue|"
+    r"afterword|postface|conclusion|appendix|annexe|dedication|d[ée]dicace|avant-propos|"
+    r"avertissement|vorwort|einleitung|nachwort|note|notice|to the reader|au lecteur|"
+    r"pr[óo]logo|prefacio|prefazione|introducci[óo]n|introduzione|ep[íi]logo)"
+    r"(?:\s+(?:to|of|for|by|de|du|à|zur)\b.{0,60})?\s*[.:]?$",
+    re.IGNORECASE,
+)
+_PAGE_ENTRY = re.compile(r"\S.*?(?:\s{2,}|\.{3,}\s*)(?:\d{1,4}|[ivxlcdm]{1,7})$", re.IGNORECASE)
+MAX_HEADING_CHARS = 100
+MAX_TITLE_CHARS = 100
+
+
+@dataclass(frozen=True)
+class Heading:
+    kind: str  # "part", "chapter" or "piece"
+    label: str | None  # the book's word, capitalised ("Chapter", "Letter"); None: bare number
+    number: str | None  # "IV", "12"; None for a piece
+    value: int | None  # the number's value
+    title: str  # the heading's own title, "" when the book gives none on its line
+    source: str  # the line as written
+
+    def with_title(self, title: str) -> Heading:
+        return Heading(self.kind, self.label, self.number, self.value, title, self.source)
+
+    @property
+    def display(self) -> str:
+        """The section's title: its own, else `Chapter IV` (label and number)."""
+        if self.title:
+            return self.title
+        return f"{self.label or 'Chapter'} {self.number}" if self.number else self.source
+
+
+def smart_title(text: str) -> str:
+    """`A SCANDAL IN BOHEMIA` → `A Scandal in Bohemia`; text with lower case is kept."""
+    text = " ".join(text.split()).strip()
+    if any(c.islower() for c in text) or not any(c.isalpha() for c in text):
+        return text
+    small = {"a", "an", "and", "as", "at", "but", "by", "for", "in", "of", "on", "or", "the"}
+    small |= {"to", "de", "la", "le", "les", "du", "des", "et", "von", "und", "der", "die"}
+    words = text.lower().split(" ")
+    out = []
+    for i, w in enumerate(words):
+        core = w.strip("\"'“”‘’(")
+        if i and core in small:
+            out.append(w)
+            continue
+        j = next((k for k, c in enumerate(w) if c.isalpha()), None)
+        out.append(w if j is None else w[:j] + w[j].upper() + w[j + 1 :])
+    return " ".join(out)
+
+
+def _clean_title(text: str) -> str:
+    text = text.strip().rstrip("]").strip()
+    if text.endswith(".") and not text.endswith(".."):
+        text = text[:-1].rstrip()
+    if len(text) >= 2 and text[0] == text[-1] == "_":  # Gutenberg's italics
+        text = text[1:-1].strip()
+    return smart_title(text)
+
+
+def _number(raw: str) -> tuple[str, int] | None:
+    raw = " ".join(raw.split())
+    if raw.isdigit():
+        return raw, int(raw)
+    value = roman_to_int(raw)
+    if value is not None:
+        return raw.upper(), value
+    value = word_number(raw)
+    return (str(value), value) if value is not None else None
+
+
+def parse(line: str) -> Heading | None:
+    """One line read as a heading, or None. `CHAPTER IV.`, `Letter 3`, `XII. TITLE`, `PREFACE`."""
+    text = " ".join(line.split()).rstrip("]").strip()
+    if not text or len(text) > MAX_HEADING_CHARS:
+        return None
+    m = _LABELLED.match(text)
+    if m:
+        num = _number(m.group("num"))
+        rest = m.group("rest")
+        sep = _SEP.match(rest)
+        title = rest[sep.end() :] if sep else rest
+        if num is not None and (sep or not rest) and not title[:1].islower():
+            word = m.group("label").rstrip(".")
+            kind = (
+                "part"
+                if word.casefold() in PART_WORDS or word.casefold() + "." in PART_WORDS
+                else "chapter"
+            )
+            label = word[:1].upper() + word[1:].lower()
+            return Heading(kind, label, num[0], num[1], _clean_title(title), line.strip())
+    m = _BARE.match(text)
+    if m:
+        num = _number(m.group("num"))
+        rest = (m.group("rest") or "").strip()
+        # a bare numeral: alone, or followed by a separator and a title in capitals
+        if num is not None and (not rest or (m.group("sep") and rest.upper() == rest)):
+            if rest and not any(c.isalpha() for c in rest):
+                return None
+            return Heading("chapter", None, num[0], num[1], _clean_title(rest), line.strip())
+    if _LIMINARY.match(fold(text)):
+        return Heading("piece", None, None, None, _clean_title(text), line.strip())
+    return None
+
+
+def is_page_list(lines: list[str]) -> bool:
+    """A list of entries with page numbers (a table of contents, a list of illustrations)."""
+    return len(lines) >= 2 and all(_PAGE_ENTRY.fullmatch(x.strip()) for x in lines)
+
+
+class Para(Protocol):
+    lines: list[str]
+    line: int
+
+
+_P = TypeVar("_P", bound=Para)
+
+
+def drop_page_lists(paras: list[_P]) -> list[_P]:
+    """Paragraphs without lists of page-numbered entries (contents, illustrations): a
+    paragraph of such lines, or a run of 3 or more one-line paragraphs of them, and the
+    lone `PAGE` / `CONTENTS` line heading such a list."""
+    entry = [all(_PAGE_ENTRY.fullmatch(x.strip()) for x in p.lines) for p in paras]
+    drop = [e and len(p.lines) >= 2 for e, p in zip(entry, paras, strict=True)]
+    i = 0
+    while i < len(paras):
+        j = i
+        while j < len(paras) and entry[j]:
+            j += 1
+        if j - i >= 3:
+            for k in range(i, j):
+                drop[k] = True
+        i = max(j, i + 1)
+    for k, _p in enumerate(paras):
+        if drop[k] and k > 0 and _LIST_TITLE.match(" ".join(paras[k - 1].lines).strip()):
+            drop[k - 1] = True
+    return [p for p, d in zip(paras, drop, strict=True) if not d]
+
+
+_LIST_TITLE = re.compile(
+    r"^(?:page|pages|contents|table of contents|list of illustrations|illustrations|"
+    r"table des mati[eè]res|sommaire|inhalt|inhaltsverzeichnis|[íi]ndice)\.?$",
+    re.IGNORECASE,
+)
+
+
+@dataclass
+class Found:
+    index: int  # paragraph of the heading
+    heading: Heading
+    consumed: int  # paragraphs it takes (2: its title is the next paragraph)
+
+
+def _caps_title(para: Para) -> str | None:
+    """The paragraph as a chapter title: short, in capitals, not a heading itself."""
+    text = " ".join(x.strip() for x in para.lines)
+    letters = [c for c in text if c.isalpha()]
+    if len(para.lines) > 2 or len(text) > MAX_TITLE_CHARS or len(letters) < 2:
+        return None
+    if any(c.islower() for c in letters) or parse(para.lines[0]) is not None:
+        return None
+    return text
+
+
+def _candidate(paras: Sequence[Para], i: int) -> Found | None:
+    para = paras[i]
+    if len(para.lines) > 4 or len(para.lines[0].strip()) > MAX_HEADING_CHARS:
+        return None
+    h = parse(para.lines[0])
+    if h is None:
+        return None
+    rest = [x.strip() for x in para.lines[1:]]
+    if sum(parse(x) is not None for x in para.lines) >= 2:
+        return None  # several headings in one paragraph: a table of contents
+    if h.kind == "piece":
+        return Found(i, h, 1) if not rest else None
+    if rest:  # the title continues (or is) on the next lines of the same paragraph
+        if len(rest) > 3 or any(len(x) > MAX_TITLE_CHARS for x in rest):
+            return None
+        if any(x[:1].islower() for x in rest) and not h.title:
+            return None
+        title = " ".join([h.title, *rest]).strip() if h.title else " ".join(rest)
+        return Found(i, h.with_title(_clean_title(title)), 1)
+    if not h.title and i + 1 < len(paras):
+        caps = _caps_title(paras[i + 1])
+        if caps is not None and not (i + 2 < len(paras) and _caps_title(paras[i + 2])):
+            return Found(i, h.with_title(_clean_title(caps)), 2)
+    return Found(i, h, 1)
+
+
+def _words(paras: Sequence[Para]) -> int:
+    return sum(len(x.split()) for p in paras for x in p.lines)
+
+
+def _bare_sequence(found: list[Found]) -> list[Found]:
+    """Bare numerals count only in sequence: 1, 2, 3… (again from 1 in a new part)."""
+    bare = [f for f in found if f.heading.label is None and f.heading.kind == "chapter"]
+    kept: set[int] = set()
+    previous = 0
+    for f in bare:
+        value = f.heading.value or 0
+        if value == previous + 1 or (value == 1 and previous > 0):
+            kept.add(f.index)
+            previous = value
+    if len(kept) < 3:
+        kept = set()
+    return [f for f in found if f not in bare or f.index in kept]
+
+
+def find(paras: Sequence[Para]) -> list[Found]:
+    """The headings of a book's paragraphs, in order (text.py's rules 3 and 4)."""
+    found: list[Found] = []
+    i = 0
+    while i < len(paras):
+        f = _candidate(paras, i)
+        if f is not None:
+            found.append(f)
+            i += f.consumed
+        else:
+            i += 1
+    labelled = any(f.heading.label and f.heading.kind == "chapter" for f in found)
+    if labelled:  # labelled chapters: a bare numeral is a sub-division or a list, text
+        found = [f for f in found if f.heading.label is not None or f.heading.kind != "chapter"]
+    else:
+        found = _bare_sequence(found)
+    return _without_contents(found, paras)
+
+
+def _without_contents(found: list[Found], paras: Sequence[Para]) -> list[Found]:
+    """Drop runs of 3 or more headings with next to no text between them (a contents list)."""
+    short = []
+    for n, f in enumerate(found):
+        end = found[n + 1].index if n + 1 < len(found) else len(paras)
+        short.append(_words(paras[f.index + f.consumed : end]) < 30)
+    out: list[Found] = []
+    n = 0
+    while n < len(found):
+        m = n
+        while m < len(found) and short[m]:
+            m += 1
+        run = found[n:m]
+        if len([f for f in run if f.heading.kind != "part"]) >= 3 and m - n >= 3:
+            # a contents list: none of these opens a chapter, but the part headings that
+            # end the run open the book's first part (its chapter follows with text)
+            tail = len(run)
+            while m < len(found) and tail > 0 and run[tail - 1].heading.kind == "part":
+                tail -= 1
+            out.extend(run[tail:])
+            n = m
+            continue
+        if m > n:
+            out.extend(run)
+            n = m
+            continue
+        out.append(found[n])
+        n += 1
+    return out
+
+
+def label_meta(h: Heading, lang: str) -> dict[str, str]:
+    """`{"label": "Letter"}` when the book's word is not the language's word for a chapter."""
+    if h.kind != "chapter" or h.label is None:
+        return {}
+    if h.label.casefold() in ("chap", L.labels(lang).chapter.casefold()):
+        return {}
+    return {"label": h.label}

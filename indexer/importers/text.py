@@ -1,0 +1,291 @@
+"""Import a plain-text book (the form Project Gutenberg distributes): find its own headings.
+
+    *** START OF THE PROJECT GUTENBERG EBOOK … ***      header (and its footer) cut off;
+                                                        Title:, Author:, Language: kept
+    PREFACE.                                            a liminary piece
+    BOOK I. / PART II / VOLUME THREE                    a part (when chapters follow)
+    CHAPTER IV. / Chapter 12 / Letter 3 / XIV.          a chapter; its title on the same
+    CHAPTER I.                                          line (`CHAPTER 1. Loomings.`),
+    Down the Rabbit-Hole                                on the next lines, or in the next
+                                                        paragraph when it is in capitals
+
+How a heading is told from the text (`headings.py` holds the patterns):
+
+1. The file is decoded (UTF-8, else Windows-1252: Gutenberg's older files), its BOM
+   dropped, line ends made `\\n`, NFC. A Gutenberg header and footer are cut only
+   when their `*** START OF` / `*** END OF` lines are there.
+2. `[Illustration: …]` blocks are the transcriber's, not the author's: they go,
+   but a heading inside one (`[Illustration: … Chapter I.]`) is kept.
+3. A heading is a short paragraph of its own whose first line is a label and a
+   number (roman, arabic or a number word), a bare numeral with a separator, or a
+   liminary title. A paragraph of several such lines is a table of contents, and so
+   is a run of headings with next to no text between them: neither opens a chapter.
+   Bare numerals count only as a sequence (1, 2, 3… or I, II, III…), so a stray
+   `V.` in the text is text.
+4. Part labels (`BOOK`, `PART`, `VOLUME`…) make parts when chapters are found
+   under them; alone, they are the chapters. Text before the first heading is the
+   title page: left out when short (the CLI says so), kept as a piece otherwise.
+5. Hard-wrapped paragraphs are unwrapped; verse and other short-lined blocks
+   (every line well short of the book's line width) keep their line breaks.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+from indexer import lang as L
+from indexer.importers import headings as H
+from indexer.importers.common import ImportSourceError, guess_language
+from indexer.importers.selection import Selection
+from indexer.importers.tree import Part, Section, Work
+
+# Gutenberg's markers (www.gutenberg.org/help/: "*** START OF THE PROJECT GUTENBERG
+# EBOOK …", older files "*** START OF THIS PROJECT GUTENBERG EBOOK …")
+_START = re.compile(r"^\s*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
+_END = re.compile(r"^\s*\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG", re.IGNORECASE)
+_END_LINE = re.compile(r"^\s*end of (?:the )?project gutenberg", re.IGNORECASE)
+_HEADER_KEY = re.compile(r"^(Title|Author|Language):\s*(.+?)\s*$")
+_LANGUAGES = {
+    "english": "en", "french": "fr", "german": "de", "spanish": "es", "italian": "it",
+    "portuguese": "pt", "dutch": "nl", "danish": "da", "swedish": "sv", "norwegian": "no",
+    "finnish": "fi", "polish": "pl", "russian": "ru", "latin": "la", "greek": "el",
+    "hungarian": "hu", "catalan": "ca", "romanian": "ro", "turkish": "tr",
+}  # fmt: skip
+# Text before the first heading up to this many characters is a title page (title,
+# author, publisher, dedication); more than that is kept as a piece, never dropped.
+TITLE_PAGE_CHARS = 2000
+# A heading opens a chapter only when at least this many words follow it before the
+# next heading; fewer, in a run of headings, is a table of contents.
+MIN_CHAPTER_WORDS = 30
+FRONT_MATTER_TITLE = "Front matter"
+
+
+@dataclass
+class _Para:
+    lines: list[str]  # as in the file (indentation kept)
+    line: int  # 1-based line of its first line
+
+    @property
+    def text(self) -> str:
+        return " ".join(x.strip() for x in self.lines)
+
+
+def decode(path: str, data: bytes) -> str:
+    """Bytes → text: UTF-8 (BOM dropped), else Windows-1252, `\\n` line ends, NFC."""
+    if b"\x00" in data[:4096]:
+        raise ImportSourceError(path, "is a binary file, not a plain-text book")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        try:
+            text = data.decode("cp1252")
+        except UnicodeDecodeError:
+            text = data.decode("latin-1")
+    text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
+    return unicodedata.normalize("NFC", text)
+
+
+def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
+    """The book between Gutenberg's START and END lines, and its header's fields."""
+    lines = text.split("\n")
+    start = next((i for i, x in enumerate(lines) if _START.match(x)), None)
+    if start is None:
+        return text, {}
+    fields: dict[str, str] = {}
+    for x in lines[:start]:
+        m = _HEADER_KEY.match(x)
+        if m and m.group(1).lower() not in fields:
+            fields[m.group(1).lower()] = m.group(2)
+    end = next((i for i in range(start + 1, len(lines)) if _END.match(lines[i])), len(lines))
+    body = lines[start + 1 : end]
+    while body and (not body[-1].strip() or _END_LINE.match(body[-1])):
+        body.pop()
+    return "\n".join(body), fields
+
+
+def drop_illustrations(lines: list[str]) -> list[str]:
+    """Lines without `[Illustration…]` blocks; a heading line inside one stays."""
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if not stripped.lower().startswith("[illustration"):
+            out.append(lines[i])
+            i += 1
+            continue
+        depth = 0
+        j = i
+        block: list[str] = []
+        while j < len(lines):
+            block.append(lines[j])
+            depth += lines[j].count("[") - lines[j].count("]")
+            j += 1
+            if depth <= 0:
+                break
+        for x in block:
+            inner = x.strip().removeprefix("[Illustration:").removeprefix("[Illustration")
+            inner = inner.rstrip("]").strip()
+            if inner and H.parse(inner) is not None:
+                out.extend(["", inner, ""])
+        out.append("")
+        i = j
+    return out
+
+
+def paragraphs(lines: list[str], first_line: int = 1) -> list[_Para]:
+    out: list[_Para] = []
+    current: list[str] = []
+    start = 0
+    for n, x in enumerate(lines):
+        if x.strip():
+            if not current:
+                start = n
+            current.append(x.rstrip())
+        elif current:
+            out.append(_Para(current, first_line + start))
+            current = []
+    if current:
+        out.append(_Para(current, first_line + start))
+    return out
+
+
+def _line_width(paras: list[_Para]) -> int:
+    """The book's wrap width: the 90th percentile of its line lengths."""
+    lengths = sorted(len(x.rstrip()) for p in paras for x in p.lines)
+    if not lengths:
+        return 72
+    return max(lengths[int(len(lengths) * 0.9)], 20)
+
+
+def unwrap(para: _Para, width: int) -> str:
+    """One paragraph as Markdown: hard-wrapped prose joined; verse keeps its lines."""
+    lines = [x.strip() for x in para.lines]
+    if H.is_page_list(lines):
+        return ""
+    lines = [x for x in lines if x.upper() != "PAGE"]
+    if not lines:
+        return ""
+    if len(lines) >= 2 and max(len(x) for x in para.lines[:-1]) < 0.7 * width:
+        return "\n".join(lines)  # verse, an address, a list: the breaks are the author's
+    out = lines[0]
+    for x in lines[1:]:
+        out += x if out.endswith(("--", "—")) else " " + x
+    return out
+
+
+def read_text(
+    src: Path,
+    *,
+    lang: str | None = None,
+    exclude: tuple[str, ...] = (),
+    skip_front_matter: bool = False,
+) -> Work:
+    """The work in the plain-text book at `src`."""
+    path = str(src)
+    try:
+        data = src.read_bytes()
+    except OSError as e:
+        raise ImportSourceError(
+            path, f"cannot be read ({e.strerror}); check its permissions"
+        ) from None
+    text, fields = strip_gutenberg(decode(path, data))
+    lines = drop_illustrations(text.split("\n"))
+    paras = H.drop_page_lists(paragraphs(lines))
+    if not paras:
+        raise ImportSourceError(path, "holds no text")
+    language = lang or _LANGUAGES.get(fields.get("language", "").split(",")[0].strip().lower())
+    language = language or guess_language(text)
+    heads = H.find(paras)
+    if not any(h.heading.kind in ("chapter", "part") for h in heads):
+        raise ImportSourceError(
+            path,
+            "found no chapter heading (lines such as `CHAPTER I.`, `Chapter 12`, `Letter 3`, "
+            "`BOOK II`, `XIV.` on a paragraph of their own); add headings, or import the "
+            "book as Markdown with `## ` chapters",
+        )
+    title = fields.get("title") or _first_line(paras) or src.stem
+    work = Work(_one_line(title), fields.get("author"), L.code(language))
+    width = _line_width(paras)
+    front = paras[: heads[0].index]
+    front_text = "\n\n".join(p.text for p in front)
+    if len(front_text) > TITLE_PAGE_CHARS:
+        work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, width, path))
+    elif front:
+        work.notes.append(
+            f"left out the title page before {heads[0].heading.source!r} "
+            f"({len(front)} paragraphs, lines {front[0].line}-{front[-1].line})"
+        )
+    _assemble(work, heads, paras, width, path, Selection(exclude, skip_front_matter))
+    if not work.parts and not work.pieces:
+        raise ImportSourceError(path, "every chapter found was excluded or empty")
+    return work
+
+
+def _first_line(paras: list[_Para]) -> str:
+    return paras[0].lines[0].strip() if paras else ""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _section(
+    title: str, number: str | None, meta: dict[str, str], body: list[_Para], width: int, path: str
+) -> Section:
+    text = "\n\n".join(t for t in (unwrap(p, width) for p in body) if t)
+    origin = f"{path}:{body[0].line}" if body else path
+    return Section(title, text + "\n" if text else "", number, dict(meta), origin=origin)
+
+
+def _assemble(
+    work: Work,
+    heads: list[H.Found],
+    paras: list[_Para],
+    width: int,
+    path: str,
+    selection: Selection,
+) -> None:
+    """Parts, chapters and pieces from the headings, each with the paragraphs after it."""
+    kinds = {f.heading.kind for f in heads}
+    parts_wanted = "part" in kinds and "chapter" in kinds
+    part: Part | None = None  # the open part, added to the work with its first section
+    in_work = False
+    seen_part = False
+    for n, found in enumerate(heads):
+        end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
+        body = paras[found.index + found.consumed : end]
+        h = found.heading
+        title = h.display if h.number is None or h.label else _bare_title(h, work.lang)
+        if h.kind == "part" and parts_wanted:
+            title = h.title or H.smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
+            seen_part = True
+            part, in_work = (None, False) if selection.excluded(title) else (Part(title), False)
+            intro = _section(title, None, {}, body, width, path)
+            if part is not None and intro.body.strip():  # text under the part before a chapter
+                work.notes.append(f"the text under {h.source!r} is kept as its first section")
+                part.sections.append(intro)
+                work.add_part(part)
+                in_work = True
+            continue
+        if selection.excluded(title, front=not seen_part, work_title=work.title):
+            continue
+        section = _section(title, h.number, H.label_meta(h, work.lang), body, width, path)
+        if not section.body.strip():
+            work.notes.append(f"left out {h.source!r} (line {paras[found.index].line}): no text")
+            continue
+        if h.kind == "piece" or part is None or not parts_wanted:
+            part = None if h.kind == "piece" else part
+            work.add_piece(section)
+            continue
+        part.sections.append(section)
+        if not in_work:
+            work.add_part(part)
+            in_work = True
+
+
+def _bare_title(h: H.Heading, lang: str) -> str:
+    """A bare numeral's section: its title, else `Chapter XII` in the work's language."""
+    return h.title or f"{L.labels(lang).chapter} {h.number}"
