@@ -7,8 +7,10 @@
     GET  /healthz                           200 "ok" (plus checks given by the caller)
 
 The indexing queue (`/api/jobs`), the worker and the MCP mount are added by the
-composition root (`glossator.server`) through `extra_routes` and `lifespan`, so
-this module stays testable with no database at all.
+composition root (`glossator.server`) through `read_routes` (guarded by the same
+read policy as clone and fetch: one policy for every route that shows a
+repository's content or names), `extra_routes` (their own guard, like MCP's
+bearer token) and `lifespan`, so this module stays testable with no database.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from gitserver import backend
 from gitserver.auth import (
     REALM,
     Access,
+    Credentials,
     Policy,
     basic_credentials,
     bearer_token,
@@ -41,6 +44,7 @@ log = logging.getLogger(__name__)
 HOOK_URL = "GLOSSATOR_HOOK_URL"  # read by hooks.post_receive to tell the pusher where to look
 
 HealthCheck = Callable[[], Awaitable[None]]
+Endpoint = Callable[[Request], Awaitable[Response]]
 
 
 def _unauthorized(access: Access) -> Response:
@@ -111,6 +115,26 @@ class GitServer:
         )
         return await backend.run(cgi, body)
 
+    def read_refusal(self, request: Request) -> Response | None:
+        """None when the read policy lets `request` in (Basic or Bearer token)."""
+        credentials = basic_credentials(request.headers)
+        bearer = bearer_token(request.headers)
+        if credentials is None and bearer is not None:
+            credentials = Credentials("", bearer)
+        if self.policy.allows(Access.READ, credentials):
+            return None
+        log.info(
+            "refused read of %s: %s", request.url.path, "bad token" if credentials else "no token"
+        )
+        return _unauthorized(Access.READ)
+
+    def guarded(self, endpoint: Endpoint) -> Endpoint:
+        async def guarded_endpoint(request: Request) -> Response:
+            refusal = self.read_refusal(request)
+            return refusal if refusal is not None else await endpoint(request)
+
+        return guarded_endpoint
+
     def _admin_refusal(self, request: Request) -> Response | None:
         if not self.admin_token:
             return JSONResponse(
@@ -158,6 +182,7 @@ def create_app(
     admin_token: str | None = None,
     hook_env: Mapping[str, str] | None = None,
     extra_routes: Sequence[BaseRoute] = (),
+    read_routes: Sequence[Route] = (),
     health_checks: Sequence[HealthCheck] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
 ) -> Starlette:
@@ -177,6 +202,10 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/api/repos", server.create_repo, methods=["POST"]),
         Route("/api/repos", server.list_repos, methods=["GET"]),
+        *[
+            Route(r.path, server.guarded(r.endpoint), methods=sorted(r.methods or ("GET",)))
+            for r in read_routes
+        ],
         *extra_routes,
         Route("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
     ]

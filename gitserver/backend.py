@@ -37,8 +37,9 @@ log = logging.getLogger(__name__)
 CHUNK = 64 * 1024
 SPOOL_IN_MEMORY = 1024 * 1024
 MAX_HEADER_BYTES = 64 * 1024
-# What a client may ask of a repository: the smart protocol only (no dumb object walk).
-SMART_PATHS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack", "HEAD"})
+# What a client may ask of a repository: the smart protocol only. Dumb-HTTP paths
+# (HEAD, objects/…, info/packs) are 404: a smart client never asks for them.
+SMART_PATHS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack"})
 # Environment the CGI keeps from ours; everything else (tokens, keys) stays out.
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
 

@@ -131,7 +131,7 @@ class RepoStore:
         """Create, configure and hook a bare repository; RepositoryExists if taken."""
         full = self.path(name)
         if full.exists() or full.is_symlink():
-            raise RepositoryExists(f"repository {name!r} already exists at {full}")
+            raise RepositoryExists(f"repository {name!r} already exists")
         self.root.mkdir(parents=True, exist_ok=True)
         # Build in a temp name and rename: a crash never leaves a half-configured repo.
         tmp = self.root / f".{name}.creating-{os.getpid()}"
@@ -141,7 +141,7 @@ class RepoStore:
         try:
             os.rename(tmp, full)
         except OSError:
-            raise RepositoryExists(f"repository {name!r} already exists at {full}") from None
+            raise RepositoryExists(f"repository {name!r} already exists") from None
         log.info("created repository %s", name)
         return full
 

@@ -128,7 +128,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
             await db.close_async_pool()
             await asyncio.to_thread(db.stop)
 
-    extra: list[BaseRoute] = [Route("/api/jobs", jobs, methods=["GET"])]
+    extra: list[BaseRoute] = []
     if mcp is not None:
         extra.append(Mount("/mcp", app=mcp))
     app = create_app(
@@ -136,6 +136,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
         Policy.from_settings(settings),
         admin_token=settings.admin_token,
         extra_routes=extra,
+        read_routes=[Route("/api/jobs", jobs, methods=["GET"])],
         health_checks=[db_ok],
         lifespan=lifespan,
     )

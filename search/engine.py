@@ -82,6 +82,7 @@ def _node_types(node_type: str | Sequence[str] | None) -> tuple[str, ...] | None
 def check_query(query: str, k: int, mode: str) -> str:
     if not isinstance(query, str) or not query.strip():
         raise BadQuery("the query is empty: ask in words, e.g. « la pétition des chandelles »")
+    R.check_text("query", query)
     if len(query) > MAX_QUERY_CHARS:
         raise BadQuery(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
     if not isinstance(k, int) or isinstance(k, bool) or not 1 <= k <= MAX_K:
@@ -131,6 +132,9 @@ def search(
     """
     started = time.perf_counter()
     query = check_query(query, k, mode)
+    for name, value in (("repository", repository), ("branch", branch), ("work", work)):
+        if isinstance(value, str):
+            R.check_text(name, value)
     settings = settings or Settings.from_env()  # the environment, as the CLI reads it
     rrf_k = settings.rrf_k if rrf_k is None else rrf_k
     chapter_weight = settings.chapter_weight if chapter_weight is None else chapter_weight

@@ -16,7 +16,7 @@ from psycopg.rows import dict_row
 from psycopg_pool import ConnectionPool
 
 from indexer.corpus import folder_order
-from search.errors import UnknownFile, UnknownRepository
+from search.errors import BadQuery, UnknownFile, UnknownRepository
 from search.results import Chunk, Citation, Node
 
 ConnOrPool = Any  # psycopg.Connection | ConnectionPool | store.db.Database
@@ -124,10 +124,27 @@ def reading_key(path: str) -> tuple:
     return tuple(folder_order(f, {}) for f in folders)
 
 
+def check_text(name: str, value: str) -> str:
+    """`value` as PostgreSQL can take it: text never holds NUL, and UTF-8 has no lone
+    surrogates (a JSON client can send both; the driver would fail mid-query)."""
+    if "\x00" in value:
+        raise BadQuery(f"the {name} contains a NUL character (\\u0000): remove it and ask again")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BadQuery(
+            f"the {name} contains {value[e.start]!r} at position {e.start}, which is not "
+            "a Unicode character (a lone surrogate): send valid UTF-8 text"
+        ) from None
+    return value
+
+
 def resolve_repository(conn: psycopg.Connection, repository: str | None, branch: str) -> str | None:
     """Check that `repository` (if given) has rows on `branch`; UnknownRepository otherwise."""
+    check_text("branch", branch)
     if repository is None:
         return None
+    check_text("repository", repository)
     if not repository.strip():
         raise UnknownRepository("repository must be a name, not an empty string")
     # bm25_corpus holds a row per (repository, branch, text search config) that has rows,
@@ -164,6 +181,7 @@ def file_rows(
 
     Without a repository the file must be unambiguous across repositories.
     """
+    check_text("source_file", source_file or "")
     if not source_file or not source_file.strip():
         raise UnknownFile(
             "source_file must be a repository-relative path such as corpus/…/source.md"

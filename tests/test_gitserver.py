@@ -115,6 +115,36 @@ def test_auth_rules() -> None:
 # -- in-process HTTP -------------------------------------------------------------------
 
 
+async def test_read_routes_follow_the_read_policy(store: RepoStore) -> None:
+    """/api/jobs and the like name repositories, commits and errors: the same policy
+    as clone and fetch guards them (anonymous only when anonymous reads are on)."""
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse
+    from starlette.routing import Route
+
+    async def secret(request: Request) -> JSONResponse:
+        return JSONResponse({"jobs": ["livre/main"]})
+
+    for anonymous, expected in ((True, 200), (False, 401)):
+        app = create_app(
+            store,
+            Policy(push_tokens=(TOKEN,), read_tokens=(READ,), anonymous_read=anonymous),
+            read_routes=[Route("/api/jobs", secret, methods=["GET"])],
+        )
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            r = await client.get("/api/jobs")
+            assert r.status_code == expected
+            if expected == 401:
+                assert "livre" not in r.text and r.headers["www-authenticate"].startswith("Basic")
+            assert (await client.get("/api/jobs", auth=("u", READ))).status_code == 200
+            assert (await client.get("/api/jobs", auth=("u", TOKEN))).status_code == 200
+            bearer = {"Authorization": f"Bearer {READ}"}
+            assert (await client.get("/api/jobs", headers=bearer)).status_code == 200
+            bad = await client.get("/api/jobs", auth=("u", "wrong"))
+            assert bad.status_code == expected
+
+
 async def test_admin_route(store: RepoStore) -> None:
     transport = httpx.ASGITransport(app=make_app(store))
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
@@ -125,7 +155,8 @@ async def test_admin_route(store: RepoStore) -> None:
         assert r.status_code == 201, r.text
         assert r.json() == {"name": "livre", "url": "http://test/livre.git"}
         r = await client.post("/api/repos", json={"name": "livre"}, headers=auth)
-        assert r.status_code == 409
+        assert r.status_code == 409 and r.json() == {"error": "repository 'livre' already exists"}
+        assert str(store.root) not in r.text  # no server path reaches a client
         r = await client.post("/api/repos", json={"name": "../etc"}, headers=auth)
         assert r.status_code == 400 and "invalid repository name" in r.json()["error"]
         r = await client.get("/api/repos", headers=auth)
@@ -149,6 +180,8 @@ async def test_receive_pack_needs_a_token_in_process(store: RepoStore) -> None:
         assert r.status_code == 200
         assert r.headers["content-type"] == "application/x-git-receive-pack-advertisement"
         assert (await client.get("/livre.git/objects/info/packs")).status_code == 404
+        assert (await client.get("/livre.git/HEAD")).status_code == 404  # dumb HTTP: no
+        assert (await client.get("/livre/HEAD")).status_code == 404
         assert (await client.get("/nope.git/info/refs")).status_code == 404
         assert (await client.get("/livre.git/git-upload-pack")).status_code == 405
 

@@ -100,6 +100,10 @@ def test_unknown_repository_and_branch_are_clear_errors(search_pool):
         ({"query": "soleil", "mode": "fuzzy"}, "mode must be one of"),
         ({"query": "soleil", "level": 7}, "level must be 0"),
         ({"query": "soleil", "node_type": "chapter"}, "node_type must be one of"),
+        # bytes PostgreSQL refuses: a clear message, never a driver error mid-query
+        ({"query": "sol\x00eil"}, "contains a NUL character"),
+        ({"query": "sol\ud800eil"}, "lone surrogate"),
+        ({"query": "soleil", "repository": "livre\x00"}, "repository contains a NUL"),
     ],
 )
 def test_bad_input(search_pool, kwargs, message):

@@ -115,6 +115,8 @@ async def test_in_process_bad_input_is_a_tool_error_with_a_clear_message(server)
     async with Client(server) as client:
         cases = [
             ("search", {"query": "  "}, "the query is empty"),
+            ("search", {"query": "sol\x00eil"}, "contains a NUL character"),
+            ("get_node", {"source_file": "corpus/a\x00.md"}, "contains a NUL character"),
             ("search", {"query": "soleil", "k": 0}, "k"),
             ("search", {"query": "soleil", "k": 500}, "k"),
             ("search", {"query": "soleil", "repository": "nope"}, "no repository named 'nope'"),

@@ -60,3 +60,10 @@ def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path:
     with ServerThread(build_app(settings), lifespan="on") as server:
         jobs = httpx.get(f"{server.base}/api/jobs").json()["jobs"]
         assert [j["id"] for j in jobs] == [job["id"]]
+    # anonymous reads off: /api/jobs (repository names, commits, errors) needs a token
+    closed = settings.replace(anonymous_read=False, read_tokens=("lecture",))
+    with ServerThread(build_app(closed), lifespan="on") as server:
+        refused = httpx.get(f"{server.base}/api/jobs")
+        assert refused.status_code == 401 and "horsligne" not in refused.text
+        allowed = httpx.get(f"{server.base}/api/jobs", auth=("u", "lecture"))
+        assert allowed.status_code == 200 and allowed.json()["jobs"]
