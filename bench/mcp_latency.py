@@ -9,7 +9,7 @@ indexing job, then calls the `search` tool over streamable HTTP with the MCP
 SDK's client for every query of bench/queries.jsonl, `--rounds` times (each round
 adds trailing spaces to the text, which neither the tokenizer nor BM25 sees, so
 no query vector comes from the server's cache). Prints the round trips' p50 and
-p95 next to the search's own time as the server reports it (`timings_ms.total`):
+p95 next to the search's own time as the server reports it (`timings_ms.total`, in the result's `_meta`):
 the difference is what MCP, HTTP and the SDKs cost. Bounded: fixed query set,
 every wait has a timeout. Not run in CI.
 """
@@ -60,7 +60,7 @@ async def round_trips(url: str, queries: list[str], rounds: int) -> tuple[list[f
                 trips.append((time.perf_counter() - t) * 1000)
                 if result.is_error:
                     raise SystemExit(f"search failed: {result.content}")
-                server_ms.append(result.structured_content["timings_ms"]["total"])
+                server_ms.append(result.meta["glossator/timings_ms"]["total"])
     return trips, server_ms
 
 

@@ -2,15 +2,16 @@
 
     server = build_server(settings, database)     # an mcp.server.mcpserver.MCPServer
     server.run("stdio")                           # `glossator mcp`
-    app = mcp_http_app(settings, database)        # streamable HTTP, mounted at /mcp/
+    app = mcp_http_app(settings, database)        # streamable HTTP, mounted at /mcp
 
 Tools: `search`, `context`, `get_node`, `get_parent`, `get_children`, `outline`. Each is a
-few lines over a typed function with its own tests; their descriptions are
-written for the agent that reads them (what the levels mean, when to climb,
-how to cite). Glossator's errors (`GlossatorError`: empty query, k out of
-range, unknown file or repository) become tool errors carrying their message at
-this one boundary; anything else is a bug, which the SDK logs with its
-traceback and reports to the client without one.
+few lines over a typed function with its own tests; what it returns is written by
+`search.mcp_views` (a text for the model, a lean structured twin). Glossator's
+errors (`GlossatorError`: empty query, k out of range, unknown file or
+repository) become tool errors carrying their message at this one boundary, and
+arguments the schema refuses get one sentence saying what to send instead;
+anything else is a bug, which the SDK logs with its traceback and reports to the
+client without one.
 
 The HTTP transport lives in `search.mcp_http`.
 """
@@ -20,115 +21,66 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
-from pydantic import Field
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import Field, ValidationError
 
 from glossator.errors import GlossatorError
 from glossator.settings import Settings
+from search import mcp_reading as P
+from search import mcp_views as V
 from search import nodes as N
-from search.context import MAX_BUDGET, MIN_BUDGET, ContextPack
+from search.context import MAX_BUDGET, MIN_BUDGET
 from search.context import context as build_context
 from search.engine import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.engine import search as run_search
 from search.rerank import Reranker, get_reranker
-from search.results import Node, Outline, SearchResponse
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 INSTRUCTIONS = """\
-Glossator searches books written in Markdown and indexed as a tree. Each book (a
-"work") has a summary (level 3); its parts (« séries », « livres ») have summaries
-(level 2); each chapter or liminary piece has a summary (level 1) and its text,
-cut into paragraphs (level 0). Every result carries its citation: repository,
-source_file, heading_path, chunk_index and line span.
+Glossator searches books written in Markdown, indexed as a tree: a work's summary
+(level 3), its parts' summaries (2), each chapter's summary (1) and its text cut
+into paragraphs (0). To answer a question, call `context`: the best passages with
+their chapter summaries, cited, within a token budget. To explore, `search`.
+Quote paragraphs (level 0), never summaries (machine-written); cite the heading
+path and file#chunk (lines). A file is written relative to the folder in its
+group's header; the tools take either form. A chapter summary hit names the
+chapter: open its text with `get_children`; frame a paragraph with `get_parent`;
+read around one with `get_node(source_file, chunk_index, context=2)`; `outline`
+lists works, parts and chapters."""
 
-How to work: to answer a question, `context` returns the best passages with
-their chapter summaries, cited, within a token budget (or says that nothing
-relevant was found). To explore, use `search` (hybrid keyword + meaning). Paragraph hits
-(level 0) are the author's own words: quote them, citing heading_path and
-source_file#chunk_index (and lines). A summary hit (level 1-3) tells you which
-chapter or part treats the question: open its text with `get_children`. To frame
-a paragraph, climb to its chapter summary with `get_parent`; read around it with
-`get_node(source_file, chunk_index, context=2)`. Use `outline` to see the
-structure of a work before browsing. Summaries are machine-written digests: quote
-the text, not the summaries."""
-
-SEARCH_DESCRIPTION = f"""\
-Search the indexed books: keyword (BM25, exact words, French stemming, accents
-ignored) and meaning (multilingual embeddings), fused by reciprocal rank fusion;
-in hybrid mode whole chapters are ranked too (their words, paragraphs and
-summary), so a question that restates a chapter's argument finds that chapter.
-Put exact words in quotes (« … » or "…") to bring first the passages that
-say them (`scores.phrase`). Returns the best rows, each with its text,
-citation and scores.
-
-Levels: 0 = a paragraph of the text (quote these); 1 = a chapter's summary;
-2 = a part's summary; 3 = the work's summary. Filter with `level` (e.g. 0 for
-quotable passages only, 1 to find which chapter discusses an idea), `work`
-(folder name under corpus/, see `outline`), `repository`, `node_type`.
-Modes: "hybrid" (default, best), "bm25" (exact words: quotations, names),
-"vector" (paraphrases, ideas asked in other words or another language).
-with_parent adds each hit's enclosing node (a paragraph's chapter summary);
-with_children opens a summary hit onto its chapter's paragraphs (large);
-with_neighbours adds the paragraphs just before and after a hit.
-max_per_chapter (default {AGENT_MAX_PER_CHAPTER}) keeps the page from filling with one chapter.
-A chapter-summary hit carries `passages`: its chapter's paragraphs nearest the query.
-k: 1 to {MAX_K}. `rerank` reports whether a reranker reordered the results.
-`index` says how fresh the index is: the indexed commit of each repository's
-branch and whether the branch has moved since (status current / behind /
-not indexed / unknown).
-
-Next steps: a summary hit (level 1-3) names the chapter or part that treats the
-question: open its text with get_children(source_file). To frame a paragraph,
-climb to its chapter summary with get_parent(source_file). Cite a paragraph as
-heading_path + source_file#chunk_index (lines line_start-line_end)."""
+SEARCH_DESCRIPTION = """\
+Hybrid search (keywords + meaning) over the books, one hit per chapter by
+default. Quote exact words (« … » or "…") to find the passages that say them.
+level: 0 paragraphs (quotable), 1 chapter summaries, 2 parts, 3 works. mode:
+bm25 for exact words, vector for paraphrases. Spend less with fields,
+snippets or max_tokens."""
 
 CONTEXT_DESCRIPTION = """\
-Gather what to read to answer a question, within a token budget: the best
-paragraphs (the author's words), grouped by chapter, each chapter with its
-summary for framing, passages in reading order, every passage cited
-(source_file, heading_path, chunk_index, lines). Token counts are the stored
-cl100k counts. When no passage is relevant enough, `found` is false and
-`message` says so: nothing is padded in. `index` states the freshness of the
-index (indexed commit, whether the branch moved since). Use search instead to
-explore, browse or filter by level."""
+What to read to answer a question, within a token budget: the best paragraphs
+by chapter, each chapter with its summary, all cited. found is false when
+nothing is relevant: nothing is padded in."""
 
 GET_NODE_DESCRIPTION = """\
-Read one file of the corpus by its source_file (repository-relative path, as in
-citations): all its chunks in order, or, with chunk_index, that chunk and
-`context` chunks either side (0 to 20). Use it to quote exactly and to read
-around a search hit before citing it."""
+A file as cited (source_file): all its chunks, or chunk_index and `context`
+chunks either side, to read around a hit before quoting it."""
 
 GET_PARENT_DESCRIPTION = """\
-Climb one level: the node a file hangs from, with all its text. A chapter's
-source.md → the chapter's summary.md; a chapter summary → its part's summary;
-a part summary → the work's summary. Use it to put a paragraph in the context
-of its chapter's argument. The work's summary has no parent (an error says so)."""
+Climb one level: a chapter's text → its summary → its part → its work."""
 
 GET_CHILDREN_DESCRIPTION = """\
-Descend one level: the nodes that hang from a summary, in reading order. A work
-summary → its parts and liminary pieces; a part summary → its chapter summaries;
-a chapter summary → the chapter's text (source.md, every paragraph). Use it when
-a summary matched your question and you need the author's own words."""
+Descend one level, in reading order: work → parts → chapter summaries → a
+chapter's text (every paragraph)."""
 
 OUTLINE_DESCRIPTION = """\
-The table of contents: works → parts → chapters (and liminary pieces such as an
-introduction), with titles, heading paths, file paths and the first lines of
-each summary. Use it to find a chapter by its title, to learn the `work` names
-that filters take, or to browse a book before searching it."""
-
-
-@dataclass
-class Children:
-    source_file: str
-    children: list[Node]
+Table of contents: works → parts → chapters, with titles and files (depth 1-3;
+excerpts: each summary's opening). Names the works that `work` filters take."""
 
 
 def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
@@ -142,6 +94,64 @@ def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
             raise ToolError(str(e)) from None
 
     return wrapper
+
+
+class GlossatorMCP(MCPServer):
+    """The SDK's server with errors an agent can act on: one sentence, no prefix,
+    no pydantic dump (its URL and input echo cost tokens and say nothing new)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as e:
+            cause = e.__cause__
+            if isinstance(cause, ValidationError):
+                tool = self._tool_manager.get_tool(name)
+                schema = tool.parameters if tool is not None else {}
+                raise ToolError(explain(cause, schema)) from cause
+            message = str(e).removeprefix(f"Error executing tool {name}: ")
+            raise ToolError(message) from cause
+
+
+def explain(error: ValidationError, schema: dict[str, Any]) -> str:
+    """One sentence per refused argument, saying what to send instead."""
+    props = schema.get("properties", {})
+    said: list[str] = []
+    for err in error.errors():
+        name = str(err["loc"][0]) if err["loc"] else "arguments"  # an item's error is its list's
+        if name in {s.split(" ", 1)[0] for s in said}:
+            continue
+        prop = props.get(name, {})
+        if err["type"] == "missing":
+            said.append(f"{name} is required")
+            continue
+        if err["type"] == "extra_forbidden":
+            said.append(f"{name} is not an argument of this tool: send only {', '.join(props)}")
+            continue
+        said.append(f"{name} must be {_expected(prop)}")
+    return "; ".join(said) + "." if said else "The arguments do not match the tool's schema."
+
+
+def _expected(prop: dict[str, Any]) -> str:
+    if "enum" in prop:
+        return "one of " + ", ".join(repr(v) for v in prop["enum"])
+    kind = prop.get("type")
+    if kind == "integer" or kind == "number":
+        word = "a whole number" if kind == "integer" else "a number"
+        low, high = prop.get("minimum"), prop.get("maximum")
+        if low is not None and high is not None:
+            return f"{word} from {low} to {high}"
+        if low is not None:
+            return f"{word} of at least {low}"
+        return word
+    if kind == "array":
+        items = prop.get("items", {})
+        if "enum" in items:
+            return "a list of " + ", ".join(repr(v) for v in items["enum"])
+        return "a list of " + (_expected(items) if items else "values")
+    return {"string": "a string", "boolean": "true or false"}.get(str(kind), "valid")
 
 
 class SearchService:
@@ -169,14 +179,19 @@ class SearchService:
         return self._embedder
 
 
-Repository = Annotated[
-    str | None, Field(description="Repository name; omit to search every indexed repository.")
-]
-Branch = Annotated[str, Field(description="Branch of the repository (default main).")]
-SourceFile = Annotated[
-    str,
-    Field(description="Repository-relative path from a citation, e.g. corpus/<work>/…/source.md."),
-]
+TIMINGS_META = "glossator/timings_ms"  # in a search result's _meta, which clients keep from models
+
+
+def _result(text: str, data: Any, meta: dict[str, Any] | None = None) -> CallToolResult:
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)], structured_content=data, _meta=meta
+    )
+
+
+Repository = str | None  # default: every repository
+Branch = str
+Work = Annotated[str | None, Field(description="Its folder name (see outline).")]
+SourceFile = str  # as cited: corpus/…/source.md, or relative to a group header's folder
 
 
 def build_server(
@@ -188,35 +203,32 @@ def build_server(
 ) -> MCPServer:
     """The MCP server over a database (a `store.db.Database`, a pool or a connection)."""
     service = SearchService(settings, conn_or_pool, embedder=embedder, reranker=reranker)
-    server: MCPServer = MCPServer(
-        "glossator", instructions=INSTRUCTIONS, log_level=settings.log_level
-    )
-    read_only = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+    server = GlossatorMCP("glossator", instructions=INSTRUCTIONS, log_level=settings.log_level)
+    # idempotent_hint is only meaningful for tools that are not read-only (MCP spec)
+    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+    db = service.conn_or_pool
 
     @server.tool(description=SEARCH_DESCRIPTION, annotations=read_only)
     @_tool_errors
     def search(
-        query: Annotated[str, Field(description="What to look for, in words (any language).")],
-        k: Annotated[int, Field(ge=1, le=MAX_K, description="How many hits (1-100).")] = 10,
+        query: Annotated[str, Field(description="Words to look for, any language.")],
+        k: Annotated[int, Field(ge=1, le=MAX_K)] = 10,
         mode: Literal["hybrid", "bm25", "vector"] = "hybrid",
+        level: Annotated[int | None, Field(ge=0, le=3)] = None,
+        work: Work = None,
         repository: Repository = None,
         branch: Branch = N.DEFAULT_BRANCH,
-        work: Annotated[str | None, Field(description="Work folder name (see outline).")] = None,
-        level: Annotated[
-            int | None, Field(ge=0, le=3, description="0 paragraphs, 1 chapter, 2 part, 3 work.")
+        fields: Annotated[
+            list[V.Field] | None, Field(description="What each hit carries beyond file#chunk.")
         ] = None,
-        node_type: Literal["source", "section_summary", "part_summary", "work_summary"]
-        | None = None,
-        with_parent: bool = False,
-        with_children: bool = False,
-        with_neighbours: bool = False,
-        max_per_chapter: Annotated[
-            int | None, Field(ge=1, le=MAX_K, description="Hits per chapter at most.")
-        ] = AGENT_MAX_PER_CHAPTER,
-    ) -> SearchResponse:
-        needs_vectors = mode != "bm25"
-        return run_search(
-            service.conn_or_pool,
+        snippets: Annotated[bool, Field(description="First ~40 words of each passage.")] = False,
+        max_tokens: Annotated[
+            int | None, Field(ge=100, description="Leave out the hits past this many tokens.")
+        ] = None,
+        max_per_chapter: Annotated[int, Field(ge=1, le=MAX_K)] = AGENT_MAX_PER_CHAPTER,
+    ) -> Annotated[CallToolResult, V.LeanSearch]:
+        response = run_search(
+            db,
             query,
             mode=mode,
             k=k,
@@ -224,30 +236,29 @@ def build_server(
             branch=branch,
             work=work,
             level=level,
-            node_type=node_type,
-            with_parent=with_parent,
-            with_children=with_children,
-            with_neighbours=with_neighbours,
             max_per_chapter=max_per_chapter,
             climb_down=2,
-            embedder=service.embedder if needs_vectors else None,
+            embedder=service.embedder if mode != "bm25" else None,
             reranker=service.reranker,
             settings=service.settings,
         )
+        chosen = tuple(fields) if fields is not None else V.DEFAULT_FIELDS
+        text, data = V.search_view(
+            response, fields=chosen, snippets=snippets, max_tokens=max_tokens
+        )
+        return _result(text, data, {TIMINGS_META: response.timings_ms})
 
     @server.tool(description=CONTEXT_DESCRIPTION, annotations=read_only)
     @_tool_errors
     def context(
-        question: Annotated[str, Field(description="The question to answer, in words.")],
-        budget: Annotated[
-            int, Field(ge=MIN_BUDGET, le=MAX_BUDGET, description="Tokens the pack may use.")
-        ] = 2000,
+        question: Annotated[str, Field(description="The question to answer.")],
+        budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)] = 2000,
+        work: Work = None,
         repository: Repository = None,
         branch: Branch = N.DEFAULT_BRANCH,
-        work: Annotated[str | None, Field(description="Work folder name (see outline).")] = None,
-    ) -> ContextPack:
-        return build_context(
-            service.conn_or_pool,
+    ) -> Annotated[CallToolResult, P.LeanContext]:
+        pack = build_context(
+            db,
             question,
             budget=budget,
             repository=repository,
@@ -257,78 +268,93 @@ def build_server(
             reranker=service.reranker,
             settings=service.settings,
         )
+        return _result(*P.context_view(pack))
 
     @server.tool(description=GET_NODE_DESCRIPTION, annotations=read_only)
     @_tool_errors
     def get_node(
         source_file: SourceFile,
-        chunk_index: Annotated[int | None, Field(ge=0, description="One chunk only.")] = None,
-        context: Annotated[int, Field(ge=0, le=20, description="Chunks either side.")] = 0,
+        chunk_index: Annotated[int | None, Field(ge=0)] = None,
+        context: Annotated[int, Field(ge=0, le=20)] = 0,
         repository: Repository = None,
         branch: Branch = N.DEFAULT_BRANCH,
-    ) -> Node:
-        return N.get_node(
-            service.conn_or_pool,
-            source_file,
-            chunk_index,
-            repository=repository,
-            branch=branch,
-            context=context,
+    ) -> Annotated[CallToolResult, V.LeanNode]:
+        node = N.get_node(
+            db, source_file, chunk_index, repository=repository, branch=branch, context=context
         )
+        return _result(*V.node_view(node))
 
     @server.tool(description=GET_PARENT_DESCRIPTION, annotations=read_only)
     @_tool_errors
     def get_parent(
         source_file: SourceFile, repository: Repository = None, branch: Branch = N.DEFAULT_BRANCH
-    ) -> Node:
-        parent = N.get_parent(
-            service.conn_or_pool, source_file, repository=repository, branch=branch
-        )
+    ) -> Annotated[CallToolResult, V.LeanNode]:
+        parent = N.get_parent(db, source_file, repository=repository, branch=branch)
         if parent is None:
             raise ToolError(
                 f"{source_file} is the summary of a whole work: it has no parent. "
                 "Use outline to see the work's parts and chapters."
             )
-        return parent
+        return _result(*V.node_view(parent))
 
     @server.tool(description=GET_CHILDREN_DESCRIPTION, annotations=read_only)
     @_tool_errors
     def get_children(
         source_file: SourceFile, repository: Repository = None, branch: Branch = N.DEFAULT_BRANCH
-    ) -> Children:
-        kids = N.get_children(
-            service.conn_or_pool, source_file, repository=repository, branch=branch
-        )
-        return Children(source_file=source_file, children=kids)
+    ) -> Annotated[CallToolResult, V.LeanChildren]:
+        kids = N.get_children(db, source_file, repository=repository, branch=branch)
+        parent = kids[0].parent_source_file if kids else None
+        return _result(*V.children_view(parent or source_file, kids))
 
     @server.tool(description=OUTLINE_DESCRIPTION, annotations=read_only)
     @_tool_errors
     def outline(
+        work: Work = None,
+        depth: Annotated[int, Field(ge=1, le=3)] = 3,
+        excerpts: bool = False,
         repository: Repository = None,
-        work: Annotated[str | None, Field(description="One work's folder name.")] = None,
         branch: Branch = N.DEFAULT_BRANCH,
-    ) -> Outline:
-        return N.outline(service.conn_or_pool, repository, work, branch=branch)
+    ) -> Annotated[CallToolResult, P.LeanOutline]:
+        tree = N.outline(db, repository, work, branch=branch)
+        return _result(*P.outline_view(tree, depth=depth, excerpts=excerpts))
 
     for tool in server._tool_manager.list_tools():  # no public setter in mcp 2.3
+        tool.parameters = compact_schema(tool.parameters, inputs=True)
         if tool.fn_metadata.output_schema is not None:
             tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     return server
 
 
-def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same JSON Schema without `$ref`s and nullable `anyOf`s, which clients check
-    2.5x faster (the MCP SDK's Python client validates every structured result
-    against the tool's `outputSchema` with jsonschema: 4.1 -> 1.7 ms for a page of
-    10 hits; bench/RESULTS.md, "Latency").
+def compact_schema(schema: dict[str, Any], *, inputs: bool = False) -> dict[str, Any]:
+    """The same JSON Schema, shorter and portable: each definition written once (a
+    definition used once is inlined, one used more often or recursively stays a
+    `$ref`), no pydantic `title`s, and, for `inputs`, an optional argument as its
+    plain type rather than `anyOf: [X, null]`.
 
-    Pydantic writes `Optional[X]` as `anyOf: [X, {"type": "null"}]` and each model
-    once under `$defs`. Here a `$ref` is replaced by its definition (a recursive one
-    is kept, with the `$defs` it needs), and `anyOf: [X, null]` becomes X with
-    `"type": [X's type, "null"]` (`enum`/`const` gain `null`): X's other keywords
-    (`properties`, `minimum`, ...) do not apply to null, so the same instances pass.
+    Why: tools/list is read by every agent at every start (the titles alone were a
+    third of it); `"type": [X, "null"]` lists, which an earlier version wrote, are
+    what the MCP Inspector's `--strict` portability check warns about, and outputs
+    need no null: `search.mcp_views` leaves a missing value out. For inputs,
+    omitting an optional argument means None, so the SDK still accepts an explicit
+    null; the schema just does not advertise it.
     """
     defs: dict[str, Any] = schema.get("$defs", {})
+    uses: dict[str, int] = {}
+
+    def count(node: Any) -> None:
+        if isinstance(node, list):
+            for x in node:
+                count(x)
+        elif isinstance(node, dict):
+            ref = node.get("$ref")
+            if isinstance(ref, str) and ref.startswith("#/$defs/"):
+                name = ref.removeprefix("#/$defs/")
+                uses[name] = uses.get(name, 0) + 1
+            for v in node.values():
+                count(v)
+
+    count(schema)
+    shared = {name for name, n in uses.items() if n > 1}
     kept: set[str] = set()
 
     def walk(node: Any, inside: tuple[str, ...]) -> Any:
@@ -341,29 +367,26 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
             name = ref.removeprefix("#/$defs/")
             if name not in defs:  # not pydantic's: left as it is
                 return node
-            if name in inside:  # recursive: the $ref stays, with its definition
+            if name in inside or name in shared:  # the $ref stays, with its definition
                 kept.add(name)
                 return node
             extra = {k: walk(v, inside) for k, v in node.items() if k != "$ref"}
             return {**walk(defs[name], (*inside, name)), **extra}
-        out = {k: walk(v, inside) for k, v in node.items() if k != "$defs"}
+        out: dict[str, Any] = {}
+        for k, v in node.items():
+            if k in ("$defs", "title"):
+                continue
+            if k == "properties" and isinstance(v, dict):  # names, not keywords
+                out[k] = {name: walk(p, inside) for name, p in v.items()}
+            else:
+                out[k] = walk(v, inside)
         alternatives = out.get("anyOf")
-        if isinstance(alternatives, list):
+        if inputs and isinstance(alternatives, list) and {"type": "null"} in alternatives:
             rest = [a for a in alternatives if a != {"type": "null"}]
-            if (
-                len(rest) == 1
-                and len(alternatives) == 2
-                and isinstance(rest[0].get("type"), str)
-                and not {"anyOf", "oneOf", "allOf", "not"} & rest[0].keys()
-                and not rest[0].keys() & (out.keys() - {"anyOf"} - ANNOTATIONS)
-            ):
-                # the outer annotations (title, description, default) win over X's
+            if len(rest) == 1 and isinstance(rest[0], dict):
                 merged = rest[0] | {k: v for k, v in out.items() if k != "anyOf"}
-                merged["type"] = [rest[0]["type"], "null"]
-                if "const" in merged:
-                    merged["enum"] = [merged.pop("const")]
-                if "enum" in merged and None not in merged["enum"]:
-                    merged["enum"] = [*merged["enum"], None]
+                if "default" in merged and merged["default"] is None:
+                    del merged["default"]  # omitted means None
                 return merged
         return out
 
@@ -375,6 +398,3 @@ def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
     if kept_defs:
         compact["$defs"] = kept_defs
     return compact
-
-
-ANNOTATIONS = {"title", "description", "default", "examples"}

@@ -91,7 +91,7 @@ def get_children(
     """The nodes whose parent is `source_file`, in reading order (empty for a source.md)."""
     with R.connection(conn_or_pool) as conn:
         rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
-        found = children_rows(conn, [(rows[0]["repository"], source_file)], branch)
+        found = children_rows(conn, [(rows[0]["repository"], rows[0]["source_file"])], branch)
     return R.group_files(found)
 
 

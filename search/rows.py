@@ -193,6 +193,9 @@ def file_rows(
         where += " AND repository = %s"
         params.append(repository)
     rows = select(conn, where, params, "repository, chunk_index")
+    if not rows and (full := _unique_suffix(conn, source_file, repository, branch)):
+        # a path relative to the folder a search page's group header names
+        rows = select(conn, where, [full, *params[1:]], "repository, chunk_index")
     if not rows:
         raise UnknownFile(_unknown_file_message(conn, source_file, repository, branch))
     repos = sorted({r["repository"] for r in rows})
@@ -202,6 +205,27 @@ def file_rows(
             "pass repository to say which"
         )
     return rows
+
+
+def _unique_suffix(
+    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str
+) -> str | None:
+    """The one indexed file whose path ends with `/source_file`, if exactly one does."""
+    tail = source_file.strip().lstrip("/")
+    if not tail or tail.startswith("corpus/"):
+        return None
+    pattern = "%/" + tail.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+    params: list[Any] = [pattern, branch]
+    extra = ""
+    if repository is not None:
+        extra = " AND repository = %s"
+        params.append(repository)
+    found = conn.execute(
+        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE %s AND branch = %s"
+        f"{extra} LIMIT 2",
+        params,
+    ).fetchall()
+    return found[0][0] if len(found) == 1 else None
 
 
 def _unknown_file_message(

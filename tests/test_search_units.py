@@ -388,7 +388,9 @@ def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():
     compact = compact_schema(original)
     Draft202012Validator.check_schema(compact)
     text = json.dumps(compact)
-    assert '"anyOf"' not in text and set(compact["$defs"]) == {"Tree"}
+    # a definition used twice (Where) or recursively (Tree) stays a $ref; titles go
+    assert set(compact["$defs"]) == {"Where", "Tree"} and '"title"' not in text
+    assert '"type": [' not in text  # no type lists: the Inspector's --strict warns on them
     good = {"where": {"file": "a.md"}}
     instances = [
         good,
@@ -411,3 +413,25 @@ def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():
     ]
     assert [a for a, _ in verdicts] == [b for _, b in verdicts]
     assert [a for a, _ in verdicts] == [True] * 5 + [False] * 8
+
+
+def test_compact_input_schema_writes_an_optional_argument_as_its_plain_type():
+    from pydantic import BaseModel, Field
+
+    from search.mcp_server import compact_schema
+
+    class Args(BaseModel):
+        query: str
+        level: int | None = Field(default=None, ge=0, le=3)
+        work: str | None = Field(default=None, description="a folder")
+
+    compact = compact_schema(Args.model_json_schema(), inputs=True)
+    assert compact == {
+        "properties": {
+            "query": {"type": "string"},
+            "level": {"maximum": 3, "minimum": 0, "type": "integer"},
+            "work": {"type": "string", "description": "a folder"},
+        },
+        "required": ["query"],
+        "type": "object",
+    }
