@@ -20,6 +20,9 @@ from glossator.settings import Settings
 
 log = logging.getLogger(__name__)
 err = Console(stderr=True)
+# hooks.queue.DONE_WITH_PROBLEMS; not imported here: procrastinate would load with
+# every `glossator` command
+DONE_WITH_PROBLEMS = "done with problems"
 
 
 def _settings() -> Settings:
@@ -146,7 +149,7 @@ def _status_conninfo(settings: Settings) -> tuple[str, Any]:
     "--status",
     "status_filter",
     default=None,
-    type=click.Choice(["queued", "running", "done", "failed", "cancelled"]),
+    type=click.Choice(["queued", "running", "done", "done with problems", "failed", "cancelled"]),
 )
 @click.option("--limit", default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (as GET /api/jobs does).")
@@ -178,13 +181,6 @@ def status(repository: str | None, status_filter: str | None, limit: int, as_jso
     for col in ("job", "repository/branch", "status", "attempts", "queued", "seconds", "detail"):
         table.add_column(col, overflow="fold")
     for r in rows:
-        stats = r.get("stats") or {}
-        detail = r.get("error") or (
-            f"{(r.get('result_commit') or '')[:12]} loaded {len(stats.get('loaded', []))}"
-            f" deleted {len(stats.get('deleted', []))} embedded {stats.get('embedded', 0)}"
-            if r["status"] == "done"
-            else ""
-        )
         table.add_row(
             str(r["id"]),
             f"{r['repository']}/{r['branch']}",
@@ -192,8 +188,46 @@ def status(repository: str | None, status_filter: str | None, limit: int, as_jso
             str(r["attempts"]),
             (r["queued_at"] or "")[:19],
             "" if r["duration_s"] is None else f"{r['duration_s']:.2f}",
-            detail,
+            job_detail(r),
         )
     Console().print(table)
+    shown: set[tuple[str, str]] = set()
+    for r in rows:  # newest first: the problems of each branch's latest finished job
+        key = (r["repository"], r["branch"])
+        if key in shown or r["status"] not in ("done", DONE_WITH_PROBLEMS):
+            continue
+        shown.add(key)
+        if r["problems"]:
+            click.echo(
+                f"job {r['id']} ({key[0]}/{key[1]}) had {r['problem_count']} problem(s); "
+                "the branch is not fully indexed and is retried:"
+            )
+            for line in r["problems"][:20]:
+                click.echo(f"  - {line}")
     for repo_name, branch, commit, at in indexed:
         click.echo(f"indexed {repo_name}/{branch} at {commit[:12]} ({at:%Y-%m-%d %H:%M:%S})")
+
+
+def job_detail(r: dict[str, Any]) -> str:
+    """The table's last column: what a job did, is doing, or why it failed."""
+    stats = r.get("stats") or {}
+    if r["status"] == "failed":
+        return r.get("error") or ""
+    if r["status"] == "queued":
+        retry = f"retry {r['failures']} " if r.get("failures") else ""
+        at = (r.get("scheduled_at") or "")[11:19]
+        return f"{retry}at {at}".strip() if at else retry.strip()
+    if r["status"] == "running":
+        progress = r.get("progress") or {}
+        return str(progress.get("line", ""))
+    if r["status"] in ("done", DONE_WITH_PROBLEMS):
+        line = (
+            f"{(r.get('result_commit') or '')[:12]} loaded {len(stats.get('loaded', []))}"
+            f" deleted {len(stats.get('deleted', []))} embedded {stats.get('embedded', 0)}"
+        )
+        if r["problems"]:
+            line += f"; {r['problem_count']} problem(s), first: {r['problems'][0]}"
+        if stats.get("moved"):
+            line += "; the branch moved: the next job indexes it"
+        return line
+    return r.get("error") or ""

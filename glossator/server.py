@@ -29,7 +29,7 @@ from gitserver.app import create_app
 from gitserver.auth import Policy
 from gitserver.repos import RepoStore
 from glossator.settings import Settings
-from hooks.queue import STATUS_NAMES, list_jobs_async
+from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from store.db import Database
 
 log = logging.getLogger(__name__)
@@ -71,12 +71,17 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
         status = request.query_params.get("status")
         if status is not None and status not in {
             *STATUS_NAMES.values(),
+            DONE_WITH_PROBLEMS,
             "failed",
             "cancelled",
             "aborted",
         }:
             return JSONResponse(
-                {"error": "status must be queued, running, done, failed or cancelled"}, 400
+                {
+                    "error": "status must be queued, running, done, done with problems, "
+                    "failed or cancelled"
+                },
+                400,
             )
         try:
             limit = min(max(int(request.query_params.get("limit", "50")), 1), 500)

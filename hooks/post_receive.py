@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from glossator.settings import SETTINGS, Settings
-from hooks.queue import defer_sync
+from hooks.queue import defer_sync, last_problems
 from hooks.refupdates import parse_updates
 
 HOOK_URL = "GLOSSATOR_HOOK_URL"
@@ -63,6 +63,7 @@ def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
         return 0
     base = os.environ.get(HOOK_URL, "").rstrip("/")
     for branch in branches:
+        _say_problems(url, repository, branch, out)
         try:
             queued = defer_sync(url, repository, branch)
         except Exception as e:
@@ -85,6 +86,28 @@ def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
     print(f"glossator: follow it with `glossator status` or {follow}", file=out)
     out.flush()
     return 0
+
+
+SHOWN_PROBLEMS = 5  # remote: lines per branch; `glossator status` lists the rest
+
+
+def _say_problems(url: str, repository: str, branch: str, out: TextIO) -> None:
+    """What the last index of `branch` could not do: the pusher may be the one to fix it."""
+    try:
+        job_id, problems = last_problems(url, repository, branch)
+    except Exception:
+        return  # the queueing below says whether the database answers
+    if not problems:
+        return
+    print(
+        f"glossator: the last index of {branch} (job {job_id}) had {len(problems)} "
+        "problem(s); the branch is not fully indexed and is retried:",
+        file=out,
+    )
+    for line in problems[:SHOWN_PROBLEMS]:
+        print(f"glossator:   {line}", file=out)
+    if len(problems) > SHOWN_PROBLEMS:
+        print(f"glossator:   … and {len(problems) - SHOWN_PROBLEMS} more", file=out)
 
 
 if __name__ == "__main__":

@@ -141,9 +141,20 @@ async def defer_async(app: procrastinate.App, repository: str, branch: str) -> E
     return Enqueued(job_id, False)
 
 
+def last_problems(conninfo: str, repository: str, branch: str) -> tuple[int | None, list[str]]:
+    """(job id, problems) of the last index of a branch (indexed_commits)."""
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+        row = conn.execute(
+            "SELECT job_id, problems FROM indexed_commits WHERE repository = %s AND branch = %s",
+            (repository, branch),
+        ).fetchone()
+    return (row[0], list(row[1] or [])) if row else (None, [])
+
+
 JOBS_SQL = """
 SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
        j.args->>'branch' AS branch, j.attempts, j.scheduled_at,
+       coalesce((j.args->>'failures')::int, 0) AS failures,
        (SELECT min(e.at) FROM procrastinate_events e
          WHERE e.job_id = j.id AND e.type = 'deferred') AS queued_at,
        (SELECT max(e.at) FROM procrastinate_events e
@@ -151,29 +162,42 @@ SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
        (SELECT max(e.at) FROM procrastinate_events e
          WHERE e.job_id = j.id AND e.type IN ('succeeded', 'failed', 'cancelled', 'aborted'))
          AS finished_at,
-       r.error, r.tip, r.result_commit, r.stats
+       r.status AS run_status, r.error, r.tip, r.result_commit, r.stats, r.progress
   FROM procrastinate_jobs j
   LEFT JOIN LATERAL (
-       SELECT error, tip, result_commit, stats FROM glossator_job_runs
+       SELECT status, error, tip, result_commit, stats, progress FROM glossator_job_runs
         WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1) r ON true
  WHERE j.task_name = %(task)s
    AND (%(repository)s::text IS NULL OR j.args->>'repository' = %(repository)s)
    AND (%(status)s::text IS NULL OR j.status::text = %(status)s)
+   AND (NOT %(problems)s OR r.status = 'problems')
  ORDER BY j.id DESC
  LIMIT %(limit)s
 """
 
 STATUS_NAMES = {"todo": "queued", "doing": "running", "succeeded": "done"}
+DONE_WITH_PROBLEMS = "done with problems"  # a succeeded job whose attempt met problems
 
 
 def _row(row: dict[str, Any]) -> dict[str, Any]:
     out = dict(row)
     out["status"] = STATUS_NAMES.get(row["status"], row["status"])
+    if row["status"] == "succeeded" and row.get("run_status") == "problems":
+        out["status"] = DONE_WITH_PROBLEMS
+    stats = row.get("stats") or {}
+    out["problems"] = list(stats.get("problems") or [])
+    out["problem_count"] = int(stats.get("problem_count", len(out["problems"])))
     start, end = row["started_at"], row["finished_at"]
     out["duration_s"] = round((end - start).total_seconds(), 3) if start and end else None
     for key in ("scheduled_at", "queued_at", "started_at", "finished_at"):
         out[key] = row[key].isoformat() if row[key] else None
     return out
+
+
+def _raw_status(status: str | None) -> str | None:
+    if status == DONE_WITH_PROBLEMS:
+        return "succeeded"  # then filtered in SQL by the run's status
+    return {v: k for k, v in STATUS_NAMES.items()}.get(status or "", status)
 
 
 def list_jobs(
@@ -184,11 +208,17 @@ def list_jobs(
     limit: int = 50,
 ) -> list[dict[str, Any]]:
     """Jobs, newest first: queued, running, done, failed, with errors and durations."""
-    raw_status = {v: k for k, v in STATUS_NAMES.items()}.get(status or "", status)
+    raw_status = _raw_status(status)
     with conn.cursor(row_factory=dict_row) as cur:
         cur.execute(
             JOBS_SQL,
-            {"task": TASK_NAME, "repository": repository, "status": raw_status, "limit": limit},
+            {
+                "task": TASK_NAME,
+                "repository": repository,
+                "status": raw_status,
+                "problems": status == DONE_WITH_PROBLEMS,
+                "limit": limit,
+            },
         )
         return [_row(r) for r in cur.fetchall()]
 
@@ -200,10 +230,16 @@ async def list_jobs_async(
     status: str | None = None,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
-    raw_status = {v: k for k, v in STATUS_NAMES.items()}.get(status or "", status)
+    raw_status = _raw_status(status)
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(
             JOBS_SQL,
-            {"task": TASK_NAME, "repository": repository, "status": raw_status, "limit": limit},
+            {
+                "task": TASK_NAME,
+                "repository": repository,
+                "status": raw_status,
+                "problems": status == DONE_WITH_PROBLEMS,
+                "limit": limit,
+            },
         )
         return [_row(r) for r in await cur.fetchall()]

@@ -75,6 +75,15 @@ def indexed_commits(conninfo: str) -> dict[tuple[str, str], str]:
     return {(r[0], r[1]): r[2] for r in rows}
 
 
+def incomplete_branches(conninfo: str) -> set[tuple[str, str]]:
+    """Branches whose last index left problems (`indexed_commits.problems`)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT repository, branch FROM indexed_commits WHERE problems <> '[]'::jsonb"
+        ).fetchall()
+    return {(r[0], r[1]) for r in rows}
+
+
 def busy_locks(conninfo: str, task_name: str) -> set[str]:
     """`<repo>/<branch>` of every branch with a job waiting or running."""
     with psycopg.connect(conninfo, autocommit=True) as conn:

@@ -136,14 +136,30 @@ class IndexingService:
             log.debug("job %s traceback:\n%s", job_id, traceback.format_exc())
             raise JobFailed(error) from None
         stats = outcome.stats()
+        status = "problems" if outcome.problems else "done"
         if outcome.moved:
             # The branch moved on: the push's job normally waits already; make sure.
             stats["next_job"] = self._follow_up(repository, branch, 0, 0.0)
+        elif outcome.problems:
+            # Not fully indexed: try again later (an LLM back, a file fixed by a push).
+            delay = retry_delay(failures + 1, self.retries, self.retry_base_s)
+            stats["next_job"] = self._follow_up(repository, branch, failures + 1, delay)
+            stats["retry_in_s"] = delay
+            log.warning(
+                "job %s (%s/%s) done with %d problem(s), first: %s; next try: job %s in %.0f s",
+                job_id,
+                repository,
+                branch,
+                len(outcome.problems),
+                outcome.problems[0],
+                stats["next_job"],
+                delay,
+            )
         runs.record_end(
             self.conninfo,
             job_id,
             attempt,
-            "done",
+            status,
             error=None,
             tip=outcome.tip,
             result_commit=outcome.indexed,
@@ -266,15 +282,17 @@ class IndexingService:
             )
 
     async def reconcile(self) -> int:
-        """Queue a job for each idle branch whose tip differs from its indexed commit."""
+        """Queue a job for each idle branch whose tip differs from its indexed commit, or
+        whose last index left problems (not fully indexed)."""
         indexed = await asyncio.to_thread(runs.indexed_commits, self.conninfo)
+        incomplete = await asyncio.to_thread(runs.incomplete_branches, self.conninfo)
         busy = await asyncio.to_thread(runs.busy_locks, self.conninfo, TASK_NAME)
         tips = await asyncio.to_thread(lambda: list(self.store.iter_branches()))
         todo: list[tuple[str, str]] = []
         seen = set()
         for repository, branch, tip in tips:
             seen.add((repository, branch))
-            if indexed.get((repository, branch)) != tip:
+            if indexed.get((repository, branch)) != tip or (repository, branch) in incomplete:
                 todo.append((repository, branch))
         todo += [k for k in indexed if k not in seen and self.store.exists(k[0])]
         queued = 0

@@ -23,6 +23,12 @@ running the job again:
    tree when the indexed commit is unknown) and record the new indexed commit.
 5. Read the tip again: when it is no longer what was indexed, `Outcome.moved`
    tells the service to make sure a job follows.
+
+Problems (error severity: a summary that could not be made, a file whose rows
+were refused) do not stop the job, but they are recorded with the indexed
+commit (`indexed_commits.problems`): the branch is then *not fully indexed*, a
+later job at the same tip does the work again instead of saying "already
+indexed", and the service schedules that retry.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from typing import Any
 
 import psycopg
 import pygit2
+from psycopg.types.json import Jsonb
 
 from gitserver.repos import RepoStore
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
@@ -48,6 +55,7 @@ from store.loader import SIDECAR_SUFFIX, md_path, sync_files, sync_tree
 
 log = logging.getLogger(__name__)
 
+MAX_PROBLEMS = 50  # kept per job and per branch; the count says how many there were
 IndexFn = Callable[..., Any]  # indexer.pipeline.index(source, *, embedder, summarizer, …)
 
 
@@ -65,7 +73,8 @@ class Outcome:
     embedded: int = 0  # texts sent to the embedder
     races: int = 0  # 1 when a push won the commit-back's compare-and-swap
     moved: bool = False  # the branch's tip is not `indexed` any more: a job must follow
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # errors: the branch is not fully indexed
+    warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
 
@@ -79,7 +88,9 @@ class Outcome:
             "embedded": self.embedded,
             "races": self.races,
             "moved": self.moved,
-            "problems": self.problems[:50],
+            "problems": self.problems[:MAX_PROBLEMS],
+            "problem_count": len(self.problems),
+            "warnings": self.warnings[:MAX_PROBLEMS],
             "seconds": round(self.seconds, 3),
             "note": self.note,
         }
@@ -122,11 +133,17 @@ class BranchIndexer:
         self.index_fn = index_fn
 
     def indexed_commit(self, conn: psycopg.Connection, repository: str, branch: str) -> str | None:
+        return self.indexed_state(conn, repository, branch)[0]
+
+    def indexed_state(
+        self, conn: psycopg.Connection, repository: str, branch: str
+    ) -> tuple[str | None, list[str]]:
+        """The commit the rows equal, and the problems its index left (empty: complete)."""
         row = conn.execute(
-            "SELECT commit FROM indexed_commits WHERE repository = %s AND branch = %s",
+            "SELECT commit, problems FROM indexed_commits WHERE repository = %s AND branch = %s",
             (repository, branch),
         ).fetchone()
-        return row[0] if row else None
+        return (row[0], list(row[1] or [])) if row else (None, [])
 
     def run(self, repository: str, branch: str, *, job_id: int | None = None) -> Outcome:
         started = time.perf_counter()
@@ -164,11 +181,11 @@ class BranchIndexer:
         tip = _tip(repo, branch)
         outcome.tip = tip
         with self.pool.connection() as conn:
-            indexed = self.indexed_commit(conn, repository, branch)
+            indexed, left = self.indexed_state(conn, repository, branch)
         if tip is None:
             self._drop_branch(repository, branch, outcome)
             return
-        if indexed == tip:
+        if indexed == tip and not left:
             outcome.indexed, outcome.note = tip, "already indexed"
             return
 
@@ -177,10 +194,12 @@ class BranchIndexer:
         index = self.index_fn or _default_index()
         result = index(source, embedder=self.embedder, summarizer=self.summarizer)
         outcome.embedded += getattr(self.embedder, "texts_embedded", 0) - before
-        outcome.problems = [str(p) for p in getattr(result, "problems", [])]
         for problem in getattr(result, "problems", []):
             if getattr(problem, "severity", "error") == "error":
+                outcome.problems.append(_problem_line(problem))
                 log.warning("%s/%s: %s", repository, branch, problem)
+            else:
+                outcome.warnings.append(_problem_line(problem))
 
         target = tip
         changes = result.changes
@@ -217,8 +236,14 @@ class BranchIndexer:
                 "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
                 (f"{repository}/{branch}",),
             )
-            current = self.indexed_commit(conn, repository, branch)
-            if current is not None and _has_commit(repo, current):
+            current, left = self.indexed_state(conn, repository, branch)
+            refused = [p for p in left if p.startswith("rows:")]
+            if (
+                current is not None
+                and current != target
+                and not refused
+                and _has_commit(repo, current)
+            ):
                 diff = changed_files(repo, current, target)
                 written = corpus_paths(diff.written)
                 removed = corpus_paths(diff.removed)
@@ -235,21 +260,28 @@ class BranchIndexer:
                     deleted=gone,
                 )
             else:
-                # First index of the branch, or its record names a commit git no longer
-                # has (the repository was recreated): compare every sidecar with the rows.
+                # First index of the branch, its record names a commit git no longer has
+                # (the repository was recreated), or files were refused last time (a
+                # retry at the same commit): compare every sidecar with the rows.
                 result = sync_tree(conn, repository=repository, branch=branch, source=source)
+            for p in result.problems:
+                if isinstance(p, Problem) and p.severity == "error":
+                    outcome.problems.append("rows: " + _problem_line(p))
+                elif isinstance(p, Problem):
+                    outcome.warnings.append(_problem_line(p))
             conn.execute(
-                """INSERT INTO indexed_commits (repository, branch, commit, job_id, indexed_at)
-                   VALUES (%s, %s, %s, %s, now())
+                """INSERT INTO indexed_commits
+                       (repository, branch, commit, job_id, indexed_at, problems)
+                   VALUES (%s, %s, %s, %s, now(), %s)
                    ON CONFLICT (repository, branch)
                    DO UPDATE SET commit = EXCLUDED.commit, job_id = EXCLUDED.job_id,
-                                 indexed_at = EXCLUDED.indexed_at""",
-                (repository, branch, target, job_id),
+                                 indexed_at = EXCLUDED.indexed_at,
+                                 problems = EXCLUDED.problems""",
+                (repository, branch, target, job_id, Jsonb(outcome.problems[:MAX_PROBLEMS])),
             )
         outcome.loaded = list(result.loaded)
         outcome.deleted = list(result.deleted)
         outcome.rows = result.rows
-        outcome.problems += [str(p) for p in result.problems if isinstance(p, Problem)]
 
     def _drop_branch(self, repository: str, branch: str, outcome: Outcome) -> None:
         with self.pool.connection() as conn, conn.transaction():
@@ -272,6 +304,12 @@ class BranchIndexer:
             )
         outcome.deleted = [r[0] for r in files]
         outcome.note = "branch deleted: rows dropped"
+
+
+def _problem_line(problem: Any) -> str:
+    """`path: message`, one line (severity is said by where the line is kept)."""
+    path, message = getattr(problem, "path", ""), getattr(problem, "message", str(problem))
+    return " ".join(f"{path}: {message}".split())[:500]
 
 
 def _tip(repo: pygit2.Repository, branch: str) -> str | None:

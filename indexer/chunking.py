@@ -6,16 +6,20 @@ or a fenced code block (blank lines inside the fence do not end it). A block
 within the token threshold is one chunk, its exact text. A longer one is cut
 into finer units and the units are packed greedily back into chunks:
 
-    prose        sentences → words
+    prose        sentences → words → pieces of a word
     structured   items (list items with their continuation lines, table rows,
                  quote lines, footnote definitions) → lines → sentences → words
-    code         lines → words
+                 → pieces of a word
+    code         lines → words → pieces of a word
 
 so a list or a table splits between items, never mid-line, unless one line alone
-is over the threshold. Chunk text is always a slice of the body, stripped at its
-ends: concatenating the chunks gives back the body up to whitespace at the cut
-points, which is what the property tests check. A chunk goes over the threshold
-only when it is one word (no whitespace) that alone exceeds it.
+is over the threshold. A "word" over the threshold (300 KB without a space: a
+base64 blob, a script written without spaces) is cut into runs of characters,
+so it is indexed like any other text instead of one chunk no model or summary
+can take. Chunk text is always a slice of the body, stripped at its ends:
+concatenating the chunks gives back the body up to whitespace at the cut points,
+which is what the property tests check. A chunk goes over the threshold only
+when it is one character that alone exceeds it.
 """
 
 from __future__ import annotations
@@ -150,6 +154,20 @@ def _words(body: str, span: Span) -> list[Span]:
     return [m.span() for m in _WORD.finditer(body, span[0], span[1])]
 
 
+# Runs a word over the threshold is cut into before packing: short enough that a
+# run never holds many tokens, long enough that a 300 KB word is ~5,000 runs.
+WORD_RUN_CHARS = 64
+
+
+def _runs(body: str, span: Span) -> list[Span]:
+    s, e = span
+    return [(a, min(a + WORD_RUN_CHARS, e)) for a in range(s, e, WORD_RUN_CHARS)]
+
+
+def _characters(body: str, span: Span) -> list[Span]:
+    return [(a, a + 1) for a in range(span[0], span[1])]
+
+
 def _line_spans(body: str, span: Span) -> list[Span]:
     pieces = [_trim(body, a, b) for a, b, _ in _lines(body, span)]
     return [p for p in pieces if p is not None]
@@ -166,9 +184,9 @@ def _items(body: str, span: Span) -> list[Span]:
 
 
 _LEVELS: dict[str, tuple[Splitter, ...]] = {
-    "prose": (_sentences, _words),
-    "structured": (_items, _line_spans, _sentences, _words),
-    "code": (_line_spans, _words),
+    "prose": (_sentences, _words, _runs, _characters),
+    "structured": (_items, _line_spans, _sentences, _words, _runs, _characters),
+    "code": (_line_spans, _words, _runs, _characters),
 }
 
 
@@ -178,7 +196,7 @@ def _pack(
     """Greedily merge consecutive units into spans of at most max_tokens.
 
     A unit over the threshold is cut with the next splitter and packed on its
-    own; with no splitter left (one word) it stands alone, over the threshold.
+    own; with no splitter left (one character) it stands alone, over the threshold.
     Counting the merged span itself, not summing units, keeps counts exact, and
     the span being measured never exceeds the threshold, so this stays linear.
     """

@@ -11,6 +11,9 @@ status says so ("unknown") rather than guessing.
 Statuses: `current` (indexed commit = branch tip), `behind` (the branch moved
 since: a job is queued or running), `not indexed` (the branch has a tip but no
 indexed commit), `unknown` (no repository or branch to compare with).
+`problems` lists what the last index could not do (a summary not regenerated,
+a file whose rows were refused): the branch is then not fully indexed and the
+note says so, whatever the status.
 """
 
 from __future__ import annotations
@@ -32,14 +35,15 @@ def freshness(
     names = list(dict.fromkeys(repositories))
     if not names:
         return []
-    indexed = {
-        r: (c, at)
-        for r, c, at in conn.execute(
-            "SELECT repository, commit, indexed_at FROM indexed_commits "
-            "WHERE branch = %s AND repository = ANY(%s)",
-            (branch, names),
-        ).fetchall()
-    }
+    indexed = {}
+    problems: dict[str, list[str]] = {}
+    for r, c, at, p in conn.execute(
+        "SELECT repository, commit, indexed_at, problems FROM indexed_commits "
+        "WHERE branch = %s AND repository = ANY(%s)",
+        (branch, names),
+    ).fetchall():
+        indexed[r] = (c, at)
+        problems[r] = list(p or [])
     tips = _tips(names, branch, settings)
     out = []
     for name in names:
@@ -59,7 +63,10 @@ def freshness(
                 f"indexed at {commit[:12]}; the branch has moved to {tip[:12]} since "
                 "(indexing is queued or running: results may miss the latest changes)"
             )
-        out.append(Freshness(name, branch, status, commit, at_iso, tip, note))
+        found = problems.get(name, [])
+        if found:
+            note += f"; not fully indexed: {len(found)} problem(s) (retried), first: {found[0]}"
+        out.append(Freshness(name, branch, status, commit, at_iso, tip, note, found[:10]))
     return out
 
 

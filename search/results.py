@@ -154,6 +154,7 @@ class Freshness:
     indexed_at: str | None = None  # ISO 8601, UTC
     branch_tip: str | None = None
     note: str = ""
+    problems: list[str] = field(default_factory=list)  # the last index's; empty: complete
 
 
 @dataclass

@@ -107,11 +107,12 @@ def test_long_table_splits_between_rows() -> None:
     assert [line for c in chunks for line in c.text.split("\n")] == rows
 
 
-def test_a_single_overlong_word_stands_alone() -> None:
+def test_a_single_overlong_word_is_cut_into_runs_of_characters() -> None:
     word = "x" * 3000
     chunks = chunk_markdown(f"avant {word} après", 1, 20)
-    assert texts(chunks) == ["avant", word, "après"]
-    assert chunks[1].token_count > 20
+    found = texts(chunks)
+    assert found[0] == "avant" and found[-1] == "après" and "".join(found[1:-1]) == word
+    assert len(found) > 3 and all(c.token_count <= 20 for c in chunks)
 
 
 def test_empty_body_has_no_chunks() -> None:
@@ -153,8 +154,8 @@ def test_chunks_cover_the_body_in_order_within_the_threshold(body: str, max_toke
     _assert_covers(body, chunks)
     for c in chunks:
         assert c.token_count == count_tokens(c.text)
-        # over the threshold only when one word alone exceeds it
-        assert c.token_count <= max_tokens or len(c.text.split()) == 1
+        # over the threshold only when one character alone exceeds it
+        assert c.token_count <= max_tokens or len(c.text) == 1
         assert 1 <= c.line_start <= c.line_end <= body.count("\n") + 1
 
 
@@ -166,3 +167,16 @@ def test_line_spans_point_at_the_chunk_text(paragraphs: list[str]) -> None:
     for c in chunk_markdown(body, 5, 30):
         span = "\n".join(lines[c.line_start - 5 : c.line_end - 5 + 1])
         assert c.text in span
+
+
+def test_a_300_kb_paragraph_without_punctuation_or_spaces_is_split() -> None:
+    """Issue 14: a 300 KB one-line chapter gave one chunk no model takes, and its rows
+    were refused. Words without punctuation split at words; a run without any space
+    splits into runs of characters; nothing is lost and every chunk fits."""
+    words = " ".join(f"mot{i % 997}" for i in range(60_000))[:300_000]
+    blob = "".join(chr(0x4E00 + (i * 7919) % 20000) for i in range(100_000))  # no spaces
+    body = f"{words}\n\n{blob}\n"
+    chunks = chunk_markdown(body, 1, 512)
+    _assert_covers(body, chunks)
+    assert len(chunks) > 100 and all(c.token_count <= 512 for c in chunks)
+    assert "".join(c.text for c in chunks if c.line_start == 3) == blob

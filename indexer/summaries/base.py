@@ -272,6 +272,7 @@ def _paragraph_slices(text: str, room: int) -> list[str]:
             pieces = [" ".join(words[i : i + step]) for i in range(0, len(words), step)]
         else:
             pieces = [para]
+        pieces = [cut for piece in pieces for cut in _character_slices(piece, room)]
         for piece in pieces:
             size = count_tokens(piece) + 2
             if current and used + size > room:
@@ -282,3 +283,19 @@ def _paragraph_slices(text: str, room: int) -> list[str]:
     if current:
         slices.append("\n\n".join(current))
     return slices
+
+
+def _character_slices(text: str, room: int) -> list[str]:
+    """`text` itself, or, when it is over `room` tokens with no space to cut at (a
+    300 KB run of characters), consecutive slices of it that each fit."""
+    size = count_tokens(text) + 2
+    if size <= room:
+        return [text]
+    parts = -(-size * 2 // room)  # ceil, and twice over: tokens are not spread evenly
+    step = max(1, -(-len(text) // parts))
+    out: list[str] = []
+    for i in range(0, len(text), step):
+        out.extend(
+            _character_slices(text[i : i + step], room) if step > 1 else [text[i : i + step]]
+        )
+    return out
