@@ -303,7 +303,7 @@ def index_lines(index: list[Freshness]) -> list[str]:
         line = f"index {f.repository}@{f.branch}: {f.status}"
         if f.indexed_commit:
             line += f" at {f.indexed_commit[:SHORT_COMMIT]}"
-        if f.status != "current" and f.note:
+        if (f.status != "current" or f.problems) and f.note:  # problems: not fully indexed
             line += f" ({f.note})"
         out.append(line)
     return out
@@ -313,7 +313,7 @@ def lean_index(f: Freshness) -> LeanIndex:
     out: LeanIndex = {"repository": f.repository, "branch": f.branch, "status": f.status}
     if f.indexed_commit:
         out["indexed_commit"] = f.indexed_commit[:SHORT_COMMIT]
-    if f.status != "current" and f.note:
+    if (f.status != "current" or f.problems) and f.note:
         out["note"] = f.note
     return out
 

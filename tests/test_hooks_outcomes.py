@@ -17,6 +17,7 @@ from hooks import post_receive
 from hooks.queue import defer_sync, list_jobs
 from hooks.worker import _default_index
 from search.freshness import freshness
+from search.mcp_views import index_lines, lean_index
 from tests.gitserver_support import commit_all
 from tests.test_hooks_races import Branch, assert_settled, drain, jobs, runs, service_for
 
@@ -54,6 +55,8 @@ async def test_a_summary_not_made_is_done_with_problems_and_retried(
     assert listed[1]["status"] == "done with problems" and listed[1]["problem_count"] >= 1
     assert f"{chapter}/summary.md" in listed[1]["problems"][0]
     assert fresh.problems and "not fully indexed" in fresh.note
+    [line] = index_lines([fresh])  # the MCP answer's freshness block
+    assert "not fully indexed" in line and lean_index(fresh)["note"] == fresh.note
 
     env = {"GLOSSATOR_DATABASE_URL": database.conninfo, "COLUMNS": "400"}
     status = CliRunner().invoke(cli, ["status"], env=env)
