@@ -153,13 +153,29 @@ def _status_conninfo(settings: Settings) -> tuple[str, Any]:
 )
 @click.option("--limit", default=20, show_default=True)
 @click.option("--json", "as_json", is_flag=True, help="Print JSON (as GET /api/jobs does).")
-def status(repository: str | None, status_filter: str | None, limit: int, as_json: bool) -> None:
-    """Indexing jobs: queued, running, done and failed, with errors and durations."""
+@click.option(
+    "--follow",
+    "-f",
+    is_flag=True,
+    help="Print the running jobs' progress until nothing is queued or running.",
+)
+@click.option("--interval", default=2.0, show_default=True, help="Seconds between --follow polls.")
+def status(
+    repository: str | None,
+    status_filter: str | None,
+    limit: int,
+    as_json: bool,
+    follow: bool,
+    interval: float,
+) -> None:
+    """Indexing jobs: queued, running, done and failed, with errors, durations, progress."""
     from hooks.queue import list_jobs
 
     settings = _settings()
     conninfo, owned = _status_conninfo(settings)
     try:
+        if follow:
+            _follow(conninfo, repository, interval)
         with psycopg.connect(conninfo, autocommit=True) as conn:
             exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
             rows = (
@@ -206,6 +222,33 @@ def status(repository: str | None, status_filter: str | None, limit: int, as_jso
                 click.echo(f"  - {line}")
     for repo_name, branch, commit, at in indexed:
         click.echo(f"indexed {repo_name}/{branch} at {commit[:12]} ({at:%Y-%m-%d %H:%M:%S})")
+
+
+def _follow(conninfo: str, repository: str | None, interval: float) -> None:
+    """One line per change of a queued or running job, until none is left (or Ctrl-C)."""
+    import time
+
+    from hooks.queue import list_jobs
+
+    last: dict[int, str] = {}
+    while True:
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+            rows = list_jobs(conn, repository=repository, limit=50) if exists and exists[0] else []
+        pending = [r for r in rows if r["status"] in ("queued", "running")]
+        for r in reversed(rows):
+            line = f"job {r['id']} {r['repository']}/{r['branch']}: {r['status']} {job_detail(r)}"
+            if (r["id"] in last and last[r["id"]] != line) or (
+                r["id"] not in last and r in pending
+            ):
+                click.echo(line.rstrip())
+            last[r["id"]] = line
+        if not pending:
+            return
+        try:
+            time.sleep(interval)
+        except KeyboardInterrupt:
+            return
 
 
 def job_detail(r: dict[str, Any]) -> str:

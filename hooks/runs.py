@@ -60,6 +60,15 @@ def record_end(
         )
 
 
+def record_progress(conninfo: str, job_id: int, attempt: int, progress: dict[str, Any]) -> None:
+    """What a running attempt is doing (hooks.progress; a few times a minute at most)."""
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
+        conn.execute(
+            "UPDATE glossator_job_runs SET progress = %s WHERE job_id = %s AND attempt = %s",
+            (json.dumps(progress), job_id, attempt),
+        )
+
+
 def record_interrupted(conn: psycopg.Connection[Any], job_id: int, reason: str) -> None:
     """Close the attempt a dead process left `running`: the history shows it failed."""
     conn.execute(

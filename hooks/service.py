@@ -44,6 +44,7 @@ from procrastinate import utils as pc_utils
 
 from gitserver.repos import RepoStore
 from hooks import runs
+from hooks.progress import JobProgress
 from hooks.queue import QUEUE, TASK_NAME, defer_async, defer_sync, ensure_schema, retry_delay
 from hooks.worker import BranchIndexer
 
@@ -109,8 +110,12 @@ class IndexingService:
         self, job_id: int, attempt: int, repository: str, branch: str, failures: int
     ) -> None:
         runs.record_start(self.conninfo, job_id, attempt, repository, branch)
+        progress = JobProgress(
+            lambda snap: runs.record_progress(self.conninfo, job_id, attempt, snap),
+            log=lambda line: log.info("job %s (%s/%s): %s", job_id, repository, branch, line),
+        )
         try:
-            outcome = self.indexer.run(repository, branch, job_id=job_id)
+            outcome = self.indexer.run(repository, branch, job_id=job_id, progress=progress)
         except BaseException as e:
             error = runs.one_line(e)
             delay = retry_delay(failures + 1, self.retries, self.retry_base_s)

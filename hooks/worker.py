@@ -46,6 +46,7 @@ from psycopg.types.json import Jsonb
 from gitserver.repos import RepoStore
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
 from hooks.gitsource import GitTreeSource
+from hooks.progress import JobProgress
 from hooks.reuse import ReusingEmbedder, ReusingSummarizer
 from indexer.embedders.base import Embedder
 from indexer.errors import Problem
@@ -145,11 +146,20 @@ class BranchIndexer:
         ).fetchone()
         return (row[0], list(row[1] or [])) if row else (None, [])
 
-    def run(self, repository: str, branch: str, *, job_id: int | None = None) -> Outcome:
+    def run(
+        self,
+        repository: str,
+        branch: str,
+        *,
+        job_id: int | None = None,
+        progress: JobProgress | None = None,
+    ) -> Outcome:
         started = time.perf_counter()
         outcome = Outcome()
         repo = self.store.open(repository)
-        self._attempt(repo, repository, branch, job_id, outcome)
+        self._attempt(repo, repository, branch, job_id, outcome, progress)
+        if progress is not None:
+            progress.phase("done")
         if outcome.indexed is not None:
             now = _tip(repo, branch)
             outcome.moved = now is not None and now != outcome.indexed
@@ -177,6 +187,7 @@ class BranchIndexer:
         branch: str,
         job_id: int | None,
         outcome: Outcome,
+        progress: JobProgress | None = None,
     ) -> None:
         tip = _tip(repo, branch)
         outcome.tip = tip
@@ -192,7 +203,8 @@ class BranchIndexer:
         source = GitTreeSource.at(repo, tip)
         before = getattr(self.embedder, "texts_embedded", 0)
         index = self.index_fn or _default_index()
-        result = index(source, embedder=self.embedder, summarizer=self.summarizer)
+        extra = {"progress": progress} if progress is not None else {}
+        result = index(source, embedder=self.embedder, summarizer=self.summarizer, **extra)
         outcome.embedded += getattr(self.embedder, "texts_embedded", 0) - before
         for problem in getattr(result, "problems", []):
             if getattr(problem, "severity", "error") == "error":
@@ -204,6 +216,8 @@ class BranchIndexer:
         target = tip
         changes = result.changes
         if len(changes):
+            if progress is not None:
+                progress.phase("commit")
             message = commit_message(tip, job_id, _summary(result))
             new = commit_changes(repo, tip, changes, message=message)
             if new is not None:
@@ -215,7 +229,7 @@ class BranchIndexer:
                     outcome.races = 1
                     outcome.note = "a push moved the branch during the job"
 
-        self._load(repo, repository, branch, indexed, target, job_id, outcome)
+        self._load(repo, repository, branch, indexed, target, job_id, outcome, progress)
         outcome.indexed = target
 
     def _load(
@@ -227,8 +241,21 @@ class BranchIndexer:
         target: str,
         job_id: int | None,
         outcome: Outcome,
+        progress: JobProgress | None = None,
     ) -> None:
         source: FileSource = GitTreeSource.at(repo, target)
+        files = {"done": 0, "total": 0}
+
+        def loaded(_path: str) -> None:
+            files["done"] += 1
+            if progress is not None:
+                progress.loaded(files["done"], files["total"])
+
+        def planned(n: int) -> None:
+            files["total"] = n
+
+        if progress is not None:
+            progress.phase("loading")
         with self.pool.connection() as conn, conn.transaction():
             # Serialise with any other writer of this branch's record (belt and braces:
             # the queue already runs one job per branch).
@@ -251,6 +278,7 @@ class BranchIndexer:
                     p for p in written | removed if source.exists(p) or source.exists(p + ".jsonl")
                 )
                 gone = sorted(p for p in removed - set(changed))
+                planned(len(changed) + len(gone))
                 result = sync_files(
                     conn,
                     repository=repository,
@@ -258,12 +286,20 @@ class BranchIndexer:
                     source=source,
                     changed=changed,
                     deleted=gone,
+                    progress=loaded,
                 )
             else:
                 # First index of the branch, its record names a commit git no longer has
                 # (the repository was recreated), or files were refused last time (a
                 # retry at the same commit): compare every sidecar with the rows.
-                result = sync_tree(conn, repository=repository, branch=branch, source=source)
+                result = sync_tree(
+                    conn,
+                    repository=repository,
+                    branch=branch,
+                    source=source,
+                    progress=loaded,
+                    on_plan=planned,
+                )
             for p in result.problems:
                 if isinstance(p, Problem) and p.severity == "error":
                     outcome.problems.append("rows: " + _problem_line(p))
@@ -282,6 +318,8 @@ class BranchIndexer:
         outcome.loaded = list(result.loaded)
         outcome.deleted = list(result.deleted)
         outcome.rows = result.rows
+        if progress is not None:
+            progress.loaded(files["done"], files["total"], result.rows)
 
     def _drop_branch(self, repository: str, branch: str, outcome: Outcome) -> None:
         with self.pool.connection() as conn, conn.transaction():

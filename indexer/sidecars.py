@@ -220,6 +220,8 @@ def build(
     missing = [t for t in wanted if t not in reusable]  # each distinct input embedded once
     if missing:
         done_texts = 0
+        if progress is not None:
+            progress("chunks", 0, len(missing))  # embedding starts: say so before the first batch
 
         def advance(n: int) -> None:
             nonlocal done_texts

@@ -125,7 +125,8 @@ def test_progress_reports_files_then_chunks() -> None:
         progress=lambda *e: events.append(e),
     )
     assert [e for e in events if e[0] == "files"] == [("files", i, 4) for i in range(1, 5)]
-    assert [e for e in events if e[0] == "chunks"] == [("chunks", 2, 3), ("chunks", 3, 3)]
+    chunks = [e for e in events if e[0] == "chunks"]  # announced at 0, then after each batch
+    assert chunks == [("chunks", 0, 3), ("chunks", 2, 3), ("chunks", 3, 3)]
 
 
 def test_hash_is_of_the_bytes_with_the_parent_fix() -> None:
