@@ -5,7 +5,7 @@
 3. push the example corpus (Bastiat's *Sophismes économiques*) with the real `git`;
 4. wait for the indexing job, then edit one paragraph, push again, and `git pull`
    the summaries and sidecars the server committed back;
-5. query the corpus through the MCP server at /mcp/ with the MCP SDK's client;
+5. query the corpus through the MCP server at /mcp with the MCP SDK's client;
 6. stop the server. Its state stays in GLOSSATOR_DATA_DIR and GLOSSATOR_REPOS_DIR.
 
 Tokens are made up for the run unless GLOSSATOR_PUSH_TOKENS / GLOSSATOR_ADMIN_TOKEN
@@ -165,6 +165,12 @@ def toggle_note(work: Path) -> str:
     return "added a paragraph to"
 
 
+def _hits(page: dict) -> list[tuple[dict, dict]]:
+    """(group, hit) of a search page, in rank order (hits come grouped by folder)."""
+    pairs = [(g, h) for g in page["groups"] for h in g["hits"]]
+    return sorted(pairs, key=lambda pair: pair[1]["rank"])
+
+
 async def ask(url: str, token: str | None) -> None:
     import httpx2
     from mcp import Client
@@ -172,27 +178,27 @@ async def ask(url: str, token: str | None) -> None:
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     http = httpx2.AsyncClient(headers=headers, timeout=120)
-    async with http, Client(streamable_http_client(f"{url}/mcp/", http_client=http)) as client:
+    async with http, Client(streamable_http_client(f"{url}/mcp", http_client=http)) as client:
         tools = sorted(t.name for t in (await client.list_tools()).tools)
-        console.print(f"  MCP tools at {url}/mcp/: {', '.join(tools)}", highlight=False)
+        console.print(f"  MCP tools at {url}/mcp: {', '.join(tools)}", highlight=False)
         for question in QUESTIONS:
             result = await client.call_tool("search", {"query": question, "k": 3})
             if result.is_error:
                 raise DemoError(f"search failed: {result.content}")
             console.print(f"\n  [bold]« {question} »[/bold]")
-            for hit in result.structured_content["hits"]:
-                c = hit["citation"]
+            for group, hit in _hits(result.structured_content):
+                lines = "l.{}–{}".format(*hit["lines"]) if "lines" in hit else ""
                 console.print(
-                    f"   • {c['heading_path']}  [dim]{c['source_file']}#{c['chunk_index']} "
-                    f"l.{c.get('line_start')}–{c.get('line_end')}[/dim]",
+                    f"   • {group.get('heading_path', '')} > {hit.get('heading', '')}  "
+                    f"[dim]{group['folder']}{hit['source_file']}#{hit['chunk_index']} {lines}[/dim]",
                     highlight=False,
                 )
-        first = (
-            await client.call_tool("search", {"query": QUESTIONS[0], "k": 1})
-        ).structured_content["hits"][0]
+        group, first = _hits(
+            (await client.call_tool("search", {"query": QUESTIONS[0], "k": 1})).structured_content
+        )[0]
         parent = await client.call_tool(
             "get_parent",
-            {"source_file": first["citation"]["source_file"], "repository": REPOSITORY},
+            {"source_file": group["folder"] + first["source_file"], "repository": REPOSITORY},
         )
         if not parent.is_error:
             node = parent.structured_content

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import html
 import importlib.util
 import logging
 from collections.abc import AsyncIterator
@@ -23,7 +24,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Mount, Route
+from starlette.routing import BaseRoute, Route
 
 from gitserver.app import create_app
 from gitserver.auth import Policy
@@ -133,9 +134,25 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
             await db.close_async_pool()
             await asyncio.to_thread(db.stop)
 
-    extra: list[BaseRoute] = []
+    async def index(request: Request) -> Response:
+        """What a browser or `curl http://host:port/` finds: the endpoints, briefly."""
+        endpoints = {
+            "mcp": "/mcp (MCP over streamable HTTP"
+            + (", Authorization: Bearer <GLOSSATOR_MCP_TOKEN>)" if settings.mcp_token else ")"),
+            "git": "/<repository>.git (clone, fetch, push)",
+            "repositories": "/api/repos (GET lists, POST creates with the admin token)",
+            "jobs": "/api/jobs (indexing jobs; ?repository=, ?status=, ?limit=)",
+            "health": "/healthz",
+        }
+        if "text/html" in request.headers.get("accept", ""):
+            items = "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in endpoints.items())
+            page = f"<!doctype html><title>Glossator</title><h1>Glossator</h1><ul>{items}</ul>"
+            return Response(page, media_type="text/html")
+        return JSONResponse({"service": "glossator", "endpoints": endpoints})
+
+    extra: list[BaseRoute] = [Route("/", index, methods=["GET"])]
     if mcp is not None:
-        extra.append(Mount("/mcp", app=mcp))
+        extra.extend(mcp.routes("/mcp"))
     app = create_app(
         store,
         Policy.from_settings(settings),

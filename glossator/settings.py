@@ -142,7 +142,7 @@ SETTINGS: tuple[Setting, ...] = (
         secret=True,
     ),
     Setting(
-        "mcp_token", _str, None, "Bearer token required on /mcp/ (unset: no token).", secret=True
+        "mcp_token", _str, None, "Bearer token required on /mcp (unset: no token).", secret=True
     ),
     Setting(
         "embedder",

