@@ -62,6 +62,14 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
                         "start `glossator serve` once",
                     )
                 )
+            elif name == "unaccent":  # optional: the schema folds accents in SQL without it
+                out.append(
+                    Finding(
+                        "extension unaccent",
+                        "ok",
+                        "not installed on the server: accents are folded in SQL (migration 003)",
+                    )
+                )
             else:
                 out.append(
                     Finding(

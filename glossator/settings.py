@@ -58,6 +58,16 @@ def _tokens(raw: str) -> tuple[str, ...]:
     return tuple(t.strip() for t in raw.split(",") if t.strip())
 
 
+def _choice(*choices: str) -> Callable[[str], str]:
+    def parse(raw: str) -> str:
+        value = raw.strip()
+        if value not in choices:
+            raise ValueError(f"expected one of {', '.join(choices)}")
+        return value
+
+    return parse
+
+
 def _choice_prefix(*choices: str) -> Callable[[str], str]:
     """A provider spec `name` or `name:argument` whose name is one of `choices`."""
 
@@ -107,7 +117,7 @@ SETTINGS: tuple[Setting, ...] = (
         "database_url",
         _str,
         None,
-        "PostgreSQL URL (pgvector and unaccent required). Unset: embedded PostgreSQL in the data dir.",
+        "PostgreSQL URL (pgvector required; unaccent used if present). Unset: embedded PostgreSQL in the data dir.",
         secret=True,
     ),
     Setting(
@@ -181,6 +191,12 @@ SETTINGS: tuple[Setting, ...] = (
         _positive(_int),
         5,
         "Reciprocal rank fusion constant k (5: tuned on half of bench/queries.jsonl, issue 7).",
+    ),
+    Setting(
+        "keyword_backend",
+        _choice("sql", "pg_search"),
+        "sql",  # measured side by side: bench/RESULTS.md, "Keyword backends" (issue 17)
+        "Keyword BM25: sql (any PostgreSQL) or pg_search (ParadeDB's; its index is made at start).",
     ),
     Setting("bm25_weight", _float, 1.0, "Weight of the keyword ranking in fusion."),
     Setting("vector_weight", _float, 1.0, "Weight of the vector ranking in fusion."),
@@ -257,6 +273,11 @@ class Settings:
             for key in sorted(unknown):
                 close = difflib.get_close_matches(key, list(_BY_VARIABLE), n=1)
                 hint = f" Did you mean {close[0]}?" if close else ""
+                if key in _COMPOSE_RENAMED:
+                    hint = (
+                        f" It was docker-compose.yml's own variable, now {_COMPOSE_RENAMED[key]}"
+                        " (compose reads it; Glossator does not): rename it in your shell."
+                    )
                 lines.append(f"unknown setting {key}.{hint}")
             lines.append("Run `glossator config` to list every setting.")
             raise SettingsError(" ".join(lines))
@@ -319,3 +340,10 @@ class Settings:
 
 # Variables the test suite and tools use that are not server settings.
 _IGNORED = ("GLOSSATOR_TEST_",)
+# docker-compose.yml's variables before issue 17 (GLOSSATOR_*, which clashed with the
+# settings); compose now reads DEPLOY_* (see the file's header)
+_COMPOSE_RENAMED = {
+    "GLOSSATOR_DB_PASSWORD": "DEPLOY_DB_PASSWORD",
+    "GLOSSATOR_POSTGRES_IMAGE": "DEPLOY_POSTGRES_IMAGE",
+    "GLOSSATOR_PUBLISH": "DEPLOY_PUBLISH",
+}

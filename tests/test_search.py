@@ -13,6 +13,9 @@ from search import BadQuery, UnknownRepository, search
 from search.rerank import FakeReranker
 from tests.plugins.search import HACHES, PETITION, REPOSITORY
 
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
+
 SOLEIL = "des fabricants de chandelles demandent qu'on interdise la lumière du soleil"
 
 
@@ -107,6 +110,7 @@ def test_unknown_repository_and_branch_are_clear_errors(search_pool):
     ],
 )
 def test_bad_input(search_pool, kwargs, message):
+    kwargs = dict(kwargs)  # the parameters are shared by both backends' runs
     query = kwargs.pop("query")
     kwargs.setdefault("mode", "bm25")
     with pytest.raises(BadQuery, match=message):

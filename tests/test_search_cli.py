@@ -5,10 +5,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
 from tests.plugins.search import HACHES, PETITION
+
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
 
 
 def run(args: list[str], db_url: str, tmp_path: Path, **extra: str):

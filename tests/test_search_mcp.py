@@ -29,6 +29,9 @@ from tests.gitserver_support import ServerThread
 from tests.plugins.corpus import FIRST_SERIES, WORK
 from tests.plugins.search import PETITION, REPOSITORY
 
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
+
 TEXT = f"{PETITION}/source.md"
 SUMMARY = f"{PETITION}/summary.md"
 TOOLS = {"search", "context", "get_node", "get_parent", "get_children", "outline"}

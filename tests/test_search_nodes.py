@@ -16,6 +16,9 @@ from search import (
 from tests.plugins.corpus import FIRST_SERIES, SECOND_SERIES, WORK
 from tests.plugins.search import HACHES, PETITION, REPOSITORY, SEARCH_CHAPTERS
 
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
+
 TEXT = f"{PETITION}/source.md"
 SUMMARY = f"{PETITION}/summary.md"
 

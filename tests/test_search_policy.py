@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import psycopg
+import pytest
 
 from indexer.corpus import read_corpus
 from indexer.sidecars import build as build_sidecars
@@ -16,6 +17,9 @@ from search import search
 from store.db import configure_connection
 from store.loader import sync_tree
 from tests.plugins.search import PETITION
+
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
 
 
 def test_economical_policy_vectors_only_summaries(

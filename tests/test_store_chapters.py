@@ -29,6 +29,9 @@ QUERIES = (
     "travail national protection douane",
     "pourquoi la disette n'enrichit pas un pays",
 )
+
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
 CHAPTER = PETITION.rsplit("/", 1)[0]
 
 

@@ -22,7 +22,7 @@ from pgvector import Vector
 from glossator.settings import Settings
 from store import migrations
 from store.db import Database
-from store.errors import DataDirLocked, SchemaTooNew
+from store.errors import DataDirLocked, SchemaTooNew, ServerUnsuitable
 
 
 def test_migrations_rerun_is_noop(conn: psycopg.Connection) -> None:
@@ -46,6 +46,30 @@ def test_fresh_database_gets_every_migration(pg_server, db_url: str) -> None:
     finally:
         with psycopg.connect(pg_server.conninfo, autocommit=True) as c:
             c.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def test_an_old_text_of_a_migration_is_up_to_date_without_a_warning(
+    conn: psycopg.Connection, caplog: pytest.LogCaptureFixture
+) -> None:
+    """001 and 003 learnt to work without unaccent: a database that applied their
+    earlier text (same effect with unaccent) is up to date, no warning."""
+    conn.autocommit = True
+    for version, old in migrations.EQUIVALENT.items():
+        conn.execute(
+            "UPDATE schema_migrations SET checksum = %s WHERE version = %s", (min(old), version)
+        )
+    with caplog.at_level("WARNING", logger="store.migrations"):
+        assert migrations.migrate(conn) == []
+    assert "changed after it was applied" not in caplog.text
+    conn.execute("UPDATE schema_migrations SET checksum = 'x' WHERE version = 1")
+    with caplog.at_level("WARNING", logger="store.migrations"):
+        migrations.migrate(conn)
+    assert "001_init.sql changed after it was applied" in caplog.text
+
+
+def test_pg_search_backend_asked_of_a_server_without_it(db_settings: Settings) -> None:
+    with pytest.raises(ServerUnsuitable, match=r"KEYWORD_BACKEND is pg_search.*ParadeDB"):
+        Database(db_settings.replace(keyword_backend="pg_search")).start()
 
 
 def test_newer_database_is_refused(conn: psycopg.Connection) -> None:

