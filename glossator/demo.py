@@ -185,7 +185,7 @@ async def ask(url: str, token: str | None) -> None:
             result = await client.call_tool("search", {"query": question, "k": 3})
             if result.is_error:
                 raise DemoError(f"search failed: {result.content}")
-            console.print(f"\n  [bold]« {question} »[/bold]")
+            console.print(f'\n  [bold]"{question}"[/bold]')
             for group, hit in _hits(result.structured_content):
                 lines = "l.{}–{}".format(*hit["lines"]) if "lines" in hit else ""
                 console.print(

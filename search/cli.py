@@ -127,7 +127,7 @@ def search(
 
 def print_response(console: Console, response: SearchResponse) -> None:
     if not response.hits:
-        console.print(f"No hit for « {response.query} » ({response.mode}).")
+        console.print(f'No hit for "{response.query}" ({response.mode}).')
         for f in response.index:
             console.print(f"index {f.repository}@{f.branch}: {f.status} — {f.note}", style="dim")
         return

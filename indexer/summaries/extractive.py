@@ -1,7 +1,8 @@
 """The offline summarizer: the inputs' most central sentences, in reading order.
 
 No model, no network, numpy only, deterministic. Each sentence becomes a TF-IDF
-vector (French stop words dropped); a sentence's centrality is its cosine with
+vector (the work's language's stop words dropped: French, English, German lists,
+all of them for another language; its abbreviations do not end a sentence); a sentence's centrality is its cosine with
 the centroid of all sentences. Sentences are picked by maximal marginal
 relevance (central, but not a repeat of one already picked) until the level's
 token budget is full, then put back in reading order: one paragraph per input.
@@ -66,7 +67,336 @@ _STOPWORDS = """a à au aux avec ce ces cet cette c ça car dans de des du d ell
     bien tout tous toute toutes très sans sous aussi donc or ni comme cela celui celle ceux dont
     alors ainsi encore peut point non oui quand autre autres même mêmes lorsque puis si
     the of and to in is"""
-STOPWORDS = frozenset(_STOPWORDS.split())
+STOPWORDS = frozenset(_STOPWORDS.split())  # French (the default `lang`)
+# "Mr. Bennet", "Dr. Johnson", "St. Paul", "z. B.", "Nr. 3": not sentence ends
+_ABBREVIATIONS_BY_LANG = {
+    "fr": frozenset(_ABBREVIATIONS),
+    "en": frozenset(
+        [
+            "mr",
+            "mrs",
+            "ms",
+            "messrs",
+            "dr",
+            "st",
+            "capt",
+            "col",
+            "gen",
+            "lt",
+            "sgt",
+            "rev",
+            "prof",
+            "sr",
+            "jr",
+            "hon",
+            "esq",
+            "vs",
+            "etc",
+            "no",
+            "nos",
+            "vol",
+            "vols",
+            "ch",
+            "chap",
+            "p",
+            "pp",
+            "fig",
+            "ed",
+            "eds",
+            "cf",
+            "ibid",
+            "op",
+            "viz",
+            "co",
+            "inc",
+            "ltd",
+            "jan",
+            "feb",
+            "mar",
+            "apr",
+            "jun",
+            "jul",
+            "aug",
+            "sep",
+            "sept",
+            "oct",
+            "nov",
+            "dec",
+        ]
+    ),
+    "de": frozenset(
+        [
+            "dr",
+            "hr",
+            "fr",
+            "frl",
+            "nr",
+            "bzw",
+            "usw",
+            "vgl",
+            "ca",
+            "bd",
+            "kap",
+            "st",
+            "str",
+            "abs",
+            "art",
+            "ff",
+            "s",
+            "z",
+            "etc",
+        ]
+    ),
+}
+_STOPWORDS_BY_LANG = {
+    "fr": STOPWORDS,
+    "en": frozenset(
+        [
+            "a",
+            "about",
+            "above",
+            "after",
+            "again",
+            "against",
+            "all",
+            "am",
+            "an",
+            "and",
+            "any",
+            "are",
+            "as",
+            "at",
+            "be",
+            "because",
+            "been",
+            "before",
+            "being",
+            "below",
+            "between",
+            "both",
+            "but",
+            "by",
+            "can",
+            "could",
+            "did",
+            "do",
+            "does",
+            "doing",
+            "down",
+            "during",
+            "each",
+            "few",
+            "for",
+            "from",
+            "further",
+            "had",
+            "has",
+            "have",
+            "having",
+            "he",
+            "her",
+            "here",
+            "hers",
+            "herself",
+            "him",
+            "himself",
+            "his",
+            "how",
+            "i",
+            "if",
+            "in",
+            "into",
+            "is",
+            "it",
+            "its",
+            "itself",
+            "just",
+            "me",
+            "more",
+            "most",
+            "my",
+            "myself",
+            "no",
+            "nor",
+            "not",
+            "now",
+            "of",
+            "off",
+            "on",
+            "once",
+            "only",
+            "or",
+            "other",
+            "our",
+            "ours",
+            "out",
+            "over",
+            "own",
+            "same",
+            "she",
+            "should",
+            "so",
+            "some",
+            "such",
+            "than",
+            "that",
+            "the",
+            "their",
+            "theirs",
+            "them",
+            "themselves",
+            "then",
+            "there",
+            "these",
+            "they",
+            "this",
+            "those",
+            "through",
+            "to",
+            "too",
+            "under",
+            "until",
+            "up",
+            "very",
+            "was",
+            "we",
+            "were",
+            "what",
+            "when",
+            "where",
+            "which",
+            "while",
+            "who",
+            "whom",
+            "why",
+            "will",
+            "with",
+            "would",
+            "you",
+            "your",
+            "yours",
+            "yourself",
+            "upon",
+            "shall",
+            "said",
+            "one",
+            "ever",
+            "every",
+            "much",
+            "may",
+            "might",
+            "must",
+        ]
+    ),
+    "de": frozenset(
+        [
+            "aber",
+            "alle",
+            "als",
+            "also",
+            "am",
+            "an",
+            "auch",
+            "auf",
+            "aus",
+            "bei",
+            "bin",
+            "bis",
+            "bist",
+            "da",
+            "damit",
+            "dann",
+            "das",
+            "dass",
+            "dein",
+            "dem",
+            "den",
+            "der",
+            "des",
+            "die",
+            "dies",
+            "doch",
+            "du",
+            "durch",
+            "ein",
+            "eine",
+            "einem",
+            "einen",
+            "einer",
+            "eines",
+            "er",
+            "es",
+            "euer",
+            "für",
+            "hatte",
+            "hat",
+            "hier",
+            "ich",
+            "ihr",
+            "im",
+            "in",
+            "ist",
+            "ja",
+            "jede",
+            "kann",
+            "kein",
+            "man",
+            "mein",
+            "mit",
+            "muss",
+            "nach",
+            "nein",
+            "nicht",
+            "noch",
+            "nun",
+            "nur",
+            "ob",
+            "oder",
+            "ohne",
+            "sehr",
+            "sein",
+            "sich",
+            "sie",
+            "sind",
+            "so",
+            "über",
+            "um",
+            "und",
+            "uns",
+            "unser",
+            "von",
+            "vor",
+            "war",
+            "was",
+            "weil",
+            "wenn",
+            "wer",
+            "wie",
+            "wir",
+            "wird",
+            "wo",
+            "zu",
+            "zum",
+            "zur",
+        ]
+    ),
+}
+# a language without its own lists: every list (a stop word of one language is rarely a
+# content word of another; an abbreviation is an abbreviation)
+_ABBREVIATIONS_ANY = frozenset().union(*_ABBREVIATIONS_BY_LANG.values())
+_STOPWORDS_ANY = frozenset().union(*_STOPWORDS_BY_LANG.values())
+
+
+def _lang(lang: str) -> str:
+    return lang.strip().lower().replace("_", "-").split("-")[0]
+
+
+def abbreviations(lang: str = "fr") -> frozenset[str]:
+    return _ABBREVIATIONS_BY_LANG.get(_lang(lang), _ABBREVIATIONS_ANY)
+
+
+def stopwords(lang: str = "fr") -> frozenset[str]:
+    return _STOPWORDS_BY_LANG.get(_lang(lang), _STOPWORDS_ANY)
 
 
 @dataclass(frozen=True)
@@ -104,8 +434,10 @@ def clean_paragraphs(text: str) -> list[str]:
     return [p for p in paragraphs if p]
 
 
-def split_sentences(paragraph: str) -> list[str]:
-    """French sentences of one paragraph (abbreviations and initials do not end one)."""
+def split_sentences(paragraph: str, lang: str = "fr") -> list[str]:
+    """The sentences of one paragraph (the language's abbreviations and initials do not
+    end one)."""
+    known = abbreviations(lang)
     out: list[str] = []
     start = 0
     for m in _END.finditer(paragraph):
@@ -113,7 +445,7 @@ def split_sentences(paragraph: str) -> list[str]:
         last_word = re.findall(r"[\w\-]+(?=\.$)", before)
         if before.endswith(".") and last_word:
             word = last_word[-1].lower()
-            if word in _ABBREVIATIONS or (len(word) == 1 and word.isalpha()) or "-" in word:
+            if word in known or (len(word) == 1 and word.isalpha()) or "-" in word:
                 continue  # "M. Bugeaud", "J.-B. Say"
         out.append(paragraph[start : m.start()].strip())
         start = m.end()
@@ -123,17 +455,18 @@ def split_sentences(paragraph: str) -> list[str]:
     return [s for s in out if s]
 
 
-def words(sentence: str) -> list[str]:
+def words(sentence: str, lang: str = "fr") -> list[str]:
+    stop = stopwords(lang)
     return [
         w
         for w in (t.lower().replace("’", "'") for t in _WORD.findall(sentence))
-        if w not in STOPWORDS and len(w) > 1 and w.split("'")[-1] not in STOPWORDS
+        if w not in stop and len(w) > 1 and w.split("'")[-1] not in stop
     ]
 
 
-def _tfidf(sentences: list[Sentence]) -> np.ndarray:
+def _tfidf(sentences: list[Sentence], lang: str = "fr") -> np.ndarray:
     vocab: dict[str, int] = {}
-    rows = [words(s.text) for s in sentences]
+    rows = [words(s.text, lang) for s in sentences]
     for row in rows:
         for w in row:
             vocab.setdefault(w, len(vocab))
@@ -148,11 +481,11 @@ def _tfidf(sentences: list[Sentence]) -> np.ndarray:
     return matrix / np.where(norms == 0, 1.0, norms)
 
 
-def select(sentences: list[Sentence], budget_tokens: int) -> list[Sentence]:
+def select(sentences: list[Sentence], budget_tokens: int, lang: str = "fr") -> list[Sentence]:
     """The central, diverse sentences that fit `budget_tokens`, in reading order."""
     if not sentences:
         return []
-    vectors = _tfidf(sentences)
+    vectors = _tfidf(sentences, lang)
     centroid = vectors.mean(axis=0)
     norm = float(np.linalg.norm(centroid))
     relevance = vectors @ (centroid / norm) if norm else np.zeros(len(sentences))
@@ -183,7 +516,7 @@ def sentences_of(request: SummaryRequest) -> list[Sentence]:
     out: list[Sentence] = []
     for n, item in enumerate(request.inputs):
         for paragraph in clean_paragraphs(item.text):
-            for text in split_sentences(paragraph):
+            for text in split_sentences(paragraph, request.lang):
                 out.append(Sentence(n, len(out), text))
     return out
 
@@ -203,7 +536,7 @@ class ExtractiveSummarizer(Summarizer):
             raise SummarizerError(
                 request.path, "no sentences to summarise in its inputs (only headings or notes?)"
             )
-        chosen = select(sentences, request.budget_tokens)
+        chosen = select(sentences, request.budget_tokens, request.lang)
         if not chosen:
             raise SummarizerError(
                 request.path,

@@ -201,7 +201,7 @@ def _consider(
         failed.add(node.path)
         return None
     try:
-        prompt = prompts.for_node(node.work, node.level)
+        prompt = prompts.for_node(node.work, node.level, node.lang)
     except CorpusError as e:
         result.problems.append(Problem.from_error(e))
         failed.add(node.path)

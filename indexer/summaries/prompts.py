@@ -1,11 +1,13 @@
-"""Which prompt summarises a node: the corpus's own, else the packaged French default.
+"""Which prompt summarises a node: the corpus's own, else the packaged default for its language.
 
 Prompts live with the text they summarise (DESIGN §4), so a change of prompt is a
 commit like any other and regenerates exactly the summaries it concerns:
 
     <prompts_dir>/<work>/<level>.md     this work only           (level: 1, 2 or 3)
     <prompts_dir>/<level>.md            every work of the corpus
-    indexer/prompts/<level>.md          the default shipped with Glossator
+    indexer/prompts/<lang>/<level>.md   the default shipped for the work's language (en)
+    indexer/prompts/<level>.md          the default shipped with Glossator (French); for a
+                                        language without its own, the English one
 
 The prompt's sha256 is recorded in each summary's `generator`.
 """
@@ -32,9 +34,18 @@ class Prompt:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
-def default_prompt(level: int) -> Prompt:
-    text = resources.files("indexer").joinpath("prompts", f"{level}.md").read_text("utf-8")
-    return Prompt(text.strip(), "default")
+DEFAULT_PROMPT_LANGS = ("fr", "en")  # French at indexer/prompts/, the others in <lang>/
+
+
+def default_prompt(level: int, lang: str = "fr") -> Prompt:
+    """The packaged prompt for `lang`: French, English, else English (the request says
+    which language the summary is written in)."""
+    code = lang.strip().lower().replace("_", "-").split("-")[0]
+    folder = resources.files("indexer").joinpath("prompts")
+    if code != "fr":
+        folder = folder.joinpath(code if code in DEFAULT_PROMPT_LANGS else "en")
+    text = folder.joinpath(f"{level}.md").read_text("utf-8")
+    return Prompt(text.strip(), "default" if code == "fr" else f"default ({code})")
 
 
 class Prompts:
@@ -45,13 +56,13 @@ class Prompts:
         self.dir = policy.prompts_dir.strip("/")
         self._cache: dict[str, Prompt | None] = {}
 
-    def for_node(self, work: str, level: int) -> Prompt:
+    def for_node(self, work: str, level: int, lang: str = "fr") -> Prompt:
         """The prompt of `level` for `work`; CorpusError naming a prompt file that is unusable."""
         for path in (f"{self.dir}/{work}/{level}.md", f"{self.dir}/{level}.md"):
             prompt = self._read(path)
             if prompt is not None:
                 return prompt
-        return default_prompt(level)
+        return default_prompt(level, lang)
 
     def _read(self, path: str) -> Prompt | None:
         if path in self._cache:
