@@ -2,7 +2,7 @@
 
 Heading paths (`Chapter 3 (Title)`, `… (summary)`), the folder slugs an importer
 writes (`chapter-03-…`, `part-1-…`) and the text-search configuration
-(`store/migrations/013_languages.sql`) all follow the work's `lang`. A language
+(`store/migrations/021_languages.sql`) all follow the work's `lang`. A language
 not listed here gets English labels (the lingua franca of the CLI) and
 PostgreSQL's `simple` configuration; French stays the default `lang` (DESIGN §3).
 """

@@ -1,4 +1,4 @@
-"""Every language PostgreSQL ships a text search configuration for (migration 013), and
+"""Every language PostgreSQL ships a text search configuration for (migration 021), and
 keyword rankings of repositories in different languages fused by rank (issue 13)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
--- Glossator schema, version 13: a text search configuration for every language
+-- Glossator schema, version 21: a text search configuration for every language
 -- PostgreSQL ships one for (issue 13); `simple` for the others.
 --
 -- Versions 1-3 had French, English and German. Each language below gets
