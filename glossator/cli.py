@@ -46,7 +46,9 @@ class Context:
     @property
     def settings(self) -> Settings:
         if self._settings is None:
-            self._settings = Settings.from_env()
+            from glossator.paths import attach
+
+            self._settings = attach(Settings.from_env())
         return self._settings
 
 

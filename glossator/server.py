@@ -29,6 +29,7 @@ from starlette.routing import BaseRoute, Route
 from gitserver.app import create_app
 from gitserver.auth import Policy
 from gitserver.repos import RepoStore
+from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from store.db import Database
@@ -106,6 +107,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await asyncio.to_thread(db.start)
+        record_server(settings)  # commands run elsewhere find the repositories from it
         try:
             for name in await asyncio.to_thread(store.names):
                 await asyncio.to_thread(store.refresh, name)
@@ -131,6 +133,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
             finally:
                 await service.stop()
         finally:
+            forget_server(settings)
             await db.close_async_pool()
             await asyncio.to_thread(db.stop)
 

@@ -123,10 +123,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "data_dir",
         _path,
-        Path(".glossator"),
-        "Where the embedded PostgreSQL and server state live.",
+        None,  # the platform's per-user data directory: user_data_dir() below
+        "Where the embedded PostgreSQL and server state live (default: the user's data "
+        "directory, e.g. ~/.local/share/glossator, the same from any working directory).",
     ),
-    Setting("repos_dir", _path, Path("repos"), "Home of the bare git repositories."),
+    Setting(
+        "repos_dir",
+        _path,
+        None,  # <data_dir>/repos, or the one the running server uses (glossator.paths)
+        "Home of the bare git repositories (default: <data dir>/repos, or the running server's).",
+    ),
     Setting("host", _str, "127.0.0.1", "Address the server listens on."),
     Setting("port", _int, 8080, "Port the server listens on (0 picks a free one)."),
     Setting(
@@ -190,7 +196,7 @@ SETTINGS: tuple[Setting, ...] = (
         "rrf_k",
         _positive(_int),
         5,
-        "Reciprocal rank fusion constant k (5: tuned on half of bench/queries.jsonl, issue 7).",
+        "Reciprocal rank fusion constant k (5: tuned on half of bench/queries.jsonl).",
     ),
     Setting(
         "keyword_backend",
@@ -297,6 +303,12 @@ class Settings:
                     f"Fix or unset {s.variable}; `glossator config` lists every setting."
                 ) from None
             sources[s.name] = "environment"
+        # the two directories never depend on the working directory: a command run in
+        # a corpus folder must find the same database and repositories as the server
+        if values["data_dir"] is None:
+            values["data_dir"] = user_data_dir()
+        if values["repos_dir"] is None:
+            values["repos_dir"] = values["data_dir"] / "repos"
         return cls(values, sources)
 
     def replace(self, **changes: Any) -> Settings:
@@ -309,6 +321,19 @@ class Settings:
             values[k] = v
             sources[k] = "override"
         return Settings(values, sources)
+
+    def source(self, name: str) -> str:
+        """Where a value came from: default, environment or override."""
+        return self._sources[name]
+
+    def with_default(self, **changes: Any) -> Settings:
+        """A copy with some defaults resolved another way (still reported as defaults)."""
+        values = dict(self._values)
+        for k, v in changes.items():
+            if k not in values:
+                raise SettingsError(f"unknown setting {k}")
+            values[k] = v
+        return Settings(values, dict(self._sources))
 
     def describe(self) -> list[tuple[str, str, str, str]]:
         """(variable, shown value, source, help) for every setting, secrets masked."""
@@ -336,6 +361,15 @@ class Settings:
     @property
     def embedded_database(self) -> bool:
         return not self._values["database_url"]
+
+
+def user_data_dir() -> Path:
+    """The platform's data directory for Glossator (XDG_DATA_HOME on Linux, Application
+    Support on macOS, AppData on Windows): one place per user, whatever the directory a
+    command runs in."""
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("glossator", appauthor=False))
 
 
 # Variables the test suite and tools use that are not server settings.

@@ -35,36 +35,16 @@ EXCERPT = 420
 
 @contextmanager
 def _database(settings: Settings) -> Any:
-    """The settings' database; when `glossator serve` owns the embedded one, share it.
-
-    A desktop client starts `glossator mcp` while the server runs: the data
-    directory is then locked, and its lock file names the running server's URL.
-    """
+    """The settings' database; when `glossator serve` owns the embedded one, share it
+    (a desktop client starts `glossator mcp` while the server runs)."""
     from store.db import Database
-    from store.errors import DataDirLocked
 
-    db = Database(settings, pool_min=1, pool_max=4)
-    try:
-        db.start()
-    except DataDirLocked:
-        url = _running_server_url(settings)
-        if url is None:
-            raise
-        db = Database(settings.replace(database_url=url), pool_min=1, pool_max=4)
-        db.start(migrate=False)  # the owner migrated it
+    db = Database(settings, pool_min=1, pool_max=4, share=True)
+    db.start()
     try:
         yield db
     finally:
         db.stop()
-
-
-def _running_server_url(settings: Settings) -> str | None:
-    lock = Path(settings.data_dir).expanduser().resolve() / "postgres.lock"
-    try:
-        lines = lock.read_text("utf-8").splitlines()
-    except OSError:
-        return None
-    return lines[1] if len(lines) > 1 and lines[1].strip() else None
 
 
 def _embedder(settings: Settings) -> Any:

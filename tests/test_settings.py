@@ -54,3 +54,65 @@ def test_secrets_are_masked():
     shown = " ".join(row[1] for row in s.describe())
     assert "hunter2" not in shown and "s3cret" not in shown and "sk-ant" not in shown
     assert "db:5432/g" in shown
+
+
+def test_directories_default_to_the_user_data_dir_whatever_the_working_directory(
+    tmp_path, monkeypatch
+):
+    import os
+    from pathlib import Path
+
+    home = Path(os.environ["XDG_DATA_HOME"]) / "glossator"  # conftest: a temporary one
+    monkeypatch.chdir(tmp_path)
+    first = Settings.from_env({})
+    (tmp_path / "corpus-folder").mkdir()
+    monkeypatch.chdir(tmp_path / "corpus-folder")
+    second = Settings.from_env({})
+    assert first.data_dir == second.data_dir == home
+    assert first.repos_dir == second.repos_dir == home / "repos"
+    sources = {row[0]: row[2] for row in first.describe()}
+    assert sources["GLOSSATOR_DATA_DIR"] == sources["GLOSSATOR_REPOS_DIR"] == "default"
+    # a data directory of one's own brings its repositories along; an explicit one wins
+    mine = Settings.from_env({"GLOSSATOR_DATA_DIR": str(tmp_path / "d")})
+    assert mine.repos_dir == tmp_path / "d" / "repos"
+    both = Settings.from_env(
+        {"GLOSSATOR_DATA_DIR": str(tmp_path / "d"), "GLOSSATOR_REPOS_DIR": str(tmp_path / "r")}
+    )
+    assert both.repos_dir == tmp_path / "r"
+
+
+def test_a_command_takes_the_running_server_s_repositories(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from glossator.paths import attach, forget_server, record_server
+
+    data = tmp_path / "data"
+    served = Settings.from_env(
+        {"GLOSSATOR_DATA_DIR": str(data), "GLOSSATOR_REPOS_DIR": str(tmp_path / "srv")}
+    )
+    record_server(served)
+    record = json.loads((data / "server.json").read_text())
+    assert record == {"pid": os.getpid(), "repos_dir": str((tmp_path / "srv").resolve())}
+    command = Settings.from_env({"GLOSSATOR_DATA_DIR": str(data)})
+    assert attach(command).repos_dir == data / "repos"  # our own record: not a server
+    # a live server process (this test's parent stands for it)
+    (data / "server.json").write_text(json.dumps(record | {"pid": os.getppid()}))
+    attached = attach(command)
+    assert attached.repos_dir == (tmp_path / "srv").resolve()
+    assert attached.source("repos_dir") == "default"
+    explicit = Settings.from_env(
+        {"GLOSSATOR_DATA_DIR": str(data), "GLOSSATOR_REPOS_DIR": str(tmp_path / "mine")}
+    )
+    assert attach(explicit).repos_dir == tmp_path / "mine"  # what the user said wins
+    # a server killed before it could forget its record: stale, ignored
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    (data / "server.json").write_text(json.dumps(record | {"pid": int(dead.stdout)}))
+    assert attach(command).repos_dir == data / "repos"
+    (data / "server.json").write_text(json.dumps(record))
+    forget_server(served)
+    assert not (data / "server.json").exists()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import signal
@@ -259,14 +260,24 @@ _START_AND_WAIT = textwrap.dedent(
 )
 
 
-def test_share_uses_the_running_server_and_leaves_it_running(tmp_path: Path) -> None:
+def test_share_uses_the_running_server_and_leaves_it_running(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = Settings.from_env({}).replace(data_dir=tmp_path / "data")
+    # no server on that directory: a command says which PostgreSQL it starts, and why
+    with caplog.at_level(logging.WARNING, logger="store.db"), Database(settings, share=True):
+        pass
+    [notice] = [r.getMessage() for r in caplog.records if r.name == "store.db"]
+    assert f"no `glossator serve` is running on {(tmp_path / 'data').resolve()}" in notice
+    caplog.clear()
     with Database(settings) as owner:
         with pytest.raises(DataDirLocked, match="GLOSSATOR_DATABASE_URL") as e:
             Database(settings).start()
         assert e.value.url == owner.conninfo
-        guest = Database(settings, share=True).start()
+        with caplog.at_level(logging.WARNING, logger="store.db"):
+            guest = Database(settings, share=True).start()
         assert guest.conninfo == owner.conninfo
+        assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # it attached
         with guest.connect() as c:
             assert c.execute("SELECT 1").fetchone() == (1,)
         guest.stop()  # a guest never stops the owner's server
