@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 # The corpus policy with every default written out, so a user sees what can be set.
 DEFAULT_POLICY = """\
-# Glossator corpus policy (DESIGN §7). Every value below is the default;
+# Glossator corpus policy (README, "The corpus repository"). Every value below is the default;
 # uncomment and change one to override it. Unknown keys are refused.
 
 [vectorize]
