@@ -225,3 +225,52 @@ def test_gutenberg_header_only_when_present() -> None:
     assert strip_gutenberg("no header\n*** here ***") == ("no header\n*** here ***", {})
     assert decode("x", "e\u0301t\u00e9\r\n".encode()) == "\u00e9t\u00e9\n"  # NFC, \n
     assert decode("x", "caf\xe9 \x93q\x94".encode("latin-1")) == "café “q”"  # Windows-1252
+
+
+def test_german_ordinal_headings_parts_and_an_excluded_part(tmp_path: Path) -> None:
+    satz = "Der Mann ging mit dem Hund an den See, und die Sonne schien auf das Wasser. "
+    book = "\n\n".join(
+        [
+            "Erster Teil",
+            "Erstes Kapitel",
+            satz * 6,
+            "ZWEITES KAPITEL. Die Reise",
+            satz * 6,
+            "Zweiter Teil",
+            "Drittes Kapitel",
+            satz * 6,
+        ]
+    )
+    src = tmp_path / "buch.txt"
+    src.write_text(book, encoding="utf-8")
+    work = read_text(src)
+    assert work.lang == "de"
+    assert [p.title for p in work.parts] == ["Erster Teil", "Zweiter Teil"]
+    assert [(s.number, s.title) for s in work.parts[0].sections] == [
+        ("1", "Kapitel 1"),
+        ("2", "Die Reise"),
+    ]
+    only_first = read_text(src, exclude=("^zweiter teil$",))
+    assert [p.title for p in only_first.parts] == ["Erster Teil"] and not only_first.pieces
+
+
+def test_contents_paragraph_and_title_on_the_next_line(tmp_path: Path) -> None:
+    contents = "CONTENTS\n\n CHAPTER I.     Down the Rabbit-Hole\n CHAPTER II.    The Pool of Tears"
+    book = "\n\n".join(
+        [
+            "ALICE'S ADVENTURES",
+            contents,
+            "CHAPTER I.\nDown the Rabbit-Hole",
+            prose(70, "a"),
+            "CHAPTER II.\nThe Pool of Tears",
+            prose(70, "b"),
+        ]
+    )
+    src = tmp_path / "alice.txt"
+    src.write_text(book, encoding="utf-8")
+    work = read_text(src)
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("I", "Down the Rabbit-Hole"),
+        ("II", "The Pool of Tears"),
+    ]
+    assert "Rabbit-Hole" not in work.sections()[0].body  # the contents list is not text

@@ -82,6 +82,8 @@ _FRENCH = {
 
 def word_number(text: str) -> int | None:
     """`ONE` → 1, `twenty-three` → 23, `the First` → 1, `premier` → 1; else None."""
+    if text.strip().lower() in _GERMAN:
+        return _GERMAN[text.strip().lower()]
     t = fold(text).lower().strip().removeprefix("the ").strip()
     if t in _FRENCH:
         return _FRENCH[t]
@@ -103,6 +105,22 @@ def word_number(text: str) -> int | None:
 
 
 _ACCENTED = [w.replace("ieme", "ième").replace("premiere", "première") for w in _FRENCH]
+_GERMAN = {
+    "erstes": 1, "erster": 1, "erste": 1, "zweites": 2, "zweiter": 2, "zweite": 2,
+    "drittes": 3, "dritter": 3, "dritte": 3, "viertes": 4, "vierter": 4, "vierte": 4,
+    "fünftes": 5, "fünfter": 5, "fünfte": 5, "sechstes": 6, "sechster": 6, "sechste": 6,
+    "siebentes": 7, "siebtes": 7, "siebenter": 7, "siebter": 7, "achtes": 8, "achter": 8,
+    "neuntes": 9, "neunter": 9, "zehntes": 10, "zehnter": 10,
+}  # fmt: skip
+# "Erstes Kapitel", "Zweiter Teil", "The First Chapter": the number before the label
+_ORDINAL_FIRST = re.compile(
+    r"^(?:the\s+)?(?P<num>"
+    + "|".join(sorted(_GERMAN, key=len, reverse=True))
+    + "|"
+    + "|".join(_ORDINALS[1:])
+    + r")\s+(?P<label>[^\W\d_]+)(?P<rest>.*)$",
+    re.IGNORECASE,
+)
 _WORDS_RE = "|".join(
     sorted(set(_ONES[1:] + _TENS[2:] + _ORDINALS[1:] + list(_FRENCH) + _ACCENTED), key=len)[::-1]
 )
@@ -204,6 +222,17 @@ def parse(line: str) -> Heading | None:
             )
             label = word[:1].upper() + word[1:].lower()
             return Heading(kind, label, num[0], num[1], _clean_title(title), line.strip())
+    m = _ORDINAL_FIRST.match(text)
+    if m and m.group("label").casefold() in PART_WORDS + CHAPTER_WORDS:
+        value = word_number(m.group("num"))
+        rest = m.group("rest")
+        sep = _SEP.match(rest)
+        title = rest[sep.end() :] if sep else rest
+        if value is not None and (sep or not rest) and not title[:1].islower():
+            word = m.group("label")
+            kind = "part" if word.casefold() in PART_WORDS else "chapter"
+            label = word[:1].upper() + word[1:].lower()
+            return Heading(kind, label, str(value), value, _clean_title(title), line.strip())
     m = _BARE.match(text)
     if m:
         num = _number(m.group("num"))

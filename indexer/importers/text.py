@@ -254,6 +254,7 @@ def _assemble(
     part: Part | None = None  # the open part, added to the work with its first section
     in_work = False
     seen_part = False
+    skipping = False
     for n, found in enumerate(heads):
         end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
         body = paras[found.index + found.consumed : end]
@@ -262,7 +263,8 @@ def _assemble(
         if h.kind == "part" and parts_wanted:
             title = h.title or H.smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
             seen_part = True
-            part, in_work = (None, False) if selection.excluded(title) else (Part(title), False)
+            skipping = selection.excluded(title)  # an excluded part takes its chapters along
+            part, in_work = (None, False) if skipping else (Part(title), False)
             intro = _section(title, None, {}, body, width, path)
             if part is not None and intro.body.strip():  # text under the part before a chapter
                 work.notes.append(f"the text under {h.source!r} is kept as its first section")
@@ -270,7 +272,9 @@ def _assemble(
                 work.add_part(part)
                 in_work = True
             continue
-        if selection.excluded(title, front=not seen_part, work_title=work.title):
+        if h.kind == "piece":
+            skipping = False
+        if skipping or selection.excluded(title, front=not seen_part, work_title=work.title):
             continue
         section = _section(title, h.number, H.label_meta(h, work.lang), body, width, path)
         if not section.body.strip():
