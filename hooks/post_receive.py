@@ -83,7 +83,7 @@ def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
         else:
             print(f"glossator: indexing queued (job {queued.job_id}) for {branch}", file=out)
     follow = f"GET {base}/api/jobs?repository={repository}" if base else "GET /api/jobs"
-    print(f"glossator: follow it with `glossator status` or {follow}", file=out)
+    print(f"glossator: follow it with `glossator status --follow` or {follow}", file=out)
     out.flush()
     return 0
 

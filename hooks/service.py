@@ -33,9 +33,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 import procrastinate
@@ -58,6 +60,39 @@ RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach th
 UNFINISHED_S = 10.0
 
 
+# Jobs run at a lower CPU priority than the threads serving searches and pushes
+# (Linux: a thread's nice value; the embedder's OpenMP threads it starts inherit
+# it): on a 2-core machine a book being embedded must not starve queries.
+JOB_NICE = 10
+
+
+def in_job_thread(name: str, nice: int, work: Callable[[], None]) -> None:
+    """Run `work` in a fresh thread whose priority is lowered, and wait for it.
+
+    A fresh thread, not procrastinate's: it runs sync tasks on the event loop's
+    shared executor, whose threads also serve the server, and a nice value can
+    only be raised (never lowered back without privileges)."""
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        if nice and hasattr(os, "setpriority") and hasattr(threading, "get_native_id"):
+            tid = threading.get_native_id()
+            with contextlib.suppress(OSError):  # nice is relative to the server's own
+                os.setpriority(
+                    os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice)
+                )
+        try:
+            work()
+        except BaseException as e:
+            failure.append(e)
+
+    thread = threading.Thread(target=target, name=name, daemon=True)
+    thread.start()
+    thread.join()
+    if failure:
+        raise failure[0]
+
+
 class JobFailed(RuntimeError):
     """Raised to procrastinate for a failed attempt: one line, the follow-up already queued."""
 
@@ -73,12 +108,14 @@ class IndexingService:
         exclusive_database: bool = False,
         concurrency: int = 1,
         retry_base_s: float = 2.0,
+        job_nice: int = JOB_NICE,
     ) -> None:
         self.conninfo = conninfo
         self.store = store
         self.indexer = indexer
         self.retries = retries
         self.retry_base_s = retry_base_s
+        self.job_nice = job_nice
         self.exclusive_database = exclusive_database
         self.concurrency = concurrency
         self.app = procrastinate.App(
@@ -97,14 +134,19 @@ class IndexingService:
             context: procrastinate.JobContext, repository: str, branch: str, failures: int = 0
         ) -> None:
             job = context.job
-            assert job.id is not None  # a job fetched from the database has its id
+            job_id, attempt = job.id, job.attempts
+            assert job_id is not None  # a job fetched from the database has its id
             ok = False
             try:
-                self._run_job(job.id, job.attempts, repository, branch, failures)
+                in_job_thread(
+                    f"glossator-job-{job_id}",
+                    self.job_nice,
+                    lambda: self._run_job(job_id, attempt, repository, branch, failures),
+                )
                 ok = True
             finally:
                 with self._returned_lock:
-                    self._returned[job.id] = (time.monotonic(), ok)
+                    self._returned[job_id] = (time.monotonic(), ok)
 
     def _run_job(
         self, job_id: int, attempt: int, repository: str, branch: str, failures: int

@@ -283,3 +283,28 @@ async def test_work_survives_a_lost_race(
     assert repeated == set(), f"{len(repeated)} texts embedded twice"
     asked = [(r.path, r.user_message()) for r in fake_summarizer.history]
     assert len(asked) == len(set(asked)), "a summary was asked for twice"
+
+
+def test_jobs_run_in_their_own_lower_priority_thread() -> None:
+    """A job's thread is niced (searches keep the CPU), errors reach the caller."""
+    import os
+    import threading
+
+    from hooks.service import in_job_thread
+
+    seen: list[tuple[str, int]] = []
+
+    def work() -> None:
+        tid = threading.get_native_id()
+        seen.append((threading.current_thread().name, os.getpriority(os.PRIO_PROCESS, tid)))
+
+    before = os.getpriority(os.PRIO_PROCESS, threading.get_native_id())
+    in_job_thread("glossator-job-1", 10, work)
+    assert seen == [("glossator-job-1", min(before + 10, 19))]
+    assert os.getpriority(os.PRIO_PROCESS, threading.get_native_id()) == before  # ours unchanged
+
+    def fail() -> None:
+        raise RuntimeError("in the job")
+
+    with pytest.raises(RuntimeError, match="in the job"):
+        in_job_thread("glossator-job-2", 10, fail)
