@@ -197,6 +197,15 @@ def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> I
                         stale.append(path)
                 except Exception:
                     stale.append(path)
+            if not any(p.startswith("corpus/") and p.endswith(".md") for p in source.paths()):
+                yield Finding(
+                    f"{label} corpus",
+                    "warn",
+                    "no corpus/ folder with Markdown at the tip: nothing is indexed",
+                    "push corpus/<work>/summary.md and corpus/<work>/<chapter>/source.md "
+                    "(`glossator corpus import BOOK DEST` builds them from a book)",
+                )
+                continue
             if missing or stale:
                 shown = ", ".join((missing + stale)[:3]) + (
                     " …" if len(missing) + len(stale) > 3 else ""

@@ -98,3 +98,23 @@ def test_cli_exit_code_says_whether_something_failed(db_settings, database, tmp_
     result = CliRunner().invoke(doctor, [])
     assert result.exit_code == 1
     assert "VOYAGE_API_KEY" in result.output
+
+
+def test_a_branch_without_corpus_is_a_warning_with_the_layout(db_settings, database, tmp_path):
+    """Pushes without corpus/ are refused at pre-receive now; a branch pushed before that
+    (or written by another tool) is named by doctor, not reported ok."""
+    import pygit2
+
+    settings = db_settings.replace(repos_dir=tmp_path / "repos", embedder="fake")
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    store.create("plain")
+    repo = pygit2.Repository(str(store.path("plain")))
+    builder = repo.TreeBuilder()
+    builder.insert("README.md", repo.create_blob(b"# A book\n"), pygit2.GIT_FILEMODE_BLOB)
+    who = pygit2.Signature("T", "t@example.invalid")
+    repo.create_commit("refs/heads/main", who, who, "no corpus", builder.write(), [])
+    findings = {f.check: f for f in run(settings)}
+    corpus = findings["plain@main corpus"]
+    assert corpus.status == "warn" and "nothing is indexed" in corpus.detail
+    assert "corpus/<work>/<chapter>/source.md" in corpus.fix
+    assert "plain@main sidecars" not in findings

@@ -150,3 +150,17 @@ def test_folder_with_no_text_is_an_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["corpus", "import", str(src), str(tmp_path / "out")])
     assert result.exit_code == 1 and "has no text" in " ".join(result.output.split())
     assert not (tmp_path / "out").exists()
+
+
+def test_lang_option_chooses_the_labels(tmp_path: Path) -> None:
+    dest = tmp_path / "repo"
+    result = CliRunner().invoke(
+        main, ["corpus", "import", str(_flat_markdown(tmp_path)), str(dest), "--lang", "de"]
+    )
+    assert result.exit_code == 0, result.output
+    corpus = read_corpus(DirectorySource(dest))
+    paths = sorted(n.heading_path for n in corpus.nodes.values() if n.level == 1)
+    # the book's own word for its chapters stays (`label: Chapter`); the rest is German
+    assert "The Voyage > Chapter 1 (The Harbour) (Zusammenfassung)" in paths
+    assert "The Voyage (Zusammenfassung)" in {n.heading_path for n in corpus.works()}
+    assert corpus.works()[0].lang == "de"

@@ -71,11 +71,11 @@ def read_source(
     if fmt == "markdown":
         from indexer.importers.markdown import read_markdown
 
-        works = read_markdown(src, exclude=exclude, skip_front_matter=skip_front_matter)
+        works = read_markdown(src, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)
     elif fmt == "epub":
         from indexer.importers.epub import read_epub
 
-        works = [read_epub(src, exclude=exclude, skip_front_matter=skip_front_matter)]
+        works = [read_epub(src, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)]
     elif fmt == "text":
         from indexer.importers.text import read_text
 
@@ -113,7 +113,11 @@ def corpus() -> None:
 )
 @click.option("--work-title", help="Title of the work (overrides the book's own).")
 @click.option("--author", help="Author of the work (overrides the book's own).")
-@click.option("--lang", help="Language of the work (default: the book's, else fr).")
+@click.option(
+    "--lang",
+    help="Language of the work, ISO 639-1 (default: the book's own, else guessed from its "
+    "text, else fr); labels, folder names and stemming follow it.",
+)
 @click.option(
     "--exclude",
     multiple=True,

@@ -152,7 +152,13 @@ def _metadata(book: Any, name: str) -> str | None:
     return " ".join(str(values[0][0]).split()) if values and values[0][0] else None
 
 
-def read_epub(src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bool = False) -> Work:
+def read_epub(
+    src: Path,
+    *,
+    exclude: tuple[str, ...] = (),
+    skip_front_matter: bool = False,
+    lang: str | None = None,
+) -> Work:
     """The work in the EPUB at `src`."""
     if not src.is_file():
         raise ImportSourceError(str(src), "is not an EPUB file")
@@ -164,7 +170,7 @@ def read_epub(src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bo
             str(src), "has no table of contents (nav or NCX) to give its chapters"
         )
     selection = Selection(exclude, skip_front_matter)
-    lang = (_metadata(book, "language") or "fr").split("-")[0].lower()
+    lang = (lang or _metadata(book, "language") or "fr").split("-")[0].lower()
     work = Work(_metadata(book, "title") or src.stem, _metadata(book, "creator"), lang)
 
     # every TOC anchor, in reading order: a chapter ends where the next one starts

@@ -185,7 +185,11 @@ def _distribute_notes(sections: list[Section]) -> None:
 
 
 def read_markdown(
-    src: Path, *, exclude: tuple[str, ...] = (), skip_front_matter: bool = False
+    src: Path,
+    *,
+    exclude: tuple[str, ...] = (),
+    skip_front_matter: bool = False,
+    lang: str | None = None,
 ) -> list[Work]:
     """The works of one Markdown file."""
     path = str(src)
@@ -206,7 +210,7 @@ def read_markdown(
         work = Work(
             title or wblock.title,
             author=meta.get("author"),
-            lang=str(meta.get("lang") or guess_language(doc.body)),
+            lang=str(lang or meta.get("lang") or guess_language(doc.body)),
             meta={k: v for k, v in meta.items() if k not in ("author", "lang", "title")},
         )
         if wblock.has_text:
