@@ -6,6 +6,7 @@ into one clear line and a non-zero exit code (never a traceback).
 from __future__ import annotations
 
 import importlib
+import json
 import logging
 import sys
 
@@ -64,28 +65,55 @@ class GlossatorGroup(click.Group):
             sys.exit(2 if isinstance(e, SettingsError) else 1)
 
 
+def out_console() -> Console:
+    """stdout for results: a terminal's width there, no wrapping when piped (a table
+    folded at 80 columns cuts `GLOSSATOR_DATABASE_URL` in two for grep and cut)."""
+    console = Console()
+    return console if console.is_terminal else Console(width=100_000, soft_wrap=True)
+
+
+def log_level(settings: Settings, verbose: int, command: str | None) -> str:
+    """-v INFO, -vv DEBUG; else GLOSSATOR_LOG_LEVEL when set; else INFO for the server
+    (a log is its output) and WARNING for commands, whose output is their summary."""
+    if verbose:
+        return "DEBUG" if verbose > 1 else "INFO"
+    if settings.source("log_level") != "default":
+        return str(settings.log_level)
+    return "INFO" if command == "serve" else "WARNING"
+
+
 @click.group(cls=GlossatorGroup)
 @click.version_option(package_name="glossator")
+@click.option("-v", "--verbose", count=True, help="Log more: -v INFO, -vv DEBUG.")
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, verbose: int) -> None:
     """Glossator: push Markdown books, get summaries, sidecars and hybrid search."""
     ctx.obj = Context()
-    level = ctx.obj.settings.log_level
+    command = ctx.invoked_subcommand
+    server = command == "serve"
     logging.basicConfig(
-        level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr
+        level=log_level(ctx.obj.settings, verbose, command),
+        format=("%(asctime)s " if server else "") + "%(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
     )
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the settings as JSON.")
 @pass_context
-def config(obj: Context) -> None:
+def config(obj: Context, as_json: bool) -> None:
     """Print every setting: value (secrets masked), where it came from, and help."""
+    rows = obj.settings.describe()
+    if as_json:
+        keys = ("variable", "value", "source", "help")
+        click.echo(json.dumps([dict(zip(keys, r, strict=True)) for r in rows], indent=2))
+        return
     table = Table(show_lines=False)
     for col in ("setting", "value", "source", "help"):
         table.add_column(col, overflow="fold")
-    for variable, shown, source, help_text in obj.settings.describe():
+    for variable, shown, source, help_text in rows:
         table.add_row(variable, shown, source, help_text)
-    Console().print(table)
+    out_console().print(table)
 
 
 def _register() -> None:

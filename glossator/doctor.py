@@ -15,7 +15,6 @@ from typing import Any, Literal
 
 import click
 import psycopg
-from rich.console import Console
 from rich.table import Table
 
 from glossator.settings import Settings
@@ -275,7 +274,9 @@ def doctor() -> None:
     colours = {"ok": "green", "warn": "yellow", "fail": "red"}
     for f in findings:
         table.add_row(f.check, f"[{colours[f.status]}]{f.status}[/]", f.detail, f.fix)
-    Console(soft_wrap=False).print(table)
+    from glossator.cli import out_console
+
+    out_console().print(table)
     fails = sum(f.status == "fail" for f in findings)
     warns = sum(f.status == "warn" for f in findings)
     click.echo(f"{len(findings)} checks: {fails} failed, {warns} warnings")

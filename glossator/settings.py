@@ -218,7 +218,13 @@ SETTINGS: tuple[Setting, ...] = (
         5,
         "Quick retries of a failed indexing job (2, 4, 8… s), then every 5 min.",
     ),
-    Setting("log_level", _log_level, "INFO", "Logging level: DEBUG, INFO, WARNING, ERROR."),
+    Setting(
+        "log_level",
+        _log_level,
+        "INFO",
+        "Logging level: DEBUG, INFO, WARNING, ERROR (unset: INFO for serve, WARNING for "
+        "other commands; -v and -vv raise it).",
+    ),
     Setting(
         "anthropic_api_key",
         _str,

@@ -23,7 +23,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from glossator.cli import Context, pass_context
+from glossator.cli import Context, out_console, pass_context
 from glossator.settings import Settings
 from search.engine import MAX_K
 from search.engine import search as run_search
@@ -102,7 +102,7 @@ def search(
     if as_json:
         click.echo(json.dumps(asdict(response), ensure_ascii=False, indent=2))
     else:
-        print_response(Console(), response)
+        print_response(out_console(), response)
 
 
 def print_response(console: Console, response: SearchResponse) -> None:
@@ -284,7 +284,7 @@ def eval_command(
             }
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
-    console = Console()
+    console = out_console()
     for name, reports in results.items():
         title = (
             f"{name}: {reports[0].n} queries, k={k}; latency without the query embedding "

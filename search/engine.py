@@ -180,6 +180,8 @@ def search(
             )
             timings["vector"] = _ms(t)
 
+        if work is not None and not any(rankings.values()):
+            R.resolve_work(conn, work, repository, branch)  # nothing found: is it a typo?
         t = time.perf_counter()
         fused = rrf(
             {name: [i for i, _ in ranking] for name, ranking in rankings.items()},

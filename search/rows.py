@@ -139,6 +139,35 @@ def check_text(name: str, value: str) -> str:
     return value
 
 
+def resolve_work(conn: psycopg.Connection, work: str, repository: str | None, branch: str) -> None:
+    """UnknownFile when no row of `branch` belongs to `work` (as for an unknown repository:
+    a misspelt filter is an error, not an empty page). Asked only when a search found
+    nothing, so a page of hits pays no extra query."""
+    check_text("work", work)
+    params: list[Any] = [branch, work]
+    extra = ""
+    if repository is not None:
+        extra = " AND repository = %s"
+        params.append(repository)
+    if conn.execute(
+        f"SELECT 1 FROM {TABLE} WHERE branch = %s AND work = %s{extra} LIMIT 1", params
+    ).fetchone():
+        return
+    works = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT work FROM {TABLE} WHERE branch = %s ORDER BY 1 LIMIT 20", (branch,)
+        )
+    ]
+    known = f"; indexed works: {', '.join(works)}" if works else ""
+    raise UnknownFile(
+        f"no work named {work!r} is indexed on branch {branch!r}"
+        + (f" in {repository!r}" if repository else "")
+        + known
+        + " (works are the folder names under corpus/; outline lists them)"
+    )
+
+
 def resolve_repository(conn: psycopg.Connection, repository: str | None, branch: str) -> str | None:
     """Check that `repository` (if given) has rows on `branch`; UnknownRepository otherwise."""
     check_text("branch", branch)

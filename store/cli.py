@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from glossator.cli import out_console
 from glossator.settings import Settings
 from indexer.source import DirectorySource
 from store import migrations
@@ -83,7 +84,7 @@ def db() -> None:
 @click.pass_context
 def status(ctx: click.Context) -> None:
     """Server, schema version, and rows per repository, branch, level, node type and model."""
-    out = Console(soft_wrap=True)
+    out = out_console()
     with Database(_settings(ctx), share=True) as database:
         info = database.info()
         with database.connect() as conn:

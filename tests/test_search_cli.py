@@ -51,6 +51,18 @@ def test_search_errors_are_one_line(search_db_url, tmp_path):
     r = run(["search", "soleil", "--mode", "bm25", "--repository", "nope"], search_db_url, tmp_path)
     assert r.exit_code == 1
     assert "no repository named 'nope'" in r.output and "Traceback" not in r.output
+    # an unknown work is an error too, with the same exit code, not an empty page
+    for mode in ("bm25", "hybrid"):
+        r = run(["search", "soleil", "--mode", mode, "--work", "nosuch"], search_db_url, tmp_path)
+        assert r.exit_code == 1, r.output
+        assert "no work named 'nosuch'" in r.output and "sophismes-economiques" in r.output
+    # a known work that holds no match still answers "No hit", exit 0
+    r = run(
+        ["search", "zzzxq", "--mode", "bm25", "--work", "sophismes-economiques"],
+        search_db_url,
+        tmp_path,
+    )
+    assert r.exit_code == 0 and "No hit" in r.output, r.output
 
 
 def test_eval_prints_each_mode(search_db_url, tmp_path):

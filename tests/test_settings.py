@@ -116,3 +116,39 @@ def test_a_command_takes_the_running_server_s_repositories(tmp_path):
     (data / "server.json").write_text(json.dumps(record))
     forget_server(served)
     assert not (data / "server.json").exists()
+
+
+def test_commands_log_at_warning_the_server_at_info_unless_told():
+    from glossator.cli import log_level
+
+    default = Settings.from_env({})
+    assert log_level(default, 0, "load") == "WARNING"
+    assert log_level(default, 0, "serve") == "INFO"
+    assert log_level(default, 1, "load") == "INFO"
+    assert log_level(default, 2, "serve") == "DEBUG"
+    told = Settings.from_env({"GLOSSATOR_LOG_LEVEL": "error"})
+    assert log_level(told, 0, "serve") == "ERROR" and log_level(told, 1, "load") == "INFO"
+
+
+def test_config_prints_json_and_does_not_wrap_when_piped():
+    import json
+
+    from click.testing import CliRunner
+
+    from glossator.cli import main
+
+    env = {"GLOSSATOR_DATABASE_URL": "postgresql://u:secret@db.example/glossator"}
+    piped = CliRunner().invoke(main, ["config"], env=env)  # CliRunner's stdout is no terminal
+    assert piped.exit_code == 0, piped.output
+    row = next(line for line in piped.output.splitlines() if "GLOSSATOR_DATABASE_URL" in line)
+    assert "postgresql://***@db.example/glossator" in row and "secret" not in piped.output
+    assert all(len(line) > 80 for line in piped.output.splitlines()[3:5])  # one row, one line
+    data = json.loads(CliRunner().invoke(main, ["config", "--json"], env=env).output)
+    by_name = {d["variable"]: d for d in data}
+    assert by_name["GLOSSATOR_DATABASE_URL"]["value"] == "postgresql://***@db.example/glossator"
+    assert by_name["GLOSSATOR_PORT"] == {
+        "variable": "GLOSSATOR_PORT",
+        "value": "8080",
+        "source": "default",
+        "help": by_name["GLOSSATOR_PORT"]["help"],
+    }

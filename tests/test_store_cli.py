@@ -57,3 +57,36 @@ def test_load_reports_a_bad_database_url(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["load", str(tmp_path), "-r", "x"], env=env)
     assert result.exit_code == 1
     assert "cannot connect to" in result.stderr and "GLOSSATOR_DATABASE_URL" in result.stderr
+
+
+def test_a_command_prints_one_summary_line_and_no_info_log(db_url: str, tmp_path: Path) -> None:
+    """As a user runs it (a process of its own, no GLOSSATOR_LOG_LEVEL): WARNING by
+    default, so the summary is said once; -v brings the INFO log back."""
+    import os
+    import subprocess
+    import sys
+
+    tree = write_tree(tmp_path / "corpus-repo", example_files())
+    glossator = Path(sys.executable).with_name("glossator")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLOSSATOR_") or "TEST" in k} | {
+        "GLOSSATOR_DATABASE_URL": db_url,
+        "GLOSSATOR_DATA_DIR": str(tmp_path / "data"),
+    }
+    quiet = subprocess.run(
+        [str(glossator), "load", str(tree), "-r", "bastiat"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert quiet.returncode == 0, quiet.stderr
+    assert quiet.stderr.count("85 files loaded") == 1 and " INFO " not in quiet.stderr
+    assert "INFO" not in quiet.stderr, quiet.stderr
+    loud = subprocess.run(
+        [str(glossator), "-v", "load", str(tree), "-r", "bastiat"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert loud.returncode == 0 and "INFO" in loud.stderr, loud.stderr
