@@ -274,3 +274,29 @@ def test_contents_paragraph_and_title_on_the_next_line(tmp_path: Path) -> None:
         ("II", "The Pool of Tears"),
     ]
     assert "Rabbit-Hole" not in work.sections()[0].body  # the contents list is not text
+
+
+def test_titles_on_their_own_line_when_the_book_does_so_and_headings_glued_to_text(
+    tmp_path: Path,
+) -> None:
+    chapters = [("I", "The Period"), ("II", "The Mail"), ("III", "The Night Shadows")]
+    book = "\n\n".join(
+        f"CHAPTER {n}.\n\n{title}\n\n{prose(60, n.lower())}" for n, title in chapters
+    )
+    src = tmp_path / "cities.txt"
+    src.write_text(book, encoding="utf-8")
+    work = read_text(src)
+    assert [(s.number, s.title) for s in work.sections()] == chapters
+    assert not work.sections()[0].body.startswith("The Period")
+
+    # a heading with its text right under it (no blank line), and no title lines
+    glued = "\n\n".join(f"Chapter {n}\n{prose(60, f'g{n}')}" for n in range(1, 4))
+    src = tmp_path / "glued.txt"
+    src.write_text(glued, encoding="utf-8")
+    work = read_text(src)
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("1", "Chapter 1"),
+        ("2", "Chapter 2"),
+        ("3", "Chapter 3"),
+    ]
+    assert work.sections()[0].body.startswith("g10 ")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
 from indexer import lang as L
+from indexer.importers import numerals as N
 from indexer.importers.common import fold, roman_to_int
 
 PART_WORDS = (
@@ -26,105 +27,7 @@ CHAPTER_WORDS = (
     "capitulo", "capitolo", "capitol", "hoofdstuk", "kapittel", "luku", "rozdział",
     "глава", "stave", "canto", "chant", "section", "episode", "scene", "act",
 )  # fmt: skip
-_ONES = [
-    "zero",
-    "one",
-    "two",
-    "three",
-    "four",
-    "five",
-    "six",
-    "seven",
-    "eight",
-    "nine",
-    "ten",
-    "eleven",
-    "twelve",
-    "thirteen",
-    "fourteen",
-    "fifteen",
-    "sixteen",
-    "seventeen",
-    "eighteen",
-    "nineteen",
-]
-_TENS = ["_", "_", "twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ninety"]
-_ORDINALS = [
-    "_",
-    "first",
-    "second",
-    "third",
-    "fourth",
-    "fifth",
-    "sixth",
-    "seventh",
-    "eighth",
-    "ninth",
-    "tenth",
-    "eleventh",
-    "twelfth",
-    "thirteenth",
-    "fourteenth",
-    "fifteenth",
-    "sixteenth",
-    "seventeenth",
-    "eighteenth",
-    "nineteenth",
-    "twentieth",
-]
-_FRENCH = {
-    "premier": 1, "premiere": 1, "un": 1, "une": 1, "deuxieme": 2, "second": 2,
-    "seconde": 2, "deux": 2, "troisieme": 3, "trois": 3, "quatrieme": 4, "quatre": 4,
-    "cinquieme": 5, "cinq": 5, "sixieme": 6, "six": 6, "septieme": 7, "sept": 7,
-    "huitieme": 8, "huit": 8, "neuvieme": 9, "neuf": 9, "dixieme": 10, "dix": 10,
-}  # fmt: skip
-
-
-def word_number(text: str) -> int | None:
-    """`ONE` → 1, `twenty-three` → 23, `the First` → 1, `premier` → 1; else None."""
-    if text.strip().lower() in _GERMAN:
-        return _GERMAN[text.strip().lower()]
-    t = fold(text).lower().strip().removeprefix("the ").strip()
-    if t in _FRENCH:
-        return _FRENCH[t]
-    if t in _ORDINALS[1:]:
-        return _ORDINALS.index(t)
-    if t in _ONES[1:]:
-        return _ONES.index(t)
-    m = re.fullmatch(r"([a-z]+)(?:[- ]([a-z]+))?", t)
-    if m and m.group(1) in _TENS[2:]:
-        tens = _TENS.index(m.group(1)) * 10
-        unit = m.group(2)
-        if unit is None:
-            return tens
-        if unit in _ONES[1:10]:
-            return tens + _ONES.index(unit)
-        if unit in _ORDINALS[1:10]:
-            return tens + _ORDINALS.index(unit)
-    return None
-
-
-_ACCENTED = [w.replace("ieme", "ième").replace("premiere", "première") for w in _FRENCH]
-_GERMAN = {
-    "erstes": 1, "erster": 1, "erste": 1, "zweites": 2, "zweiter": 2, "zweite": 2,
-    "drittes": 3, "dritter": 3, "dritte": 3, "viertes": 4, "vierter": 4, "vierte": 4,
-    "fünftes": 5, "fünfter": 5, "fünfte": 5, "sechstes": 6, "sechster": 6, "sechste": 6,
-    "siebentes": 7, "siebtes": 7, "siebenter": 7, "siebter": 7, "achtes": 8, "achter": 8,
-    "neuntes": 9, "neunter": 9, "zehntes": 10, "zehnter": 10,
-}  # fmt: skip
-# "Erstes Kapitel", "Zweiter Teil", "The First Chapter": the number before the label
-_ORDINAL_FIRST = re.compile(
-    r"^(?:the\s+)?(?P<num>"
-    + "|".join(sorted(_GERMAN, key=len, reverse=True))
-    + "|"
-    + "|".join(_ORDINALS[1:])
-    + r")\s+(?P<label>[^\W\d_]+)(?P<rest>.*)$",
-    re.IGNORECASE,
-)
-_WORDS_RE = "|".join(
-    sorted(set(_ONES[1:] + _TENS[2:] + _ORDINALS[1:] + list(_FRENCH) + _ACCENTED), key=len)[::-1]
-)
-_NUM = rf"(?:[ivxlcdm]+|\d{{1,4}}|(?:the\s+)?(?:{_WORDS_RE})(?:[- ](?:{_WORDS_RE}))?)"
+_NUM = rf"(?:[ivxlcdm]+|\d{{1,4}}|(?:the\s+)?(?:{N.WORDS_RE})(?:[- ](?:{N.WORDS_RE}))?)"
 _LABELS = "|".join(re.escape(w) for w in sorted(PART_WORDS + CHAPTER_WORDS, key=len, reverse=True))
 _LABELLED = re.compile(rf"^(?P<label>{_LABELS})\s+(?P<num>{_NUM})(?![\w'’])(?P<rest>.*)$", re.I)
 _BARE = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})(?:(?P<sep>[.:)])\s*(?P<rest>.*)|\s*)$")
@@ -198,7 +101,7 @@ def _number(raw: str) -> tuple[str, int] | None:
     value = roman_to_int(raw)
     if value is not None:
         return raw.upper(), value
-    value = word_number(raw)
+    value = N.word_number(raw)
     return (str(value), value) if value is not None else None
 
 
@@ -222,9 +125,9 @@ def parse(line: str) -> Heading | None:
             )
             label = word[:1].upper() + word[1:].lower()
             return Heading(kind, label, num[0], num[1], _clean_title(title), line.strip())
-    m = _ORDINAL_FIRST.match(text)
+    m = N.ORDINAL_FIRST.match(text)
     if m and m.group("label").casefold() in PART_WORDS + CHAPTER_WORDS:
-        value = word_number(m.group("num"))
+        value = N.word_number(m.group("num"))
         rest = m.group("rest")
         sep = _SEP.match(rest)
         title = rest[sep.end() :] if sep else rest
@@ -367,7 +270,45 @@ def find(paras: Sequence[Para]) -> list[Found]:
         found = [f for f in found if f.heading.label is not None or f.heading.kind != "chapter"]
     else:
         found = _bare_sequence(found)
-    return _without_contents(found, paras)
+    return _with_line_titles(_without_contents(found, paras), paras)
+
+
+# A title line after a blank line is the book's convention only if most untitled
+# chapters have one: then `CHAPTER I` / `The Period` / text. One chapter whose text
+# opens with a short line is not enough to take that line from the text.
+_TITLE_END = re.compile(r"[.,;:!?…—\-\"”’»)]$")
+
+
+def _line_title(para: Para) -> str | None:
+    if len(para.lines) != 1:
+        return None
+    text = para.lines[0].strip().strip("_").strip()
+    if not text or len(text) > 70 or _TITLE_END.search(text) or not text[:1].isupper():
+        return None
+    return None if parse(text) is not None else text
+
+
+def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
+    untitled = [
+        (n, f)
+        for n, f in enumerate(found)
+        if f.heading.kind == "chapter" and not f.heading.title and f.consumed == 1
+    ]
+    titles = {}
+    for n, f in untitled:
+        nxt = f.index + 1
+        end = found[n + 1].index if n + 1 < len(found) else len(paras)
+        if nxt + 1 < end:  # a title needs text after it
+            title = _line_title(paras[nxt])
+            if title is not None:
+                titles[n] = title
+    if len(titles) < 2 or len(titles) < 0.6 * len(untitled):
+        return found
+    out = list(found)
+    for n, title in titles.items():
+        f = found[n]
+        out[n] = Found(f.index, f.heading.with_title(_clean_title(title)), 2)
+    return out
 
 
 def _without_contents(found: list[Found], paras: Sequence[Para]) -> list[Found]:

@@ -21,7 +21,8 @@ How a heading is told from the text (`headings.py` holds the patterns):
    liminary title. A paragraph of several such lines is a table of contents, and so
    is a run of headings with next to no text between them: neither opens a chapter.
    Bare numerals count only as a sequence (1, 2, 3… or I, II, III…), so a stray
-   `V.` in the text is text.
+   `V.` in the text is text. A short title line after a blank line counts only
+   when most untitled chapters have one (headings.py, `_with_line_titles`).
 4. Part labels (`BOOK`, `PART`, `VOLUME`…) make parts when chapters are found
    under them; alone, they are the chapters. Text before the first heading is the
    title page: left out when short (the CLI says so), kept as a piece otherwise.
@@ -152,6 +153,23 @@ def paragraphs(lines: list[str], first_line: int = 1) -> list[_Para]:
     return out
 
 
+def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
+    """`CHAPTER IV.` on the first line of its text's paragraph (no blank line after it):
+    the heading becomes a paragraph of its own. Only a labelled heading (a label and a
+    number), followed by more lines than a title has, is split off; not a list of
+    headings (a table of contents)."""
+    out: list[_Para] = []
+    for p in paras:
+        h = H.parse(p.lines[0]) if len(p.lines) > 4 else None
+        listed = h is not None and any(H.parse(x) is not None for x in p.lines[1:3])
+        if h is not None and h.label is not None and h.kind in ("chapter", "part") and not listed:
+            out.append(_Para(p.lines[:1], p.line))
+            out.append(_Para(p.lines[1:], p.line + 1))
+        else:
+            out.append(p)
+    return out
+
+
 def _line_width(paras: list[_Para]) -> int:
     """The book's wrap width: the 90th percentile of its line lengths."""
     lengths = sorted(len(x.rstrip()) for p in paras for x in p.lines)
@@ -193,7 +211,7 @@ def read_text(
         ) from None
     text, fields = strip_gutenberg(decode(path, data))
     lines = drop_illustrations(text.split("\n"))
-    paras = H.drop_page_lists(paragraphs(lines))
+    paras = _split_heading_lines(H.drop_page_lists(paragraphs(lines)))
     if not paras:
         raise ImportSourceError(path, "holds no text")
     language = lang or _LANGUAGES.get(fields.get("language", "").split(",")[0].strip().lower())
