@@ -11,6 +11,7 @@ environment), so these commands use the same database as `glossator serve`.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -81,8 +82,9 @@ def db() -> None:
 
 
 @db.command()
+@click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @click.pass_context
-def status(ctx: click.Context) -> None:
+def status(ctx: click.Context, as_json: bool) -> None:
     """Server, schema version, and rows per repository, branch, level, node type and model."""
     out = out_console()
     with Database(_settings(ctx), share=True) as database:
@@ -101,6 +103,21 @@ def status(ctx: click.Context) -> None:
                 "SELECT repository, branch, count(*) FROM loaded_files GROUP BY 1, 2 ORDER BY 1, 2"
             ).fetchall()
     kind = "embedded" if info.embedded else "external"
+    if as_json:
+        keys = ("repository", "branch", "level", "node_type", "model", "rows")
+        data = {
+            "server": {"version": info.version, "kind": kind, "address": info.address},
+            "database": info.database,
+            "data_dir": str(info.data_dir) if info.data_dir is not None else None,
+            "schema_version": version,
+            "code_schema_version": migrations.code_version(),
+            "keyword_backend": backend,
+            "files": [{"repository": r, "branch": b, "loaded": n} for r, b, n in files],
+            "rows": [dict(zip(keys, r, strict=True)) for r in rows],
+            "vector_indexes": [{"model": m, "dimension": d, "name": n} for m, d, n in indexes],
+        }
+        click.echo(json.dumps(data, indent=2, ensure_ascii=False))
+        return
     out.print(f"server:    PostgreSQL {info.version} ({kind})")
     out.print(f"address:   {info.address}  database: {info.database}")
     if info.data_dir is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -98,6 +99,13 @@ def test_cli_exit_code_says_whether_something_failed(db_settings, database, tmp_
     result = CliRunner().invoke(doctor, [])
     assert result.exit_code == 1
     assert "VOYAGE_API_KEY" in result.output
+    as_json = CliRunner().invoke(doctor, ["--json"])
+    assert as_json.exit_code == 1  # the same verdict, for scripts
+    findings = json.loads(as_json.output)
+    assert {"check", "status", "detail", "fix"} == set(findings[0])
+    assert any(
+        f["status"] == "fail" and "VOYAGE_API_KEY" in f["fix"] + f["detail"] for f in findings
+    )
 
 
 def test_a_branch_without_corpus_is_a_warning_with_the_layout(db_settings, database, tmp_path):

@@ -50,6 +50,11 @@ def test_load_then_status(db_url: str, tmp_path: Path) -> None:
     )
     assert "bastiat/main: 85 loaded" in out and "keyword:   sql-bm25" in out
     assert "section_summary" in out and "fake/hash-32" in out and "HNSW index" in out
+    as_json = runner.invoke(main, ["db", "status", "--json"], env=env)
+    data = json.loads(as_json.output)
+    assert data["server"]["kind"] == "external" and data["schema_version"] == version
+    assert {"repository": "bastiat", "branch": "main", "loaded": 85} in data["files"]
+    assert any(r["node_type"] == "section_summary" for r in data["rows"])
 
 
 def test_load_reports_a_bad_database_url(tmp_path: Path) -> None:
