@@ -169,27 +169,48 @@ def status(
     interval: float,
 ) -> None:
     """Indexing jobs: queued, running, done and failed, with errors, durations, progress."""
-    from hooks.queue import list_jobs
 
     settings = _settings()
     conninfo, owned = _status_conninfo(settings)
     try:
-        if follow:
-            _follow(conninfo, repository, interval)
-        with psycopg.connect(conninfo, autocommit=True) as conn:
-            exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
-            rows = (
-                list_jobs(conn, repository=repository, status=status_filter, limit=limit)
-                if exists and exists[0]
-                else []
-            )
-            indexed = conn.execute(
-                "SELECT repository, branch, commit, indexed_at FROM indexed_commits"
-                " ORDER BY repository, branch"
-            ).fetchall()
+        rows, indexed = _read_status(conninfo, repository, status_filter, limit, follow, interval)
+    except psycopg.Error as e:
+        from store.errors import describe_failure
+
+        raise click.ClickException(describe_failure(e)) from None
     finally:
         if owned is not None:
             owned.stop()
+    _print_status(rows, indexed, as_json)
+
+
+def _read_status(
+    conninfo: str,
+    repository: str | None,
+    status_filter: str | None,
+    limit: int,
+    follow: bool,
+    interval: float,
+) -> tuple[list[dict[str, Any]], list[Any]]:
+    from hooks.queue import list_jobs
+
+    if follow:
+        _follow(conninfo, repository, interval)
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
+        rows = (
+            list_jobs(conn, repository=repository, status=status_filter, limit=limit)
+            if exists and exists[0]
+            else []
+        )
+        indexed = conn.execute(
+            "SELECT repository, branch, commit, indexed_at FROM indexed_commits"
+            " ORDER BY repository, branch"
+        ).fetchall()
+    return rows, indexed
+
+
+def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps({"jobs": rows}, indent=2, default=str))
         return

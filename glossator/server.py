@@ -21,6 +21,8 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
+import psycopg
+from psycopg_pool import PoolTimeout
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -33,6 +35,7 @@ from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from store.db import Database
+from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
 
@@ -89,20 +92,27 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
             limit = min(max(int(request.query_params.get("limit", "50")), 1), 500)
         except ValueError:
             return JSONResponse({"error": "limit must be a whole number"}, 400)
-        pool = await db.open_async_pool()
-        async with pool.connection() as conn:
-            rows = await list_jobs_async(
-                conn,
-                repository=request.query_params.get("repository"),
-                status=status,
-                limit=limit,
-            )
+        try:
+            pool = await db.open_async_pool()
+            async with pool.connection() as conn:
+                rows = await list_jobs_async(
+                    conn,
+                    repository=request.query_params.get("repository"),
+                    status=status,
+                    limit=limit,
+                )
+        except (psycopg.Error, PoolTimeout) as e:  # one line, never a 500 and a traceback
+            log.warning("GET /api/jobs: %s", describe_failure(e))
+            return JSONResponse({"error": describe_failure(e)}, 503)
         return JSONResponse({"jobs": rows})
 
     async def db_ok() -> None:
-        pool = await db.open_async_pool()
-        async with pool.connection() as conn:
-            await conn.execute("SELECT 1")
+        try:
+            pool = await db.open_async_pool()
+            async with pool.connection() as conn:
+                await conn.execute("SELECT 1")
+        except (psycopg.Error, PoolTimeout) as e:
+            raise RuntimeError(describe_failure(e)) from None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

@@ -23,6 +23,7 @@ from typing import TextIO
 from glossator.settings import SETTINGS, Settings
 from hooks.queue import defer_sync, last_problems
 from hooks.refupdates import parse_updates
+from store.errors import describe_failure
 
 HOOK_URL = "GLOSSATOR_HOOK_URL"
 SUFFIX = ".git"  # gitserver.repos.SUFFIX, not imported: it would load pygit2 on every push
@@ -67,10 +68,10 @@ def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
         try:
             queued = defer_sync(url, repository, branch)
         except Exception as e:
-            # Name the kind of failure only: a driver message may quote the URL.
+            # One line of ours, never the driver's message: it may quote the URL.
             print(
-                f"glossator: indexing of {branch} not queued ({type(e).__name__}); "
-                "it is indexed when `glossator serve` next starts",
+                f"glossator: indexing of {branch} not queued: {describe_failure(e)}; "
+                "the server queues it by itself within 5 minutes once the database is back",
                 file=out,
             )
             continue

@@ -49,6 +49,7 @@ from hooks import runs
 from hooks.progress import JobProgress
 from hooks.queue import QUEUE, TASK_NAME, defer_async, defer_sync, ensure_schema, retry_delay
 from hooks.worker import BranchIndexer
+from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +254,22 @@ class IndexingService:
         }
 
     async def _run_worker(self) -> None:
-        await self.app.run_worker_async(wait=True, **self._worker_options())
+        """Procrastinate's worker, restarted with backoff when it dies: a lost database
+        connection (a restart, a full disk, a PANIC) stops it, and nothing else would
+        run a job again until `glossator serve` restarts."""
+        delay = 1.0
+        while True:
+            started = time.monotonic()
+            try:
+                await self.app.run_worker_async(wait=True, **self._worker_options())
+                why = "it stopped"
+            except Exception as e:
+                why = describe_failure(e) if isinstance(e, psycopg.Error) else runs.one_line(e)
+            if time.monotonic() - started > 60:
+                delay = 1.0  # it had been running fine: start again quickly
+            log.warning("indexing worker stopped (%s); restarting in %.0f s", why, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 60.0)
 
     async def drain(self) -> None:
         """Run every job that is due, then return (tests, one-shot tools)."""

@@ -29,3 +29,37 @@ class ServerUnsuitable(DatabaseError):
 
 class SchemaTooNew(DatabaseError):
     """The database schema is newer than this code: refuse rather than corrupt it."""
+
+
+# SQLSTATE classes that mean "the server is out of a resource" (53: disk full, out
+# of memory, too many connections) or "the connection is gone" (08; 57P01-57P03:
+# the server is shutting down or restarting after a crash, e.g. a PANIC).
+_RESOURCE = "53"
+_CONNECTION = "08"
+_SHUTDOWN = ("57P01", "57P02", "57P03")
+
+
+def describe_failure(e: BaseException) -> str:
+    """A database failure as one line for a client or a log: what, and what to do.
+
+    Never the driver's own message: it spans lines and may quote a connection
+    string or a server path."""
+    sqlstate = getattr(e, "sqlstate", None) or ""
+    name = type(e).__name__
+    if sqlstate == "53100" or name == "DiskFull":
+        return (
+            "the database's disk is full: free space where the server keeps its data "
+            "(GLOSSATOR_DATA_DIR); it recovers by itself once there is room"
+        )
+    if sqlstate.startswith(_RESOURCE):
+        return f"the database is out of a resource ({name}, SQLSTATE {sqlstate}): see its log"
+    if (
+        sqlstate.startswith(_CONNECTION)
+        or sqlstate in _SHUTDOWN
+        or name in ("OperationalError", "PoolTimeout", "ConnectionTimeout")
+    ):
+        return (
+            "the database does not answer (connection lost, or the server is restarting): "
+            "Glossator retries by itself; if it lasts, check disk space and the server log"
+        )
+    return f"database error ({name}{', SQLSTATE ' + sqlstate if sqlstate else ''})"

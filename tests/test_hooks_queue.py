@@ -6,6 +6,7 @@ import io
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main as cli
@@ -79,3 +80,43 @@ def test_status_command(db_url: str) -> None:
     assert jobs[0]["id"] == job.job_id and jobs[0]["status"] == "queued"
     table = runner.invoke(cli, ["status"], env=env)
     assert table.exit_code == 0 and "livre/main" in table.output
+
+
+def test_a_database_that_does_not_answer_is_one_clear_line(
+    monkeypatch, tmp_path: Path, unused_url: str
+) -> None:
+    """Disk full, connection lost, PANIC: one line saying what and what to do, never
+    the driver's multi-line message (it may quote the URL), never a traceback."""
+    import psycopg
+
+    from store.errors import describe_failure
+
+    assert "disk is full" in describe_failure(psycopg.errors.DiskFull("no space left"))
+    assert "restarting" in describe_failure(psycopg.errors.AdminShutdown("terminating"))
+    lost = psycopg.OperationalError('connection to server at "127.0.0.1", port 9 failed')
+    assert "does not answer" in describe_failure(lost) and "127.0.0.1" not in describe_failure(lost)
+
+    result = CliRunner().invoke(cli, ["status"], env={"GLOSSATOR_DATABASE_URL": unused_url})
+    assert result.exit_code == 1 and "does not answer" in result.output
+    assert "Traceback" not in result.output and unused_url not in result.output
+
+    git_dir = tmp_path / "livre.git"
+    git_dir.mkdir()
+    monkeypatch.setenv("GIT_DIR", str(git_dir))
+    monkeypatch.setenv("GLOSSATOR_DATABASE_URL", unused_url)
+    out = io.StringIO()
+    assert post_receive.main(io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n"), out) == 0
+    said = out.getvalue()
+    assert "not queued: the database does not answer" in said and unused_url not in said
+    assert len([line for line in said.splitlines() if "not queued" in line]) == 1
+
+
+@pytest.fixture
+def unused_url() -> str:
+    """A PostgreSQL URL nothing listens on (a port just closed), failing at once."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    return f"postgresql://glossator:secret@127.0.0.1:{port}/glossator?connect_timeout=5"

@@ -71,3 +71,47 @@ def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path:
         assert refused.status_code == 401 and "horsligne" not in refused.text
         allowed = httpx.get(f"{server.base}/api/jobs", auth=("u", "lecture"))
         assert allowed.status_code == 200 and allowed.json()["jobs"]
+
+
+def test_lost_database_connections_are_one_line_then_recover(settings: Any, tmp_path: Path) -> None:
+    """Every connection of the server killed at once (what a PostgreSQL restart or a
+    PANIC does): /api/jobs answers 503 with one line, then recovers by itself, and the
+    indexing worker (its connections were killed too) still runs the next job."""
+    import psycopg
+
+    from hooks.queue import defer_sync
+
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    bare = store.create("coupure")
+    work = make_small_corpus(tmp_path / "work", 1)
+    git("init", "-q", "-b", "main", str(work))
+    commit_all(work, "one chapter")
+    git("push", "-q", str(bare), "main", cwd=work)  # reconciled at start
+    with ServerThread(build_app(settings), lifespan="on") as server:
+        wait_done(server.base, "coupure")
+        with psycopg.connect(settings.database_url, autocommit=True) as conn:
+            conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+                " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            )
+        answers = []
+        for _ in range(20):  # bounded: the pool replaces a broken connection when used
+            r = httpx.get(f"{server.base}/api/jobs", timeout=30)
+            answers.append(r.status_code)
+            if r.status_code == 200:
+                break
+            assert r.status_code == 503, r.text
+            assert "does not answer" in r.json()["error"] and "\n" not in r.json()["error"]
+        assert answers[0] == 503 and answers[-1] == 200, answers
+        # the worker lost its connections too: a new push is still indexed
+        (work / "corpus" / "note.md").write_text("une note\n")
+        commit_all(work, "after the cut")
+        git("push", "-q", "-f", str(bare), "main", cwd=work)
+        defer_sync(settings.database_url, "coupure", "main")
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            jobs = httpx.get(f"{server.base}/api/jobs", params={"repository": "coupure"}).json()
+            if len(jobs["jobs"]) >= 2 and jobs["jobs"][0]["status"] in ("done", "failed"):
+                break
+            time.sleep(0.5)
+        assert jobs["jobs"][0]["status"] == "done", jobs
