@@ -130,6 +130,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
                 store=store,
                 indexer=indexer,
                 retries=settings.job_retries,
+                job_nice=settings.job_nice,
                 exclusive_database=db.embedded,
             )
             await service.start()

@@ -42,6 +42,13 @@ def _int(raw: str) -> int:
     return int(raw.strip())
 
 
+def _nice(raw: str) -> int:
+    value = int(raw.strip())
+    if not 0 <= value <= 19:
+        raise ValueError("must be a whole number from 0 to 19")
+    return value
+
+
 def _float(raw: str) -> float:
     return float(raw.strip())
 
@@ -217,6 +224,12 @@ SETTINGS: tuple[Setting, ...] = (
         _int,
         5,
         "Quick retries of a failed indexing job (2, 4, 8… s), then every 5 min.",
+    ),
+    Setting(
+        "job_nice",
+        _nice,
+        10,
+        "CPU niceness added to indexing jobs (0-19; 0 on a host shared with other work).",
     ),
     Setting(
         "log_level",

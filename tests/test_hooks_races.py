@@ -308,3 +308,12 @@ def test_jobs_run_in_their_own_lower_priority_thread() -> None:
 
     with pytest.raises(RuntimeError, match="in the job"):
         in_job_thread("glossator-job-2", 10, fail)
+
+
+def test_job_nice_setting_is_checked() -> None:
+    from glossator.settings import Settings, SettingsError
+
+    assert Settings.from_env({}).job_nice == 10
+    assert Settings.from_env({"GLOSSATOR_JOB_NICE": "0"}).job_nice == 0
+    with pytest.raises(SettingsError, match="0 to 19"):
+        Settings.from_env({"GLOSSATOR_JOB_NICE": "25"})
