@@ -214,6 +214,8 @@ def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool)
     if as_json:
         click.echo(json.dumps({"jobs": rows}, indent=2, default=str))
         return
+    from glossator.cli import out_console  # here: glossator.cli registers this module
+
     table = Table(title="indexing jobs")
     for col in ("job", "repository/branch", "status", "attempts", "queued", "seconds", "detail"):
         table.add_column(col, overflow="fold")
@@ -227,7 +229,7 @@ def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool)
             "" if r["duration_s"] is None else f"{r['duration_s']:.2f}",
             job_detail(r),
         )
-    Console().print(table)
+    out_console().print(table)
     shown: set[tuple[str, str]] = set()
     for r in rows:  # newest first: the problems of each branch's latest finished job
         key = (r["repository"], r["branch"])

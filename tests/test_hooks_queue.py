@@ -80,6 +80,13 @@ def test_status_command(db_url: str) -> None:
     assert jobs[0]["id"] == job.job_id and jobs[0]["status"] == "queued"
     table = runner.invoke(cli, ["status"], env=env)
     assert table.exit_code == 0 and "livre/main" in table.output
+    # piped (CliRunner's stdout is no terminal): one job, one line, whatever its width
+    long_name = "une-bibliotheque-au-nom-bien-plus-long-que-quatre-vingts-colonnes"
+    defer_sync(db_url, long_name, "main")
+    piped = runner.invoke(cli, ["status"], env=env)
+    assert piped.exit_code == 0, piped.output
+    row = next(line for line in piped.output.splitlines() if f"{long_name}/main" in line)
+    assert "queued" in row, piped.output
 
 
 def test_a_database_that_does_not_answer_is_one_clear_line(
