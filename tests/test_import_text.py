@@ -300,3 +300,28 @@ def test_titles_on_their_own_line_when_the_book_does_so_and_headings_glued_to_te
         ("3", "Chapter 3"),
     ]
     assert work.sections()[0].body.startswith("g10 ")
+
+
+def test_a_part_title_in_mixed_case_on_the_line_after_the_part_heading(tmp_path: Path) -> None:
+    """`PART ONE` / `The Departure` / `CHAPTER I.`: the line is the part's title, not a
+    first section of the part (the chapters' own convention does not matter)."""
+    book = "\n\n".join(
+        [
+            "THE CROSSING",
+            "PART ONE\n\nThe Departure",
+            "CHAPTER I.",
+            prose(80, "one"),
+            "CHAPTER II.",
+            prose(80, "two"),
+            "PART TWO",
+            "The Return",
+            "CHAPTER III.",
+            prose(80, "three"),
+        ]
+    )
+    src = tmp_path / "crossing.txt"
+    src.write_text(book, encoding="utf-8")
+    work = read_text(src)
+    assert [p.title for p in work.parts] == ["The Departure", "The Return"]
+    assert [[s.number for s in p.sections] for p in work.parts] == [["I", "II"], ["III"]]
+    assert "The Departure" not in work.parts[0].sections[0].body

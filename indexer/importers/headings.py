@@ -303,7 +303,18 @@ def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
             if title is not None:
                 titles[n] = title
     if len(titles) < 2 or len(titles) < 0.6 * len(untitled):
-        return found
+        titles = {}
+    # A part heading whose only paragraph before the next heading is a title-like
+    # line (`PART ONE` / `The Departure` / `CHAPTER I.`): that line is the part's
+    # title, whatever the rest of the book does: no text is taken from a chapter.
+    for n, f in enumerate(found):
+        if f.heading.kind != "part" or f.heading.title or f.consumed != 1:
+            continue
+        end = found[n + 1].index if n + 1 < len(found) else len(paras)
+        if end == f.index + 2:
+            title = _line_title(paras[f.index + 1])
+            if title is not None:
+                titles[n] = title
     out = list(found)
     for n, title in titles.items():
         f = found[n]
