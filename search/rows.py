@@ -243,18 +243,26 @@ def _unique_suffix(
     tail = source_file.strip().lstrip("/")
     if not tail or tail.startswith("corpus/"):
         return None
-    pattern = "%/" + tail.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+    found = _files_ending(conn, "/" + tail, repository, branch, limit=2)
+    return found[0] if len(found) == 1 else None
+
+
+def _files_ending(
+    conn: psycopg.Connection, tail: str, repository: str | None, branch: str, limit: int
+) -> list[str]:
+    """Up to `limit` indexed files whose path ends with `tail` (LIKE's wildcards escaped)."""
+    pattern = "%" + tail.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
     params: list[Any] = [pattern, branch]
     extra = ""
     if repository is not None:
         extra = " AND repository = %s"
         params.append(repository)
-    found = conn.execute(
+    rows = conn.execute(
         f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE %s AND branch = %s"
-        f"{extra} LIMIT 2",
-        params,
+        f"{extra} ORDER BY 1 LIMIT %s",
+        [*params, limit],
     ).fetchall()
-    return found[0][0] if len(found) == 1 else None
+    return [r[0] for r in rows]
 
 
 def _unknown_file_message(
@@ -263,20 +271,10 @@ def _unknown_file_message(
     where = f" in repository {repository!r}" if repository else ""
     message = f"{source_file} is not indexed{where} on branch {branch!r}"
     # suggest files that end like the one asked for (a path given without its prefix)
-    tail = source_file.strip("/").split("/")[-2:]
-    pattern = "%" + "/".join(tail).replace("%", r"\%").replace("_", r"\_")
-    params: list[Any] = [pattern, branch]
-    extra = ""
-    if repository is not None:
-        extra = " AND repository = %s"
-        params.append(repository)
-    close = conn.execute(
-        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE %s AND branch = %s"
-        f"{extra} ORDER BY 1 LIMIT 3",
-        params,
-    ).fetchall()
+    tail = "/".join(source_file.strip("/").split("/")[-2:])
+    close = _files_ending(conn, tail, repository, branch, limit=3)
     if close:
-        message += "; did you mean " + " or ".join(r[0] for r in close) + "?"
+        message += "; did you mean " + " or ".join(close) + "?"
     else:
         message += (
             "; paths are repository-relative (corpus/<work>/…/source.md): use outline to list them"
