@@ -10,6 +10,7 @@ RUN apt-get update \
 
 WORKDIR /app
 COPY pyproject.toml setup.py README.md ./
+COPY core ./core
 COPY glossator ./glossator
 COPY gitserver ./gitserver
 COPY hooks ./hooks

@@ -1,6 +1,6 @@
 """Errors of the git server; the HTTP app and the CLI turn them into messages.
 
-GlossatorError                  (glossator.errors)
+GlossatorError                  (core.errors)
  └── GitServerError
       ├── RepositoryNameError   a name that is not allowed       (HTTP 400)
       ├── RepositoryNotFound    no such repository               (HTTP 404)
@@ -10,7 +10,7 @@ GlossatorError                  (glossator.errors)
 
 from __future__ import annotations
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 
 
 class GitServerError(GlossatorError):

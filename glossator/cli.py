@@ -14,7 +14,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 from glossator.settings import Settings, SettingsError
 
 console = Console(stderr=True)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 
 PREFIX = "GLOSSATOR_"
 

@@ -1,6 +1,6 @@
 """Problems found in a corpus.
 
-    GlossatorError            (glossator.errors) base of everything we raise on purpose
+    GlossatorError            (core.errors) base of everything we raise on purpose
      └── CorpusError          a file of the corpus cannot be used as it is; names the file
           └── FrontmatterError  its YAML frontmatter is malformed or has a bad value
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 
 
 class CorpusError(GlossatorError):

@@ -1,6 +1,6 @@
 """Errors of search; each names what was asked and how to ask better.
 
-    GlossatorError                     (glossator.errors)
+    GlossatorError                     (core.errors)
      └── SearchError                   a query that cannot be answered as asked
           ├── BadQuery                 empty query, k out of range, unknown mode or level
           ├── UnknownRepository        no indexed rows for that repository (or branch)
@@ -12,7 +12,7 @@ into one red line; anything else is a bug and is logged as one.
 
 from __future__ import annotations
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 
 
 class SearchError(GlossatorError):

@@ -28,7 +28,7 @@ from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 from glossator.settings import Settings
 from search import mcp_reading as P
 from search import mcp_views as V

@@ -1,6 +1,6 @@
 """Errors of the PostgreSQL store; each says how to fix the problem.
 
-GlossatorError                      (glossator.errors)
+GlossatorError                      (core.errors)
  └── DatabaseError                  the database cannot be used as configured
       ├── DataDirLocked             another process runs the embedded server of this data dir
       ├── ServerUnsuitable          too old a PostgreSQL, or an extension is missing
@@ -9,7 +9,7 @@ GlossatorError                      (glossator.errors)
 
 from __future__ import annotations
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 
 
 class DatabaseError(GlossatorError):

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 from indexer.tokens import count_tokens
 
 log = logging.getLogger(__name__)

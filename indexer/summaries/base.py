@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from glossator.errors import GlossatorError
+from core.errors import GlossatorError
 from indexer.tokens import count_tokens
 
 log = logging.getLogger(__name__)
