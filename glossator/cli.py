@@ -22,12 +22,12 @@ console = Console(stderr=True)
 # (module, attribute): each a click command or group, imported lazily so that a
 # missing optional part never breaks `glossator config`.
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
-    ("indexer.importers.cli", "corpus"),
-    ("indexer.cli", "sidecars"),
-    ("indexer.summaries.cli", "summarize"),
-    ("indexer.cli", "index"),
-    ("store.cli", "load"),
-    ("store.cli", "db"),
+    ("glossator.commands.corpus", "corpus"),
+    ("glossator.commands.indexing", "sidecars"),
+    ("glossator.commands.summarize", "summarize"),
+    ("glossator.commands.indexing", "index"),
+    ("glossator.commands.load", "load"),
+    ("glossator.commands.load", "db"),
     ("gitserver.cli", "serve"),
     ("gitserver.cli", "repo"),
     ("gitserver.cli", "status"),

@@ -1,4 +1,4 @@
-"""`glossator sidecars PATH [--all]` (and, later, `glossator index`).
+"""`glossator sidecars PATH [--all]` and `glossator index PATH [--all]`.
 
 Commands here drive the indexer over a corpus working tree on disk: read the
 corpus, compute `Changes`, apply them with `DirectorySource.apply` (temp file +
@@ -7,7 +7,8 @@ summary line. The exit code is 1 when any problem is an error.
 
 Settings come from the `glossator` group's context when there is one, else from
 the environment; this module must not import `glossator.cli` at import time
-(that module imports this one to register the commands).
+(that module imports this one to register the commands). The helpers here
+(`corpus_root`, `print_problems`, `progress_bar`) are shared by `summarize`.
 """
 
 from __future__ import annotations
@@ -133,7 +134,7 @@ def sidecars(path: Path, rebuild_all: bool) -> None:
 )
 def index(path: Path, rebuild_all: bool) -> None:
     """Index the corpus at PATH: frontmatter, due summaries, then sidecars, in that order."""
-    from indexer import pipeline  # the summaries package imports this module's helpers
+    from indexer import pipeline
     from indexer.summaries import get_summarizer
 
     settings = settings_from_context()

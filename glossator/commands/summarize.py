@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from indexer.cli import (
+from glossator.commands.indexing import (
     corpus_path,
     corpus_root,
     print_problems,

@@ -1,0 +1,1 @@
+"""The `glossator` subcommands that compose packages (the composition root's own)."""
