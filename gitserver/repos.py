@@ -24,13 +24,13 @@ from pathlib import Path
 
 import pygit2
 
+from core.vocabulary import DEFAULT_BRANCH
 from gitserver.errors import RepositoryExists, RepositoryNameError, RepositoryNotFound
 
 log = logging.getLogger(__name__)
 
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 SUFFIX = ".git"
-DEFAULT_BRANCH = "main"
 
 # Why each key (git-config(1) names):
 CONFIG: dict[str, str | bool] = {

@@ -19,8 +19,8 @@ from glossator.settings import Settings, SettingsError
 
 console = Console(stderr=True)
 
-# (module, attribute): each a click command or group, imported lazily so that a
-# missing optional part never breaks `glossator config`.
+# (module, attribute): each a click command or group. Every one is part of the install:
+# a module or command that fails to import is a broken install and says so (no guard).
 SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("glossator.commands.corpus", "corpus"),
     ("glossator.commands.indexing", "sidecars"),
@@ -117,16 +117,10 @@ def config(obj: Context, as_json: bool) -> None:
 
 
 def _register() -> None:
+    # imported here, after `main` and the helpers they use exist: the subcommand
+    # modules import this one (Context, pass_context, out_console)
     for module_name, attr in SUBCOMMANDS:
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as e:
-            if e.name and module_name.startswith(e.name):
-                continue  # that part is not built yet
-            raise
-        command = getattr(module, attr, None)
-        if command is not None:
-            main.add_command(command)
+        main.add_command(getattr(importlib.import_module(module_name), attr))
 
 
 _register()

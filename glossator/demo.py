@@ -31,6 +31,7 @@ from typing import Any
 import httpx
 from rich.console import Console
 
+from core.vocabulary import DEFAULT_BRANCH
 from glossator.settings import Settings
 
 REPOSITORY = "sophismes"
@@ -243,22 +244,22 @@ def main() -> int:
             git("clone", "-q", remote, str(work), cwd=Path(tmp), quiet=True)
             git("config", "user.name", "Demo", cwd=work)
             git("config", "user.email", "demo@example.invalid", cwd=work)
-            git("checkout", "-q", "-B", "main", cwd=work)
+            git("checkout", "-q", "-B", DEFAULT_BRANCH, cwd=work)
             shutil.copytree(EXAMPLE, work, dirs_exist_ok=True)
             git("add", "-A", cwd=work)
             if git("status", "--porcelain", cwd=work).strip():
                 git("commit", "-q", "-m", "Sophismes économiques (example corpus)", cwd=work)
                 console.print("3. pushing the example corpus (41 chapters, 2 series)")
-                git("push", "-q", "origin", "main", cwd=work)
+                git("push", "-q", "origin", DEFAULT_BRANCH, cwd=work)
                 report(wait_for_jobs(url))
             else:
                 console.print("3. the example corpus is already pushed")
             what = toggle_note(work)
             git("commit", "-q", "-am", "Chapitre I: one paragraph changed", cwd=work)
             console.print(f"4. {what} chapter I and pushed")
-            git("push", "-q", "origin", "main", cwd=work)
+            git("push", "-q", "origin", DEFAULT_BRANCH, cwd=work)
             report(wait_for_jobs(url))
-            git("pull", "-q", "--rebase", "origin", "main", cwd=work)
+            git("pull", "-q", "--rebase", "origin", DEFAULT_BRANCH, cwd=work)
             back = git("show", "--stat", "--format=   %an: %s", "HEAD", cwd=work)
             console.print(
                 "   git pull brought the server's commit:\n" + back.rstrip(), highlight=False

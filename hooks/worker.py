@@ -43,6 +43,7 @@ import psycopg
 import pygit2
 from psycopg.types.json import Jsonb
 
+from core.vocabulary import SIDECAR_SUFFIX
 from gitserver.repos import RepoStore
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
 from hooks.gitsource import GitTreeSource
@@ -52,7 +53,7 @@ from indexer.embedders.base import Embedder
 from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
 from indexer.summaries.base import Summarizer
-from store.loader import SIDECAR_SUFFIX, md_path, sync_files, sync_tree
+from store.loader import md_path, sync_files, sync_tree
 
 log = logging.getLogger(__name__)
 

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
 from indexer import frontmatter
 from indexer import lang as L
 from indexer.cache import ContentCache
@@ -38,8 +39,6 @@ from indexer.source import Changes, FileSource, content_id
 CORPUS_DIR = "corpus"
 SOURCE = "source.md"
 SUMMARY = "summary.md"
-SIDECAR_SUFFIX = ".jsonl"
-NODE_TYPES = {0: "source", 1: "section_summary", 2: "part_summary", 3: "work_summary"}
 DEFAULT_LANG = L.DEFAULT_LANG
 
 _NUMBER = re.compile(r"\d+")
@@ -99,14 +98,6 @@ class Corpus:
 
     def parent(self, node: Node) -> Node | None:
         return self.nodes.get(node.parent_source_file) if node.parent_source_file else None
-
-    def ancestors(self, node: Node) -> list[Node]:
-        out: list[Node] = []
-        current = self.parent(node)
-        while current is not None:
-            out.append(current)
-            current = self.parent(current)
-        return out
 
     def works(self) -> list[Node]:
         return sorted((n for n in self.nodes.values() if n.level == 3), key=lambda n: n.path)

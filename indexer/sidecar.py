@@ -42,8 +42,6 @@ MANIFEST_EXTRA = (
     "embedding_recipe",
     "embedding_engine",  # what computed the vectors; not part of what makes a sidecar current
 )
-CHUNK_KEYS = ("chunk_index", "content_token_count", "text", "embedding")
-CHUNK_EXTRA = ("line_start", "line_end")
 
 VECTOR_DECIMALS = (
     6  # float32 carries ~7 significant digits; 6 decimals keeps files small and stable

@@ -40,9 +40,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from core.vocabulary import SIDECAR_SUFFIX
 from indexer.cache import ContentCache
 from indexer.chunking import TextChunk, chunk_markdown
-from indexer.corpus import CORPUS_DIR, SIDECAR_SUFFIX, Corpus, Node
+from indexer.corpus import CORPUS_DIR, Corpus, Node
 from indexer.embedders.base import Embedder
 from indexer.errors import CorpusError, Problem
 from indexer.policy import Policy

@@ -23,6 +23,7 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
+from core.vocabulary import DEFAULT_BRANCH
 from glossator.cli import Context, out_console, pass_context
 from glossator.settings import Settings
 from search.engine import MAX_K
@@ -62,7 +63,7 @@ def _embedder(settings: Settings) -> Any:
 @click.option("--work", help="Only this work (its folder name under corpus/).")
 @click.option("--k", "-k", type=click.IntRange(1, MAX_K), default=10, show_default=True)
 @click.option("--repository", help="Only this repository (default: all).")
-@click.option("--branch", default="main", show_default=True)
+@click.option("--branch", default=DEFAULT_BRANCH, show_default=True)
 @click.option("--no-rerank", is_flag=True, help="Skip the configured reranker.")
 @click.option("--parent", "with_parent", is_flag=True, help="Show each hit's parent summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
@@ -168,7 +169,7 @@ def mcp(obj: Context) -> None:
 @click.argument("queries", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--k", "-k", type=click.IntRange(1, MAX_K), default=10, show_default=True)
 @click.option("--repository", help="Only this repository (default: all).")
-@click.option("--branch", default="main", show_default=True)
+@click.option("--branch", default=DEFAULT_BRANCH, show_default=True)
 @click.option(
     "--split",
     type=click.Choice(["both", "tune", "test", "all"]),

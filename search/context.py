@@ -73,6 +73,7 @@ import numpy as np
 from pgvector import HalfVector
 from psycopg import sql
 
+from core.vocabulary import DEFAULT_BRANCH
 from glossator.settings import Settings
 from search import nodes as N
 from search import rows as R
@@ -175,7 +176,7 @@ def context(
     *,
     budget: int = 2000,
     repository: str | None = None,
-    branch: str = "main",
+    branch: str = DEFAULT_BRANCH,
     work: str | None = None,
     min_relevance: float | None = None,
     embedder: Any = None,

@@ -26,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from core.vocabulary import NODE_TYPES
 from glossator.settings import Settings
 from search import chapters, retrieval
 from search import nodes as N
@@ -47,7 +48,6 @@ MAX_K = 100
 # paragraphs (climb_down), and `context` gives several passages of one chapter.
 AGENT_MAX_PER_CHAPTER = 1
 MAX_QUERY_CHARS = 2000
-NODE_TYPES = ("source", "section_summary", "part_summary", "work_summary")
 _embed_lock = threading.Lock()  # one query embedding at a time: the model is shared
 # The last query vectors, by (model, query): an agent often repeats a query (a search,
 # then a context pack on the same question), and embedding is most of a hybrid call's

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from core.vocabulary import DEFAULT_BRANCH
 from search.engine import AGENT_MAX_PER_CHAPTER, search
 from search.errors import BadQuery
 from search.results import Hit
@@ -276,7 +277,7 @@ def evaluate(
     *,
     k: int = 10,
     repository: str | None = None,
-    branch: str = "main",
+    branch: str = DEFAULT_BRANCH,
     embedder: Any = None,
     reranker: Any = None,
     settings: Any = None,

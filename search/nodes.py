@@ -16,13 +16,13 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
+from core.vocabulary import DEFAULT_BRANCH
 from indexer.corpus import humanize
 from indexer.lang import strip_summary_suffix
 from search import rows as R
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Node, Outline, OutlineEntry
 
-DEFAULT_BRANCH = "main"
 EXCERPT_CHARS = 300
 
 

@@ -17,13 +17,6 @@ MODES: tuple[str, ...] = ("hybrid", "bm25", "vector")
 RerankStatus = Literal["applied", "timeout", "failed", "disabled"]
 FreshnessStatus = Literal["current", "behind", "not indexed", "unknown"]
 
-LEVEL_NAMES = {
-    0: "paragraph of the text",
-    1: "summary of a chapter or liminary piece",
-    2: "summary of a part",
-    3: "summary of the whole work",
-}
-
 
 @dataclass(frozen=True)
 class Citation:

@@ -20,6 +20,7 @@ import psycopg
 from pgvector import HalfVector
 from psycopg import sql
 
+from core.vocabulary import DEFAULT_BRANCH
 from store import keyword as store_keyword
 from store import vectors as store_vectors
 
@@ -27,7 +28,7 @@ from store import vectors as store_vectors
 @dataclass(frozen=True)
 class Filters:
     repository: str | None = None
-    branch: str = "main"
+    branch: str = DEFAULT_BRANCH
     work: str | None = None
     levels: tuple[int, ...] | None = None
     node_types: tuple[str, ...] | None = None

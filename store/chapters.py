@@ -39,6 +39,7 @@ import psycopg
 from pgvector import HalfVector
 from psycopg import sql
 
+from core.vocabulary import DEFAULT_BRANCH
 from store import vectors as store_vectors
 from store.keyword import K1, QUERY_LEXEMES, B
 
@@ -110,7 +111,7 @@ def chapter_evidence(
     model: str | None,
     dimension: int | None,
     repository: str,
-    branch: str = "main",
+    branch: str = DEFAULT_BRANCH,
     work: str | None = None,
     depth: int = 20,
 ) -> ChapterEvidence:

@@ -40,6 +40,8 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from core.vocabulary import DEFAULT_BRANCH
+
 log = logging.getLogger(__name__)
 
 K1 = 1.2
@@ -103,7 +105,7 @@ class KeywordBackend(ABC):
         query: str,
         *,
         repository: str,
-        branch: str = "main",
+        branch: str = DEFAULT_BRANCH,
         filters: Filters | None = None,
         k: int = 10,
     ) -> Hits:
@@ -118,7 +120,7 @@ class KeywordBackend(ABC):
         query: str,
         *,
         repository: str,
-        branch: str = "main",
+        branch: str = DEFAULT_BRANCH,
         filters: Filters | None = None,
         k: int = 10,
     ) -> Hits:
@@ -199,11 +201,6 @@ class SqlBm25(KeywordBackend):
             (text, repository, branch),
         ).fetchall()
         return [r[0] for r in rows]
-
-
-def has_pg_search(conn: psycopg.Connection) -> bool:
-    row = conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'pg_search'").fetchone()
-    return row is not None
 
 
 # What `choose_backend` needs, as two columns a caller can put in a SELECT of its own

@@ -47,15 +47,13 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from core.vocabulary import DEFAULT_BRANCH, NODE_TYPES, SIDECAR_SUFFIX
 from indexer.errors import CorpusError, Problem
 from indexer.sidecar import Sidecar, loads, validate
 from indexer.source import FileSource
 from store import vectors
 
 log = logging.getLogger(__name__)
-
-SIDECAR_SUFFIX = ".jsonl"
-NODE_TYPES = ("source", "section_summary", "part_summary", "work_summary")
 
 COPY_COLUMNS = (
     ("repository", "text"),
@@ -439,7 +437,7 @@ def sync_tree(
     db_or_conn: Any,
     *,
     repository: str,
-    branch: str = "main",
+    branch: str = DEFAULT_BRANCH,
     source: FileSource,
     progress: Progress | None = None,
     on_plan: Callable[[int], None] | None = None,

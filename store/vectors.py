@@ -132,14 +132,6 @@ def create_index(conn: psycopg.Connection, model: str, dimension: int) -> None:
     log.info("created HNSW index for model %s (%d dimensions)", model, dimension)
 
 
-def ensure_index(conn: psycopg.Connection, model: str, dimension: int, *, path: str = "") -> bool:
-    """`register` then, for a new model, `create_index`; True when the index was made now."""
-    if not register(conn, model, dimension, path=path):
-        return False
-    create_index(conn, model, dimension)
-    return True
-
-
 def nearest_sql(model: str, dimension: int, *, where: sql.Composable | None = None) -> sql.Composed:
     """The k-nearest query that uses the model's index; parameters %(q)s and %(k)s.
 

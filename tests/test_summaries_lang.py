@@ -62,3 +62,9 @@ def test_default_prompts_and_request_follow_the_language() -> None:
     )
     french = SummaryRequest(path="p", level=1, title="T", prompt="", inputs=(), budget_tokens=100)
     assert french.user_message().startswith("Résumez « T ».")
+    # the message follows the language of the prompt: fr_CA is French for both
+    canadian = SummaryRequest(
+        path="p", level=1, title="T", prompt="", inputs=(), budget_tokens=100, lang="fr_CA"
+    )
+    assert canadian.user_message().startswith("Résumez « T ».")
+    assert default_prompt(1, "fr_CA").text == default_prompt(1).text

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from core.vocabulary import DEFAULT_BRANCH
 from glossator.cli import out_console
 from glossator.settings import Settings
 from indexer.source import DirectorySource
@@ -40,7 +41,9 @@ def _settings(ctx: click.Context) -> Settings:
 @click.command()
 @click.argument("path", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @click.option("--repository", "-r", required=True, help="Repository name the rows belong to.")
-@click.option("--branch", "-b", default="main", show_default=True, help="Branch of the rows.")
+@click.option(
+    "--branch", "-b", default=DEFAULT_BRANCH, show_default=True, help="Branch of the rows."
+)
 @click.pass_context
 def load(ctx: click.Context, path: Path, repository: str, branch: str) -> None:
     """Load the sidecars of the corpus tree at PATH into the database.

@@ -22,13 +22,12 @@ from dataclasses import dataclass, replace
 from typing import TypeVar
 
 from core.errors import GlossatorError
+from indexer import lang as L
 from indexer.tokens import count_tokens
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-
-LEVEL_NAMES = {1: "section", 2: "part", 3: "work"}
 
 
 class SummarizerError(GlossatorError):
@@ -60,6 +59,31 @@ class SummaryInput:
 
 
 @dataclass(frozen=True)
+class _Message:
+    """The user message's wording in one language (`str.format` fields)."""
+
+    head: str  # excerpt, title, lang, budget, words
+    excerpt: str  # before the title in a map step of map-reduce
+    text: str  # one input: label, text
+
+
+_MESSAGES = {
+    "fr": _Message(
+        "Résumez {excerpt}« {title} ».\nLangue du résumé : {lang}. Longueur : au plus "
+        "{budget} tokens (environ {words} mots).\n",
+        "un extrait de ",
+        "<texte titre=« {label} »>\n{text}\n</texte>",
+    ),
+    "en": _Message(
+        "Summarise {excerpt}“{title}”.\nLanguage of the summary: {lang}. Length: at most "
+        "{budget} tokens (about {words} words).\n",
+        "an excerpt of ",
+        '<text title="{label}">\n{text}\n</text>',
+    ),
+}
+
+
+@dataclass(frozen=True)
 class SummaryRequest:
     path: str  # the summary.md to write (for messages and fakes)
     level: int  # 1 section, 2 part, 3 work
@@ -73,22 +97,15 @@ class SummaryRequest:
     def user_message(self) -> str:
         """The text sent after the prompt: what to summarise, in reading order (in French
         for a French work, in English otherwise: the language of the default prompts)."""
-        if self.lang.strip().lower().split("-")[0] != "fr":
-            what = "an excerpt of " if self.partial else ""
-            head = (
-                f"Summarise {what}“{self.title}”.\n"
-                f"Language of the summary: {self.lang}. Length: at most {self.budget_tokens} "
-                f"tokens (about {int(self.budget_tokens * 0.7)} words).\n"
-            )
-            parts = [f'<text title="{i.label}">\n{i.text.strip()}\n</text>' for i in self.inputs]
-            return head + "\n" + "\n\n".join(parts)
-        what = "un extrait de " if self.partial else ""
-        head = (
-            f"Résumez {what}« {self.title} ».\n"
-            f"Langue du résumé : {self.lang}. Longueur : au plus {self.budget_tokens} tokens "
-            f"(environ {int(self.budget_tokens * 0.7)} mots).\n"
+        words = _MESSAGES["fr" if L.code(self.lang) == "fr" else "en"]
+        head = words.head.format(
+            excerpt=words.excerpt if self.partial else "",
+            title=self.title,
+            lang=self.lang,
+            budget=self.budget_tokens,
+            words=int(self.budget_tokens * 0.7),  # ~0.7 words a token in cl100k prose
         )
-        parts = [f"<texte titre=« {i.label} »>\n{i.text.strip()}\n</texte>" for i in self.inputs]
+        parts = [words.text.format(label=i.label, text=i.text.strip()) for i in self.inputs]
         return head + "\n" + "\n\n".join(parts)
 
     def input_tokens(self) -> int:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from indexer import frontmatter
+from indexer import lang as L
 from indexer.errors import CorpusError
 from indexer.policy import POLICY_FILE, Policy
 from indexer.source import FileSource
@@ -40,7 +41,7 @@ DEFAULT_PROMPT_LANGS = ("fr", "en")  # French at indexer/prompts/, the others in
 def default_prompt(level: int, lang: str = "fr") -> Prompt:
     """The packaged prompt for `lang`: French, English, else English (the request says
     which language the summary is written in)."""
-    code = lang.strip().lower().replace("_", "-").split("-")[0]
+    code = L.code(lang)
     folder = resources.files("indexer").joinpath("prompts")
     if code != "fr":
         folder = folder.joinpath(code if code in DEFAULT_PROMPT_LANGS else "en")
