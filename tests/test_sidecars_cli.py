@@ -7,7 +7,9 @@ still get their sidecars, the exit code says something failed, and no sidecar
 
 from __future__ import annotations
 
+import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,8 +22,21 @@ from tests.plugins.corpus import FIRST_SERIES, example_chapters, make_small_corp
 BAD = f"{FIRST_SERIES}/chapitre-99-mauvais"
 
 
-def sidecars(root: Path, *args: str, embedder: str = "fake") -> Result:
-    env = {"GLOSSATOR_EMBEDDER": embedder, "GLOSSATOR_LOG_LEVEL": "WARNING"}
+# a pipe: whatever the environment running the tests says (rich reads these)
+PIPED: dict[str, str | None] = {"TTY_COMPATIBLE": None, "FORCE_COLOR": None}
+# a terminal, forced the way rich lets a user force it
+TERMINAL: dict[str, str | None] = {
+    "TTY_COMPATIBLE": "1",
+    "TERM": "xterm-256color",
+    "COLUMNS": "120",
+}
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # ESC, CR, …: anything but \t and \n
+
+
+def sidecars(
+    root: Path, *args: str, embedder: str = "fake", tty: dict[str, str | None] = PIPED
+) -> Result:
+    env = {"GLOSSATOR_EMBEDDER": embedder, "GLOSSATOR_LOG_LEVEL": "WARNING", **tty}
     return CliRunner().invoke(main, ["sidecars", str(root), *args], env=env)
 
 
@@ -48,6 +63,59 @@ def test_summary_line_and_nothing_to_do_the_second_time(corpus: Path) -> None:
     again = sidecars(corpus, "--all")
     assert again.stdout.startswith("4 files written (0 unchanged, 0 deleted)")
     assert "0 reused" in again.stdout
+
+
+def test_json_is_one_object_and_nothing_else(corpus: Path) -> None:
+    result = sidecars(corpus, "--json")
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["ok"] is True and summary["command"] == "sidecars"
+    assert summary["files"] == 4 and summary["embedded"] == summary["chunks"] > 0
+    assert summary["problems"] == [] and summary["path"] == str(corpus.resolve())
+    bad = _write(b"")(corpus)
+    failed = sidecars(corpus, "--json")
+    assert failed.exit_code == 1
+    problems = json.loads(failed.stdout)["problems"]
+    assert (
+        problems
+        == [
+            {
+                "path": bad.relative_to(corpus).as_posix(),
+                "message": problems[0]["message"],
+                "severity": "error",
+            }
+        ]
+        and "empty source" in problems[0]["message"]
+    )
+
+
+def test_the_bar_is_drawn_on_a_terminal_only(corpus: Path) -> None:
+    shown = sidecars(corpus, tty=TERMINAL)
+    assert shown.exit_code == 0, shown.output
+    # stages named as `glossator status` names a job's phases (hooks.progress)
+    assert "embeddings" in shown.stderr and "sidecars" in shown.stderr
+    assert "\x1b[" in shown.stderr and "ETA" in shown.stderr
+    assert shown.stdout.startswith("4 files written") and not CONTROL.search(shown.stdout)
+    piped = sidecars(corpus, "--all")
+    assert piped.exit_code == 0 and piped.stdout.startswith("4 files written")
+    assert not CONTROL.search(piped.stdout + piped.stderr), repr(piped.stderr)
+    as_json = sidecars(corpus, "--all", "--json", tty=TERMINAL)
+    assert json.loads(as_json.stdout)["files"] == 4
+    assert not CONTROL.search(as_json.stdout + as_json.stderr), repr(as_json.stderr)
+
+
+def test_index_json(corpus: Path, fake_summarizer: object) -> None:
+    env = {"GLOSSATOR_EMBEDDER": "fake", "GLOSSATOR_SUMMARIZER": "fake", **PIPED}
+    result = CliRunner().invoke(main, ["index", str(corpus), "--json"], env=env)
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    assert summary["ok"] is True and summary["command"] == "index"
+    assert summary["summaries"]["generated"] == summary["summaries"]["due"] == 4
+    assert summary["summaries"]["by"] == "fake:fake-1"
+    assert summary["sidecars"]["files"] > 0 and summary["problems"] == []
+    shown = CliRunner().invoke(main, ["index", str(corpus), "--all"], env=env | TERMINAL)
+    assert shown.exit_code == 0 and "embeddings" in shown.stderr, shown.stderr
+    assert shown.stdout.count("\n") == 1 and "summaries generated" in shown.stdout
 
 
 def test_path_without_corpus_folder(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -10,6 +11,8 @@ from click.testing import CliRunner
 from glossator.cli import main
 from store import migrations
 from tests.store_sidecars import PETITION, example_files
+
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")  # ESC, CR, …: anything but \t and \n
 
 
 def write_tree(root: Path, files: dict[str, bytes]) -> Path:
@@ -25,10 +28,17 @@ def test_load_then_status(db_url: str, tmp_path: Path) -> None:
     runner = CliRunner()
     first = runner.invoke(main, ["load", str(tree), "--repository", "bastiat"], env=env)
     assert first.exit_code == 0, first.output + first.stderr
-    assert "bastiat/main: 85 files loaded (" in first.stderr and "0 refused" in first.stderr
+    assert (
+        first.stdout.startswith("bastiat/main: 85 files loaded (") and "0 refused" in first.stdout
+    )
+    assert first.stdout.count("\n") == 1  # one summary line
 
-    again = runner.invoke(main, ["load", str(tree), "-r", "bastiat"], env=env)
-    assert again.exit_code == 0 and "0 files loaded (0 rows), 85 unchanged" in again.stderr
+    again = runner.invoke(main, ["load", str(tree), "-r", "bastiat", "--json"], env=env)
+    assert again.exit_code == 0, again.output
+    summary = json.loads(again.stdout)  # one JSON object, nothing else on stdout
+    assert summary["ok"] is True and summary["command"] == "load"
+    assert (summary["loaded"], summary["unchanged"], summary["refused"]) == (0, 85, 0)
+    assert summary["repository"] == "bastiat" and summary["problems"] == []
 
     # a sidecar whose manifest lies about its chunk count: named, exit code 1, rows kept
     side = tree / (PETITION + ".jsonl")
@@ -38,7 +48,13 @@ def test_load_then_status(db_url: str, tmp_path: Path) -> None:
     side.write_text("\n".join([json.dumps(head, ensure_ascii=False), *lines[1:]]) + "\n")
     bad = runner.invoke(main, ["load", str(tree), "-r", "bastiat"], env=env)
     assert bad.exit_code == 1
-    assert f"error: {PETITION}.jsonl: manifest says" in bad.stderr and "1 refused" in bad.stderr
+    assert f"error: {PETITION}.jsonl: manifest says" in bad.stderr and "1 refused" in bad.stdout
+    bad_json = runner.invoke(main, ["load", str(tree), "-r", "bastiat", "--json"], env=env)
+    assert bad_json.exit_code == 1
+    refused = json.loads(bad_json.stdout)
+    assert refused["ok"] is False and refused["refused"] == 1
+    assert refused["problems"][0]["path"] == f"{PETITION}.jsonl"
+    assert refused["problems"][0]["severity"] == "error"
 
     status = runner.invoke(main, ["db", "status"], env=env)
     assert status.exit_code == 0, status.output + status.stderr
@@ -85,8 +101,10 @@ def test_a_command_prints_one_summary_line_and_no_info_log(db_url: str, tmp_path
         timeout=300,
     )
     assert quiet.returncode == 0, quiet.stderr
-    assert quiet.stderr.count("85 files loaded") == 1 and " INFO " not in quiet.stderr
+    assert quiet.stdout.count("85 files loaded") == 1 and "85 files loaded" not in quiet.stderr
     assert "INFO" not in quiet.stderr, quiet.stderr
+    # piped: no progress bar, no control character on either stream
+    assert not CONTROL.search(quiet.stdout + quiet.stderr), repr(quiet.stderr)
     loud = subprocess.run(
         [str(glossator), "-v", "load", str(tree), "-r", "bastiat"],
         env=env,
@@ -95,3 +113,18 @@ def test_a_command_prints_one_summary_line_and_no_info_log(db_url: str, tmp_path
         timeout=300,
     )
     assert loud.returncode == 0 and "INFO" in loud.stderr, loud.stderr
+
+
+def test_load_draws_a_bar_on_a_terminal_only(db_url: str, tmp_path: Path) -> None:
+    """A terminal (forced, as rich lets a user force it) gets the bar on stderr; the
+    summary line on stdout stays plain, and --json turns the bar off."""
+    tree = write_tree(tmp_path / "corpus-repo", example_files())
+    env = {"GLOSSATOR_DATABASE_URL": db_url, "GLOSSATOR_DATA_DIR": str(tmp_path / "data")}
+    terminal = env | {"TTY_COMPATIBLE": "1", "TERM": "xterm-256color", "COLUMNS": "120"}
+    shown = CliRunner().invoke(main, ["load", str(tree), "-r", "bastiat"], env=terminal)
+    assert shown.exit_code == 0, shown.output
+    assert "loading" in shown.stderr and "85/85" in shown.stderr and "\x1b[" in shown.stderr
+    assert shown.stdout.startswith("bastiat/main: 85 files loaded") and "\x1b" not in shown.stdout
+    quiet = CliRunner().invoke(main, ["load", str(tree), "-r", "b2", "--json"], env=terminal)
+    assert quiet.exit_code == 0 and json.loads(quiet.stdout)["loaded"] == 85
+    assert "loading" not in quiet.stderr and "\x1b" not in quiet.stderr

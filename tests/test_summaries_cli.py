@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -46,3 +47,28 @@ def test_summarize_failure_exits_1_naming_the_file(
     assert f"error: {target}: fake failure" in result.output
     assert f"warning: {FIRST_SERIES}/summary.md: not regenerated" in result.output
     assert not (root / target).exists()
+
+
+def test_summarize_json(tmp_path: Path, fake_summarizer: FakeSummarizer) -> None:
+    root = make_small_corpus(tmp_path / "c", 2)
+    runner = CliRunner()
+    dry = runner.invoke(main, ["summarize", str(root), "--dry-run", "--json"], env=ENV)
+    assert dry.exit_code == 0, dry.output
+    plan = json.loads(dry.stdout)  # one JSON object, nothing else on stdout
+    assert plan["ok"] is True and plan["dry_run"] is True and plan["generated"] == []
+    assert len(plan["plan"]) == 4 and plan["plan"][-1]["path"] == f"{WORK}/summary.md"
+    assert plan["estimate"]["calls"] == 4 and fake_summarizer.history == []
+
+    run = runner.invoke(main, ["summarize", str(root), "--json"], env=ENV)
+    assert run.exit_code == 0, run.output
+    done = json.loads(run.stdout)
+    assert len(done["generated"]) == 4 and done["usage"]["calls"] == 4
+    assert done["by"] == "fake:fake-1" and done["problems"] == []
+
+    fake_summarizer.fail_paths.add(f"{FIRST_SERIES}/00-introduction/summary.md")
+    (root / FIRST_SERIES / "00-introduction" / "summary.md").unlink()
+    failed = runner.invoke(main, ["summarize", str(root), "--json"], env=ENV)
+    assert failed.exit_code == 1
+    problems = json.loads(failed.stdout)["problems"]
+    failure = next(p for p in problems if p["path"].endswith("00-introduction/summary.md"))
+    assert failure["severity"] == "error" and failure["message"].startswith("fake failure")

@@ -1,12 +1,13 @@
 """`glossator load` and `glossator db …`: the store's commands.
 
-    glossator load PATH --repository NAME [--branch main]
-    glossator db status
+    glossator load PATH --repository NAME [--branch main] [--json]
+    glossator db status [--json]
 
 `load` syncs the database to the sidecars of a corpus tree (store.loader.sync_tree):
-a progress bar, one line per refused file, one summary line; exit code 1 when
-a file was refused. Settings come from the root command's context (the
-environment), so these commands use the same database as `glossator serve`.
+a progress bar on a terminal, one line per refused file, one summary line on stdout
+(or, with `--json`, one JSON object); exit code 1 when a file was refused. Settings
+come from the root command's context (the environment), so these commands use the
+same database as `glossator serve`.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from pathlib import Path
 
 import click
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator.cli import out_console
+from glossator.commands.common import err_console, json_option, progress_bar, report
 from glossator.settings import Settings
 from indexer.source import DirectorySource
 from store import migrations
@@ -44,39 +45,53 @@ def _settings(ctx: click.Context) -> Settings:
 @click.option(
     "--branch", "-b", default=DEFAULT_BRANCH, show_default=True, help="Branch of the rows."
 )
+@json_option
 @click.pass_context
-def load(ctx: click.Context, path: Path, repository: str, branch: str) -> None:
+def load(ctx: click.Context, path: Path, repository: str, branch: str, as_json: bool) -> None:
     """Load the sidecars of the corpus tree at PATH into the database.
 
     Files whose sidecar is unchanged are skipped; rows of files that no longer
     exist are deleted; a bad sidecar is reported and keeps its previous rows.
     """
     source = DirectorySource(path)
-    with Database(_settings(ctx), share=True) as db:
-        progress = Progress(
-            TextColumn("loading"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TimeElapsedColumn(),
-            console=err,
-            transient=True,
+    console = err_console()
+    with (
+        Database(_settings(ctx), share=True) as db,
+        progress_bar(console, enabled=not as_json) as progress,
+    ):
+        # the loader tells the number of files, then each file done (store.loader)
+        counts = {"done": 0, "total": 0}
+
+        def planned(total: int) -> None:
+            counts["total"] = total
+            progress("loading", 0, total)
+
+        def visited(_path: str) -> None:
+            counts["done"] += 1
+            progress("loading", counts["done"], counts["total"])
+
+        result = sync_tree(
+            db,
+            repository=repository,
+            branch=branch,
+            source=source,
+            progress=visited,
+            on_plan=planned,
         )
-        with progress:
-            task = progress.add_task("load", total=None)
-            result = sync_tree(
-                db,
-                repository=repository,
-                branch=branch,
-                source=source,
-                progress=lambda _path: progress.advance(task),
-                on_plan=lambda n: progress.update(task, total=n),
-            )
-    for problem in result.problems:
-        colour = "red" if problem.severity == "error" else "yellow"
-        err.print(f"[{colour}]{problem.severity}[/{colour}]: {problem.path}: {problem.message}")
-    err.print(f"{repository}/{branch}: {result.summary()}")
-    if not result.ok:
-        sys.exit(1)
+    data = {
+        "command": "load",
+        "repository": repository,
+        "branch": branch,
+        "loaded": len(result.loaded),
+        "rows": result.rows,
+        "unchanged": len(result.skipped),
+        "deleted": len(result.deleted),
+        "refused": sum(p.severity == "error" for p in result.problems),
+        "bulk": result.bulk,
+        "seconds": round(result.seconds, 3),
+    }
+    line = f"{repository}/{branch}: {result.summary()}"
+    report(console, result.problems, line, as_json=as_json, data=data)
 
 
 @click.group()
