@@ -10,37 +10,33 @@ of the corpus. Sources without ids (a working tree on disk) are simply not cache
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
 from typing import Generic, TypeVar
+
+from cachetools import LRUCache
 
 T = TypeVar("T")
 
 
 class ContentCache(Generic[T]):
-    """A thread-safe LRU map from content id to a derived value."""
+    """A thread-safe LRU map (cachetools) from content id to a derived value; a None id
+    (a source without ids) is never cached."""
 
     def __init__(self, size: int) -> None:
         self.size = size
-        self._items: OrderedDict[str, T] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items: LRUCache[str, T] = LRUCache(maxsize=size)
+        self._lock = threading.Lock()  # cachetools' caches are not thread-safe
 
     def get(self, key: str | None) -> T | None:
         if key is None:
             return None
         with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
+            return self._items.get(key)  # a hit becomes the most recently used
 
     def put(self, key: str | None, value: T) -> None:
         if key is None:
             return
         with self._lock:
             self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
 
     def clear(self) -> None:
         with self._lock:

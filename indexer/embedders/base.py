@@ -7,7 +7,9 @@
 A provider answers one request's worth of texts. The base class cuts the input
 into requests within the provider's limits (texts per request and tokens per
 request, counted in cl100k as an estimate), retries transient failures with
-exponential backoff, checks that every answer has one vector per text of the
+exponential backoff and jitter (tenacity; a provider's Retry-After honoured, the
+wait injectable as `sleep`) unless the provider's SDK retries itself
+(`max_retries = 0`), checks that every answer has one vector per text of the
 declared dimension, and keeps the accounts (`calls`, `texts_embedded`,
 `tokens`, `retries`; `usage_tokens` and `cost_usd` when the provider reports
 usage through `record_usage`).
@@ -23,7 +25,6 @@ from __future__ import annotations
 
 import logging
 import math
-import random
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -31,7 +32,17 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Literal
 
+from tenacity import (
+    RetryCallState,
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
 from core.errors import GlossatorError
+from indexer.retrying import RetryAfter
 from indexer.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -56,9 +67,10 @@ class Embedder(ABC):
 
     max_batch_size: int = 64  # texts per provider request
     max_batch_tokens: int | None = None  # cl100k tokens per request (None: no limit)
-    max_retries: int = 5
-    backoff_initial: float = 1.0  # seconds before the first retry, doubled each time
+    max_retries: int = 5  # 0: the provider's SDK retries (its wait honours Retry-After)
+    backoff_initial: float = 1.0  # the first retry within (half of it, all of it], then doubled
     backoff_max: float = 30.0
+    retry_after_max: float = 60.0  # a provider's Retry-After is honoured up to this
     recipe: str = "passage"  # how a document becomes the model's input; recorded in sidecars
     concurrency: int = 1  # requests in flight at once while embedding documents
     provider: str = ""  # who computes the vectors, in words (`glossator doctor`)
@@ -154,30 +166,31 @@ class Embedder(ABC):
             yield batch
 
     def _call(self, texts: list[str], input_type: InputType) -> list[list[float]]:
-        attempt = 0
-        while True:
-            try:
-                with self._accounts:
-                    self.calls += 1
-                vectors = self.embed_batch(texts, input_type)
-                break
-            except RetryableError as e:
-                if attempt >= self.max_retries:
-                    raise EmbedderError(
-                        f"{self.model}: still failing after {attempt + 1} attempts: {e}"
-                    ) from e
-                delay = self._delay(attempt, e.retry_after)
-                log.warning(
-                    "embedding request failed (%s); retry %d/%d in %.1f s",
-                    e,
-                    attempt + 1,
-                    self.max_retries,
-                    delay,
-                )
-                with self._accounts:
-                    self.retries += 1
-                attempt += 1
-                self.sleep(delay)
+        with self._accounts:
+            self.calls += 1
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_retries + 1),
+            # jitter: concurrent workers do not retry in step
+            wait=RetryAfter(
+                wait_exponential_jitter(
+                    multiplier=self.backoff_initial / 2,
+                    jitter=self.backoff_initial / 2,
+                    max=self.backoff_max,
+                ),
+                cap=self.retry_after_max,
+            ),
+            retry=retry_if_exception_type(RetryableError),
+            sleep=self.sleep,
+            before_sleep=self._retrying,
+        )
+        try:
+            vectors = retrying(self.embed_batch, texts, input_type)
+        except RetryError as e:
+            failure = e.last_attempt.exception()
+            raise EmbedderError(
+                f"{self.model}: still failing after {e.last_attempt.attempt_number} attempts: "
+                f"{failure}"
+            ) from failure
         self._check(texts, vectors)
         tokens = sum(count_tokens(t) for t in texts)
         with self._accounts:
@@ -185,10 +198,18 @@ class Embedder(ABC):
             self.tokens += tokens
         return vectors
 
-    def _delay(self, attempt: int, retry_after: float | None) -> float:
-        backoff = min(self.backoff_max, self.backoff_initial * 2**attempt)
-        backoff *= 0.5 + random.random() / 2  # jitter: concurrent workers do not retry in step
-        return max(backoff, min(retry_after or 0.0, 60.0))  # a provider's Retry-After, capped
+    def _retrying(self, state: RetryCallState) -> None:
+        failure = state.outcome.exception() if state.outcome is not None else None
+        wait = state.next_action.sleep if state.next_action is not None else 0.0
+        log.warning(
+            "embedding request failed (%s); retry %d/%d in %.1f s",
+            failure,
+            state.attempt_number,
+            self.max_retries,
+            wait,
+        )
+        with self._accounts:
+            self.retries += 1
 
     def _check(self, texts: list[str], vectors: list[list[float]]) -> None:
         if len(vectors) != len(texts):

@@ -6,9 +6,12 @@ tokens (1M for the lite models, 320K for voyage-4, voyage-3.5 and voyage-2,
 We count in cl100k, not in Voyage's tokenizer, so requests are cut at half the
 limit to stay clear of it on any text.
 
-The SDK's own retries are switched off (`max_retries=0`): the base class retries
-rate limits, 5xx, timeouts and connection errors with backoff, the same way for
-every provider. A missing or rejected key is one error naming VOYAGE_API_KEY.
+The SDK's own retries are switched off (`max_retries=0`) because they fall short
+(voyageai 0.5.0, client.py `_make_retry_controller`): a fixed 1-16 s jittered
+backoff that ignores Retry-After, no retry of a 500 or a lost connection, and a
+wait nobody can shorten in a test. The base class retries rate limits, 5xx,
+timeouts and connection errors instead (tenacity, Retry-After honoured). A missing
+or rejected key is one error naming VOYAGE_API_KEY.
 """
 
 from __future__ import annotations

@@ -7,7 +7,10 @@
 A provider implements `summarize(request) -> SummaryResponse` for a request that
 fits its context window. `Summarizer.run` adds what every provider needs:
 retries with exponential backoff, map-reduce when the input is larger than the
-window (never a silent truncation), and usage and cost accounting.
+window (never a silent truncation), and usage and cost accounting. Retries are
+tenacity's, the wait injectable as `sleep`, for a provider that raises
+`RetryableError`; a provider whose SDK retries (Anthropic) raises none, and its
+last failure is a plain `SummarizerError` saying it gave up.
 `run_many` runs a level's requests; a provider with a cheaper bulk path
 (Anthropic's Message Batches) overrides it.
 """
@@ -21,8 +24,18 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import TypeVar
 
+from tenacity import (
+    RetryCallState,
+    RetryError,
+    Retrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
+
 from core.errors import GlossatorError
 from indexer import lang as L
+from indexer.retrying import RetryAfter
 from indexer.tokens import count_tokens
 
 log = logging.getLogger(__name__)
@@ -263,27 +276,36 @@ class Summarizer(ABC):
 
     def with_retries(self, path: str, call: Callable[[], T]) -> T:
         """`call()` retried on RetryableError with exponential backoff, bounded."""
-        delay = self.backoff_seconds
-        for attempt in range(1, self.max_attempts + 1):
-            try:
-                return call()
-            except RetryableError as e:
-                if attempt == self.max_attempts:
-                    raise SummarizerError(
-                        path, f"{e.message} (gave up after {attempt} attempts)"
-                    ) from e
-                wait = min(e.retry_after if e.retry_after is not None else delay, self.backoff_max)
-                log.warning(
-                    "%s: %s; retry %d/%d in %.1f s",
-                    path,
-                    e.message,
-                    attempt,
-                    self.max_attempts - 1,
-                    wait,
-                )
-                self.sleep(wait)
-                delay = min(delay * 2, self.backoff_max)
-        raise AssertionError("unreachable")
+
+        def warn(state: RetryCallState) -> None:
+            failure = state.outcome.exception() if state.outcome is not None else None
+            log.warning(
+                "%s: %s; retry %d/%d in %.1f s",
+                path,
+                getattr(failure, "message", failure),
+                state.attempt_number,
+                self.max_attempts - 1,
+                state.next_action.sleep if state.next_action is not None else 0.0,
+            )
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.max_attempts),
+            wait=RetryAfter(
+                wait_exponential(multiplier=self.backoff_seconds, max=self.backoff_max),
+                cap=self.backoff_max,
+            ),
+            retry=retry_if_exception_type(RetryableError),
+            sleep=self.sleep,
+            before_sleep=warn,
+        )
+        try:
+            return retrying(call)
+        except RetryError as e:
+            failure = e.last_attempt.exception()
+            assert isinstance(failure, RetryableError)
+            raise SummarizerError(
+                path, f"{failure.message} (gave up after {e.last_attempt.attempt_number} attempts)"
+            ) from failure
 
 
 def _paragraph_slices(text: str, room: int) -> list[str]:

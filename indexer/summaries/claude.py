@@ -7,9 +7,12 @@
 - More than `batch_threshold` requests at one level go through the Message
   Batches API (half price), polled with backoff for at most `batch_max_wait`
   seconds; otherwise one Messages call each.
-- The SDK's own retries are off (`max_retries=0`): the base class retries 429,
-  408/409, 5xx and 529 overloaded with its backoff, honouring `retry-after`, so
-  every provider retries the same way and tests control the waiting.
+- Retries are the SDK's own (`max_retries` = `max_attempts` - 1; anthropic 2.10
+  `_base_client.py`): 408, 409, 429, 5xx, 529 overloaded, timeouts and lost
+  connections, honouring `retry-after-ms` / `retry-after`, else a 0.5 s jittered
+  backoff doubling up to 8 s. The base class does not retry on top (we raise no
+  `RetryableError`), so a failing API costs `max_attempts` requests, not their
+  square; the last failure says it gave up. Polling a batch waits with `sleep`.
 - A refusal (`stop_reason: refusal`), an empty answer or an answer cut at
   `max_tokens` is an error, never a summary.
 - Usage includes cache writes and reads; the cost comes from `pricing.PRICES`.
@@ -29,7 +32,6 @@ import httpx2
 
 from indexer.summaries.base import (
     RefusalError,
-    RetryableError,
     Summarizer,
     SummarizerError,
     SummaryRequest,
@@ -72,7 +74,7 @@ class AnthropicSummarizer(Summarizer):
         self.client = anthropic.Anthropic(
             api_key=api_key,
             base_url=base_url,
-            max_retries=0,
+            max_retries=max(0, self.max_attempts - 1),
             timeout=timeout,
             http_client=http_client,
         )
@@ -114,7 +116,7 @@ class AnthropicSummarizer(Summarizer):
         try:
             message = self.client.messages.create(**self.params(request))
         except anthropic.APIError as e:
-            raise _error(request.path, e) from None
+            raise _error(request.path, e, self.max_attempts) from None
         return self._response(request.path, message, batch=False)
 
     def _response(self, path: str, message: Any, *, batch: bool) -> SummaryResponse:
@@ -206,15 +208,11 @@ class AnthropicSummarizer(Summarizer):
             return e
 
     def _api(self, label: str, call: Callable[[], T]) -> T:
-        """One batch API call, retried like a message on transient errors."""
-
-        def attempt() -> T:
-            try:
-                return call()
-            except anthropic.APIError as e:
-                raise _error(label, e) from None
-
-        return self.with_retries(label, attempt)
+        """One batch API call (retried by the SDK like a message), its error as ours."""
+        try:
+            return call()
+        except anthropic.APIError as e:
+            raise _error(label, e, self.max_attempts) from None
 
     def _wait(self, batch_id: str, label: str) -> None:
         """Poll until the batch has ended, waiting longer each time; bounded by batch_max_wait."""
@@ -247,29 +245,22 @@ class AnthropicSummarizer(Summarizer):
             delay = min(delay * 1.5, 300.0)
 
 
-def _error(path: str, e: anthropic.APIError) -> SummarizerError:
-    """The SDK's exception as ours: transient ones retryable, the others explained."""
+def _error(path: str, e: anthropic.APIError, attempts: int) -> SummarizerError:
+    """The SDK's exception, after its retries, as ours: what the API said and how to fix it."""
+    gave_up = f" (gave up after {attempts} attempts)"
     if isinstance(e, anthropic.APITimeoutError):
-        return RetryableError(path, "Anthropic API timed out")
+        return SummarizerError(path, "Anthropic API timed out" + gave_up)
     if isinstance(e, anthropic.APIConnectionError):
-        return RetryableError(path, "could not reach the Anthropic API")
+        return SummarizerError(path, "could not reach the Anthropic API" + gave_up)
     if isinstance(e, anthropic.APIStatusError):
         status = e.status_code
         body = e.body if isinstance(e.body, dict) else {}
         detail = body.get("error", {}) if isinstance(body.get("error"), dict) else {}
         kind = detail.get("type", "error")
         message = f"Anthropic API {status} {kind}: {detail.get('message', '')}".rstrip(": ")
-        if status in _RETRY_STATUS or status >= 500:
-            return RetryableError(path, message, _retry_after(e.response))
+        if status in _RETRY_STATUS or status >= 500:  # the statuses the SDK retries
+            return SummarizerError(path, message + gave_up)
         if status == 401:
             message += "; check ANTHROPIC_API_KEY"
         return SummarizerError(path, message)
     return SummarizerError(path, f"Anthropic API error: {e}")
-
-
-def _retry_after(response: httpx2.Response) -> float | None:
-    raw = response.headers.get("retry-after")
-    try:
-        return float(raw) if raw is not None else None
-    except ValueError:
-        return None
