@@ -17,7 +17,7 @@ COPY hooks ./hooks
 COPY indexer ./indexer
 COPY search ./search
 COPY store ./store
-# The hooks git installs run `python -P -m hooks.…`, found in site-packages.
+# The hooks git installs run `python -P -m glossator.githooks …`, found in site-packages.
 # gcc builds the AVX-512 VNNI query encoder (setup.py; the CPU is checked at run
 # time) and leaves with its layer.
 RUN apt-get update \

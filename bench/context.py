@@ -34,6 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from glossator.settings import Settings
+from glossator.wiring import database
 from indexer.embedders import get_embedder
 from search import nodes as N
 from search import rows as R
@@ -100,7 +101,7 @@ def main() -> None:
         dict(q, group="foreign") for q in load(BENCH / "offtopic.jsonl")
     ]
     rows: list[dict[str, Any]] = []
-    with Database(settings, pool_min=1, pool_max=2) as db:
+    with database(settings, pool_min=1, pool_max=2) as db:
         for q in questions:
             pack = C.context(
                 db.pool,

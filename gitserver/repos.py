@@ -7,9 +7,11 @@ symlink planted in the store) reaches outside it (dulwich's backend habit).
 
 `create` configures each repository for smart HTTP and for Glossator, and
 installs the two hooks that call back into Glossator. The hooks are tiny shell
-scripts that `exec` this interpreter on `hooks.pre_receive` / `hooks.post_receive`:
-git runs them as its own child processes, with the environment the server gave
-`git http-backend` (database URL, data dir), so they need no secret on disk.
+scripts that `exec` this interpreter on `glossator.githooks` (the composition
+root's entry point, which reads the environment and runs `hooks.pre_receive` /
+`hooks.post_receive`): git runs them as its own child processes, with the
+environment the server gave `git http-backend` (database URL, data dir), so they
+need no secret on disk.
 """
 
 from __future__ import annotations
@@ -54,6 +56,8 @@ CONFIG: dict[str, str | bool] = {
 }
 
 HOOKS = ("pre-receive", "post-receive")
+# What the hook scripts run: named, not imported (the composition root is above this layer).
+HOOK_MODULE = "glossator.githooks"
 
 
 def check_name(name: str) -> str:
@@ -72,17 +76,16 @@ def check_name(name: str) -> str:
 
 def hook_script(hook: str, *, data_dir: Path, repos_dir: Path) -> str:
     """The shell script installed as `hook`: defaults for the non-secret settings, then exec."""
-    module = "hooks." + hook.replace("-", "_")
     return (
         "#!/bin/sh\n"
-        f"# Installed by Glossator (gitserver.repos): runs {module} for this repository.\n"
+        f"# Installed by Glossator (gitserver.repos): runs its {hook} hook for this repository.\n"
         "# The server passes the database URL in the environment; defaults below let a\n"
         "# push made by other means (ssh, file://) still find the data directory.\n"
         f': "${{GLOSSATOR_DATA_DIR:={shlex.quote(str(data_dir))}}}"\n'
         f': "${{GLOSSATOR_REPOS_DIR:={shlex.quote(str(repos_dir))}}}"\n'
         "export GLOSSATOR_DATA_DIR GLOSSATOR_REPOS_DIR\n"
         # -P: never import from the current directory (git runs hooks inside the repository)
-        f"exec {shlex.quote(sys.executable)} -P -m {module}\n"
+        f"exec {shlex.quote(sys.executable)} -P -m {HOOK_MODULE} {hook}\n"
     )
 
 

@@ -34,11 +34,11 @@ class Finding:
 
 def check_database(settings: Settings) -> tuple[list[Finding], Any]:
     """Reachable, extensions present, migrations applied; returns the open Database or None."""
+    from glossator.wiring import database
     from store import migrations
-    from store.db import Database
 
     out: list[Finding] = []
-    db = Database(settings, pool_min=1, pool_max=2, share=True)
+    db = database(settings, pool_min=1, pool_max=2, share=True)
     try:
         db.start(migrate=False)
     except Exception as e:  # the message of our own errors already says how to fix them

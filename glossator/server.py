@@ -33,6 +33,7 @@ from gitserver.auth import Policy
 from gitserver.repos import RepoStore
 from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
+from glossator.wiring import database
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from store.db import Database
 from store.errors import describe_failure
@@ -66,7 +67,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
     from indexer.summaries import get_summarizer
 
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
-    db = Database(settings)
+    db = database(settings)
     embedder = get_embedder(settings)
     summarizer = get_summarizer(settings)
     mcp = _mcp_app(settings, db, embedder)

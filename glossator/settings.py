@@ -20,13 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.errors import GlossatorError
+from core.errors import SettingsError
+from core.masking import mask
 
 PREFIX = "GLOSSATOR_"
-
-
-class SettingsError(GlossatorError, ValueError):
-    """A setting is unknown, missing or has a bad value. The message says how to fix it."""
 
 
 def _bool(raw: str) -> bool:
@@ -289,19 +286,6 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_VARIABLE = {s.variable: s for s in SETTINGS}
-
-
-def mask(value: Any) -> str:
-    """Show that a secret is set without showing it."""
-    if value in (None, "", ()):
-        return "(unset)"
-    if isinstance(value, tuple):
-        return f"({len(value)} set, hidden)"
-    text = str(value)
-    if "://" in text and "@" in text:  # a URL with credentials: keep host and database
-        scheme, rest = text.split("://", 1)
-        return f"{scheme}://***@{rest.split('@', 1)[1]}"
-    return "****"
 
 
 class Settings:

@@ -7,54 +7,49 @@ branch is indexed anyway when `glossator serve` next starts (it reconciles every
 branch with its last indexed commit). A deleted branch is queued too: its job
 drops the branch's rows.
 
-The hook gets the database URL from the environment the server gave
-`git http-backend` (never from a file), the repository name from its git dir,
-and the server's URL (to tell the pusher where to follow the job) from
-GLOSSATOR_HOOK_URL, which the server sets per request.
+It takes plain values (`PostReceive`): the entry point git runs,
+`glossator.githooks`, reads them from the environment the server gave
+`git http-backend` (the database URL, never from a file), the repository name
+from the git dir, and the server's URL (to tell the pusher where to follow the
+job) from GLOSSATOR_HOOK_URL, which the server sets per request.
 """
 
 from __future__ import annotations
 
-import os
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from glossator.settings import SETTINGS, Settings
 from hooks.queue import defer_sync, last_problems
 from hooks.refupdates import parse_updates
 from store.errors import describe_failure
 
-HOOK_URL = "GLOSSATOR_HOOK_URL"
 SUFFIX = ".git"  # gitserver.repos.SUFFIX, not imported: it would load pygit2 on every push
 
 
-def hook_settings(environ: dict[str, str] | None = None) -> Settings:
-    """Settings from the hook's environment, keeping only real settings' variables."""
-    env = dict(os.environ if environ is None else environ)
-    known = {s.variable for s in SETTINGS}
-    return Settings.from_env({k: v for k, v in env.items() if k in known})
+@dataclass(frozen=True)
+class PostReceive:
+    """What the hook needs to know; `database_url` None when the environment has none."""
+
+    repository: str
+    database_url: str | None
+    server_url: str = ""  # the server's base URL, to say where to follow the job
 
 
-def repository_name(git_dir: str | None = None) -> str:
-    path = Path(git_dir or os.environ.get("GIT_DIR", ".")).resolve()
+def repository_name(git_dir: str) -> str:
+    path = Path(git_dir).resolve()
     return path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.name
 
 
-def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
+def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
     branches = []
     for _old, _new, ref in parse_updates(stdin):
         if ref.startswith("refs/heads/"):
             branches.append(ref[len("refs/heads/") :])
     if not branches:
         return 0
-    repository = repository_name()
-    try:
-        settings = hook_settings()
-        url = settings.database_url
-    except Exception as e:  # a bad environment must not look like a failed push
-        print(f"glossator: indexing not queued: {e}", file=out)
-        return 0
+    repository, url = config.repository, config.database_url
     if not url:
         print(
             "glossator: indexing not queued (no database in this environment); "
@@ -62,7 +57,7 @@ def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
             file=out,
         )
         return 0
-    base = os.environ.get(HOOK_URL, "").rstrip("/")
+    base = config.server_url.rstrip("/")
     for branch in branches:
         _say_problems(url, repository, branch, out)
         try:
@@ -109,7 +104,3 @@ def _say_problems(url: str, repository: str, branch: str, out: TextIO) -> None:
         print(f"glossator:   {line}", file=out)
     if len(problems) > SHOWN_PROBLEMS:
         print(f"glossator:   … and {len(problems) - SHOWN_PROBLEMS} more", file=out)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

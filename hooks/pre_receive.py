@@ -16,7 +16,6 @@ deletions always pass.
 
 from __future__ import annotations
 
-import os
 import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
@@ -33,10 +32,10 @@ from indexer.corpus import (
 from indexer.errors import CorpusError, Problem
 
 
-def open_repository(git_dir: str | None = None) -> pygit2.Repository:
-    """The repository git runs us in, with the quarantined objects of the push visible."""
-    repo = pygit2.Repository(git_dir or os.environ.get("GIT_DIR", "."))
-    quarantine = os.environ.get("GIT_QUARANTINE_PATH")
+def open_repository(git_dir: str, quarantine: str | None = None) -> pygit2.Repository:
+    """The repository git runs us in, with the quarantined objects of the push visible
+    (git's GIT_DIR and GIT_QUARANTINE_PATH, read by glossator.githooks)."""
+    repo = pygit2.Repository(git_dir)
     if quarantine:
         repo.odb.add_disk_alternate(quarantine)
     return repo
@@ -127,9 +126,14 @@ def check_updates(
     return problems
 
 
-def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stderr) -> int:
+def main(
+    git_dir: str,
+    quarantine: str | None = None,
+    stdin: TextIO = sys.stdin,
+    out: TextIO = sys.stderr,
+) -> int:
     try:
-        repo = open_repository()
+        repo = open_repository(git_dir, quarantine)
         problems = check_updates(repo, parse_updates(stdin))
     except Exception as e:  # never let a bug in the check block every push silently
         print(
@@ -147,7 +151,3 @@ def main(stdin: TextIO = sys.stdin, out: TextIO = sys.stderr) -> int:
         file=out,
     )
     return 1
-
-
-if __name__ == "__main__":
-    sys.exit(main())

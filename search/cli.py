@@ -38,9 +38,9 @@ EXCERPT = 420
 def _database(settings: Settings) -> Any:
     """The settings' database; when `glossator serve` owns the embedded one, share it
     (a desktop client starts `glossator mcp` while the server runs)."""
-    from store.db import Database
+    from glossator.wiring import database
 
-    db = Database(settings, pool_min=1, pool_max=4, share=True)
+    db = database(settings, pool_min=1, pool_max=4, share=True)
     db.start()
     try:
         yield db

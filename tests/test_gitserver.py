@@ -72,7 +72,7 @@ def test_create_configures_and_hooks(store: RepoStore) -> None:
         script = path / "hooks" / hook
         assert script.stat().st_mode & stat.S_IXUSR
         text = script.read_text()
-        assert "-P -m hooks." + hook.replace("-", "_") in text
+        assert f"-P -m glossator.githooks {hook}\n" in text
         assert "DATABASE_URL" not in text.split("\n", 4)[-1]  # no secret on disk
     assert store.names() == ["bastiat"]
     with pytest.raises(RepositoryExists):

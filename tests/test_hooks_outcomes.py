@@ -12,8 +12,8 @@ from typing import Any
 import psycopg
 from click.testing import CliRunner
 
+from glossator import githooks
 from glossator.cli import main as cli
-from hooks import post_receive
 from hooks.queue import defer_sync, list_jobs
 from hooks.worker import _default_index
 from search.freshness import freshness
@@ -68,8 +68,7 @@ async def test_a_summary_not_made_is_done_with_problems_and_retried(
     out = io.StringIO()
     environ = {"GIT_DIR": str(branch.bare), "GLOSSATOR_DATABASE_URL": database.conninfo}
     zero = "0" * 40
-    with _environ(environ):
-        post_receive.main(io.StringIO(f"{zero} {branch.tip()} refs/heads/main\n"), out)
+    githooks.post_receive(io.StringIO(f"{zero} {branch.tip()} refs/heads/main\n"), out, environ)
     said = out.getvalue()
     assert "had 2 problem(s)" in said and "rows: " in said and f"{chapter}/summary.md" in said, said
 
@@ -120,27 +119,3 @@ async def test_a_300_kb_one_line_chapter_is_indexed_like_any_other(
         ).fetchone()
     assert counts[rel] > 100 and counts[rel.replace("source.md", "summary.md")] >= 1
     assert tail == 1
-
-
-class _environ:
-    """os.environ with some variables set, restored after (post_receive reads it)."""
-
-    def __init__(self, values: dict[str, str]) -> None:
-        self.values = values
-        self.saved: dict[str, str | None] = {}
-
-    def __enter__(self) -> None:
-        import os
-
-        for k, v in self.values.items():
-            self.saved[k] = os.environ.get(k)
-            os.environ[k] = v
-
-    def __exit__(self, *exc: object) -> None:
-        import os
-
-        for k, v in self.saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from glossator import githooks
 from glossator.cli import main as cli
 from hooks import post_receive, pre_receive
 from hooks.queue import defer_sync, ensure_schema, list_jobs
@@ -42,12 +43,14 @@ def test_post_receive_prints_the_job(db_url: str, monkeypatch, tmp_path: Path) -
     ensure_schema(db_url)
     git_dir = tmp_path / "livre.git"
     git_dir.mkdir()
+    # the hook's environment as git gives it (the composition root's entry point reads it;
+    # git's own variables and the hook URL are not settings and must not be refused)
     monkeypatch.setenv("GIT_DIR", str(git_dir))
     monkeypatch.setenv("GLOSSATOR_DATABASE_URL", db_url)
     monkeypatch.setenv("GLOSSATOR_HOOK_URL", "http://127.0.0.1:9/")
     out = io.StringIO()
     stdin = io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n{ZERO} {'b' * 40} refs/tags/v1\n")
-    assert post_receive.main(stdin, out) == 0
+    assert githooks.post_receive(stdin, out) == 0
     text = out.getvalue()
     assert "glossator: indexing queued (job " in text and "for main" in text
     assert "GET http://127.0.0.1:9/api/jobs?repository=livre" in text
@@ -55,8 +58,26 @@ def test_post_receive_prints_the_job(db_url: str, monkeypatch, tmp_path: Path) -
 
     monkeypatch.delenv("GLOSSATOR_DATABASE_URL")
     out = io.StringIO()
-    assert post_receive.main(io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n"), out) == 0
+    assert githooks.post_receive(io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n"), out) == 0
     assert "indexing not queued" in out.getvalue()
+
+    # the library takes plain values: no environment needed
+    config = post_receive.PostReceive(repository="livre", database_url=db_url)
+    out = io.StringIO()
+    assert post_receive.main(config, io.StringIO(f"{ZERO} {'c' * 40} refs/heads/draft\n"), out) == 0
+    assert "for draft" in out.getvalue() and "GET /api/jobs" in out.getvalue()
+
+
+def test_a_bad_setting_in_the_hook_environment_does_not_fail_the_push(tmp_path: Path) -> None:
+    env = {"GIT_DIR": str(tmp_path / "livre.git"), "GLOSSATOR_PORT": "eighty"}
+    out = io.StringIO()
+    assert githooks.post_receive(io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n"), out, env) == 0
+    assert "indexing not queued" in out.getvalue() and "GLOSSATOR_PORT" in out.getvalue()
+
+
+def test_githooks_main_names_the_hooks(capsys: pytest.CaptureFixture[str]) -> None:
+    assert githooks.main(["githooks", "update"]) == 2
+    assert "pre-receive,post-receive" in capsys.readouterr().err
 
 
 def test_pre_receive_file_check() -> None:
@@ -112,7 +133,7 @@ def test_a_database_that_does_not_answer_is_one_clear_line(
     monkeypatch.setenv("GIT_DIR", str(git_dir))
     monkeypatch.setenv("GLOSSATOR_DATABASE_URL", unused_url)
     out = io.StringIO()
-    assert post_receive.main(io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n"), out) == 0
+    assert githooks.post_receive(io.StringIO(f"{ZERO} {'a' * 40} refs/heads/main\n"), out) == 0
     said = out.getvalue()
     assert "not queued: the database does not answer" in said and unused_url not in said
     assert len([line for line in said.splitlines() if "not queued" in line]) == 1

@@ -145,9 +145,9 @@ def test_search_shares_the_embedded_database_a_running_server_owns(tmp_path):
     """`glossator serve` holds the data dir's embedded PostgreSQL: `glossator search`
     and `glossator mcp` attach to it through the lock file instead of failing."""
     from glossator.settings import Settings
-    from store.db import Database
+    from glossator.wiring import database
 
-    owner = Database(Settings.from_env({}).replace(data_dir=tmp_path / "data")).start()
+    owner = database(Settings.from_env({}).replace(data_dir=tmp_path / "data")).start()
     try:
         env = {"GLOSSATOR_DATA_DIR": str(tmp_path / "data"), "GLOSSATOR_LOG_LEVEL": "WARNING"}
         r = CliRunner().invoke(main, ["search", "soleil", "--mode", "bm25"], env=env)

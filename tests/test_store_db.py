@@ -20,9 +20,8 @@ import psycopg
 import pytest
 from pgvector import Vector
 
-from glossator.settings import Settings
 from store import migrations
-from store.db import Database
+from store.db import Database, DatabaseConfig
 from store.errors import DataDirLocked, SchemaTooNew, ServerUnsuitable
 
 
@@ -68,9 +67,10 @@ def test_an_old_text_of_a_migration_is_up_to_date_without_a_warning(
     assert "001_init.sql changed after it was applied" in caplog.text
 
 
-def test_pg_search_backend_asked_of_a_server_without_it(db_settings: Settings) -> None:
+def test_pg_search_backend_asked_of_a_server_without_it(db_url: str, tmp_path: Path) -> None:
+    config = DatabaseConfig(tmp_path / "data", db_url, keyword_backend="pg_search")
     with pytest.raises(ServerUnsuitable, match=r"KEYWORD_BACKEND is pg_search.*ParadeDB"):
-        Database(db_settings.replace(keyword_backend="pg_search")).start()
+        Database(config).start()
 
 
 def test_newer_database_is_refused(conn: psycopg.Connection) -> None:
@@ -121,8 +121,8 @@ def private_dir() -> Iterator[Path]:
 
 def test_embedded_start_stop_and_lock(private_dir: Path) -> None:
     tmp_path = private_dir
-    settings = Settings.from_env({}).replace(data_dir=tmp_path / "data")
-    db = Database(settings)
+    config = DatabaseConfig(data_dir=tmp_path / "data")
+    db = Database(config)
     db.start()
     try:
         assert db.start() is db  # idempotent
@@ -143,7 +143,7 @@ def test_embedded_start_stop_and_lock(private_dir: Path) -> None:
         db.stop()
     db.stop()  # a second stop is a no-op
     # restart on the same data dir: the data survives, migrations are a no-op
-    with Database(settings) as again, again.connect() as c:
+    with Database(config) as again, again.connect() as c:
         assert c.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] >= 1
 
 
@@ -151,11 +151,10 @@ _START_OTHER = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    from glossator.settings import Settings
-    from store.db import Database
+    from store.db import Database, DatabaseConfig
     from store.errors import DataDirLocked
     try:
-        Database(Settings.from_env({}).replace(data_dir=Path(sys.argv[1]))).start()
+        Database(DatabaseConfig(data_dir=Path(sys.argv[1]))).start()
     except DataDirLocked as e:
         print(e)
         sys.exit(3)
@@ -181,7 +180,7 @@ def test_lock_held_by_other_process_is_reported(tmp_path: Path) -> None:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         start = time.monotonic()
         with pytest.raises(DataDirLocked, match=r"in use by process 4242"):
-            Database(Settings.from_env({}).replace(data_dir=data)).start()
+            Database(DatabaseConfig(data_dir=data)).start()
         assert time.monotonic() - start < 5  # fails fast, starts no server
         assert not (data / "postgres").exists()
     finally:
@@ -224,8 +223,8 @@ def test_two_sessions_migrating_at_once_apply_each_migration_once(pg_server) -> 
 def test_embedded_server_left_by_a_killed_process_is_reused_then_stopped(
     private_dir: Path,
 ) -> None:
-    settings = Settings.from_env({}).replace(data_dir=private_dir / "data")
-    pgdata = Database(settings).pgdata
+    config = DatabaseConfig(data_dir=private_dir / "data")
+    pgdata = Database(config).pgdata
     victim = subprocess.Popen(
         [sys.executable, "-c", _START_AND_WAIT, str(private_dir / "data")],
         stdout=subprocess.PIPE,
@@ -242,7 +241,7 @@ def test_embedded_server_left_by_a_killed_process_is_reused_then_stopped(
         if victim.stdout is not None:
             victim.stdout.close()
     assert (pgdata / "postmaster.pid").exists()
-    with Database(settings) as again, again.connect() as c:  # lock freed by the kernel
+    with Database(config) as again, again.connect() as c:  # lock freed by the kernel
         assert c.execute("SELECT count(*) FROM schema_migrations").fetchone()[0] >= 1
     assert not (pgdata / "postmaster.pid").exists()  # stopped, not left running
 
@@ -251,9 +250,8 @@ _START_AND_WAIT = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from glossator.settings import Settings
-    from store.db import Database
-    Database(Settings.from_env({}).replace(data_dir=Path(sys.argv[1]))).start()
+    from store.db import Database, DatabaseConfig
+    Database(DatabaseConfig(data_dir=Path(sys.argv[1]))).start()
     print("ready", flush=True)
     time.sleep(60)
     """
@@ -263,19 +261,19 @@ _START_AND_WAIT = textwrap.dedent(
 def test_share_uses_the_running_server_and_leaves_it_running(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    settings = Settings.from_env({}).replace(data_dir=tmp_path / "data")
+    config = DatabaseConfig(data_dir=tmp_path / "data")
     # no server on that directory: a command says which PostgreSQL it starts, and why
-    with caplog.at_level(logging.WARNING, logger="store.db"), Database(settings, share=True):
+    with caplog.at_level(logging.WARNING, logger="store.db"), Database(config, share=True):
         pass
     [notice] = [r.getMessage() for r in caplog.records if r.name == "store.db"]
     assert f"no `glossator serve` is running on {(tmp_path / 'data').resolve()}" in notice
     caplog.clear()
-    with Database(settings) as owner:
+    with Database(config) as owner:
         with pytest.raises(DataDirLocked, match="GLOSSATOR_DATABASE_URL") as e:
-            Database(settings).start()
+            Database(config).start()
         assert e.value.url == owner.conninfo
         with caplog.at_level(logging.WARNING, logger="store.db"):
-            guest = Database(settings, share=True).start()
+            guest = Database(config, share=True).start()
         assert guest.conninfo == owner.conninfo
         assert not [r for r in caplog.records if r.levelno >= logging.WARNING]  # it attached
         with guest.connect() as c:

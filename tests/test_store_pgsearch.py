@@ -16,9 +16,10 @@ import pytest
 from psycopg import sql
 
 from glossator.settings import Settings
+from glossator.wiring import database
 from indexer.source import MemorySource
 from store import migrations
-from store.db import Database, configure_connection
+from store.db import configure_connection
 from store.keyword import SqlBm25, choose_backend
 from store.loader import sync_files, sync_tree
 from store.pgsearch import PgSearchBackend
@@ -58,11 +59,11 @@ def test_pg_search_finds_the_petition(pgs: psycopg.Connection) -> None:
     assert isinstance(choose_backend(pgs), SqlBm25)  # extension or index not there yet
     # the default keyword backend is the SQL BM25, even where pg_search is offered
     settings = Settings.from_env({}).replace(database_url=pgs.info.dsn)
-    with Database(settings):
+    with database(settings):
         pass
     assert isinstance(choose_backend(pgs), SqlBm25)
     # GLOSSATOR_KEYWORD_BACKEND=pg_search: Database.start() makes its index
-    with Database(settings.replace(keyword_backend="pg_search")):
+    with database(settings.replace(keyword_backend="pg_search")):
         pass
     assert not PgSearchBackend.create_index(pgs)  # already made
     backend = choose_backend(pgs)

@@ -21,12 +21,12 @@ from rich.console import Console
 from rich.table import Table
 
 from core.vocabulary import DEFAULT_BRANCH
+from glossator import wiring
 from glossator.cli import out_console
 from glossator.commands.common import err_console, json_option, progress_bar, report
 from glossator.settings import Settings
 from indexer.source import DirectorySource
 from store import migrations
-from store.db import Database
 from store.keyword import choose_backend
 from store.loader import sync_tree
 
@@ -56,7 +56,7 @@ def load(ctx: click.Context, path: Path, repository: str, branch: str, as_json: 
     source = DirectorySource(path)
     console = err_console()
     with (
-        Database(_settings(ctx), share=True) as db,
+        wiring.database(_settings(ctx), share=True) as db,
         progress_bar(console, enabled=not as_json) as progress,
     ):
         # the loader tells the number of files, then each file done (store.loader)
@@ -105,7 +105,7 @@ def db() -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Server, schema version, and rows per repository, branch, level, node type and model."""
     out = out_console()
-    with Database(_settings(ctx), share=True) as database:
+    with wiring.database(_settings(ctx), share=True) as database:
         info = database.info()
         with database.connect() as conn:
             version = max(migrations.applied(conn), default=0)
@@ -164,7 +164,7 @@ def pg_search(ctx: click.Context) -> None:
     """Create ParadeDB's pg_search BM25 index (needs the pg_search extension on the server)."""
     from store.pgsearch import PgSearchBackend
 
-    with Database(_settings(ctx), share=True) as database, database.connect() as conn:
+    with wiring.database(_settings(ctx), share=True) as database, database.connect() as conn:
         available = conn.execute(
             "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
         ).fetchone()

@@ -82,7 +82,7 @@ def get_summarizer(settings: Any) -> Summarizer:
     try:
         factory = PROVIDERS[name]
     except KeyError:
-        from glossator.settings import SettingsError
+        from core.errors import SettingsError
 
         raise SettingsError(
             f"GLOSSATOR_SUMMARIZER={spec!r}: unknown provider {name!r}; "

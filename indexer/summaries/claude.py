@@ -84,7 +84,7 @@ class AnthropicSummarizer(Summarizer):
 
     @classmethod
     def from_settings(cls, settings: Any, argument: str) -> AnthropicSummarizer:
-        from glossator.settings import SettingsError
+        from core.errors import SettingsError
 
         if not argument:
             raise SettingsError(

@@ -46,7 +46,7 @@ class OpenAICompatibleSummarizer(Summarizer):
 
     @classmethod
     def from_settings(cls, settings: Any, argument: str) -> OpenAICompatibleSummarizer:
-        from glossator.settings import SettingsError
+        from core.errors import SettingsError
 
         if not argument.startswith(("http://", "https://")):
             raise SettingsError(

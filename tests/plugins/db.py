@@ -49,6 +49,7 @@ import pytest
 from psycopg import sql
 
 from glossator.settings import Settings
+from glossator.wiring import database as make_database
 from store import migrations
 from store.db import Database, _get_server, configure_connection, with_dbname
 from store.pgsearch import enable_if_available
@@ -191,7 +192,7 @@ def db_settings(db_url: str, tmp_path: Path) -> Settings:
 
 @pytest.fixture
 def database(db_settings: Settings) -> Iterator[Database]:
-    db = Database(db_settings, pool_min=1, pool_max=4)
+    db = make_database(db_settings, pool_min=1, pool_max=4)
     db.start()
     try:
         yield db

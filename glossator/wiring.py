@@ -1,0 +1,28 @@
+"""Settings → the plain values the lower layers take (the composition root's one job).
+
+`store`, `hooks`, `indexer` and `gitserver` never read the settings or the environment
+(docs/architecture.md, contracts in pyproject.toml); the commands and the server build
+their collaborators here, so each rule "which setting feeds what" is written once.
+"""
+
+from __future__ import annotations
+
+from glossator.settings import Settings
+from store.db import Database, DatabaseConfig
+
+
+def database_config(settings: Settings) -> DatabaseConfig:
+    return DatabaseConfig(
+        data_dir=settings.data_dir,
+        url=settings.database_url or None,
+        keyword_backend=settings.keyword_backend,
+    )
+
+
+def database(
+    settings: Settings, *, pool_min: int = 1, pool_max: int = 8, share: bool = False
+) -> Database:
+    """The process's `Database` as the settings describe it (nothing started yet).
+
+    `share`: see `Database`; for commands that only read or load, never for the server."""
+    return Database(database_config(settings), pool_min=pool_min, pool_max=pool_max, share=share)
