@@ -44,10 +44,10 @@ import procrastinate
 import psycopg
 from procrastinate import utils as pc_utils
 
-from gitserver.repos import RepoStore
 from hooks import runs
 from hooks.progress import JobProgress
 from hooks.queue import QUEUE, TASK_NAME, defer_async, defer_sync, ensure_schema, retry_delay
+from hooks.repositories import Repositories
 from hooks.worker import BranchIndexer
 from store.errors import describe_failure
 
@@ -103,7 +103,7 @@ class IndexingService:
         self,
         *,
         conninfo: str,
-        store: RepoStore,
+        store: Repositories,
         indexer: BranchIndexer,
         retries: int = 5,
         exclusive_database: bool = False,

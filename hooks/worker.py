@@ -44,10 +44,10 @@ import pygit2
 from psycopg.types.json import Jsonb
 
 from core.vocabulary import SIDECAR_SUFFIX
-from gitserver.repos import RepoStore
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
 from hooks.gitsource import GitTreeSource
 from hooks.progress import JobProgress
+from hooks.repositories import Repositories
 from hooks.reuse import ReusingEmbedder, ReusingSummarizer
 from indexer.embedders.base import Embedder
 from indexer.errors import Problem
@@ -118,7 +118,7 @@ class BranchIndexer:
 
     def __init__(
         self,
-        store: RepoStore,
+        store: Repositories,
         pool: Any,  # psycopg_pool.ConnectionPool (store.db.Database.pool)
         *,
         embedder: Any,
