@@ -80,14 +80,6 @@ class Policy:
     read_tokens: tuple[str, ...]
     anonymous_read: bool
 
-    @classmethod
-    def from_settings(cls, settings: object) -> Policy:
-        return cls(
-            tuple(getattr(settings, "push_tokens", ()) or ()),
-            tuple(getattr(settings, "read_tokens", ()) or ()),
-            bool(getattr(settings, "anonymous_read", True)),
-        )
-
     def allows(self, access: Access, credentials: Credentials | None) -> bool:
         token = credentials.token if credentials else None
         if access is Access.PUSH:

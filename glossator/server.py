@@ -29,11 +29,10 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gitserver.app import create_app
-from gitserver.auth import Policy
 from gitserver.repos import RepoStore
 from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
-from glossator.wiring import database
+from glossator.wiring import auth_policy, database
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from store.db import Database
 from store.errors import describe_failure
@@ -170,7 +169,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
         extra.extend(mcp.routes("/mcp"))
     app = create_app(
         store,
-        Policy.from_settings(settings),
+        auth_policy(settings),
         admin_token=settings.admin_token,
         extra_routes=extra,
         read_routes=[Route("/api/jobs", jobs, methods=["GET"])],

@@ -7,6 +7,7 @@ their collaborators here, so each rule "which setting feeds what" is written onc
 
 from __future__ import annotations
 
+from gitserver.auth import Policy
 from glossator.settings import Settings
 from store.db import Database, DatabaseConfig
 
@@ -26,3 +27,12 @@ def database(
 
     `share`: see `Database`; for commands that only read or load, never for the server."""
     return Database(database_config(settings), pool_min=pool_min, pool_max=pool_max, share=share)
+
+
+def auth_policy(settings: Settings) -> Policy:
+    """Who may push and read (GLOSSATOR_PUSH_TOKENS, _READ_TOKENS, _ANONYMOUS_READ)."""
+    return Policy(
+        push_tokens=tuple(settings.push_tokens or ()),
+        read_tokens=tuple(settings.read_tokens or ()),
+        anonymous_read=bool(settings.anonymous_read),
+    )

@@ -112,6 +112,15 @@ def test_auth_rules() -> None:
     assert not closed.allows(Access.PUSH, basic_credentials(_basic("u", "r")))
 
 
+def test_the_policy_is_built_from_the_settings_by_the_composition_root() -> None:
+    from glossator.settings import Settings
+    from glossator.wiring import auth_policy
+
+    env = {"GLOSSATOR_PUSH_TOKENS": "p1,p2", "GLOSSATOR_ANONYMOUS_READ": "false"}
+    assert auth_policy(Settings.from_env(env)) == Policy(("p1", "p2"), (), anonymous_read=False)
+    assert auth_policy(Settings.from_env({})) == Policy((), (), anonymous_read=True)
+
+
 # -- in-process HTTP -------------------------------------------------------------------
 
 
