@@ -121,7 +121,7 @@ def serve(host: str | None, port: int | None) -> None:
 def _status_conninfo(settings: Settings) -> tuple[str, Any]:
     """A database URL for `status`: the setting, the running server's, or our own embedded."""
     if settings.database_url:
-        return settings.database_url, None
+        return settings.database_url.get_secret_value(), None
     data_dir = Path(settings.data_dir).expanduser().resolve()
     if not (data_dir / "postgres").is_dir():
         raise click.ClickException(

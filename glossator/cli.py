@@ -96,6 +96,8 @@ def main(ctx: click.Context, verbose: int) -> None:
         format=("%(asctime)s " if server else "") + "%(levelname)s %(name)s: %(message)s",
         stream=sys.stderr,
     )
+    for notice in ctx.obj.settings.notices:  # ignored variables: said, never fatal
+        console.print(f"[yellow]warning:[/yellow] {notice}", highlight=False)
 
 
 @main.command()

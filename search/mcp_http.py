@@ -128,4 +128,8 @@ def mcp_http_app(
 ) -> McpHttpApp:
     """The `/mcp/` app over `database` (a started `store.db.Database`, or a pool)."""
     server = build_server(settings, database, embedder=embedder, reranker=reranker)
-    return McpHttpApp(server, token=settings.mcp_token, host=settings.host)
+    return McpHttpApp(
+        server,
+        token=settings.mcp_token.get_secret_value() if settings.mcp_token else None,
+        host=settings.host,
+    )

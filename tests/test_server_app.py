@@ -89,7 +89,7 @@ def test_lost_database_connections_are_one_line_then_recover(settings: Any, tmp_
     git("push", "-q", str(bare), "main", cwd=work)  # reconciled at start
     with ServerThread(build_app(settings), lifespan="on") as server:
         wait_done(server.base, "coupure")
-        with psycopg.connect(settings.database_url, autocommit=True) as conn:
+        with psycopg.connect(settings.database_url.get_secret_value(), autocommit=True) as conn:
             conn.execute(
                 "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
                 " WHERE datname = current_database() AND pid <> pg_backend_pid()"
@@ -107,7 +107,7 @@ def test_lost_database_connections_are_one_line_then_recover(settings: Any, tmp_
         (work / "corpus" / "note.md").write_text("une note\n")
         commit_all(work, "after the cut")
         git("push", "-q", "-f", str(bare), "main", cwd=work)
-        defer_sync(settings.database_url, "coupure", "main")
+        defer_sync(settings.database_url.get_secret_value(), "coupure", "main")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             jobs = httpx.get(f"{server.base}/api/jobs", params={"repository": "coupure"}).json()

