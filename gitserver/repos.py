@@ -1,4 +1,4 @@
-"""The repository store: bare repositories under `settings.repos_dir`, one per corpus.
+"""The repository store: bare repositories under one directory (GLOSSATOR_REPOS_DIR), one per corpus.
 
 A repository named `bastiat` lives in `<repos_dir>/bastiat.git`. Names are
 checked against one pattern before any path is built from them, and the

@@ -1,13 +1,14 @@
 """The indexing service inside `glossator serve`: procrastinate's worker, recovery, reconciliation.
 
-    service = IndexingService(settings, db, store, indexer)
+    service = IndexingService(conninfo=url, store=repos, indexer=indexer, retries=5)
     await service.start()      # schema, stalled jobs, reconcile, worker task
     ...
     await service.stop()
 
 The worker runs as an asyncio task in the server's event loop; the job itself
 is synchronous (git, the indexer, COPY) and procrastinate runs it in a thread,
-so pushes and searches are served while a job runs.
+so pushes and searches are served while a job runs. Its collaborators and values
+come from `glossator.server` (the settings are read there, not here).
 
 Recovery. A job that was running when the process died stays `doing` in
 procrastinate_jobs, and its `lock` would block every later job of its branch.
