@@ -23,7 +23,7 @@ from array import array
 from collections.abc import Callable, Sequence
 
 from indexer.cache import ContentCache
-from indexer.embedders.base import Embedder, InputType
+from indexer.embedders.base import Embedder, Embeddings, EmbeddingUsage
 from indexer.summaries.base import (
     Summarizer,
     SummarizerError,
@@ -47,23 +47,19 @@ def _key(*parts: str) -> str:
     return digest.hexdigest()
 
 
-class ReusingEmbedder(Embedder):
-    """`inner` with its document vectors remembered; `texts_embedded` counts only
-    what `inner` really embedded."""
+class ReusingEmbedder:
+    """`inner` with its document vectors remembered (an `Embedder`); the usage `embed`
+    returns is only what `inner` really embedded: a remembered vector costs nothing."""
 
     def __init__(self, inner: Embedder, size: int = EMBEDDINGS_KEPT) -> None:
-        super().__init__(inner.model, inner.dimension)
         self.inner = inner
+        self.model = inner.model
+        self.dimension = inner.dimension
         self.recipe = inner.recipe
-        self.max_batch_size = inner.max_batch_size
-        self.max_batch_tokens = inner.max_batch_tokens
         self.provider = inner.provider
         self.unrecorded_engine = inner.unrecorded_engine
         self.reused = 0
         self._vectors: ContentCache[array[float]] = ContentCache(size)
-
-    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
-        return self.inner.embed_batch(texts, input_type)
 
     def embed_query(self, text: str) -> list[float]:
         return self.inner.embed_query(text)
@@ -75,6 +71,11 @@ class ReusingEmbedder(Embedder):
     def embed_documents(
         self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
     ) -> list[list[float]]:
+        return self.embed(texts, on_batch).vectors
+
+    def embed(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> Embeddings:
         keys = [_key(self.model, str(self.dimension), t) for t in texts]
         found: dict[int, list[float]] = {}
         for i, key in enumerate(keys):
@@ -85,13 +86,14 @@ class ReusingEmbedder(Embedder):
         self.reused += len(found)
         if found and on_batch is not None:
             on_batch(len(found))
+        usage = EmbeddingUsage()
         if missing:
-            fresh = self.inner.embed_documents([texts[i] for i in missing], on_batch)
-            self.texts_embedded += len(missing)
-            for i, computed in zip(missing, fresh, strict=True):
+            fresh = self.inner.embed([texts[i] for i in missing], on_batch)
+            usage = fresh.usage
+            for i, computed in zip(missing, fresh.vectors, strict=True):
                 self._vectors.put(keys[i], array("d", computed))
                 found[i] = computed
-        return [found[i] for i in range(len(texts))]
+        return Embeddings([found[i] for i in range(len(texts))], usage)
 
 
 class ReusingSummarizer(Summarizer):

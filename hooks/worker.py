@@ -49,7 +49,7 @@ from hooks.gitsource import GitTreeSource
 from hooks.progress import JobProgress
 from hooks.repositories import Repositories
 from hooks.reuse import ReusingEmbedder, ReusingSummarizer
-from indexer.embedders.base import Embedder
+from indexer.embedders.base import BaseEmbedder
 from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
 from indexer.summaries.base import Summarizer
@@ -128,7 +128,9 @@ class BranchIndexer:
         self.store = store
         self.pool = pool
         # What one attempt computed serves the next attempts and jobs (hooks.reuse).
-        self.embedder = ReusingEmbedder(embedder) if isinstance(embedder, Embedder) else embedder
+        self.embedder = (
+            ReusingEmbedder(embedder) if isinstance(embedder, BaseEmbedder) else embedder
+        )
         self.summarizer = (
             ReusingSummarizer(summarizer) if isinstance(summarizer, Summarizer) else summarizer
         )
@@ -202,11 +204,11 @@ class BranchIndexer:
             return
 
         source = GitTreeSource.at(repo, tip)
-        before = getattr(self.embedder, "texts_embedded", 0)
         index = self.index_fn or _default_index()
         extra = {"progress": progress} if progress is not None else {}
         result = index(source, embedder=self.embedder, summarizer=self.summarizer, **extra)
-        outcome.embedded += getattr(self.embedder, "texts_embedded", 0) - before
+        # what this job's own embedding calls returned: the embedder is shared with search
+        outcome.embedded += result.stats.sidecars.embedding.texts
         for problem in getattr(result, "problems", []):
             if getattr(problem, "severity", "error") == "error":
                 outcome.problems.append(_problem_line(problem))

@@ -44,7 +44,7 @@ from core.vocabulary import SIDECAR_SUFFIX
 from indexer.cache import ContentCache
 from indexer.chunking import TextChunk, chunk_markdown
 from indexer.corpus import CORPUS_DIR, Corpus, Node
-from indexer.embedders.base import Embedder
+from indexer.embedders.base import Embedder, EmbeddingUsage
 from indexer.errors import CorpusError, Problem
 from indexer.policy import Policy
 from indexer.recipes import embedding_input, recipe
@@ -67,6 +67,9 @@ class SidecarStats:
     embedded: int = 0  # chunks whose vector was computed by this run
     reused: int = 0  # chunks whose vector came from a previous sidecar
     seconds: float = 0.0
+    embedding: EmbeddingUsage = field(
+        default_factory=EmbeddingUsage
+    )  # what this run's embedding calls used
 
     def line(self) -> str:
         """The one-line summary the CLI ends with."""
@@ -243,7 +246,9 @@ def build(
             if progress is not None:
                 progress("chunks", done_texts, len(missing))
 
-        vectors.update(zip(missing, embedder.embed_documents(missing, advance), strict=True))
+        embedded = embedder.embed(missing, advance)
+        stats.embedding += embedded.usage
+        vectors.update(zip(missing, embedded.vectors, strict=True))
         engine = embedder.passage_engine
         if engine is not None:
             engines.update(dict.fromkeys(missing, engine))

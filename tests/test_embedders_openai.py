@@ -56,8 +56,8 @@ def embedder(api: FakeOpenAI, model: str = "text-embedding-3-small", **kw: Any) 
 def test_documents_and_queries_go_as_openai_expects() -> None:
     api = FakeOpenAI()
     e = embedder(api)
-    vectors = e.embed_documents(["un deux", "trois"])
-    assert [v[0] for v in vectors] == [0.5, 0.25]  # reordered by index
+    embedded = e.embed(["un deux", "trois"])
+    assert [v[0] for v in embedded.vectors] == [0.5, 0.25]  # reordered by index
     e.embed_query("quatre")
     first, second = api.requests
     assert first["path"] == "/v1/embeddings" and first["auth"] == "Bearer sk-test"
@@ -68,7 +68,8 @@ def test_documents_and_queries_go_as_openai_expects() -> None:
     )
     assert second["input"] == ["quatre"] and "dimensions" not in second
     assert (e.model, e.dimension, e.recipe) == ("openai/text-embedding-3-small", 1536, "plain")
-    assert e.usage_tokens == 4 and e.cost_usd == pytest.approx(4 * 0.02 / 1e6)
+    usage = embedded.usage  # the provider's own count, priced
+    assert usage.provider_tokens == 3 and usage.cost_usd == pytest.approx(3 * 0.02 / 1e6)
 
 
 def test_large_and_the_dimensions_parameter() -> None:
@@ -101,8 +102,9 @@ def test_the_sdk_retries_rate_limits_and_server_errors() -> None:
         (503, {"error": {"message": "overloaded"}}, fast),
     ]
     e = embedder(api, dimensions=8)
-    assert len(e.embed_documents(["un"])) == 1
-    assert len(api.requests) == 4 and e.calls == 1
+    embedded = e.embed(["un"])
+    assert len(embedded.vectors) == 1 and len(api.requests) == 4
+    assert (embedded.usage.requests, embedded.usage.retries) == (1, 0)  # the SDK's retries
 
 
 def test_a_provider_that_keeps_failing_is_one_clear_error() -> None:

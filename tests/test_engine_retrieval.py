@@ -65,11 +65,11 @@ def fast_engine(request: pytest.FixtureRequest) -> Iterator[Any]:
         pytest.skip("this CPU has no AVX-512 VNNI")
     fast = module.load_model(2, fast=True)
     assert getattr(fast, "glossator_fast", None), module.query_engine(2)
-    assert fast._lib.e5_use_kernel(request.param) == request.param
+    assert fast.glossator_engine.e5_use_kernel(request.param) == request.param
     try:
         yield fast
     finally:
-        fast._lib.e5_use_kernel(-1)
+        fast.glossator_engine.e5_use_kernel(-1)
 
 
 def test_both_engines_rank_the_example_alike(

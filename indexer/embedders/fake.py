@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 
-from indexer.embedders.base import Embedder, InputType
+from indexer.embedders.base import Answer, BaseEmbedder, InputType
 
 _WORD = re.compile(r"\w+")
 
@@ -33,7 +33,7 @@ def hashed_vector(text: str, dimension: int) -> list[float]:
     return [x / norm for x in vector]
 
 
-class FakeEmbedder(Embedder):
+class FakeEmbedder(BaseEmbedder):
     """Records `history` of (texts, input_type); `fail_next()` queues errors to raise."""
 
     max_retries = 3
@@ -51,13 +51,13 @@ class FakeEmbedder(Embedder):
         """The next calls raise these errors, one per call, in order."""
         self.failures.extend(errors)
 
-    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+    def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
         self.history.append((list(texts), input_type))
         if self.failures:
             raise self.failures.pop(0)
         if input_type == "document":
             self._answered.extend(texts)
-        return [hashed_vector(t, self.dimension) for t in texts]
+        return Answer([hashed_vector(t, self.dimension) for t in texts])
 
     @property
     def embedded_texts(self) -> list[str]:

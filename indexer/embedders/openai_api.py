@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from indexer.embedders.base import Embedder, EmbedderError, InputType
+from indexer.embedders.base import Answer, BaseEmbedder, EmbedderError, InputType
 
 OPENAI_DIMENSIONS = {
     "text-embedding-3-small": 1536,
@@ -73,7 +73,7 @@ def recipe_for(model: str) -> str:
     return "plain"
 
 
-class OpenAIEmbedder(Embedder):
+class OpenAIEmbedder(BaseEmbedder):
     max_retries = 0  # the SDK retries (module docstring)
 
     def __init__(
@@ -146,7 +146,7 @@ class OpenAIEmbedder(Embedder):
             self._client = openai.OpenAI(**self._options)
         return self._client
 
-    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+    def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
         import openai
 
         extra: dict[str, Any] = {}
@@ -178,8 +178,8 @@ class OpenAIEmbedder(Embedder):
         rows = sorted(answer.data, key=lambda d: d.index)
         usage = getattr(answer, "usage", None)
         tokens = int(getattr(usage, "prompt_tokens", 0) or 0)
-        self.record_usage(tokens, tokens * self._price / 1e6 if self._price else 0.0)
-        return [list(map(float, row.embedding)) for row in rows]
+        cost = tokens * self._price / 1e6 if self._price else 0.0
+        return Answer([list(map(float, row.embedding)) for row in rows], tokens, cost)
 
 
 def _message(e: Any) -> str:

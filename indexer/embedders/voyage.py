@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexer.embedders.base import Embedder, EmbedderError, InputType, RetryableError
+from indexer.embedders.base import Answer, BaseEmbedder, EmbedderError, InputType, RetryableError
 
 DEFAULT_MODEL = "voyage-3.5"
 MAX_TEXTS = 1000
@@ -38,7 +38,7 @@ _KEY_HELP = (
 )
 
 
-class VoyageEmbedder(Embedder):
+class VoyageEmbedder(BaseEmbedder):
     max_batch_size = MAX_TEXTS
     recipe = "document"  # Voyage's input_type: it prepends its own retrieval prompt
 
@@ -72,7 +72,7 @@ class VoyageEmbedder(Embedder):
             )
         return self._client
 
-    def embed_batch(self, texts: list[str], input_type: InputType) -> list[list[float]]:
+    def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
         from voyageai import error
 
         try:
@@ -98,7 +98,8 @@ class VoyageEmbedder(Embedder):
             raise EmbedderError(
                 f"Voyage AI refused the request (HTTP {e.http_status}): {e.user_message}"
             ) from None
-        return [list(map(float, v)) for v in result.embeddings]
+        tokens = int(getattr(result, "total_tokens", 0) or 0)  # Voyage's own count
+        return Answer([list(map(float, v)) for v in result.embeddings], tokens)
 
 
 def _retry_after(e: Any) -> float | None:
