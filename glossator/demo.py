@@ -33,6 +33,7 @@ from rich.console import Console
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator.settings import Settings, reveal
+from search.mcp_views import parse_ref
 
 REPOSITORY = "sophismes"
 EXAMPLE = Path(__file__).resolve().parent.parent / "example"
@@ -188,18 +189,20 @@ async def ask(url: str, token: str | None) -> None:
                 raise DemoError(f"search failed: {result.content}")
             console.print(f'\n  [bold]"{question}"[/bold]')
             for group, hit in _hits(result.structured_content):
-                lines = "l.{}–{}".format(*hit["lines"]) if "lines" in hit else ""
+                # a heading is left out where the folder's name spells it (search.mcp_views)
+                heading = " > ".join(
+                    x for x in (group.get("heading_path"), hit.get("heading")) if x
+                )
+                shown = f"{heading}  " if heading else ""
                 console.print(
-                    f"   • {group.get('heading_path', '')} > {hit.get('heading', '')}  "
-                    f"[dim]{group['folder']}{hit['source_file']}#{hit['chunk_index']} {lines}[/dim]",
-                    highlight=False,
+                    f"   • {shown}[dim]{group['folder']}{hit['ref']}[/dim]", highlight=False
                 )
         group, first = _hits(
             (await client.call_tool("search", {"query": QUESTIONS[0], "k": 1})).structured_content
         )[0]
         parent = await client.call_tool(
             "get_parent",
-            {"source_file": group["folder"] + first["source_file"], "repository": REPOSITORY},
+            {"source_file": group["folder"] + parse_ref(first["ref"])[0], "repository": REPOSITORY},
         )
         if not parent.is_error:
             node = parent.structured_content

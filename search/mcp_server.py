@@ -49,8 +49,9 @@ Glossator searches books written in Markdown, indexed as a tree: a work's summar
 into paragraphs (0). To answer a question, call `context`: the best passages with
 their chapter summaries, cited, within a token budget. To explore, `search`.
 Quote paragraphs (level 0), never summaries (machine-written); cite the heading
-path and file#chunk (lines). A file is written relative to the folder in its
-group's header; the tools take either form. A chapter summary hit names the
+path (the folder names spell it where no heading is shown) and the ref
+file#chunk:lines, the file relative to its group's folder; the tools take either
+form (get_node: source_file=file, chunk_index=chunk). A chapter summary hit names the
 chapter: open its text with `get_children`; frame a paragraph with `get_parent`;
 read around one with `get_node(source_file, chunk_index, context=2)`; `outline`
 lists works, parts and chapters."""

@@ -3,12 +3,22 @@
 Every token a tool returns is a token of the agent's context window, so both
 forms are written to be read, not dumped:
 
-- the text: one block per hit, its citation on one line (chunk, lines) under a
-  header naming its folder and heading path once per group (a page of ten hits
-  spans two or three parts, so the long shared prefixes are not repeated on
-  every hit), then the passage. No nulls, no echo of the query or settings.
+- the text: one block per hit, its citation on one line under a header naming
+  its folder and heading path once per group (a page of ten hits spans two or
+  three parts, so the long shared prefixes are not repeated on every hit), then
+  the passage. No nulls, no echo of the query or settings.
 - the structured content: the same hits as plain JSON without nulls (a missing
-  key means "none"), with full paths for programs.
+  key means "none").
+
+A hit is cited by one compact `ref`, `file#chunk:lines` (`chapitre-07-…/source.md#5:22`
+or `…#5:22-24`), the file relative to its group's folder: what `get_node` takes
+(source_file, chunk_index) and what a quotation cites (lines), in ~5 tokens fewer
+than three keys. A heading is given only where the path does not already spell
+it: a chapter folder named `chapitre-05-cherte-bon-marche` says what the heading
+"Chapitre V (Cherté, bon marché)" says (the words, accents folded; numerals in
+either form), and repeating it cost a page of ten hits ~150 tokens, a tenth of
+its passages. Where the slug is not the title (a truncated or numbered slug, an
+importer's other scheme) the heading stays.
 
 Both are complete on their own: Claude Code and VS Code hand the model the
 structured content alone when a tool returns it (anthropics/claude-code#9962,
@@ -18,6 +28,8 @@ structured content alone when a tool returns it (anthropics/claude-code#9962,
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import (
     Literal,
@@ -57,17 +69,20 @@ class LeanNode(TypedDict):
     chunks: list[LeanChunk]
 
 
+class LeanPassage(TypedDict):
+    ref: str  # file#chunk:lines, the file relative to its group's folder
+    text: NotRequired[str]
+
+
 class LeanHit(TypedDict):
     rank: int
-    source_file: str  # relative to its group's folder
-    chunk_index: int
+    ref: str  # file#chunk:lines (see the module doc): get_node's source_file and chunk_index
     level: NotRequired[int]  # omitted for 0: a paragraph of the text, to quote
-    heading: NotRequired[str]  # the last step of its heading path (the group has the rest)
-    lines: NotRequired[list[int]]
+    heading: NotRequired[str]  # its last heading step, where the path does not spell it
     text: NotRequired[str]
     quoted: NotRequired[bool]  # holds words the query put in quotes
     scores: NotRequired[dict[str, float]]  # fused, keyword, vector, ranks: fields=["scores"]
-    passages: NotRequired[list[LeanChunk]]  # a chapter summary's best paragraphs
+    passages: NotRequired[list[LeanPassage]]  # a chapter summary's best paragraphs
 
 
 class LeanIndex(TypedDict):
@@ -130,7 +145,7 @@ def search_view(
             lines.append("")
         lines.append(_group_header(folder, heading, repo, want))
         lean: LeanGroup = {"folder": folder, "hits": []}
-        if heading and "heading" in want:
+        if heading and "heading" in want and not spelled_by(heading, folder):
             lean["heading_path"] = heading
         if repo:
             lean["repository"] = repo
@@ -181,19 +196,49 @@ def _last_heading(heading_path: str) -> str:
     return heading_path.split(" > ")[-1]
 
 
+def _words(text: str) -> list[str]:
+    """Lower-case words with accents folded: how a slug spells a heading."""
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    return re.findall(r"[a-z0-9]+", folded.lower())
+
+
+# a number in digits or a well-formed Roman numeral ("civil" is a word, not one)
+_NUMERAL = re.compile(r"[0-9]+|m{0,3}(cm|cd|d?c{0,3})(xc|xl|l?x{0,3})(ix|iv|v?i{0,3})")
+
+
+def spelled_by(heading: str, path: str) -> bool:
+    """Whether `path` (a folder or a file's folder) already says every word of `heading`:
+    each word appears in it, and a numeral (V, 5, 05) where the path has a number."""
+    have = set(_words(path.replace("/", " ")))
+    numbers = any(w.isdigit() for w in have)
+    words = _words(heading)
+    return bool(words) and all(
+        w in have or (numbers and _NUMERAL.fullmatch(w) is not None) for w in words
+    )
+
+
+def _heading_shown(c: Citation, want: set[str]) -> str | None:
+    """The hit's last heading step, unless its file's folder spells it (module doc)."""
+    if "heading" not in want or not c.heading_path:
+        return None
+    last = _last_heading(c.heading_path)
+    folder = c.source_file.rsplit("/", 1)[0] if "/" in c.source_file else ""
+    return None if spelled_by(last, folder.rsplit("/", 1)[-1]) else last
+
+
 def _group_header(folder: str, heading: str, repository: str, want: set[str]) -> str:
     where = f"{repository}:{folder}" if repository else folder
-    if "heading" in want and heading:
+    if "heading" in want and heading and not spelled_by(heading, folder):
         return f"## {heading} · {where}"
     return f"## {where}"
 
 
 def _hit_block(hit: Hit, want: set[str], snippets: bool, several: bool, prefix: str) -> str:
     c = hit.citation
-    head = f"[{hit.rank}] "
-    if "heading" in want:
-        head += _last_heading(c.heading_path) + " — "
-    head += ref_of(c, want, prefix)
+    head = f"[{hit.rank}] " + ref_of(c, want, prefix)
+    heading = _heading_shown(c, want)
+    if heading:
+        head += " " + heading
     marks = []
     if hit.level:
         marks.append("summary: open its text with get_children" if hit.level == 1 else "summary")
@@ -217,18 +262,31 @@ def _hit_block(hit: Hit, want: set[str], snippets: bool, several: bool, prefix: 
         out.append(f"after #{hit.next.citation.chunk_index}: {_text(hit.next.text, snippets)}")
     for p in hit.passages or []:
         line = "→ " + ref_of(p.citation, want, prefix)
-        out.append(line + (":\n" + _text(p.text, snippets) if "text" in want else ""))
+        out.append(line + ("\n" + _text(p.text, snippets) if "text" in want else ""))
     return "\n".join(out)
 
 
-def ref_of(c: Citation, want: set[str], prefix: str) -> str:
-    """`file#chunk, lines a-b`, the file relative to the group header's folder."""
+def ref_of(c: Citation, want: Iterable[str], prefix: str) -> str:
+    """`file#chunk:first-last` (`:line` for one line), the file relative to `prefix`."""
     file = c.source_file.removeprefix(prefix) if prefix else c.source_file
     ref = f"{file}#{c.chunk_index}"
     if "lines" in want and c.line_start is not None:
         end = c.line_end if c.line_end is not None else c.line_start
-        ref += f", line {end}" if end == c.line_start else f", lines {c.line_start}-{end}"
+        ref += f":{end}" if end == c.line_start else f":{c.line_start}-{end}"
     return ref
+
+
+_REF = re.compile(r"(?P<file>.+)#(?P<chunk>[0-9]+)(?::(?P<first>[0-9]+)(?:-(?P<last>[0-9]+))?)?")
+
+
+def parse_ref(ref: str) -> tuple[str, int, list[int] | None]:
+    """(file, chunk_index, [first, last] or None) of a `ref`; ValueError if it is not one."""
+    m = _REF.fullmatch(ref)
+    if m is None:
+        raise ValueError(f"{ref!r} is not a reference file#chunk[:first[-last]]")
+    first = m["first"]
+    lines = None if first is None else [int(first), int(m["last"] or first)]
+    return m["file"], int(m["chunk"]), lines
 
 
 def _text(text: str, snippets: bool) -> str:
@@ -254,17 +312,12 @@ def _scores(hit: Hit) -> dict[str, float]:
 
 def _lean_hit(hit: Hit, want: set[str], snippets: bool, folder: str) -> LeanHit:
     c = hit.citation
-    out: LeanHit = {
-        "rank": hit.rank,
-        "source_file": c.source_file.removeprefix(folder),
-        "chunk_index": c.chunk_index,
-    }
+    out: LeanHit = {"rank": hit.rank, "ref": ref_of(c, want, folder)}
     if hit.level:
         out["level"] = hit.level
-    if "heading" in want:
-        out["heading"] = _last_heading(c.heading_path)
-    if "lines" in want and c.line_start is not None:
-        out["lines"] = line_span(c)
+    heading = _heading_shown(c, want)
+    if heading:
+        out["heading"] = heading
     if "text" in want:
         out["text"] = _text(hit.text, snippets)
     if hit.scores.phrase:
@@ -272,9 +325,14 @@ def _lean_hit(hit: Hit, want: set[str], snippets: bool, folder: str) -> LeanHit:
     if "scores" in want:
         out["scores"] = _scores(hit)
     if hit.passages:
-        out["passages"] = [
-            _lean_chunk(p, want, snippets, hit_file=None, folder=folder) for p in hit.passages
-        ]
+        out["passages"] = [_lean_passage(p, want, snippets, folder) for p in hit.passages]
+    return out
+
+
+def _lean_passage(chunk: Chunk, want: set[str], snippets: bool, folder: str) -> LeanPassage:
+    out: LeanPassage = {"ref": ref_of(chunk.citation, want, folder)}
+    if "text" in want:
+        out["text"] = _text(chunk.text, snippets)
     return out
 
 
@@ -283,13 +341,11 @@ def line_span(c: Citation) -> list[int]:
     return [start, c.line_end if c.line_end is not None else start]
 
 
-def _lean_chunk(
-    chunk: Chunk, want: Iterable[str], snippets: bool, *, hit_file: str | None, folder: str = ""
-) -> LeanChunk:
+def _lean_chunk(chunk: Chunk, want: Iterable[str], snippets: bool, *, hit_file: str) -> LeanChunk:
     c = chunk.citation
     out: LeanChunk = {"chunk_index": c.chunk_index}
     if c.source_file != hit_file:
-        out["source_file"] = c.source_file.removeprefix(folder)
+        out["source_file"] = c.source_file
     if "lines" in want and c.line_start is not None:
         out["lines"] = line_span(c)
     if "text" in want:
@@ -332,13 +388,11 @@ def lean_node(node: Node, want: Iterable[str] = DEFAULT_FIELDS, snippets: bool =
 
 
 def node_text(node: Node) -> str:
-    """`heading — file`, then each chunk under `#i, lines a-b`."""
+    """`heading — file`, then each chunk under `#chunk:lines` (its file is the node's)."""
     kind = "text" if node.level == 0 else "summary"
     lines = [f"{node.heading_path} — {node.source_file} ({kind}, {len(node.chunks)} chunks shown)"]
     for chunk in node.chunks:
-        lines.append(
-            f"#{ref_of(chunk.citation, {'lines'}, node.source_file)[len(node.source_file) + 1 :]}"
-        )
+        lines.append(ref_of(chunk.citation, {"lines"}, node.source_file))
         lines.append(chunk.text)
     return "\n".join(lines)
 
