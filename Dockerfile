@@ -1,4 +1,5 @@
-# Glossator server: git over HTTP (git http-backend), the indexing worker and MCP at /mcp/.
+# Glossator: git over HTTP (git http-backend), MCP at /mcp/ and the indexing worker
+# (`glossator serve` runs one as its child; `glossator worker` runs one alone).
 #   docker compose up        (docker-compose.yml: this image + ParadeDB's PostgreSQL)
 FROM python:3.11-slim
 

@@ -28,14 +28,19 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("glossator.commands.indexing", "index"),
     ("glossator.commands.load", "load"),
     ("glossator.commands.load", "db"),
-    ("gitserver.cli", "serve"),
-    ("gitserver.cli", "repo"),
-    ("gitserver.cli", "status"),
+    ("glossator.commands.serve", "serve"),
+    ("glossator.commands.serve", "worker"),
+    ("glossator.commands.repos", "repo"),
+    ("glossator.commands.repos", "status"),
     ("search.cli", "search"),
     ("search.cli", "mcp"),
     ("search.cli", "eval_command"),
     ("glossator.doctor", "doctor"),
 )
+
+
+# Commands whose log is their output: INFO by default, timestamped.
+LONG_RUNNING = ("serve", "worker")
 
 
 class Context:
@@ -74,12 +79,13 @@ def out_console() -> Console:
 
 def log_level(settings: Settings, verbose: int, command: str | None) -> str:
     """-v INFO, -vv DEBUG; else GLOSSATOR_LOG_LEVEL when set; else INFO for the server
-    (a log is its output) and WARNING for commands, whose output is their summary."""
+    and the worker (a log is their output) and WARNING for commands, whose output is
+    their summary."""
     if verbose:
         return "DEBUG" if verbose > 1 else "INFO"
     if settings.source("log_level") != "default":
         return str(settings.log_level)
-    return "INFO" if command == "serve" else "WARNING"
+    return "INFO" if command in LONG_RUNNING else "WARNING"
 
 
 @click.group(cls=GlossatorGroup)
@@ -90,7 +96,7 @@ def main(ctx: click.Context, verbose: int) -> None:
     """Glossator: push Markdown books, get summaries, sidecars and hybrid search."""
     ctx.obj = Context()
     command = ctx.invoked_subcommand
-    server = command == "serve"
+    server = command in LONG_RUNNING
     logging.basicConfig(
         level=log_level(ctx.obj.settings, verbose, command),
         format=("%(asctime)s " if server else "") + "%(levelname)s %(name)s: %(message)s",

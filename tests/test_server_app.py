@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,8 @@ def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path:
         assert job["status"] == "done" and job["duration_s"] is not None
         assert job["result_commit"] == store.branches("horsligne")["main"]
         assert job["stats"]["loaded"]
+        # run by `glossator worker`, the server's child process, not by this process
+        assert job["worker"] and not job["worker"].endswith(f":{os.getpid()}"), job
         bad = httpx.get(f"{server.base}/api/jobs", params={"status": "bogus"})
         assert bad.status_code == 400
         for path in ("/mcp/", "/mcp"):  # both served (no redirect), guarded by the token

@@ -1,11 +1,11 @@
-"""`glossator repo create|list`, `glossator serve` and `glossator status`."""
+"""`glossator repo create|list` and `glossator status` (the repositories and their jobs).
+
+`glossator serve` and `glossator worker` are in glossator/commands/serve.py."""
 
 from __future__ import annotations
 
 import json
 import logging
-import socket
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -64,58 +64,6 @@ def repo_list() -> None:
         branches = store.branches(name)
         shown = ", ".join(f"{b}@{t[:12]}" for b, t in sorted(branches.items())) or "(empty)"
         click.echo(f"{name}\t{shown}")
-
-
-def listening_socket(host: str, port: int) -> socket.socket:
-    """The server's TCP socket, bound (port 0: a free one), for uvicorn's `sockets=`.
-
-    Made with `IPPROTO_TCP` named, not 0: asyncio sets TCP_NODELAY on each accepted
-    connection only when the socket says it is TCP, and without it Nagle's algorithm
-    held every response's second write until the client's delayed ACK -- ~40 ms on
-    each MCP call and git request (bench/RESULTS.md, "Latency").
-    """
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
-
-
-@click.command()
-@click.option("--host", default=None, help="Listen address (default GLOSSATOR_HOST).")
-@click.option("--port", type=int, default=None, help="Port, 0 for a free one (GLOSSATOR_PORT).")
-def serve(host: str | None, port: int | None) -> None:
-    """Run the git server, the indexing worker and MCP (/mcp/) in one process."""
-    import uvicorn
-
-    from glossator.server import build_app
-
-    settings = _settings()
-    host = host or settings.host
-    port = settings.port if port is None else port
-    if not settings.push_tokens:
-        log.warning("GLOSSATOR_PUSH_TOKENS is empty: every push will be refused")
-    try:
-        sock = listening_socket(host, port)
-    except OSError as e:
-        raise click.ClickException(
-            f"cannot listen on {host}:{port}: {e.strerror}; set GLOSSATOR_PORT or --port"
-        ) from None
-    bound = sock.getsockname()[1]
-    app = build_app(settings)
-    config = uvicorn.Config(
-        app, log_level=settings.log_level.lower(), access_log=False, lifespan="on"
-    )
-    server = uvicorn.Server(config)
-    # One line a script (or a test) can wait for; printed before the lifespan runs.
-    print(f"glossator: listening on http://{host}:{bound}", file=sys.stderr, flush=True)
-    server.run(sockets=[sock])
-    if not server.started:
-        sys.exit(1)
 
 
 def _status_conninfo(settings: Settings) -> tuple[str, Any]:
@@ -285,7 +233,8 @@ def job_detail(r: dict[str, Any]) -> str:
         return f"{retry}at {at}".strip() if at else retry.strip()
     if r["status"] == "running":
         progress = r.get("progress") or {}
-        return str(progress.get("line", ""))
+        where = f" (worker {r['worker']})" if r.get("worker") else ""
+        return f"{progress.get('line', '')}{where}".strip()
     if r["status"] in ("done", DONE_WITH_PROBLEMS):
         line = (
             f"{(r.get('result_commit') or '')[:12]} loaded {len(stats.get('loaded', []))}"
