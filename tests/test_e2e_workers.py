@@ -198,6 +198,8 @@ def test_serve_supervises_its_worker_process(tmp_path: Path, db_url: str) -> Non
             "a new child", lambda: [p for p in started_children(server.log()) if p != first]
         )
         assert "exited (killed by SIGKILL); restarting it" in server.log()
+        # pushed once the new child has reconciled (else the push gets a second job)
+        wait_for("the new child ready", lambda: server.log().count("glossator: worker ") == 2)
         create_repo(server, "garde")
         push_new(tmp_path, server, "garde", 1)
         [job] = server.wait_idle("garde", timeout=240)
