@@ -184,17 +184,20 @@ def sync_files(
                     conn, repository, branch, source, path, stored.get(path), result, new_models
                 )
             except CorpusError as e:
+                # INFO, not WARNING: each problem is returned and reported by the caller
+                # (`glossator load` one line, the worker the job's problems); a warning
+                # here printed every refused file twice on a command's stderr
                 result.problems.append(Problem.from_error(e))
-                log.warning("not loaded, previous rows kept: %s", e)
+                log.info("not loaded, previous rows kept: %s", e)
             except OSError as e:
                 message = f"cannot read its sidecar ({type(e).__name__}: {e.strerror or e})"
                 result.problems.append(Problem(sidecar_path(path), message))
-                log.warning("not loaded, previous rows kept: %s: %s", path, message)
+                log.info("not loaded, previous rows kept: %s: %s", path, message)
             except psycopg.Error as e:
                 # the savepoint rolled back: this file keeps its previous rows
                 message = f"the database refused this file ({type(e).__name__}: {e.sqlstate})"
                 result.problems.append(Problem(path, message))
-                log.warning("not loaded, previous rows kept: %s: %s", path, message)
+                log.info("not loaded, previous rows kept: %s: %s", path, message)
             if progress:
                 progress(path)
         if bulk:

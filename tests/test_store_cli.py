@@ -113,6 +113,19 @@ def test_a_command_prints_one_summary_line_and_no_info_log(db_url: str, tmp_path
         timeout=300,
     )
     assert loud.returncode == 0 and "INFO" in loud.stderr, loud.stderr
+    # a refused file: said once on stderr (not again as a log line), exit code 1
+    side = tree / (PETITION + ".jsonl")
+    side.write_text("{not json\n", encoding="utf-8")
+    refused = subprocess.run(
+        [str(glossator), "load", str(tree), "-r", "bastiat"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert refused.returncode == 1, refused.stderr
+    assert refused.stderr.count(PETITION) == 1, refused.stderr
+    assert refused.stderr.startswith("error: ") and "1 refused" in refused.stdout
 
 
 def test_load_draws_a_bar_on_a_terminal_only(db_url: str, tmp_path: Path) -> None:
