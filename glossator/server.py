@@ -33,6 +33,7 @@ from gitserver.app import create_app
 from gitserver.repos import RepoStore
 from glossator.paths import forget_server, record_server
 from glossator.settings import Settings, reveal
+from glossator.db_supervisor import DatabaseSupervisor
 from glossator.wiring import auth_policy, database
 from glossator.worker import serve_indexing
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
@@ -68,6 +69,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
 
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     db = database(settings)
+    supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan
     embedder = get_embedder(settings)
     mcp = _mcp_app(settings, db, embedder)
     state: dict[str, Any] = {}
@@ -92,9 +94,11 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
             limit = min(max(int(request.query_params.get("limit", "50")), 1), 500)
         except ValueError:
             return JSONResponse({"error": "limit must be a whole number"}, 400)
+        if supervisor.problem:  # known down: say so now, not after the pool's timeout
+            return JSONResponse({"error": supervisor.problem}, 503)
         try:
             pool = await db.open_async_pool()
-            async with pool.connection() as conn:
+            async with pool.connection(timeout=10) as conn:
                 rows = await list_jobs_async(
                     conn,
                     repository=request.query_params.get("repository"),
@@ -102,14 +106,16 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
                     limit=limit,
                 )
         except (psycopg.Error, PoolTimeout) as e:  # one line, never a 500 and a traceback
-            log.warning("GET /api/jobs: %s", describe_failure(e))
-            return JSONResponse({"error": describe_failure(e)}, 503)
+            why = supervisor.problem or describe_failure(e)  # it logs the outage once
+            return JSONResponse({"error": why}, 503)
         return JSONResponse({"jobs": rows})
 
     async def db_ok() -> None:
+        if supervisor.problem:
+            raise RuntimeError(supervisor.problem)
         try:
             pool = await db.open_async_pool()
-            async with pool.connection() as conn:
+            async with pool.connection(timeout=10) as conn:
                 await conn.execute("SELECT 1")
         except (psycopg.Error, PoolTimeout) as e:
             raise RuntimeError(describe_failure(e)) from None
@@ -117,6 +123,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await asyncio.to_thread(db.start)
+        supervisor.start()
         record_server(settings)  # commands run elsewhere find the repositories from it
         try:
             for name in await asyncio.to_thread(store.names):
@@ -134,6 +141,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
                 yield
         finally:
             forget_server(settings)
+            await supervisor.stop()
             await db.close_async_pool()
             await asyncio.to_thread(db.stop)
 
@@ -165,5 +173,6 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
         health_checks=[db_ok],
         lifespan=lifespan,
     )
+    state["supervisor"] = supervisor
     app.state.service = state
     return app

@@ -45,6 +45,7 @@ our thread finished and close any still `doing` a few seconds later.
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -151,6 +152,10 @@ class IndexingService:
         # job id -> (monotonic time our thread returned, succeeded?); see UNFINISHED_S
         self._returned: dict[int, tuple[float, bool]] = {}
         self._returned_lock = threading.Lock()
+        # outcomes the database could not take when the attempt ended (it was down):
+        # written once it is back (flush_unrecorded); bounded, jobs need it to start
+        self._unrecorded: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
+        self._db_started: object = None  # pg_postmaster_start_time(): a restart changes it
 
     def _register(self) -> None:
         # retry=False: our own follow-up jobs instead (hooks.queue docstring)
@@ -184,11 +189,11 @@ class IndexingService:
         try:
             outcome = self.indexer.run(repository, branch, job_id=job_id, progress=progress)
         except BaseException as e:
-            error = runs.one_line(e)
+            # the database's failures in one line of ours (the driver's may quote the URL)
+            error = describe_failure(e) if isinstance(e, psycopg.Error) else runs.one_line(e)
             delay = retry_delay(failures + 1, self.retries, self.retry_base_s)
             follow = self._follow_up(repository, branch, failures + 1, delay)
-            runs.record_end(
-                self.conninfo,
+            self._record_end(
                 job_id,
                 attempt,
                 "failed",
@@ -227,8 +232,7 @@ class IndexingService:
                 stats["next_job"],
                 delay,
             )
-        runs.record_end(
-            self.conninfo,
+        self._record_end(
             job_id,
             attempt,
             status,
@@ -237,6 +241,29 @@ class IndexingService:
             result_commit=outcome.indexed,
             stats=stats,
         )
+
+    def _record_end(self, job_id: int, attempt: int, status: str, **fields: Any) -> None:
+        """runs.record_end, or kept for flush_unrecorded when the database is down."""
+        try:
+            runs.record_end(self.conninfo, job_id, attempt, status, **fields)
+        except psycopg.Error:
+            self._unrecorded.append(
+                {"job_id": job_id, "attempt": attempt, "status": status, **fields}
+            )
+            log.warning("job %s ended %s; recorded once the database is back", job_id, status)
+
+    def flush_unrecorded(self) -> int:
+        """Write the outcomes kept while the database was down; how many were written."""
+        written = 0
+        while self._unrecorded:
+            item = self._unrecorded[0]
+            fields = {k: v for k, v in item.items() if k not in ("job_id", "attempt", "status")}
+            runs.record_end(
+                self.conninfo, item["job_id"], item["attempt"], item["status"], **fields
+            )
+            self._unrecorded.popleft()
+            written += 1
+        return written
 
     def _follow_up(self, repository: str, branch: str, failures: int, delay: float) -> int | None:
         """The job that will take over this branch (a new one, or the one that waits)."""
@@ -302,16 +329,34 @@ class IndexingService:
     async def _watch_stalled(self) -> None:
         loop = asyncio.get_running_loop()
         last_reconcile = loop.time()
+        failing = False
         while True:
             await asyncio.sleep(STALLED_S / 2)
             try:
+                restarted = await asyncio.to_thread(self._database_restarted)
+                await asyncio.to_thread(self.flush_unrecorded)
                 await self.recover_stalled()
                 await self.close_unfinished()
-                if loop.time() - last_reconcile >= RECONCILE_S:
+                # after an outage at once: a push then could not queue its job
+                if failing or restarted or loop.time() - last_reconcile >= RECONCILE_S:
                     last_reconcile = loop.time()
                     await self.reconcile()
+                if failing:
+                    log.info("queue maintenance works again")
+                failing = False
             except Exception as e:  # the database may be restarting: try again later
-                log.warning("queue maintenance failed: %s", type(e).__name__)
+                if not failing:  # once per outage, not every round
+                    log.warning("queue maintenance failed: %s; retrying", type(e).__name__)
+                failing = True
+
+    def _database_restarted(self) -> bool:
+        """Whether the server restarted since the last look (an outage shorter than a
+        round of _watch_stalled leaves no failure to see, but pushes may have missed it)."""
+        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
+            row = conn.execute("SELECT pg_postmaster_start_time()").fetchone()
+        started = row[0] if row else None
+        before, self._db_started = self._db_started, started
+        return before is not None and started != before
 
     async def close_unfinished(self, *, older_than: float = UNFINISHED_S) -> int:
         """Close jobs our thread finished whose outcome never reached the database."""

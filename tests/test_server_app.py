@@ -78,8 +78,9 @@ def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path:
 
 def test_lost_database_connections_are_one_line_then_recover(settings: Any, tmp_path: Path) -> None:
     """Every connection of the server killed at once (what a PostgreSQL restart or a
-    PANIC does): /api/jobs answers 503 with one line, then recovers by itself, and the
-    indexing worker (its connections were killed too) still runs the next job."""
+    PANIC does): /api/jobs gets fresh connections (a 503 in one line at worst), and the
+    indexing worker (its connections were killed too) still runs the next job. The
+    server itself killed: tests/test_db_supervisor.py."""
     import psycopg
 
     from hooks.queue import defer_sync
@@ -105,7 +106,9 @@ def test_lost_database_connections_are_one_line_then_recover(settings: Any, tmp_
                 break
             assert r.status_code == 503, r.text
             assert "does not answer" in r.json()["error"] and "\n" not in r.json()["error"]
-        assert answers[0] == 503 and answers[-1] == 200, answers
+        # the pools test a connection before handing it out (store.db, _CHECK): a killed
+        # one is replaced unseen, or at worst one request answers 503 in one line
+        assert answers[-1] == 200, answers
         # the worker lost its connections too: a new push is still indexed
         (work / "corpus" / "note.md").write_text("une note\n")
         commit_all(work, "after the cut")

@@ -1,0 +1,234 @@
+"""The database supervised (glossator.db_supervisor): the server's own embedded PostgreSQL
+killed with SIGKILL under a running server, then started again by itself.
+
+Each test starts a private embedded server (never the session's: it is killed). To
+keep it down for as long as the test looks, a backend of the dead server is stopped
+(SIGSTOP) before the postmaster is killed: it still holds the old shared memory, so
+PostgreSQL refuses to start again (what a slow orphaned backend does for real) until
+it is let go (SIGCONT) and exits. Every wait is on a condition, with a deadline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from gitserver.repos import RepoStore
+from glossator.server import build_app
+from glossator.settings import Settings
+from hooks.worker import _default_index
+from tests.gitserver_support import ServerThread, commit_all, git
+from tests.plugins.corpus import make_small_corpus
+
+TOKEN = "tok"
+
+
+@pytest.fixture
+def private_dir() -> Iterator[Path]:
+    """Outside pytest's tmp root, which a concurrent session may reset to 0700 (the
+    embedded server runs as its own user when the tests run as root)."""
+    path = Path(tempfile.mkdtemp(prefix="glossator-test-supervised-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for pidfile in path.glob("**/postmaster.pid"):  # a failed test's server: stop it
+            with contextlib.suppress(ValueError, OSError):
+                os.kill(int(pidfile.read_text().split()[0]), signal.SIGINT)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def embedded_settings(root: Path) -> Settings:
+    return Settings.from_env({}).replace(
+        data_dir=root / "data",
+        repos_dir=root / "repos",
+        embedder="fake",
+        summarizer="fake",
+        push_tokens=(TOKEN,),
+        job_retries=3,
+    )
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 120) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.2)
+
+
+def server_conninfo(data_dir: Path) -> str:
+    return (data_dir / "postgres.lock").read_text().splitlines()[1]
+
+
+@contextlib.contextmanager
+def killed_and_held(data_dir: Path) -> Iterator[None]:
+    """SIGKILL the postmaster while one of its backends is stopped; let it go at exit."""
+    conn = psycopg.connect(server_conninfo(data_dir), autocommit=True)
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    backend = int(row[0])
+    postmaster = int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0])
+    os.kill(backend, signal.SIGSTOP)
+    try:
+        os.kill(postmaster, signal.SIGKILL)
+        yield
+    finally:
+        os.kill(backend, signal.SIGCONT)  # it sees its postmaster gone, and exits
+        with contextlib.suppress(Exception):
+            conn.close()
+
+
+def healthz(base: str) -> tuple[int, str]:
+    r = httpx.get(f"{base}/healthz", timeout=30)
+    return r.status_code, r.text
+
+
+def status_cli(data_dir: Path) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLOSSATOR_")}
+    env["GLOSSATOR_DATA_DIR"] = str(data_dir)
+    return subprocess.run(
+        [sys.executable, "-c", "from glossator.cli import main; main()", "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+async def mcp_search(base: str, query: str) -> Any:
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async with (
+        httpx2.AsyncClient(timeout=120) as http,
+        Client(streamable_http_client(f"{base}/mcp/", http_client=http)) as client,
+    ):
+        return await client.call_tool("search", {"query": query})
+
+
+def add_paragraph(work: Path, text: str) -> None:
+    chapter = sorted(work.glob("corpus/**/source.md"))[0]
+    chapter.write_text(chapter.read_text("utf-8") + f"\n{text}\n", "utf-8")
+
+
+def has_text(data_dir: Path, word: str) -> bool:
+    with psycopg.connect(server_conninfo(data_dir)) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM hierarchical_content_nodes WHERE content LIKE %s",
+            (f"%{word}%",),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def failed_runs(data_dir: Path, job_id: int) -> list[tuple[str, str]]:
+    with psycopg.connect(server_conninfo(data_dir)) as conn:
+        return conn.execute(
+            "SELECT status, error FROM glossator_job_runs"
+            " WHERE job_id = %s AND status = 'failed' AND error IS NOT NULL",
+            (job_id,),
+        ).fetchall()
+
+
+def jobs(base: str, repository: str) -> list[dict[str, Any]]:
+    r = httpx.get(f"{base}/api/jobs", params={"repository": repository}, timeout=30)
+    return r.json()["jobs"] if r.status_code == 200 else []
+
+
+def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
+    private_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = embedded_settings(private_dir)
+    data_dir = private_dir / "data"
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    store.create("veille")
+    started, go = threading.Event(), threading.Event()
+
+    def gated(source: Any, **kwargs: Any) -> Any:
+        # the first job waits here until the database is dead, then goes on (and fails)
+        if not go.is_set():
+            started.set()
+            go.wait(timeout=300)
+        return _default_index()(source, **kwargs)
+
+    work = make_small_corpus(private_dir / "work", 1)
+    git("init", "-q", "-b", "main", str(work))
+    commit_all(work, "one chapter")
+    app = build_app(settings, index_fn=gated)
+    caplog.set_level(logging.INFO, logger="glossator.db_supervisor")
+    with ServerThread(app, lifespan="on") as server:
+        supervisor = app.state.service["supervisor"]
+        git("push", "-q", server.url("veille", token=TOKEN), "main", cwd=work)
+        assert started.wait(timeout=120), "the job never started"
+        [first] = jobs(server.base, "veille")
+
+        with killed_and_held(data_dir):
+            wait_for("/healthz says the database is down", lambda: healthz(server.base)[0] == 503)
+            wait_for("two restarts refused", lambda: supervisor._attempts >= 2)
+            _, text = healthz(server.base)
+            assert "embedded PostgreSQL stopped" in text and "starting it again" in text, text
+            r = httpx.get(f"{server.base}/api/jobs", timeout=30)
+            assert r.status_code == 503 and r.json()["error"] == supervisor.problem
+            for line in (text, r.json()["error"]):
+                assert "\n" not in line.strip() and str(private_dir) not in line
+            cli = status_cli(data_dir)
+            assert cli.returncode == 1, cli
+            assert "does not answer" in cli.stderr and len(cli.stderr.strip().splitlines()) == 1
+            result = asyncio.run(mcp_search(server.base, "chapitre"))
+            assert result.is_error
+            said = result.content[0].text
+            assert "does not answer" in said and "\n" not in said and "Traceback" not in said
+            # a push meanwhile: accepted, its job could not be queued, and it says so
+            add_paragraph(work, "Écrit pendant la panne : anémomètre.")
+            commit_all(work, "during the outage")
+            pushed = git("push", server.url("veille", token=TOKEN), "main", cwd=work)
+            said = [ln for ln in pushed.stderr.splitlines() if "not queued" in ln]
+            assert len(said) == 1 and "does not answer" in said[0], pushed.stderr
+            # the first job goes on and meets the outage
+            go.set()
+            service = app.state.service["service"]
+            wait_for("the job's failure kept for later", lambda: service._unrecorded, 180)
+
+        wait_for("the database back", lambda: healthz(server.base) == (200, "ok\n"), 180)
+        assert supervisor.problem is None and supervisor.restarts >= 1
+        # the attempt that met the outage is in the history, with the reason
+        [(status, error)] = wait_for(
+            "the failed attempt recorded", lambda: failed_runs(data_dir, first["id"]), 120
+        )
+        assert status == "failed" and "does not answer" in error, error
+        # the server indexes the branch by itself (follow-up, reconciliation), with the
+        # commit pushed during the outage
+        wait_for("the outage's push searchable", lambda: has_text(data_dir, "anémomètre"), 240)
+        # and a push after it is indexed as usual
+        git("pull", "-q", "--rebase", server.url("veille", token=TOKEN), "main", cwd=work)
+        add_paragraph(work, "Écrit après la panne : baromètre.")
+        commit_all(work, "after the outage")
+        git("push", "-q", server.url("veille", token=TOKEN), "main", cwd=work)
+        wait_for("the next push searchable", lambda: has_text(data_dir, "baromètre"), 240)
+
+    downs = [r.getMessage() for r in caplog.records if "database down" in r.getMessage()]
+    backs = [r.getMessage() for r in caplog.records if "database back" in r.getMessage()]
+    assert downs and "embedded PostgreSQL stopped" in downs[0], downs
+    assert len(downs) <= 3, downs  # per change of state, not per attempt (there were >= 2)
+    assert len(backs) == 1, backs
+    assert not [r for r in caplog.records if "postgresql://" in r.getMessage()]
