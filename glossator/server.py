@@ -31,9 +31,9 @@ from starlette.routing import BaseRoute, Route
 
 from gitserver.app import create_app
 from gitserver.repos import RepoStore
+from glossator.db_supervisor import DatabaseSupervisor
 from glossator.paths import forget_server, record_server
 from glossator.settings import Settings, reveal
-from glossator.db_supervisor import DatabaseSupervisor
 from glossator.wiring import auth_policy, database
 from glossator.worker import serve_indexing
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async

@@ -174,7 +174,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
     work = make_small_corpus(private_dir / "work", 1)
     git("init", "-q", "-b", "main", str(work))
     commit_all(work, "one chapter")
-    app = build_app(settings, index_fn=gated)
+    app = build_app(settings, worker="thread", index_fn=gated)  # the gate needs this process
     caplog.set_level(logging.INFO, logger="glossator.db_supervisor")
     with ServerThread(app, lifespan="on") as server:
         supervisor = app.state.service["supervisor"]
@@ -206,7 +206,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
             assert len(said) == 1 and "does not answer" in said[0], pushed.stderr
             # the first job goes on and meets the outage
             go.set()
-            service = app.state.service["service"]
+            service = app.state.service["indexing"]
             wait_for("the job's failure kept for later", lambda: service._unrecorded, 180)
 
         wait_for("the database back", lambda: healthz(server.base) == (200, "ok\n"), 180)
