@@ -31,8 +31,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.load import database  # noqa: E402
+from glossator.providers import get_embedder  # noqa: E402
 from glossator.settings import Settings  # noqa: E402
-from indexer.embedders import get_embedder  # noqa: E402
 from indexer.source import DirectorySource  # noqa: E402
 from search.evaluation import ModeReport, PrecomputedQueries, evaluate, halves, load_queries  # noqa: E402
 from store import migrations  # noqa: E402

@@ -33,9 +33,9 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from glossator.providers import get_embedder
 from glossator.settings import Settings
 from glossator.wiring import database
-from indexer.embedders import get_embedder
 from search import nodes as N
 from search import rows as R
 from search.engine import embed_query, search

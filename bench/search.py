@@ -269,7 +269,7 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
     """Whole hybrid call incl. the embedding, its parts and floors, interleaved per query."""
     import os
 
-    from indexer.embedders import get_embedder
+    from glossator.providers import get_embedder
     from search import engine
 
     queries = [

@@ -124,7 +124,7 @@ def provider_of(model: str) -> str:
 
 
 def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:
-    from indexer.embedders import get_embedder
+    from glossator.providers import get_embedder
 
     try:
         embedder = get_embedder(settings)

@@ -65,7 +65,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
     """The whole server as one ASGI app. `worker`: process, thread or none
     (glossator.worker.serve_indexing); `index_fn` replaces the indexer of a
     thread worker (tests)."""
-    from indexer.embedders import get_embedder
+    from glossator.providers import get_embedder
 
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     db = database(settings)

@@ -63,7 +63,7 @@ def _service(
 ) -> Any:
     from hooks.service import IndexingService
     from hooks.worker import BranchIndexer
-    from indexer.summaries import get_summarizer
+    from glossator.providers import get_summarizer
 
     indexer = BranchIndexer(
         store,
@@ -114,7 +114,7 @@ def run_worker(
 async def _worker(
     settings: Settings, concurrency: int, sole_worker: bool, ready_fd: int | None
 ) -> int:
-    from indexer.embedders import get_embedder
+    from glossator.providers import get_embedder
 
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

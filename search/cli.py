@@ -49,7 +49,7 @@ def _database(settings: Settings) -> Any:
 
 
 def _embedder(settings: Settings) -> Any:
-    from indexer.embedders import get_embedder
+    from glossator.providers import get_embedder
 
     return get_embedder(settings)
 

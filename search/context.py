@@ -196,7 +196,7 @@ def context(
         raise BadQuery(f"budget must be from {MIN_BUDGET} to {MAX_BUDGET} tokens, got {budget}")
     settings = settings or Settings.from_env()
     if embedder is None:
-        from indexer.embedders import get_embedder
+        from glossator.providers import get_embedder
 
         embedder = get_embedder(settings)
     once = _Once(embedder, embed_query(embedder, check_query(question, 1, "hybrid")))

@@ -155,7 +155,7 @@ def search(
     if not 1 <= depth <= 1000:
         raise BadQuery(f"candidates must be from 1 to 1000, got {depth}")
     if mode != "bm25" and embedder is None:
-        from indexer.embedders import get_embedder  # the model itself is cached per process
+        from glossator.providers import get_embedder  # the model itself is cached per process
 
         embedder = get_embedder(settings)
     timings: dict[str, float] = {}

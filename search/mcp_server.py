@@ -180,7 +180,7 @@ class SearchService:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from indexer.embedders import get_embedder
+            from glossator.providers import get_embedder
 
             self._embedder = get_embedder(self.settings)
         return self._embedder

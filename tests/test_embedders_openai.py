@@ -10,8 +10,9 @@ from typing import Any
 import httpx2
 import pytest
 
+from glossator.providers import get_embedder
 from glossator.settings import Settings
-from indexer.embedders import EmbedderError, get_embedder
+from indexer.embedders import EmbedderError
 from indexer.embedders.openai_api import OpenAIEmbedder, recipe_for
 
 

@@ -79,3 +79,78 @@ def test_the_check_sees_what_it_looks_for(tmp_path: Path) -> None:
         "# os.environ in a comment, and in a string: 'os.environ'\n"
     )
     assert environment_reads(sample) == [("", 2), ("", 3), ("f", 5), ("C.g", 8)]
+
+
+# Settings: import-linter sees `import glossator.settings`, not a `settings` object
+# handed down and read by attribute (typed `Any`, it imports nothing). Files still
+# being moved, with their owner; each entry goes when its file takes plain values.
+SETTINGS_TRANSITIONAL = {
+    "gitserver/cli.py": "the `serve` command, moving to glossator/commands/ (worker helper)",
+    **{
+        f"search/{name}.py": "search/* take plain values instead of Settings (search helper)"
+        for name in (
+            "cli",
+            "context",
+            "engine",
+            "evaluation",
+            "freshness",
+            "mcp_http",
+            "mcp_server",
+            "rerank",
+        )
+    },
+}
+
+
+def settings_reads(path: Path) -> list[tuple[str, int]]:
+    """(what, line) of each `Settings` name, `settings` parameter and `….settings.x` /
+    `settings.x` attribute read in a module."""
+    tree = ast.parse(path.read_text(), str(path))
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "Settings":
+            found.append(("Settings", node.lineno))
+        elif isinstance(node, ast.alias) and node.name.rsplit(".", 1)[-1] == "Settings":
+            found.append(("import Settings", node.lineno))
+        elif isinstance(node, ast.arg) and node.arg == "settings":
+            found.append(("parameter settings", node.lineno))
+        elif isinstance(node, ast.Attribute):
+            base = node.value
+            named = (isinstance(base, ast.Name) and base.id == "settings") or (
+                isinstance(base, ast.Attribute) and base.attr == "settings"
+            )
+            if named:
+                found.append((f"settings.{node.attr}", node.lineno))
+    return found
+
+
+def test_no_module_below_the_composition_root_reads_settings() -> None:
+    unexpected = []
+    for package in (*CHECKED, "core"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel in SETTINGS_TRANSITIONAL:
+                continue
+            unexpected += [f"{rel}:{line} ({what})" for what, line in settings_reads(path)]
+    assert not unexpected, (
+        "these modules take or read the settings; take plain values (a model, a key as "
+        "text, a path…) and read the settings in glossator/ (glossator.wiring, "
+        "glossator.providers): " + ", ".join(unexpected)
+    )
+
+
+def test_the_settings_check_sees_what_it_looks_for(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text(
+        "from glossator.settings import Settings\n"
+        "def f(settings):\n    return settings.embedder\n"
+        "class C:\n    def g(self):\n        return self.settings.summarizer\n"
+        "def h(config: 'X', settings_dir: str):\n    return config.settings_dir\n"
+        "# settings.embedder in a comment, and in a string: 'settings.embedder'\n"
+    )
+    assert sorted(settings_reads(sample), key=lambda f: f[1]) == [
+        ("import Settings", 1),
+        ("parameter settings", 2),
+        ("settings.embedder", 3),
+        ("settings.summarizer", 6),
+    ]

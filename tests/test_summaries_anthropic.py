@@ -17,6 +17,7 @@ from typing import Any
 import httpx2
 import pytest
 
+from glossator.providers import get_summarizer
 from glossator.settings import Settings, SettingsError
 from indexer import frontmatter
 from indexer.corpus import read_corpus
@@ -27,7 +28,6 @@ from indexer.summaries import (
     SummaryInput,
     SummaryRequest,
     generate,
-    get_summarizer,
 )
 from indexer.summaries.claude import AnthropicSummarizer
 from tests.plugins.corpus import make_small_corpus

@@ -10,9 +10,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from glossator.providers import get_summarizer
 from glossator.settings import Settings, SettingsError
 from indexer import frontmatter
-from indexer.summaries import RefusalError, SummaryInput, SummaryRequest, get_summarizer
+from indexer.summaries import RefusalError, SummaryInput, SummaryRequest
 from indexer.summaries.extractive import ExtractiveSummarizer
 from indexer.summaries.openai_compatible import OpenAICompatibleSummarizer
 from indexer.tokens import count_tokens

@@ -25,8 +25,8 @@ from glossator.commands.common import (
     report,
     settings_from_context,
 )
+from glossator.providers import get_embedder
 from indexer.corpus import read_corpus
-from indexer.embedders import get_embedder
 from indexer.sidecars import SidecarStats, build
 from indexer.source import DirectorySource
 
@@ -74,8 +74,8 @@ def sidecars(path: Path, rebuild_all: bool, as_json: bool) -> None:
 @json_option
 def index(path: Path, rebuild_all: bool, as_json: bool) -> None:
     """Index the corpus at PATH: frontmatter, due summaries, then sidecars, in that order."""
+    from glossator.providers import get_summarizer
     from indexer import pipeline
-    from indexer.summaries import get_summarizer
 
     settings = settings_from_context()
     root = corpus_root(path)

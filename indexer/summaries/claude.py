@@ -82,18 +82,6 @@ class AnthropicSummarizer(Summarizer):
         if self._price is None:
             log.warning("anthropic: no price known for model %s; its cost is not recorded", model)
 
-    @classmethod
-    def from_settings(cls, settings: Any, argument: str) -> AnthropicSummarizer:
-        from core.errors import SettingsError
-
-        if not argument:
-            raise SettingsError(
-                "GLOSSATOR_SUMMARIZER=anthropic needs a model: "
-                "export GLOSSATOR_SUMMARIZER=anthropic:claude-sonnet-4-5 (for example)"
-            )
-        key = settings.require("anthropic_api_key", "the anthropic summarizer needs it")
-        return cls(argument, api_key=key, batch_threshold=settings.batch_threshold)
-
     # -- cost -------------------------------------------------------------------------
 
     def price(self, input_tokens: int, output_tokens: int) -> float | None:

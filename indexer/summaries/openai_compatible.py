@@ -44,18 +44,6 @@ class OpenAICompatibleSummarizer(Summarizer):
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
         self.client = httpx.Client(timeout=timeout, transport=transport, headers=headers)
 
-    @classmethod
-    def from_settings(cls, settings: Any, argument: str) -> OpenAICompatibleSummarizer:
-        from core.errors import SettingsError
-
-        if not argument.startswith(("http://", "https://")):
-            raise SettingsError(
-                "GLOSSATOR_SUMMARIZER=openai-compatible needs the server's base URL: "
-                "export GLOSSATOR_SUMMARIZER=openai-compatible:http://127.0.0.1:8000/v1"
-            )
-        model = settings.require("summarizer_model", "the openai-compatible summarizer needs it")
-        return cls(argument, model)
-
     def summarize(self, request: SummaryRequest) -> SummaryResponse:
         url = f"{self.base_url}/chat/completions"
         payload = {

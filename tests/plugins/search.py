@@ -27,11 +27,12 @@ import pytest
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
+from glossator.providers import get_summarizer
 from glossator.settings import Settings
 from indexer.corpus import read_corpus
 from indexer.sidecars import build as build_sidecars
 from indexer.source import DirectorySource
-from indexer.summaries import generate, get_summarizer
+from indexer.summaries import generate
 from store.db import configure_connection
 from store.loader import sync_tree
 from tests.plugins.corpus import EXAMPLE_DIR, FIRST_SERIES, SECOND_SERIES, WORK

@@ -2,7 +2,7 @@
 
 fake_summarizer    a FakeSummarizer (deterministic text, `history` of requests,
                    `fail_paths` / `refuse_paths` to make a summary fail); it is also
-                   what `get_summarizer` returns for GLOSSATOR_SUMMARIZER=fake while
+                   what `glossator.providers.get_summarizer` returns for GLOSSATOR_SUMMARIZER=fake while
                    the test runs (registered here, removed in `finally`)
 """
 
@@ -12,16 +12,16 @@ from collections.abc import Iterator
 
 import pytest
 
-from indexer.summaries import PROVIDERS
+from glossator.providers import SUMMARIZERS
 from indexer.summaries.fake import FakeSummarizer
 
 
 @pytest.fixture
 def fake_summarizer() -> Iterator[FakeSummarizer]:
     fake = FakeSummarizer()
-    previous = PROVIDERS["fake"]
-    PROVIDERS["fake"] = lambda settings, argument: fake
+    previous = SUMMARIZERS["fake"]
+    SUMMARIZERS["fake"] = lambda settings, argument: fake
     try:
         yield fake
     finally:
-        PROVIDERS["fake"] = previous
+        SUMMARIZERS["fake"] = previous
