@@ -61,9 +61,9 @@ def _service(
     sole_worker: bool = False,
     index_fn: Any = None,
 ) -> Any:
+    from glossator.providers import get_summarizer
     from hooks.service import IndexingService
     from hooks.worker import BranchIndexer
-    from glossator.providers import get_summarizer
 
     indexer = BranchIndexer(
         store,
