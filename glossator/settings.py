@@ -189,10 +189,11 @@ class Settings(BaseSettings):
     )
     job_retries: Int = Field(
         5,  # a judgment call: 2+4+8+16+32 s, a minute of quick retries (a restarting database)
-        description="Quick retries of a failed indexing job (2, 4, 8… s), then every 5 min.",
+        description="Quick retries of a failed indexing job (2, 4, 8… s), then 6 slow ones "
+        "(5 min to 1 h), then none until a push.",
     )
     job_nice: Niceness = Field(
-        10,  # nice(1)'s own default increment (hooks/service.py JOB_NICE)
+        10,  # nice(1)'s own default increment (hooks/jobthread.py JOB_NICE)
         description="CPU niceness added to indexing jobs (0-19; 0 on a host shared with "
         "other work).",
     )

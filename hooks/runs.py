@@ -28,7 +28,7 @@ def record_start(
     branch: str,
     worker: str | None = None,
 ) -> None:
-    """`worker`: the process running the attempt (hooks.service.worker_name)."""
+    """`worker`: the process running the attempt (hooks.jobthread.worker_name)."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         conn.execute(
             """INSERT INTO glossator_job_runs
@@ -125,3 +125,15 @@ def job_statuses(conninfo: str, job_ids: list[int]) -> dict[int, str]:
             "SELECT id, status::text FROM procrastinate_jobs WHERE id = ANY(%s)", (job_ids,)
         ).fetchall()
     return {int(r[0]): r[1] for r in rows}
+
+
+def given_up(conninfo: str) -> dict[tuple[str, str], str | None]:
+    """Branches whose latest attempt used the last retry (hooks.queue.gives_up), and
+    the tip it gave up at: reconciliation leaves them alone until the tip moves."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        rows = conn.execute(
+            """SELECT DISTINCT ON (repository, branch) repository, branch, stats
+                 FROM glossator_job_runs WHERE finished_at IS NOT NULL
+                ORDER BY repository, branch, started_at DESC"""
+        ).fetchall()
+    return {(r[0], r[1]): r[2].get("gave_up_at") for r in rows if (r[2] or {}).get("gave_up")}

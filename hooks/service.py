@@ -34,7 +34,8 @@ every five minutes (a push whose hook could not reach the queue is picked up
 again); the queueing lock makes two workers' reconciliations queue one job.
 
 The invariant: a branch whose tip differs from its indexed commit always has one
-job that will run. A job that fails defers its own follow-up before it ends
+job that will run, until its retries are used up (hooks.queue.gives_up: shown
+by `glossator status`, and a push starts again). A job that fails defers its own follow-up before it ends
 (hooks.queue.retry_delay), a job that lost the race against a push defers one
 too (usually the push's job already waits: `AlreadyEnqueued`), and a job whose
 outcome procrastinate could not persist (the database went away at that moment)
@@ -48,12 +49,9 @@ import asyncio
 import collections
 import contextlib
 import logging
-import os
-import socket
 import threading
 import time
 import traceback
-from collections.abc import Callable
 from typing import Any
 
 import procrastinate
@@ -61,8 +59,18 @@ import psycopg
 from procrastinate import utils as pc_utils
 
 from hooks import runs
+from hooks.jobthread import JOB_NICE, in_job_thread, worker_name
 from hooks.progress import JobProgress
-from hooks.queue import QUEUE, TASK_NAME, defer_async, defer_sync, ensure_schema, retry_delay
+from hooks.queue import (
+    QUEUE,
+    SLOW_RETRY_S,
+    TASK_NAME,
+    defer_async,
+    defer_sync,
+    ensure_schema,
+    gives_up,
+    retry_delay,
+)
 from hooks.repositories import Repositories
 from hooks.worker import BranchIndexer
 from store.errors import describe_failure
@@ -77,42 +85,11 @@ RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach th
 UNFINISHED_S = 10.0
 
 
-# Jobs run at a lower CPU priority than the threads serving searches and pushes
-# (Linux: a thread's nice value; the embedder's OpenMP threads it starts inherit
-# it): on a 2-core machine a book being embedded must not starve queries.
-JOB_NICE = 10
-
-
-def in_job_thread(name: str, nice: int, work: Callable[[], None]) -> None:
-    """Run `work` in a fresh thread whose priority is lowered, and wait for it.
-
-    A fresh thread, not procrastinate's: it runs sync tasks on the event loop's
-    shared executor, whose threads also serve the server, and a nice value can
-    only be raised (never lowered back without privileges)."""
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        if nice and hasattr(os, "setpriority") and hasattr(threading, "get_native_id"):
-            tid = threading.get_native_id()
-            with contextlib.suppress(OSError):  # nice is relative to the server's own
-                os.setpriority(
-                    os.PRIO_PROCESS, tid, min(19, os.getpriority(os.PRIO_PROCESS, tid) + nice)
-                )
-        try:
-            work()
-        except BaseException as e:
-            failure.append(e)
-
-    thread = threading.Thread(target=target, name=name, daemon=True)
-    thread.start()
-    thread.join()
-    if failure:
-        raise failure[0]
-
-
-def worker_name() -> str:
-    """`<host>:<pid>`: which process ran an attempt (glossator_job_runs.worker)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+def retry_line(retry: dict[str, Any]) -> str:
+    """The end of a failed attempt's log line: what happens next."""
+    if retry.get("gave_up"):
+        return "that was the last retry: the branch waits for a push"
+    return f"next try: job {retry['next_job']} in {retry['retry_in_s']:.0f} s"
 
 
 class JobFailed(RuntimeError):
@@ -130,6 +107,7 @@ class IndexingService:
         exclusive_database: bool = False,
         concurrency: int = 1,
         retry_base_s: float = 2.0,
+        slow_retry_s: float = SLOW_RETRY_S,
         job_nice: int = JOB_NICE,
         name: str | None = None,
     ) -> None:
@@ -141,6 +119,7 @@ class IndexingService:
         self.indexer = indexer
         self.retries = retries
         self.retry_base_s = retry_base_s
+        self.slow_retry_s = slow_retry_s
         self.job_nice = job_nice
         self.exclusive_database = exclusive_database
         self.concurrency = concurrency
@@ -191,24 +170,22 @@ class IndexingService:
         except BaseException as e:
             # the database's failures in one line of ours (the driver's may quote the URL)
             error = describe_failure(e) if isinstance(e, psycopg.Error) else runs.one_line(e)
-            delay = retry_delay(failures + 1, self.retries, self.retry_base_s)
-            follow = self._follow_up(repository, branch, failures + 1, delay)
+            retry = self._retry(repository, branch, failures + 1, self._tip(repository, branch))
             self._record_end(
                 job_id,
                 attempt,
                 "failed",
                 error=error,
                 tip=None,
-                stats={"failures": failures + 1, "next_job": follow, "retry_in_s": delay},
+                stats={"failures": failures + 1, **retry},
             )
             log.warning(
-                "job %s (%s/%s) failed: %s; next try: job %s in %.0f s",
+                "job %s (%s/%s) failed: %s; %s",
                 job_id,
                 repository,
                 branch,
                 error,
-                follow,
-                delay,
+                retry_line(retry),
             )
             log.debug("job %s traceback:\n%s", job_id, traceback.format_exc())
             raise JobFailed(error) from None
@@ -219,18 +196,16 @@ class IndexingService:
             stats["next_job"] = self._follow_up(repository, branch, 0, 0.0)
         elif outcome.problems:
             # Not fully indexed: try again later (an LLM back, a file fixed by a push).
-            delay = retry_delay(failures + 1, self.retries, self.retry_base_s)
-            stats["next_job"] = self._follow_up(repository, branch, failures + 1, delay)
-            stats["retry_in_s"] = delay
+            retry = self._retry(repository, branch, failures + 1, outcome.tip)
+            stats.update(failures=failures + 1, **retry)
             log.warning(
-                "job %s (%s/%s) done with %d problem(s), first: %s; next try: job %s in %.0f s",
+                "job %s (%s/%s) done with %d problem(s), first: %s; %s",
                 job_id,
                 repository,
                 branch,
                 len(outcome.problems),
                 outcome.problems[0],
-                stats["next_job"],
-                delay,
+                retry_line(retry),
             )
         self._record_end(
             job_id,
@@ -264,6 +239,26 @@ class IndexingService:
             self._unrecorded.popleft()
             written += 1
         return written
+
+    def _retry(
+        self, repository: str, branch: str, failures: int, tip: str | None
+    ) -> dict[str, Any]:
+        """The follow-up of an attempt that failed or met problems, as stats: the next
+        job and its delay, or `gave_up` (hooks.queue.gives_up) at `tip`."""
+        if gives_up(failures, self.retries):
+            return {"next_job": None, "gave_up": True, "gave_up_at": tip}
+        delay = retry_delay(failures, self.retries, self.retry_base_s, self.slow_retry_s)
+        return {
+            "next_job": self._follow_up(repository, branch, failures, delay),
+            "retry_in_s": delay,
+        }
+
+    def _tip(self, repository: str, branch: str) -> str | None:
+        try:
+            ref = self.store.open(repository).references.get(f"refs/heads/{branch}")
+            return str(ref.resolve().target) if ref is not None else None
+        except Exception:  # the repository is gone or unreadable: no tip to remember
+            return None
 
     def _follow_up(self, repository: str, branch: str, failures: int, delay: float) -> int | None:
         """The job that will take over this branch (a new one, or the one that waits)."""
@@ -426,10 +421,13 @@ class IndexingService:
         incomplete = await asyncio.to_thread(runs.incomplete_branches, self.conninfo)
         busy = await asyncio.to_thread(runs.busy_locks, self.conninfo, TASK_NAME)
         tips = await asyncio.to_thread(lambda: list(self.store.iter_branches()))
+        abandoned = await asyncio.to_thread(runs.given_up, self.conninfo)
         todo: list[tuple[str, str]] = []
         seen = set()
         for repository, branch, tip in tips:
             seen.add((repository, branch))
+            if abandoned.get((repository, branch), "") == tip:
+                continue  # it gave up at this tip: a push starts again
             if indexed.get((repository, branch)) != tip or (repository, branch) in incomplete:
                 todo.append((repository, branch))
         todo += [k for k in indexed if k not in seen and self.store.exists(k[0])]

@@ -19,7 +19,8 @@ import psycopg
 import pytest
 
 from gitserver.repos import RepoStore
-from hooks.queue import defer_sync, ensure_schema, retry_delay
+from glossator.commands.repos import job_detail
+from hooks.queue import SLOW_RETRIES, defer_sync, ensure_schema, gives_up, list_jobs, retry_delay
 from hooks.service import IndexingService
 from hooks.worker import BranchIndexer, _default_index
 from tests.gitserver_support import commit_all, git
@@ -211,8 +212,48 @@ async def test_failures_are_retried_by_follow_up_jobs(
 
 
 def test_retry_delays() -> None:
-    assert [retry_delay(n, 3) for n in (1, 2, 3, 4, 9)] == [2.0, 4.0, 8.0, 300.0, 300.0]
+    delays = [retry_delay(n, 3) for n in (1, 2, 3, 4, 5, 6, 9)]
+    assert delays == [2.0, 4.0, 8.0, 300.0, 600.0, 1200.0, 3600.0]  # quick, then slowing
     assert retry_delay(1, 0) == 300.0  # no quick retries: the slow pace at once
+    assert not gives_up(3 + SLOW_RETRIES, 3) and gives_up(4 + SLOW_RETRIES, 3)
+
+
+async def test_a_failure_that_never_clears_stops_after_the_bound(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """Issue 14: a problem that never clears was retried every 5 minutes for ever. Now
+    the retries slow down and stop after a bound; reconciliation leaves the branch
+    alone at that tip, `glossator status` says so, and a push starts again."""
+
+    def always_fail(source: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("the provider refuses this key")
+
+    service = service_for(branch, database, fake_embedder, fake_summarizer, always_fail)
+    service.slow_retry_s = 0.0  # every follow-up due at once: drain() runs the whole chain
+    defer_sync(database.conninfo, "livre", "main")
+    await drain(service)
+
+    found = jobs(database.conninfo)
+    assert [s for _, s, _ in found] == ["failed"] * (1 + 3 + SLOW_RETRIES)
+    last = runs(database.conninfo)[-1]
+    assert last[3] and last[3]["gave_up"] and last[3]["next_job"] is None
+    assert last[3]["gave_up_at"] == branch.tip()
+    await service.app.open_async()
+    try:
+        assert await service.reconcile() == 0  # given up at this tip: not queued again
+    finally:
+        await service.app.close_async()
+    with psycopg.connect(database.conninfo) as conn:
+        listed = list_jobs(conn, repository="livre")
+    detail = job_detail(listed[0])
+    assert "refuses this key" in detail and f"gave up after {4 + SLOW_RETRIES} attempts" in detail
+
+    service.indexer.index_fn = _default_index()  # the key is fixed, and someone pushes
+    branch.edit_and_push()
+    defer_sync(database.conninfo, "livre", "main")
+    await drain(service)
+    assert_settled(branch, database.conninfo)
+    assert jobs(database.conninfo)[-1][1] == "succeeded"
 
 
 async def test_a_job_whose_outcome_was_lost_is_closed(
@@ -290,7 +331,7 @@ def test_jobs_run_in_their_own_lower_priority_thread() -> None:
     import os
     import threading
 
-    from hooks.service import in_job_thread
+    from hooks.jobthread import in_job_thread
 
     seen: list[tuple[str, int]] = []
 

@@ -185,9 +185,14 @@ def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool)
             continue
         shown.add(key)
         if r["problems"]:
+            retried = (
+                "is no longer retried (push to try again)"
+                if (r.get("stats") or {}).get("gave_up")
+                else "is retried"
+            )
             click.echo(
                 f"job {r['id']} ({key[0]}/{key[1]}) had {r['problem_count']} problem(s); "
-                "the branch is not fully indexed and is retried:"
+                f"the branch is not fully indexed and {retried}:"
             )
             for line in r["problems"][:20]:
                 click.echo(f"  - {line}")
@@ -222,11 +227,20 @@ def _follow(conninfo: str, repository: str | None, interval: float) -> None:
             return
 
 
+def _gave_up(stats: dict[str, Any]) -> str:
+    if not stats.get("gave_up"):
+        return ""
+    return (
+        f"; gave up after {stats.get('failures', '?')} attempts in a row:"
+        " no more retries until a push to the branch"
+    )
+
+
 def job_detail(r: dict[str, Any]) -> str:
     """The table's last column: what a job did, is doing, or why it failed."""
     stats = r.get("stats") or {}
     if r["status"] == "failed":
-        return r.get("error") or ""
+        return (r.get("error") or "") + _gave_up(stats)
     if r["status"] == "queued":
         retry = f"retry {r['failures']} " if r.get("failures") else ""
         at = (r.get("scheduled_at") or "")[11:19]
@@ -244,5 +258,5 @@ def job_detail(r: dict[str, Any]) -> str:
             line += f"; {r['problem_count']} problem(s), first: {r['problems'][0]}"
         if stats.get("moved"):
             line += "; the branch moved: the next job indexes it"
-        return line
+        return line + _gave_up(stats)
     return r.get("error") or ""
