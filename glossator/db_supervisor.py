@@ -65,6 +65,16 @@ def free_bytes(path: Path) -> int | None:
     return st.f_bavail * st.f_frsize
 
 
+def explain(error: BaseException, pgdata: Path | None) -> str:
+    """A database failure in one line; the disk's when the embedded server's data
+    directory `pgdata` (None: a URL's server, whose disk we cannot see) is full."""
+    if pgdata is not None:
+        free = free_bytes(pgdata)
+        if free is not None and free < DISK_LOW_BYTES:
+            return DISK_FULL
+    return describe_failure(error)
+
+
 class DatabaseSupervisor:
     def __init__(
         self,

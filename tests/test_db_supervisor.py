@@ -33,7 +33,7 @@ from gitserver.repos import RepoStore
 from glossator.server import build_app
 from glossator.settings import Settings
 from hooks.worker import _default_index
-from tests.gitserver_support import ServerThread, commit_all, git
+from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git
 from tests.plugins.corpus import make_small_corpus
 
 TOKEN = "tok"
@@ -232,3 +232,87 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
     assert len(downs) <= 3, downs  # per change of state, not per attempt (there were >= 2)
     assert len(backs) == 1, backs
     assert not [r for r in caplog.records if "postgresql://" in r.getMessage()]
+
+
+@contextlib.contextmanager
+def small_disk(path: Path, size: str = "256m") -> Iterator[None]:
+    """A tmpfs of `size` mounted on `path` (needs root with CAP_SYS_ADMIN: skipped
+    otherwise, saying so); unmounted at exit."""
+    path.mkdir(parents=True, exist_ok=True)
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("a small tmpfs needs root (mount -t tmpfs); not here")
+    mounted = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0755", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+    )
+    if mounted.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {mounted.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(path)], capture_output=True)
+
+
+def fill(path: Path) -> Path:
+    """Write zeros into `path/ballast` until the filesystem refuses (ENOSPC)."""
+    ballast = path / "ballast"
+    with open(ballast, "wb") as f, contextlib.suppress(OSError):
+        for _ in range(1 << 14):  # bounded: 16 GiB
+            f.write(b"\0" * (1 << 20))
+            f.flush()
+    return ballast
+
+
+def test_full_disk_panic_is_one_line_and_the_server_recovers_once_space_is_back(
+    private_dir: Path,
+) -> None:
+    """The embedded PostgreSQL on a 256 MB tmpfs, filled: its WAL writer PANICs
+    (ENOSPC on a new WAL segment), crash recovery fails for the same reason and the
+    postmaster exits. Everything says the disk is full in one line; once the ballast
+    is gone the server starts the database again by itself and indexes what waited."""
+    from tests.plugins.serve import ADMIN, server_env
+    from tests.plugins.serve import TOKEN as PUSH
+
+    data_dir = private_dir / "data"
+    with small_disk(data_dir):
+        server = ServeProcess(private_dir, server_env(private_dir, None)).start(timeout=180)
+        try:
+            assert server.create_repo("plein", admin=ADMIN).status_code == 201
+            work = make_small_corpus(private_dir / "work", 1)
+            git("init", "-q", "-b", "main", str(work))
+            commit_all(work, "one chapter")
+            git("push", "-q", server.url("plein", token=PUSH), "main", cwd=work)
+            server.wait_idle("plein", timeout=240)
+
+            conn = psycopg.connect(server_conninfo(data_dir), autocommit=True)
+            ballast = fill(data_dir)
+            with contextlib.suppress(psycopg.Error), conn:
+                for _ in range(200):  # WAL without data pages: the next segment fails
+                    conn.execute("SELECT pg_logical_emit_message(false, 'x', repeat('x', 1 << 20))")
+            code_text = wait_for(
+                "/healthz says the disk is full",
+                lambda: (ht := healthz(server.base))[0] == 503 and "disk is full" in ht[1] and ht,
+            )
+            assert "\n" not in code_text[1].strip() and str(private_dir) not in code_text[1]
+            r = httpx.get(f"{server.base}/api/jobs", timeout=30)
+            assert r.status_code == 503 and "disk is full" in r.json()["error"], r.text
+            cli = status_cli(data_dir)
+            assert cli.returncode == 1 and len(cli.stderr.strip().splitlines()) == 1, cli
+            assert "disk is full" in cli.stderr, cli.stderr
+            add_paragraph(work, "Écrit disque plein : hygromètre.")
+            commit_all(work, "while the disk is full")
+            git("pull", "-q", "--rebase", server.url("plein", token=PUSH), "main", cwd=work)
+            pushed = git("push", server.url("plein", token=PUSH), "main", cwd=work)
+            said = [ln for ln in pushed.stderr.splitlines() if "not queued" in ln]
+            assert len(said) == 1 and "\n" not in said[0], pushed.stderr
+
+            ballast.unlink()  # space is back
+            wait_for("the database back", lambda: healthz(server.base) == (200, "ok\n"), 240)
+            wait_for("the waiting push searchable", lambda: has_text(data_dir, "hygromètre"), 300)
+            log = server.log()
+            assert "database down: the database's disk is full" in log, log[-3000:]
+            assert log.count("database down: the database's disk is full") <= 2
+            assert "database back after" in log and "postgresql://" not in log
+        finally:
+            server.stop()

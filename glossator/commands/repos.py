@@ -123,9 +123,10 @@ def status(
     try:
         rows, indexed = _read_status(conninfo, repository, status_filter, limit, follow, interval)
     except psycopg.Error as e:
-        from store.errors import describe_failure
+        from glossator.db_supervisor import explain
 
-        raise click.ClickException(describe_failure(e)) from None
+        embedded = None if settings.database_url else Path(settings.data_dir).expanduser()
+        raise click.ClickException(explain(e, embedded and embedded / "postgres")) from None
     finally:
         if owned is not None:
             owned.stop()
