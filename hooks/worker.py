@@ -49,6 +49,7 @@ from hooks.gitsource import GitTreeSource
 from hooks.progress import JobProgress
 from hooks.repositories import Repositories
 from hooks.reuse import ReusingEmbedder, ReusingSummarizer
+from indexer.cache import IndexCaches
 from indexer.embedders.base import BaseEmbedder
 from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
@@ -135,6 +136,8 @@ class BranchIndexer:
             ReusingSummarizer(summarizer) if isinstance(summarizer, Summarizer) else summarizer
         )
         self.index_fn = index_fn
+        # parsed files, hashes, manifests by blob id: a job re-reads only what changed
+        self.caches = IndexCaches()
 
     def indexed_commit(self, conn: psycopg.Connection, repository: str, branch: str) -> str | None:
         return self.indexed_state(conn, repository, branch)[0]
@@ -206,7 +209,13 @@ class BranchIndexer:
         source = GitTreeSource.at(repo, tip)
         index = self.index_fn or _default_index()
         extra = {"progress": progress} if progress is not None else {}
-        result = index(source, embedder=self.embedder, summarizer=self.summarizer, **extra)
+        result = index(
+            source,
+            embedder=self.embedder,
+            summarizer=self.summarizer,
+            caches=self.caches,
+            **extra,
+        )
         # what this job's own embedding calls returned: the embedder is shared with search
         outcome.embedded += result.stats.sidecars.embedding.texts
         for problem in getattr(result, "problems", []):

@@ -10,9 +10,13 @@ of the corpus. Sources without ids (a working tree on disk) are simply not cache
 from __future__ import annotations
 
 import threading
-from typing import Generic, TypeVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from cachetools import LRUCache
+
+if TYPE_CHECKING:
+    from indexer.frontmatter import Document
 
 T = TypeVar("T")
 
@@ -41,3 +45,30 @@ class ContentCache(Generic[T]):
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+# Sizes: entries are small (a parsed file ~ its text; a sha256; a manifest line), and a
+# 1,000-chapter book has ~2,100 .md files and as many sidecars, so these hold many books.
+DOCUMENTS_KEPT = 50_000
+DIGESTS_KEPT = 100_000
+
+
+@dataclass
+class IndexCaches:
+    """What the indexer derived from blobs, by blob id, kept as long as its owner lives.
+
+    The owner is whoever runs jobs one after another: the worker's job runner
+    (hooks.worker.BranchIndexer) keeps one for its process, so a push job re-reads only
+    what changed since the last one; `indexer.pipeline.index` makes one per call when
+    none is given (its two corpus reads still share it).
+    """
+
+    # read_corpus: a file's decoded text and parsed frontmatter
+    documents: ContentCache[tuple[str, Document]] = field(
+        default_factory=lambda: ContentCache(DOCUMENTS_KEPT)
+    )
+    # sidecars.build: the sha256 of a .md's bytes, and a sidecar's stored manifest line
+    hashes: ContentCache[str] = field(default_factory=lambda: ContentCache(DIGESTS_KEPT))
+    heads: ContentCache[tuple[dict[str, Any] | None]] = field(
+        default_factory=lambda: ContentCache(DIGESTS_KEPT)
+    )

@@ -31,7 +31,7 @@ from typing import Any
 from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
 from indexer import frontmatter
 from indexer import lang as L
-from indexer.cache import ContentCache
+from indexer.cache import IndexCaches
 from indexer.errors import CorpusError, FrontmatterError, Problem
 from indexer.policy import POLICY_FILE, Policy, parse_policy
 from indexer.source import Changes, FileSource, content_id
@@ -42,9 +42,6 @@ SUMMARY = "summary.md"
 DEFAULT_LANG = L.DEFAULT_LANG
 
 _NUMBER = re.compile(r"\d+")
-
-# parsed files by git blob id (indexer.cache): a push job re-reads only what changed
-DOCUMENTS: ContentCache[tuple[str, frontmatter.Document]] = ContentCache(50_000)
 
 
 @dataclass
@@ -165,8 +162,10 @@ def _own_path(node: Node) -> str:
 
 
 class _Reader:
-    def __init__(self, source: FileSource) -> None:
+    def __init__(self, source: FileSource, caches: IndexCaches | None) -> None:
         self.source = source
+        # parsed files by git blob id (indexer.cache): a job re-reads only what changed
+        self.cache = caches.documents if caches is not None else None
         self.problems: list[Problem] = []
         self.docs: dict[str, frontmatter.Document] = {}
         self.texts: dict[str, str] = {}
@@ -178,13 +177,14 @@ class _Reader:
         """The parsed file, or None (with a problem recorded) when it cannot be used."""
         if path in self.docs:
             return self.docs[path]
-        key = content_id(self.source, path)
+        key = content_id(self.source, path) if self.cache is not None else None
         try:
-            cached = DOCUMENTS.get(key)
+            cached = self.cache.get(key) if self.cache is not None else None
             if cached is None:
                 text = frontmatter.decode(path, self.source.read(path))
                 doc = frontmatter.parse(path, text)
-                DOCUMENTS.put(key, (text, doc))
+                if self.cache is not None:
+                    self.cache.put(key, (text, doc))
             else:
                 text, doc = cached
             validate_meta(path, doc.meta)
@@ -218,8 +218,12 @@ def markdown_paths(source: FileSource) -> Iterable[str]:
     return (p for p in source.paths() if p.endswith(".md"))
 
 
-def read_corpus(source: FileSource, policy: Policy | None = None) -> Corpus:
-    """Read every node of the corpus tree in `source`, with problems and parent fixes."""
+def read_corpus(
+    source: FileSource, policy: Policy | None = None, *, caches: IndexCaches | None = None
+) -> Corpus:
+    """Read every node of the corpus tree in `source`, with problems and parent fixes.
+
+    `caches`: parsed files kept by blob id across reads (indexer.cache.IndexCaches)."""
     if policy is None:
         try:
             policy = parse_policy(source.read(POLICY_FILE) if source.exists(POLICY_FILE) else None)
@@ -228,7 +232,7 @@ def read_corpus(source: FileSource, policy: Policy | None = None) -> Corpus:
             corpus.problems.append(Problem.from_error(e))
             return corpus
     corpus = Corpus(policy)
-    reader = _Reader(source)
+    reader = _Reader(source, caches)
 
     # folder -> names of its .md files, and folder -> sub-folders holding files
     files: dict[str, set[str]] = {}

@@ -1,6 +1,6 @@
 """The whole indexer in one call: frontmatter → summaries → sidecars, as one `Changes`.
 
-    index(source, *, embedder, summarizer, all=False, dry_run=False, progress=None)
+    index(source, *, embedder, summarizer, all=False, dry_run=False, progress=None, caches=None)
 
 This is what `glossator index` runs on a working tree and what the git worker
 runs on a commit's blobs, so it does no disk I/O of its own: it reads a
@@ -20,6 +20,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
+from indexer.cache import IndexCaches
 from indexer.corpus import read_corpus
 from indexer.embedders.base import Embedder
 from indexer.errors import Problem
@@ -81,14 +82,18 @@ def index(
     all: bool = False,
     dry_run: bool = False,
     progress: Progress | None = None,
+    caches: IndexCaches | None = None,
 ) -> IndexResult:
     """Frontmatter fixes, due summaries and changed sidecars of `source`, merged in order.
 
     `dry_run`: only the summary plan (and its estimate); no Changes, no model called.
+    `caches`: what was derived from blobs, kept by the caller across jobs (the worker's
+    BranchIndexer); none: this call's own, which its two corpus reads share.
     """
     started = time.perf_counter()
+    caches = caches if caches is not None else IndexCaches()
     result = IndexResult()
-    corpus = read_corpus(source)
+    corpus = read_corpus(source, caches=caches)
     result.problems.extend(corpus.problems)
     merged = Changes()
     _merge(merged, corpus.changes)
@@ -112,11 +117,11 @@ def index(
     _merge(merged, summaries.changes)
 
     # the corpus as it will be: summaries written, parents fixed
-    final = read_corpus(view)
+    final = read_corpus(view, caches=caches)
     seen = set(result.problems)
     result.problems.extend(p for p in final.problems if p not in seen)
     _merge(merged, final.changes)
-    sidecars = build(final, view, embedder, all=all, progress=progress)
+    sidecars = build(final, view, embedder, all=all, progress=progress, caches=caches)
     result.problems.extend(sidecars.problems)
     _merge(merged, sidecars.changes)
 

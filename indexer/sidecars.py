@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.vocabulary import SIDECAR_SUFFIX
-from indexer.cache import ContentCache
+from indexer.cache import ContentCache, IndexCaches
 from indexer.chunking import TextChunk, chunk_markdown
 from indexer.corpus import CORPUS_DIR, Corpus, Node
 from indexer.embedders.base import Embedder, EmbeddingUsage
@@ -165,30 +165,30 @@ def _stored_head(previous: bytes) -> dict[str, Any] | None:
     return head if rows == head.pop("chunk_count") else None
 
 
-# by git blob id (indexer.cache): a job need not re-read what the last one read
-_HASHES: ContentCache[str] = ContentCache(100_000)
-_HEADS: ContentCache[tuple[dict[str, Any] | None]] = ContentCache(100_000)
-
-
-def _source_hash(corpus: Corpus, source: FileSource, path: str) -> str:
+def _source_hash(corpus: Corpus, source: FileSource, path: str, hashes: ContentCache[str]) -> str:
     """file_hash of the .md bytes as they will be on disk: with the reader's parent fix, if any."""
     pending = corpus.changes.get(path)
     if pending is not None:
         return file_hash(pending)
     key = content_id(source, path)
-    digest = _HASHES.get(key)
+    digest = hashes.get(key)
     if digest is None:
         digest = file_hash(source.read(path))
-        _HASHES.put(key, digest)
+        hashes.put(key, digest)
     return digest
 
 
-def _is_current(source: FileSource, path: str, manifest: Manifest) -> bool:
+def _is_current(
+    source: FileSource,
+    path: str,
+    manifest: Manifest,
+    heads: ContentCache[tuple[dict[str, Any] | None]],
+) -> bool:
     key = content_id(source, path)
-    cached = _HEADS.get(key)
+    cached = heads.get(key)
     if cached is None:
         cached = (_stored_head(source.read(path)),)
-        _HEADS.put(key, cached)
+        heads.put(key, cached)
     return cached[0] is not None and cached[0] == _head(manifest)
 
 
@@ -199,9 +199,14 @@ def build(
     *,
     all: bool = False,
     progress: Progress | None = None,
+    caches: IndexCaches | None = None,
 ) -> SidecarResult:
-    """Sidecars to write for `corpus` (read from `source`) and orphan sidecars to delete."""
+    """Sidecars to write for `corpus` (read from `source`) and orphan sidecars to delete.
+
+    `caches`: hashes and stored manifests kept by blob id across builds, so a job need
+    not re-read what the last one read (indexer.cache.IndexCaches; none: this call's)."""
     started = time.perf_counter()
+    caches = caches if caches is not None else IndexCaches()
     result = SidecarResult()
     stats = result.stats
     nodes = sorted((n for n in corpus.nodes.values() if n.exists), key=lambda n: n.path)
@@ -210,14 +215,14 @@ def build(
     for done, node in enumerate(nodes, 1):
         manifest = manifest_for(
             node,
-            _source_hash(corpus, source, node.path),
+            _source_hash(corpus, source, node.path, caches.hashes),
             embedder if node.vectorize else None,
             corpus.policy,
             0,
             recipe(node, embedder.recipe),
         )
         exists = source.exists(node.sidecar_path)
-        if not all and exists and _is_current(source, node.sidecar_path, manifest):
+        if not all and exists and _is_current(source, node.sidecar_path, manifest, caches.heads):
             stats.unchanged += 1
         else:
             previous = source.read(node.sidecar_path) if exists else None

