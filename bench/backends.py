@@ -32,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.load import database  # noqa: E402
 from glossator.providers import get_embedder  # noqa: E402
+from glossator.search_service import search_defaults  # noqa: E402
 from glossator.settings import Settings  # noqa: E402
 from indexer.source import DirectorySource  # noqa: E402
 from search.evaluation import ModeReport, PrecomputedQueries, evaluate, halves, load_queries  # noqa: E402
@@ -68,7 +69,7 @@ def _evaluate(url: str, parts: dict, embedder: object, settings: Settings) -> di
     pool.open(wait=True, timeout=30)
     try:
         return {
-            half: evaluate(pool, qs, k=10, embedder=embedder, settings=settings)
+            half: evaluate(pool, qs, k=10, embedder=embedder, options=search_defaults(settings))
             for half, qs in parts.items()
         }
     finally:

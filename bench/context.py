@@ -33,13 +33,15 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from glossator.providers import get_embedder
+from glossator.search_service import search_service
 from glossator.settings import Settings
 from glossator.wiring import database
 from search import nodes as N
 from search import rows as R
-from search.engine import embed_query, search
+from search.engine import search
 from search.results import Hit
+from search.service import SearchService
+from search.tuning import TUNING
 from store.db import Database
 
 C = importlib.import_module("search.context")  # the package exports its function `context`
@@ -62,21 +64,20 @@ def old_relevant(hit: Hit) -> bool:
     return best <= OLD_AGREE_TOP and worst <= OLD_AGREE_DEPTH and s.vector >= OLD_MIN_SIMILARITY
 
 
-def old_pack(db: Database, question: str, embedder: Any, repository: str, settings: Settings):
+def old_pack(db: Database, question: str, service: SearchService, repository: str):
     """The old rule on the same candidates: (found, chapter source files)."""
-    once = C._Once(embedder, embed_query(embedder, question))
-    response = search(
-        db.pool,
-        question,
-        k=C.CANDIDATES,
+    vector = service.embed(question)
+    packing = TUNING.packing
+    options = service.defaults.replace(
+        k=packing.candidates,
         repository=repository,
         level=(0, 1),
-        max_per_chapter=C.PER_CHAPTER,
-        embedder=once,
-        settings=settings,
+        max_per_chapter=packing.per_chapter,
     )
+    response = search(db.pool, question, options, query_vector=vector)
     with R.connection(db.pool) as conn:
-        kept = C._candidates(conn, [h for h in response.hits if old_relevant(h)], once, "main")
+        relevant = [h for h in response.hits if old_relevant(h)]
+        kept = C._candidates(conn, relevant, vector, "main", packing.climb_down)
         summaries = N.file_rows_many(
             conn,
             [(c.citation.repository, C._summary_file(c.citation.source_file)) for c, _ in kept],
@@ -96,22 +97,15 @@ def main() -> None:
     parser.add_argument("--json", type=Path, help="write each question's signals and outcomes")
     args = parser.parse_args()
     settings = Settings.from_env()
-    embedder = get_embedder(settings)
     questions = [dict(q, group="judged") for q in load(BENCH / "queries.jsonl")] + [
         dict(q, group="foreign") for q in load(BENCH / "offtopic.jsonl")
     ]
     rows: list[dict[str, Any]] = []
     with database(settings, pool_min=1, pool_max=2) as db:
+        service = search_service(settings, db.pool, reranker=None)
         for q in questions:
-            pack = C.context(
-                db.pool,
-                q["query"],
-                budget=BUDGET,
-                repository=args.repository,
-                embedder=embedder,
-                settings=settings,
-            )
-            old_found, old_files = old_pack(db, q["query"], embedder, args.repository, settings)
+            pack = service.context(q["query"], budget=BUDGET, repository=args.repository)
+            old_found, old_files = old_pack(db, q["query"], service, args.repository)
             relevant = {r.split("#")[0] for r in q.get("relevant", [])}
             files = [ch.source_file for ch in pack.chapters]
             rows.append(

@@ -88,11 +88,13 @@ def push_and_index(server: ServeProcess, work: Path, name: str, timeout: float) 
 
 def found(url: str, repository: str, word: str) -> bool:
     from search.engine import search
+    from search.options import SearchOptions
     from store.db import configure_connection
 
     with psycopg.connect(url) as conn:
         configure_connection(conn)
-        hits = search(conn, word, mode="bm25", k=3, repository=repository, rerank=False).hits
+        options = SearchOptions(mode="bm25", k=3, repository=repository, rerank=False)
+        hits = search(conn, word, options).hits
     return any(word in h.text for h in hits)
 
 

@@ -124,6 +124,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
 
+    from glossator.search_service import search_service
     from glossator.settings import Settings
     from glossator.wiring import database
     from indexer.source import DirectorySource
@@ -142,7 +143,7 @@ def main() -> None:
             loaded = sync_tree(conn, repository="example", source=DirectorySource(EXAMPLE))
             if not loaded.ok:
                 raise SystemExit(f"loading the example failed: {loaded.problems}")
-        server = build_server(settings, db, reranker=None)
+        server = build_server(search_service(settings, db, reranker=None))
         figures = asyncio.run(measure(server, count_tokens))
     finally:
         db.stop()

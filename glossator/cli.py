@@ -32,9 +32,9 @@ SUBCOMMANDS: tuple[tuple[str, str], ...] = (
     ("glossator.commands.serve", "worker"),
     ("glossator.commands.repos", "repo"),
     ("glossator.commands.repos", "status"),
-    ("search.cli", "search"),
-    ("search.cli", "mcp"),
-    ("search.cli", "eval_command"),
+    ("glossator.commands.search", "search"),
+    ("glossator.commands.search", "mcp"),
+    ("glossator.commands.search", "eval_command"),
     ("glossator.doctor", "doctor"),
 )
 

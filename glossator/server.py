@@ -53,12 +53,20 @@ def hook_environment(settings: Settings, db: Database) -> dict[str, str]:
     }
 
 
-def _mcp_app(settings: Settings, db: Database, embedder: Any) -> Any | None:
+def _mcp_app(settings: Settings, db: Database) -> Any | None:
+    """MCP over the search service, which embeds queries with its own embedder (the
+    worker's counts stay the worker's) and owns the query cache and the engine lock."""
     if importlib.util.find_spec("search.mcp_http") is None:
         return None
+    from glossator.search_service import search_service
     from search.mcp_http import mcp_http_app
 
-    return mcp_http_app(settings, db, embedder=embedder)
+    return mcp_http_app(
+        search_service(settings, db),
+        token=reveal(settings.mcp_token) or None,
+        host=settings.host,
+        log_level=settings.log_level,
+    )
 
 
 def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = None) -> Starlette:
@@ -71,7 +79,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
     db = database(settings)
     supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan
     embedder = get_embedder(settings)
-    mcp = _mcp_app(settings, db, embedder)
+    mcp = _mcp_app(settings, db)
     state: dict[str, Any] = {}
 
     async def jobs(request: Request) -> Response:

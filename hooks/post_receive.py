@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from hooks.queue import defer_sync, last_problems
+from hooks.queue import defer_sync, last_problems, record_pushed_tip
 from hooks.refupdates import parse_updates
 from store.errors import describe_failure
 
@@ -44,9 +44,11 @@ def repository_name(git_dir: str) -> str:
 
 def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
     branches = []
-    for _old, _new, ref in parse_updates(stdin):
+    tips = {}  # branch → the tip the push left (search's freshness reads it)
+    for _old, new, ref in parse_updates(stdin):
         if ref.startswith("refs/heads/"):
             branches.append(ref[len("refs/heads/") :])
+            tips[branches[-1]] = new
     if not branches:
         return 0
     repository, url = config.repository, config.database_url
@@ -61,6 +63,7 @@ def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdou
     for branch in branches:
         _say_problems(url, repository, branch, out)
         try:
+            record_pushed_tip(url, repository, branch, tips[branch])
             queued = defer_sync(url, repository, branch)
         except Exception as e:
             # One line of ours, never the driver's message: it may quote the URL.

@@ -35,6 +35,8 @@ import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
 from psycopg.rows import dict_row
 
+from store.tips import record_tip
+
 log = logging.getLogger(__name__)
 
 TASK_NAME = "glossator.index_branch"
@@ -99,6 +101,14 @@ def ensure_schema(conninfo: str) -> bool:
 class Enqueued:
     job_id: int
     coalesced: bool  # True: a waiting job already covers this push
+
+
+def record_pushed_tip(conninfo: str, repository: str, branch: str, commit: str) -> None:
+    """The post-receive hook's record of the tip a push left (git's zeros: deleted), which
+    search's freshness reads (store.tips); before the job is queued, so that a
+    commit-back always finds it."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        record_tip(conn, repository, branch, commit)
 
 
 def defer_sync(

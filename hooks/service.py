@@ -74,6 +74,7 @@ from hooks.queue import (
 from hooks.repositories import Repositories
 from hooks.worker import BranchIndexer
 from store.errors import describe_failure
+from store.tips import sync_tips
 
 log = logging.getLogger(__name__)
 
@@ -414,13 +415,25 @@ class IndexingService:
                 attempt,
             )
 
+    def _sync_tips(self) -> list[tuple[str, str, str]]:
+        """Every branch's tip from git, recorded for search's freshness (store.tips)."""
+        read: list[tuple[str, str, str]] = []
+
+        def refs() -> list[tuple[str, str, str]]:
+            read.extend(self.store.iter_branches())
+            return read
+
+        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+            sync_tips(conn, refs)
+        return read
+
     async def reconcile(self) -> int:
         """Queue a job for each idle branch whose tip differs from its indexed commit, or
         whose last index left problems (not fully indexed)."""
         indexed = await asyncio.to_thread(runs.indexed_commits, self.conninfo)
         incomplete = await asyncio.to_thread(runs.incomplete_branches, self.conninfo)
         busy = await asyncio.to_thread(runs.busy_locks, self.conninfo, TASK_NAME)
-        tips = await asyncio.to_thread(lambda: list(self.store.iter_branches()))
+        tips = await asyncio.to_thread(self._sync_tips)
         abandoned = await asyncio.to_thread(runs.given_up, self.conninfo)
         todo: list[tuple[str, str]] = []
         seen = set()

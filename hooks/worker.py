@@ -55,6 +55,7 @@ from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
 from indexer.summaries.base import Summarizer
 from store.loader import md_path, sync_files, sync_tree
+from store.tips import move_tip
 
 log = logging.getLogger(__name__)
 
@@ -240,6 +241,9 @@ class BranchIndexer:
                     # still holds the sidecars of `tip`: load them (docstring, step 3).
                     outcome.races = 1
                     outcome.note = "a push moved the branch during the job"
+                else:  # the tip search's freshness compares with (store.tips)
+                    with self.pool.connection() as conn:
+                        move_tip(conn, repository, branch, tip, new)
 
         self._load(repo, repository, branch, indexed, target, job_id, outcome, progress)
         outcome.indexed = target

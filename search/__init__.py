@@ -1,25 +1,32 @@
 """Queries over the store (BM25, vector, fusion, rerank, climb) and the MCP server.
 
-    from search import search, context, get_node, get_parent, get_children, outline
+    from search import SearchService, SearchOptions, get_node, get_parent, get_children, outline
 
-    search(pool, "…", mode="hybrid", k=10, embedder=…)  -> SearchResponse
-    context(pool, "question", budget=2000, embedder=…)   -> ContextPack
+    service = SearchService(pool, embedder=…)            # owns the query cache, the lock
+    service.search("…", mode="hybrid", k=10)              -> SearchResponse
+    service.context("question", budget=2000)              -> ContextPack
+    search(pool, "…", SearchOptions(k=10), query_vector=…) -> SearchResponse (no embedding)
     get_node(pool, "corpus/…/source.md", chunk_index=None) -> Node
     get_parent(pool, "corpus/…/source.md")                -> Node | None
     get_children(pool, "corpus/…/summary.md")             -> list[Node]
     outline(pool, repository=None, work=None)             -> Outline
 
-Modules: engine (search), retrieval (the two rankings), fusion (RRF, caps),
-rerank, nodes (climbing, outline), passages (a summary's best paragraphs),
-context (context packs), freshness (indexed commit vs branch tip), rows (SQL →
-results), results (the types), errors, evaluation (`glossator eval`),
-mcp_server and mcp_http (the MCP transports), cli.
+Modules: service (the state: query cache, engine lock), options (SearchOptions,
+the QueryEmbedder protocol), engine (search), stages (its steps), retrieval (the
+two rankings), fusion (RRF, caps), chapters (chapter evidence), rerank, nodes
+(climbing, outline), passages (a summary's best paragraphs), context and
+relevance (context packs and their gate), freshness (indexed commit vs branch
+tip, from the database), tuning (the fitted constants), rows (SQL → results),
+results (the types), errors, evaluation (`glossator eval`), mcp_server and
+mcp_http (the MCP transports). Nothing here reads settings: `glossator/` builds
+the service (glossator/search_service.py).
 """
 
 from search.context import ChapterContext, ContextPack, Passage, context
 from search.engine import search
 from search.errors import BadQuery, SearchError, UnknownFile, UnknownRepository
 from search.nodes import get_children, get_node, get_parent, outline
+from search.options import QueryEmbedder, QueryVector, SearchOptions
 from search.results import (
     Chunk,
     Citation,
@@ -32,6 +39,7 @@ from search.results import (
     Scores,
     SearchResponse,
 )
+from search.service import SearchService
 
 __all__ = [
     "BadQuery",
@@ -45,10 +53,14 @@ __all__ = [
     "Outline",
     "OutlineEntry",
     "Passage",
+    "QueryEmbedder",
+    "QueryVector",
     "RerankReport",
     "Scores",
     "SearchError",
+    "SearchOptions",
     "SearchResponse",
+    "SearchService",
     "UnknownFile",
     "UnknownRepository",
     "context",

@@ -15,12 +15,11 @@ hybrid search ranks chapters three ways and lets every row of a chapter
 
 A row's fused score becomes Σ w / (k + rank) over the row rankings (BM25 and
 vector) plus the same over the chapter rankings, at its chapter's rank in each
-(the top `DEPTH` chapters of each ranking count). Part and work summaries
-inherit nothing. Tuned on the tuning half of bench/queries.jsonl with the chapter
-cap on (bench/RESULTS.md, issue 7): chapter BM25 weighs 1.5, the two vector
-rankings 1, each times `Settings.chapter_weight` (0 turns the evidence off).
+(the top `chapter_depth` chapters of each ranking count). Part and work summaries
+inherit nothing. The depth and weights are `search.tuning.Fusion`'s (with where they
+come from), each weight times `SearchOptions.chapter_weight` (0 turns the evidence off).
 
-On a page of chapters (one row each), the rows below the first `TAIL_FROM`
+On a page of chapters (one row each), the rows below the first `tail_from`
 also count a fourth ranking, the chapter summaries' order in the row keyword
 ranking (`tail`; docs/search.md, "The page's tail").
 """
@@ -31,15 +30,9 @@ import statistics
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
+from search.rows import Row
+from search.tuning import Fusion
 from store.chapters import ChapterEvidence, chapter_evidence
-
-DEPTH = 20
-TOP_PARAGRAPHS = 3
-WEIGHTS = {"chapter_keyword": 1.5, "chapter_vector": 1.0, "chapter_summary": 1.0}
-# The page's tail: after the first TAIL_FROM rows, the chapter rankings named here
-# count too (weight × TAIL_WEIGHTS[name] / (k + rank)). See `tail`.
-TAIL_FROM = 5
-TAIL_WEIGHTS = {"summary_keyword": 1.5}
 
 Chapter = tuple[str, str]  # (repository, chapter folder)
 
@@ -54,6 +47,7 @@ def evidence(
     repositories: Sequence[str],
     branch: str,
     work: str | None,
+    depth: int,
 ) -> dict[str, ChapterEvidence]:
     """The store's chapter evidence for each repository searched (one statement each)."""
     return {
@@ -66,7 +60,7 @@ def evidence(
             repository=repository,
             branch=branch,
             work=work,
-            depth=DEPTH,
+            depth=depth,
         )
         for repository in repositories
     }
@@ -75,11 +69,12 @@ def evidence(
 def rankings(
     found: Mapping[str, ChapterEvidence],
     vector_ranking: Sequence[tuple[int, float]],
-    rows: Mapping[int, Mapping[str, Any]],
-    keyword_ranking: Sequence[tuple[int, float]] = (),
+    rows: Mapping[int, Row],
+    keyword_ranking: Sequence[tuple[int, float]],
+    fusion: Fusion,
 ) -> dict[str, list[Chapter]]:
-    """The chapter rankings, best first, at most `DEPTH` chapters each: the three of
-    `WEIGHTS`, and `summary_keyword` (the chapter summaries in the order the row
+    """The chapter rankings, best first, at most `fusion.chapter_depth` chapters each:
+    the three of `fusion.chapter_weights`, and `summary_keyword` (the chapter summaries in the order the row
     keyword ranking already fetched gives them) for the tail (`tail`).
 
     Several repositories' lists are merged by score (one language: BM25 scores
@@ -88,38 +83,37 @@ def rankings(
     keyword = [((repo, ch), s) for repo, ev in found.items() for ch, s in ev.keyword]
     summary = [((repo, ch), s) for repo, ev in found.items() for ch, s in ev.summary]
     summary_keyword = [
-        (chapter_of(row), s)
+        (row.chapter, s)
         for i, s in keyword_ranking
-        if (row := rows.get(i)) is not None and row["level"] == 1
+        if (row := rows.get(i)) is not None and row.level == 1
     ]
+    depth, top = fusion.chapter_depth, fusion.chapter_top_paragraphs
     out = {
-        "chapter_keyword": _best(keyword),
-        "chapter_summary": _best(summary),
+        "chapter_keyword": _best(keyword, depth),
+        "chapter_summary": _best(summary, depth),
         "chapter_vector": [],
-        "summary_keyword": _best(summary_keyword),
+        "summary_keyword": _best(summary_keyword, depth),
     }
     if vector_ranking:
         floor = vector_ranking[-1][1]
         cosines: dict[Chapter, list[float]] = {}
         for i, cosine in vector_ranking:  # nearest first
             row = rows.get(i)
-            if row is not None and row["level"] == 0:
-                cosines.setdefault(chapter_of(row), []).append(cosine)
-        scored = [
-            (ch, statistics.fmean((c + [floor] * TOP_PARAGRAPHS)[:TOP_PARAGRAPHS]))
-            for ch, c in cosines.items()
-        ]
-        out["chapter_vector"] = _best(scored)
+            if row is not None and row.level == 0:
+                cosines.setdefault(row.chapter, []).append(cosine)
+        scored = [(ch, statistics.fmean((c + [floor] * top)[:top])) for ch, c in cosines.items()]
+        out["chapter_vector"] = _best(scored, depth)
     return out
 
 
 def inherit(
     fused: Sequence[tuple[int, float]],
-    rows: Mapping[int, Mapping[str, Any]],
+    rows: Mapping[int, Row],
     chapter_rankings: Mapping[str, Sequence[Chapter]],
     *,
     k: int,
     weight: float,
+    weights: Mapping[str, float],
 ) -> tuple[list[tuple[int, float]], dict[int, float]]:
     """Add each row's chapter contributions to its fused score; re-sorted, best first.
 
@@ -129,16 +123,16 @@ def inherit(
     places = {
         name: {ch: rank for rank, ch in enumerate(ranking, start=1)}
         for name, ranking in chapter_rankings.items()
-        if name in WEIGHTS
+        if name in weights
     }
     bonus: dict[int, float] = {}
     for i, _ in fused:
         row = rows.get(i)
-        if row is None or row["level"] > 1:
+        if row is None or row.level > 1:
             continue
-        ch = chapter_of(row)
+        ch = row.chapter
         b = sum(
-            weight * WEIGHTS[name] / (k + place[ch])
+            weight * weights[name] / (k + place[ch])
             for name, place in places.items()
             if ch in place
         )
@@ -149,54 +143,50 @@ def inherit(
     return rescored, bonus
 
 
-def chapter_of(row: Mapping[str, Any]) -> Chapter:
-    """The chapter a row belongs to: its folder, shared by a chapter's source.md and
-    summary.md (a part's or the work's summary is the only row of its folder)."""
-    return row["repository"], row["source_file"].rsplit("/", 1)[0]
-
-
-def _best(scored: list[tuple[Chapter, float]]) -> list[Chapter]:
+def _best(scored: list[tuple[Chapter, float]], depth: int) -> list[Chapter]:
     scored.sort(key=lambda x: (-x[1], x[0]))
-    return [ch for ch, _ in scored[:DEPTH]]
+    return [ch for ch, _ in scored[:depth]]
 
 
 def tail(
     order: Sequence[int],
     fused: Mapping[int, float],
-    rows: Mapping[int, Mapping[str, Any]],
+    rows: Mapping[int, Row],
     chapter_rankings: Mapping[str, Sequence[Chapter]],
     *,
     k: int,
     weight: float,
+    fusion: Fusion,
     first: Collection[int] = (),
 ) -> tuple[list[int], dict[int, float]]:
-    """Re-rank the rows after the first `TAIL_FROM` with the `TAIL_WEIGHTS` rankings.
+    """Re-rank the rows after the first `fusion.tail_from` with the `fusion.tail_weights`
+    rankings.
 
     The head of a page is won by rows that match the question, each on its own.
     A chapter whose summary holds the question's words (a summary restates
     the chapter's argument, and the keyword ranking already fetched ranks it
     among the rows) may still fall below the page when none of its paragraphs
     does. Below the head, each row of levels 0-1 adds `weight` ×
-    TAIL_WEIGHTS[name] / (k + its chapter's rank in that ranking), so the head,
+    tail_weights[name] / (k + its chapter's rank in that ranking), so the head,
     and top-1, never move. Rows in `first` (those holding a quotation) stay
     ahead of the others. Returns the new order and each row's extra score.
     """
-    head, rest = list(order[:TAIL_FROM]), list(order[TAIL_FROM:])
+    head, rest = list(order[: fusion.tail_from]), list(order[fusion.tail_from :])
     if not rest or weight <= 0:
         return head + rest, {}
     places = {
         name: {ch: rank for rank, ch in enumerate(chapter_rankings.get(name, ()), start=1)}
-        for name in TAIL_WEIGHTS
+        for name in fusion.tail_weights
     }
     extra: dict[int, float] = {}
     for i in rest:
         row = rows.get(i)
-        if row is None or row["level"] > 1:
+        if row is None or row.level > 1:
             continue
-        ch = chapter_of(row)
+        ch = row.chapter
         e = sum(
             weight * w / (k + places[name][ch])
-            for name, w in TAIL_WEIGHTS.items()
+            for name, w in fusion.tail_weights.items()
             if ch in places[name]
         )
         if e:

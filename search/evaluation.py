@@ -32,9 +32,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.vocabulary import DEFAULT_BRANCH
-from search.engine import AGENT_MAX_PER_CHAPTER, search
+from search.engine import search
 from search.errors import BadQuery
+from search.options import AGENT_MAX_PER_CHAPTER, QueryEmbedder, QueryVector, SearchOptions
 from search.results import Hit
 
 SPLITS = ("tune", "test")
@@ -201,17 +201,21 @@ def run_mode(
     conn_or_pool: Any,
     queries: Sequence[Judged],
     name: str,
+    options: SearchOptions,
     *,
     k: int = 10,
-    search_options: dict[str, Any],
+    vectors: PrecomputedQueries | None = None,
+    reranker: Any = None,
 ) -> ModeReport:
-    """Run every query through `search(**search_options)` and average the metrics."""
+    """Run every query through `search` with `options` and average the metrics."""
     per_query: list[Scores] = []
     times: list[float] = []
     kinds: dict[str, list[Scores]] = {}
+    options = options.replace(k=max(k, 10))
     for q in queries:
+        vector = vectors.vector(q.query) if vectors is not None and options.mode != "bm25" else None
         t = time.perf_counter()
-        response = search(conn_or_pool, q.query, k=max(k, 10), **search_options)
+        response = search(conn_or_pool, q.query, options, query_vector=vector, reranker=reranker)
         times.append((time.perf_counter() - t) * 1000)
         s = judge(response.hits, q.relevant, k)
         per_query.append(s)
@@ -243,24 +247,26 @@ def run_mode(
 
 
 class PrecomputedQueries:
-    """An embedder that answers `embed_query` from vectors computed once per query.
+    """Each query's vector, computed once for every mode.
 
     Four modes embed each query four times otherwise; and the latency of the
-    search itself is measured apart from the embedding (`EvalRun.embed_*`).
+    search itself is measured apart from the embedding (`p50_ms`, `p95_ms`).
     """
 
-    def __init__(self, inner: Any, queries: Sequence[Judged]) -> None:
-        self.model, self.dimension = inner.model, inner.dimension
+    def __init__(self, embedder: QueryEmbedder, queries: Sequence[Judged]) -> None:
+        self.model, self.dimension = embedder.model, embedder.dimension
         self.times_ms: list[float] = []
-        self._vectors: dict[str, list[float]] = {}
+        self._vectors: dict[str, QueryVector] = {}
         for q in queries:
-            if q.query not in self._vectors:
+            text = q.query.strip()  # as search takes it
+            if text not in self._vectors:
                 t = time.perf_counter()
-                self._vectors[q.query] = inner.embed_query(q.query)
+                values = list(embedder.embed_query(text))
                 self.times_ms.append((time.perf_counter() - t) * 1000)
+                self._vectors[text] = QueryVector(self.model, self.dimension, values)
 
-    def embed_query(self, text: str) -> list[float]:
-        return self._vectors[text]
+    def vector(self, text: str) -> QueryVector:
+        return self._vectors[text.strip()]
 
     @property
     def p50_ms(self) -> float:
@@ -276,42 +282,50 @@ def evaluate(
     queries: Sequence[Judged],
     *,
     k: int = 10,
-    repository: str | None = None,
-    branch: str = DEFAULT_BRANCH,
-    embedder: Any = None,
+    options: SearchOptions | None = None,
+    embedder: QueryEmbedder | PrecomputedQueries | None = None,
     reranker: Any = None,
-    settings: Any = None,
-    **fusion: Any,
+    max_per_chapter: int | None = None,
 ) -> list[ModeReport]:
     """bm25, vector, hybrid, hybrid as the MCP tools run it (≤ AGENT_MAX_PER_CHAPTER
     rows per chapter), and hybrid+rerank when a reranker is given.
 
-    `embedder` may be a `PrecomputedQueries` (then latencies exclude embedding);
-    any other embedder is wrapped in one here.
+    `options` are the fusion settings (repository, branch, weights, rrf_k) every mode
+    starts from; `max_per_chapter` caps every mode's rows instead of adding the
+    agents' row. `embedder` may be a `PrecomputedQueries` (latencies exclude
+    embedding either way); None: bm25 only.
     """
-    if embedder is not None and not isinstance(embedder, PrecomputedQueries):
-        embedder = PrecomputedQueries(embedder, queries)
-    common: dict[str, Any] = {
-        "repository": repository,
-        "branch": branch,
-        "embedder": embedder,
-        "settings": settings,
-        **fusion,
-    }
-    runs: list[tuple[str, dict[str, Any]]] = [
-        ("bm25", {"mode": "bm25", "rerank": False}),
-        ("vector", {"mode": "vector", "rerank": False}),
-        ("hybrid", {"mode": "hybrid", "rerank": False}),
+    vectors = (
+        embedder
+        if embedder is None or isinstance(embedder, PrecomputedQueries)
+        else PrecomputedQueries(embedder, queries)
+    )
+    base = (options or SearchOptions()).replace(rerank=False, max_per_chapter=max_per_chapter)
+    runs: list[tuple[str, SearchOptions]] = [
+        ("bm25", base.replace(mode="bm25")),
+        ("vector", base.replace(mode="vector")),
+        ("hybrid", base.replace(mode="hybrid")),
         (
             f"hybrid, ≤{AGENT_MAX_PER_CHAPTER}/chapter (agents)",
-            {"mode": "hybrid", "rerank": False, "max_per_chapter": AGENT_MAX_PER_CHAPTER},
+            base.replace(mode="hybrid", max_per_chapter=AGENT_MAX_PER_CHAPTER),
         ),
     ]
-    if "max_per_chapter" in fusion:  # the caller's own cap applies to every row
+    if max_per_chapter is not None:  # the caller's own cap applies to every row
         runs = runs[:3]
-    if reranker is not None:
-        runs.append(("hybrid+rerank", {"mode": "hybrid", "rerank": True, "reranker": reranker}))
-    return [
-        run_mode(conn_or_pool, queries, name, k=k, search_options={**common, **opts})
-        for name, opts in runs
-    ]
+    if vectors is None:
+        runs = runs[:1]
+    out = [run_mode(conn_or_pool, queries, name, opts, k=k, vectors=vectors) for name, opts in runs]
+    if reranker is not None and vectors is not None:
+        hybrid = base.replace(mode="hybrid", rerank=True)
+        out.append(
+            run_mode(
+                conn_or_pool,
+                queries,
+                "hybrid+rerank",
+                hybrid,
+                k=k,
+                vectors=vectors,
+                reranker=reranker,
+            )
+        )
+    return out

@@ -2,11 +2,12 @@
 
 An agent that quotes a passage should know whether the book changed after the
 index was built. The worker records the commit whose sidecars a branch's rows
-equal (`indexed_commits`); the branch tip is read from the bare repository in
-`settings.repos_dir` (pygit2, a few refs read: well under a millisecond). A
-repository that is not on this server (rows loaded with `glossator load`, or a
-database shared with another server) has no tip to compare with, and its
-status says so ("unknown") rather than guessing.
+equal (`indexed_commits`); the server records each branch's tip as pushed
+(`branch_tips`: the post-receive hook, the worker's commit-back, reconciliation
+at start; `store.tips`). Both are read here, two small queries: search never opens
+git. A repository with no recorded tip is not on this server (rows loaded with
+`glossator load`, or a database shared with another server): its status says
+so ("unknown") rather than guessing.
 
 Statuses: `current` (indexed commit = branch tip), `behind` (the branch moved
 since: a job is queued or running), `not indexed` (the branch has a tip but no
@@ -18,19 +19,14 @@ note says so, whatever the status.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterable
 from typing import Any
 
-from glossator.settings import Settings
 from search.results import Freshness, FreshnessStatus
+from store.tips import tips as recorded_tips
 
-log = logging.getLogger(__name__)
 
-
-def freshness(
-    conn: Any, repositories: Iterable[str], branch: str, settings: Settings
-) -> list[Freshness]:
+def freshness(conn: Any, repositories: Iterable[str], branch: str) -> list[Freshness]:
     """One `Freshness` per repository (in the order given, duplicates dropped)."""
     names = list(dict.fromkeys(repositories))
     if not names:
@@ -44,15 +40,19 @@ def freshness(
     ).fetchall():
         indexed[r] = (c, at)
         problems[r] = list(p or [])
-    tips = _tips(names, branch, settings)
+    branches = recorded_tips(conn, names)
     out = []
     for name in names:
         commit, at = indexed.get(name, (None, None))
         at_iso = at.isoformat() if at is not None else None
-        tip, why = tips[name]
+        tip = branches.get(name, {}).get(branch)
         if tip is None:
             status: FreshnessStatus = "unknown"
-            note = why
+            note = (
+                f"the repository has no branch {branch!r}"
+                if name in branches
+                else "the repository is not on this server (loaded from a folder?)"
+            )
         elif commit is None:
             status, note = "not indexed", f"branch tip {tip[:12]} has no indexed commit yet"
         elif commit == tip:
@@ -67,24 +67,4 @@ def freshness(
         if found:
             note += f"; not fully indexed: {len(found)} problem(s) (retried), first: {found[0]}"
         out.append(Freshness(name, branch, status, commit, at_iso, tip, note, found[:10]))
-    return out
-
-
-def _tips(names: list[str], branch: str, settings: Settings) -> dict[str, tuple[str | None, str]]:
-    """repository → (tip of `branch` or None, why None)."""
-    from gitserver.repos import RepoStore  # pygit2 only when asked
-
-    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
-    out: dict[str, tuple[str | None, str]] = {}
-    for name in names:
-        if not store.exists(name):
-            out[name] = (None, "the repository is not on this server (loaded from a folder?)")
-            continue
-        try:
-            tip = store.branches(name).get(branch)
-        except Exception as e:  # a damaged repository must not break search
-            log.warning("cannot read the branches of %s: %s", name, type(e).__name__)
-            out[name] = (None, "the repository's branches could not be read")
-            continue
-        out[name] = (tip, "" if tip else f"the repository has no branch {branch!r}")
     return out

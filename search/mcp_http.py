@@ -1,6 +1,6 @@
 """The MCP server over streamable HTTP, as an ASGI app to mount at `/mcp/`.
 
-    mcp = mcp_http_app(settings, database)
+    mcp = mcp_http_app(service, token=settings.mcp_token, host=settings.host)
     app = Starlette(
         routes=[*mcp.routes("/mcp"), ...],        # /mcp and /mcp/ alike
         lifespan=lambda app: mcp.lifespan(),      # REQUIRED, see below
@@ -26,15 +26,14 @@ import json
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from glossator.settings import Settings
-from search.mcp_server import build_server
+from search.mcp_server import LogLevel, build_server
+from search.service import SearchService
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +123,11 @@ async def _unauthorized(send: Send) -> None:
 
 
 def mcp_http_app(
-    settings: Settings, database: Any, *, embedder: Any = None, reranker: Any = "settings"
+    service: SearchService,
+    *,
+    token: str | None,
+    host: str = "127.0.0.1",
+    log_level: LogLevel = "INFO",
 ) -> McpHttpApp:
-    """The `/mcp/` app over `database` (a started `store.db.Database`, or a pool)."""
-    server = build_server(settings, database, embedder=embedder, reranker=reranker)
-    return McpHttpApp(
-        server,
-        token=settings.mcp_token.get_secret_value() if settings.mcp_token else None,
-        host=settings.host,
-    )
+    """The `/mcp/` app over a search service; `token` None: no bearer token asked."""
+    return McpHttpApp(build_server(service, log_level=log_level), token=token, host=host)

@@ -1,8 +1,11 @@
 """The MCP server: six thin tools over `search/`, for AI agents.
 
-    server = build_server(settings, database)     # an mcp.server.mcpserver.MCPServer
+    server = build_server(service)                # service: a search.service.SearchService
     server.run("stdio")                           # `glossator mcp`
-    app = mcp_http_app(settings, database)        # streamable HTTP, mounted at /mcp
+    app = mcp_http_app(service, token=…)          # streamable HTTP, mounted at /mcp
+
+The composition root (`glossator/`) builds the service from the settings; nothing
+here reads them.
 
 Tools: `search`, `context`, `get_node`, `get_parent`, `get_children`, `outline`. Each is a
 few lines over a typed function with its own tests; what it returns is written by
@@ -27,19 +30,17 @@ from typing import Annotated, Any, Literal, TypeVar
 import psycopg
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
 from core.errors import GlossatorError
-from glossator.settings import Settings
 from search import mcp_reading as P
 from search import mcp_views as V
 from search import nodes as N
 from search.context import MAX_BUDGET, MIN_BUDGET
-from search.context import context as build_context
-from search.engine import AGENT_MAX_PER_CHAPTER, MAX_K
-from search.engine import search as run_search
-from search.rerank import Reranker, get_reranker
+from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
+from search.service import SearchService
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
@@ -107,6 +108,10 @@ class GlossatorMCP(MCPServer):
     """The SDK's server with errors an agent can act on: one sentence, no prefix,
     no pydantic dump (its URL and input echo cost tokens and say nothing new)."""
 
+    def __init__(self, *args: Any, tools: list[Tool], **kwargs: Any) -> None:
+        super().__init__(*args, tools=tools, **kwargs)
+        self.input_schemas = {t.name: t.parameters for t in tools}
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         try:
             return await super().call_tool(name, arguments, context)
@@ -115,9 +120,7 @@ class GlossatorMCP(MCPServer):
         except ToolError as e:
             cause = e.__cause__
             if isinstance(cause, ValidationError):
-                tool = self._tool_manager.get_tool(name)
-                schema = tool.parameters if tool is not None else {}
-                raise ToolError(explain(cause, schema)) from cause
+                raise ToolError(explain(cause, self.input_schemas.get(name, {}))) from cause
             message = str(e).removeprefix(f"Error executing tool {name}: ")
             raise ToolError(message) from cause
 
@@ -161,31 +164,6 @@ def _expected(prop: dict[str, Any]) -> str:
     return {"string": "a string", "boolean": "true or false"}.get(str(kind), "valid")
 
 
-class SearchService:
-    """What the tools share: the database, the settings, the embedder and reranker (lazy)."""
-
-    def __init__(
-        self,
-        settings: Settings,
-        conn_or_pool: Any,
-        *,
-        embedder: Any = None,
-        reranker: Reranker | Literal["settings"] | None = "settings",
-    ) -> None:
-        self.settings = settings
-        self.conn_or_pool = conn_or_pool
-        self._embedder = embedder
-        self.reranker = get_reranker(settings) if reranker == "settings" else reranker
-
-    @property
-    def embedder(self) -> Any:
-        if self._embedder is None:
-            from glossator.providers import get_embedder
-
-            self._embedder = get_embedder(self.settings)
-        return self._embedder
-
-
 TIMINGS_META = "glossator/timings_ms"  # in a search result's _meta, which clients keep from models
 
 
@@ -201,22 +179,31 @@ Work = Annotated[str | None, Field(description="Its folder name (see outline).")
 SourceFile = str  # as cited: corpus/…/source.md, or relative to a group header's folder
 
 
-def build_server(
-    settings: Settings,
-    conn_or_pool: Any,
-    *,
-    embedder: Any = None,
-    reranker: Reranker | Literal["settings"] | None = "settings",
-) -> MCPServer:
-    """The MCP server over a database (a `store.db.Database`, a pool or a connection)."""
-    service = SearchService(settings, conn_or_pool, embedder=embedder, reranker=reranker)
-    server = GlossatorMCP("glossator", instructions=INSTRUCTIONS, log_level=settings.log_level)
-    # idempotent_hint is only meaningful for tools that are not read-only (MCP spec)
-    read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+# idempotent_hint is only meaningful for tools that are not read-only (MCP spec)
+READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+
+def build_server(service: SearchService, *, log_level: LogLevel = "INFO") -> GlossatorMCP:
+    """The MCP server over a search service (its database, embedder and reranker)."""
+    tools = [_tool(fn, description) for fn, description in _tools(service)]
+    return GlossatorMCP("glossator", instructions=INSTRUCTIONS, log_level=log_level, tools=tools)
+
+
+def _tool(fn: Callable[..., Any], description: str) -> Tool:
+    """The SDK's tool for `fn`, its schemas compacted (`compact_schema`). The SDK reads
+    a tool's fields live (FuncMetadata's contract), so they are set once, here."""
+    tool = Tool.from_function(_tool_errors(fn), description=description, annotations=READ_ONLY)
+    tool.parameters = compact_schema(tool.parameters, inputs=True)
+    if tool.fn_metadata.output_schema is not None:
+        tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
+    return tool
+
+
+def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
+    """The six tools, each a few lines over `service` and `search.nodes`."""
     db = service.conn_or_pool
 
-    @server.tool(description=SEARCH_DESCRIPTION, annotations=read_only)
-    @_tool_errors
     def search(
         query: Annotated[str, Field(description="Words to look for, any language.")],
         k: Annotated[int, Field(ge=1, le=MAX_K)] = 10,
@@ -234,8 +221,7 @@ def build_server(
         ] = None,
         max_per_chapter: Annotated[int, Field(ge=1, le=MAX_K)] = AGENT_MAX_PER_CHAPTER,
     ) -> Annotated[CallToolResult, V.LeanSearch]:
-        response = run_search(
-            db,
+        response = service.search(
             query,
             mode=mode,
             k=k,
@@ -244,10 +230,7 @@ def build_server(
             work=work,
             level=level,
             max_per_chapter=max_per_chapter,
-            climb_down=2,
-            embedder=service.embedder if mode != "bm25" else None,
-            reranker=service.reranker,
-            settings=service.settings,
+            climb_down=service.tuning.packing.climb_down,
         )
         chosen = tuple(fields) if fields is not None else V.DEFAULT_FIELDS
         text, data = V.search_view(
@@ -255,8 +238,6 @@ def build_server(
         )
         return _result(text, data, {TIMINGS_META: response.timings_ms})
 
-    @server.tool(description=CONTEXT_DESCRIPTION, annotations=read_only)
-    @_tool_errors
     def context(
         question: Annotated[str, Field(description="The question to answer.")],
         budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)] = 2000,
@@ -264,21 +245,11 @@ def build_server(
         repository: Repository = None,
         branch: Branch = N.DEFAULT_BRANCH,
     ) -> Annotated[CallToolResult, P.LeanContext]:
-        pack = build_context(
-            db,
-            question,
-            budget=budget,
-            repository=repository,
-            branch=branch,
-            work=work,
-            embedder=service.embedder,
-            reranker=service.reranker,
-            settings=service.settings,
+        pack = service.context(
+            question, budget=budget, repository=repository, branch=branch, work=work
         )
         return _result(*P.context_view(pack))
 
-    @server.tool(description=GET_NODE_DESCRIPTION, annotations=read_only)
-    @_tool_errors
     def get_node(
         source_file: SourceFile,
         chunk_index: Annotated[int | None, Field(ge=0)] = None,
@@ -291,8 +262,6 @@ def build_server(
         )
         return _result(*V.node_view(node))
 
-    @server.tool(description=GET_PARENT_DESCRIPTION, annotations=read_only)
-    @_tool_errors
     def get_parent(
         source_file: SourceFile, repository: Repository = None, branch: Branch = N.DEFAULT_BRANCH
     ) -> Annotated[CallToolResult, V.LeanNode]:
@@ -304,8 +273,6 @@ def build_server(
             )
         return _result(*V.node_view(parent))
 
-    @server.tool(description=GET_CHILDREN_DESCRIPTION, annotations=read_only)
-    @_tool_errors
     def get_children(
         source_file: SourceFile, repository: Repository = None, branch: Branch = N.DEFAULT_BRANCH
     ) -> Annotated[CallToolResult, V.LeanChildren]:
@@ -313,8 +280,6 @@ def build_server(
         parent = kids[0].parent_source_file if kids else None
         return _result(*V.children_view(parent or source_file, kids))
 
-    @server.tool(description=OUTLINE_DESCRIPTION, annotations=read_only)
-    @_tool_errors
     def outline(
         work: Work = None,
         depth: Annotated[int, Field(ge=1, le=3)] = 3,
@@ -325,11 +290,14 @@ def build_server(
         tree = N.outline(db, repository, work, branch=branch)
         return _result(*P.outline_view(tree, depth=depth, excerpts=excerpts))
 
-    for tool in server._tool_manager.list_tools():  # no public setter in mcp 2.3
-        tool.parameters = compact_schema(tool.parameters, inputs=True)
-        if tool.fn_metadata.output_schema is not None:
-            tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
-    return server
+    return [
+        (search, SEARCH_DESCRIPTION),
+        (context, CONTEXT_DESCRIPTION),
+        (get_node, GET_NODE_DESCRIPTION),
+        (get_parent, GET_PARENT_DESCRIPTION),
+        (get_children, GET_CHILDREN_DESCRIPTION),
+        (outline, OUTLINE_DESCRIPTION),
+    ]
 
 
 def compact_schema(schema: dict[str, Any], *, inputs: bool = False) -> dict[str, Any]:

