@@ -90,7 +90,12 @@ def check_target(
 
 def test_inspector_over_stdio(search_db_url: str, tmp_path: Path) -> None:
     glossator = Path(sys.executable).with_name("glossator")
+    # the Inspector waits 15 s by default for a server to answer `initialize`; a
+    # `glossator mcp` that loads the model on a loaded 2-core machine can take longer,
+    # and the test must not race that timer (its own timeout=300 still bounds it)
     env = [
+        "--connect-timeout",
+        "240000",
         "-e",
         f"GLOSSATOR_DATABASE_URL={search_db_url}",
         "-e",
