@@ -1,11 +1,10 @@
-"""The `glossator` command. Subcommands live beside the code they drive; this module
+"""The `glossator` command. Subcommands live in `glossator.commands` (and `doctor`); this module
 only wires them together, loads settings once, and turns Glossator's own errors
 into one clear line and a non-zero exit code (never a traceback).
 """
 
 from __future__ import annotations
 
-import importlib
 import json
 import logging
 import sys
@@ -15,50 +14,23 @@ from rich.console import Console
 from rich.table import Table
 
 from core.errors import GlossatorError
+from glossator.commands.base import Context, out_console, pass_context
+from glossator.commands.corpus import corpus
+from glossator.commands.indexing import index, sidecars
+from glossator.commands.load import db, load
+from glossator.commands.repos import repo, status
+from glossator.commands.search import eval_command, mcp, search
+from glossator.commands.serve import serve, worker
+from glossator.commands.summarize import summarize
+from glossator.doctor import doctor
 from glossator.settings import Settings, SettingsError
+
+__all__ = ["Context", "main", "out_console", "pass_context"]
 
 console = Console(stderr=True)
 
-# (module, attribute): each a click command or group. Every one is part of the install:
-# a module or command that fails to import is a broken install and says so (no guard).
-SUBCOMMANDS: tuple[tuple[str, str], ...] = (
-    ("glossator.commands.corpus", "corpus"),
-    ("glossator.commands.indexing", "sidecars"),
-    ("glossator.commands.summarize", "summarize"),
-    ("glossator.commands.indexing", "index"),
-    ("glossator.commands.load", "load"),
-    ("glossator.commands.load", "db"),
-    ("glossator.commands.serve", "serve"),
-    ("glossator.commands.serve", "worker"),
-    ("glossator.commands.repos", "repo"),
-    ("glossator.commands.repos", "status"),
-    ("glossator.commands.search", "search"),
-    ("glossator.commands.search", "mcp"),
-    ("glossator.commands.search", "eval_command"),
-    ("glossator.doctor", "doctor"),
-)
-
-
 # Commands whose log is their output: INFO by default, timestamped.
 LONG_RUNNING = ("serve", "worker")
-
-
-class Context:
-    """What every subcommand gets: settings, read once from the environment."""
-
-    def __init__(self) -> None:
-        self._settings: Settings | None = None
-
-    @property
-    def settings(self) -> Settings:
-        if self._settings is None:
-            from glossator.paths import attach
-
-            self._settings = attach(Settings.from_env())
-        return self._settings
-
-
-pass_context = click.make_pass_decorator(Context, ensure=True)
 
 
 class GlossatorGroup(click.Group):
@@ -68,13 +40,6 @@ class GlossatorGroup(click.Group):
         except GlossatorError as e:
             console.print(f"[red]error:[/red] {e}", highlight=False)
             sys.exit(2 if isinstance(e, SettingsError) else 1)
-
-
-def out_console() -> Console:
-    """stdout for results: a terminal's width there, no wrapping when piped (a table
-    folded at 80 columns cuts `GLOSSATOR_DATABASE_URL` in two for grep and cut)."""
-    console = Console()
-    return console if console.is_terminal else Console(width=100_000, soft_wrap=True)
 
 
 def log_level(settings: Settings, verbose: int, command: str | None) -> str:
@@ -124,11 +89,20 @@ def config(obj: Context, as_json: bool) -> None:
     out_console().print(table)
 
 
-def _register() -> None:
-    # imported here, after `main` and the helpers they use exist: the subcommand
-    # modules import this one (Context, pass_context, out_console)
-    for module_name, attr in SUBCOMMANDS:
-        main.add_command(getattr(importlib.import_module(module_name), attr))
-
-
-_register()
+for _command in (
+    corpus,
+    sidecars,
+    summarize,
+    index,
+    load,
+    db,
+    serve,
+    worker,
+    repo,
+    status,
+    search,
+    mcp,
+    eval_command,
+    doctor,
+):
+    main.add_command(_command)

@@ -311,7 +311,7 @@ def run(settings: Settings) -> list[Finding]:
 @click.pass_context
 def doctor(ctx: click.Context, as_json: bool) -> None:
     """Check the database, extensions, embedder, repositories, sidecars and jobs; say how to fix each problem."""
-    from glossator.cli import out_console
+    from glossator.commands.base import out_console
 
     obj = ctx.find_root().obj  # the settings glossator.cli read (and attached to a server)
     settings = obj.settings if obj is not None else Settings.from_env()

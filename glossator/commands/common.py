@@ -7,8 +7,7 @@ object) goes to stdout and nothing else does; problems, the progress bar and log
 go to stderr. The bar is drawn only on a terminal and never with `--json`, so a
 pipe or a file gets no control characters.
 
-This module must not import `glossator.cli` at import time (that module imports
-the commands to register them).
+Like every subcommand module it imports `glossator.commands.base`, never `glossator.cli`.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator import wiring
-from glossator.cli import out_console
+from glossator.commands.base import out_console
 from glossator.commands.common import err_console, json_option, progress_bar, report
 from glossator.settings import Settings
 from indexer.source import DirectorySource

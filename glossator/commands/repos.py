@@ -163,7 +163,7 @@ def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool)
     if as_json:
         click.echo(json.dumps({"jobs": rows}, indent=2, default=str))
         return
-    from glossator.cli import out_console  # here: glossator.cli registers this module
+    from glossator.commands.base import out_console
 
     table = Table(title="indexing jobs")
     for col in ("job", "repository/branch", "status", "attempts", "queued", "seconds", "detail"):

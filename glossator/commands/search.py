@@ -23,7 +23,7 @@ from rich.table import Table
 from rich.text import Text
 
 from core.vocabulary import DEFAULT_BRANCH
-from glossator.cli import Context, out_console, pass_context
+from glossator.commands.base import Context, out_console, pass_context
 from glossator.search_service import get_reranker, open_database, search_defaults, search_service
 from glossator.settings import Settings
 from search.options import MAX_K
