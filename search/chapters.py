@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+
+import psycopg
 
 from search.rows import Row
 from search.tuning import Fusion
@@ -38,7 +39,7 @@ Chapter = tuple[str, str]  # (repository, chapter folder)
 
 
 def evidence(
-    conn: Any,
+    conn: psycopg.Connection,
     query: str,
     query_vector: Sequence[float] | None,
     *,

@@ -67,7 +67,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+
+import psycopg
 
 from core.vocabulary import DEFAULT_BRANCH
 from search import nodes as N
@@ -87,6 +88,7 @@ from search.relevance import (  # noqa: F401 - the gate's names, where callers f
     judge,
     measure,
 )
+from search.rerank import Reranker
 from search.results import Chunk, Citation, Freshness, Hit, Node
 from search.rows import ConnOrPool
 from search.tuning import TUNING, Tuning
@@ -149,7 +151,7 @@ def context(
     branch: str = DEFAULT_BRANCH,
     work: str | None = None,
     min_relevance: float | None = None,
-    reranker: Any = None,
+    reranker: Reranker | None = None,
     options: SearchOptions | None = None,
     tuning: Tuning = TUNING,
 ) -> ContextPack:
@@ -241,7 +243,7 @@ def context(
 
 
 def _candidates(
-    conn: Any, hits: list[Hit], vector: QueryVector, branch: str, per_chapter: int
+    conn: psycopg.Connection, hits: list[Hit], vector: QueryVector, branch: str, per_chapter: int
 ) -> list[tuple[Chunk, float]]:
     """Candidate paragraphs in relevance order, each once: paragraph hits, and the
     paragraphs a chapter-summary hit climbs down to."""

@@ -26,6 +26,8 @@ import logging
 import time
 from typing import Any
 
+import psycopg
+
 from search import rows as R
 from search import stages as S
 from search.freshness import freshness
@@ -139,7 +141,7 @@ def _filters(options: SearchOptions) -> dict[str, Any]:
 
 
 def index_freshness(
-    conn: Any, repository: str | None, branch: str, hit_repositories: list[str]
+    conn: psycopg.Connection, repository: str | None, branch: str, hit_repositories: list[str]
 ) -> list[Freshness]:
     """Freshness of the repositories an answer draws on: the one asked for, else those of
     the hits, else (no hit) every repository indexed on the branch."""

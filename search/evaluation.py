@@ -35,6 +35,7 @@ from typing import Any
 from search.engine import search
 from search.errors import BadQuery
 from search.options import AGENT_MAX_PER_CHAPTER, QueryEmbedder, QueryVector, SearchOptions
+from search.rerank import Reranker
 from search.results import Hit
 
 SPLITS = ("tune", "test")
@@ -205,7 +206,7 @@ def run_mode(
     *,
     k: int = 10,
     vectors: PrecomputedQueries | None = None,
-    reranker: Any = None,
+    reranker: Reranker | None = None,
 ) -> ModeReport:
     """Run every query through `search` with `options` and average the metrics."""
     per_query: list[Scores] = []
@@ -284,7 +285,7 @@ def evaluate(
     k: int = 10,
     options: SearchOptions | None = None,
     embedder: QueryEmbedder | PrecomputedQueries | None = None,
-    reranker: Any = None,
+    reranker: Reranker | None = None,
     max_per_chapter: int | None = None,
 ) -> list[ModeReport]:
     """bm25, vector, hybrid, hybrid as the MCP tools run it (≤ AGENT_MAX_PER_CHAPTER

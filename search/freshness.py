@@ -20,13 +20,16 @@ note says so, whatever the status.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+
+import psycopg
 
 from search.results import Freshness, FreshnessStatus
 from store.tips import tips as recorded_tips
 
 
-def freshness(conn: Any, repositories: Iterable[str], branch: str) -> list[Freshness]:
+def freshness(
+    conn: psycopg.Connection, repositories: Iterable[str], branch: str
+) -> list[Freshness]:
     """One `Freshness` per repository (in the order given, duplicates dropped)."""
     names = list(dict.fromkeys(repositories))
     if not names:

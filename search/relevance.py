@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import psycopg
 from pgvector import HalfVector
 from psycopg import sql
 
@@ -165,7 +166,7 @@ SELECT glossator_tsv_len(to_tsvector('simple', %(text)s)) AS words,
 
 
 def measure(
-    conn: Any,
+    conn: psycopg.Connection,
     question: str,
     vector: QueryVector,
     branch: str,
@@ -197,6 +198,7 @@ def measure(
             "chunks": [h.citation.chunk_index for h in hits],
         },
     ).fetchone()
+    assert row is not None  # one aggregate row, whatever matched
     words, fewest_kept, corpus_kept, n_docs, corpus_configs, centre, terms = row
     n = n_docs or 0.0
     idf = {lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lexeme, df, _ in terms}

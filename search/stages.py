@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+
+import psycopg
 
 from search import chapters, retrieval
 from search import nodes as N
@@ -81,7 +82,7 @@ def filters(options: SearchOptions) -> retrieval.Filters:
 
 
 def retrieve(
-    conn: Any,
+    conn: psycopg.Connection,
     query: str,
     vector: QueryVector | None,
     options: SearchOptions,
@@ -118,7 +119,7 @@ def fuse(rankings: Rankings, options: SearchOptions, rrf_k: int) -> Fused:
 
 
 def quotations(
-    conn: Any,
+    conn: psycopg.Connection,
     query: str,
     rows: dict[int, Row],
     fused: Fused,
@@ -136,7 +137,7 @@ def quotations(
 
 
 def chapter_evidence(
-    conn: Any,
+    conn: psycopg.Connection,
     query: str,
     vector: QueryVector | None,
     rows: dict[int, Row],
@@ -297,7 +298,7 @@ def hits(order: list[int], rows: dict[int, Row], scores: dict[int, Scores]) -> l
 
 
 def attach_context(
-    conn: Any, hits: list[Hit], vector: QueryVector | None, options: SearchOptions
+    conn: psycopg.Connection, hits: list[Hit], vector: QueryVector | None, options: SearchOptions
 ) -> None:
     """Parents, children and neighbours for all hits in three queries, not one per hit;
     and a chapter summary's best paragraphs (`climb_down`, with a vector)."""
