@@ -132,6 +132,9 @@ class IndexingService:
         # job id -> (monotonic time our thread returned, succeeded?); see UNFINISHED_S
         self._returned: dict[int, tuple[float, bool]] = {}
         self._returned_lock = threading.Lock()
+        # jobs a thread of this process runs now: alive whatever their heartbeat says
+        # (after an outage our own heartbeat is stale until it is next written)
+        self._running: set[int] = set()
         # outcomes the database could not take when the attempt ended (it was down):
         # written once it is back (flush_unrecorded); bounded, jobs need it to start
         self._unrecorded: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
@@ -147,6 +150,8 @@ class IndexingService:
             job_id, attempt = job.id, job.attempts
             assert job_id is not None  # a job fetched from the database has its id
             ok = False
+            with self._returned_lock:
+                self._running.add(job_id)
             try:
                 in_job_thread(
                     f"glossator-job-{job_id}",
@@ -156,6 +161,7 @@ class IndexingService:
                 ok = True
             finally:
                 with self._returned_lock:
+                    self._running.discard(job_id)
                     self._returned[job_id] = (time.monotonic(), ok)
 
     def _run_job(
@@ -388,6 +394,13 @@ class IndexingService:
         recovered = 0
         for job in jobs:
             if job.task_name != TASK_NAME or job.id is None:
+                continue
+            with self._returned_lock:
+                ours = job.id in self._running
+            if ours:
+                # Running here: our heartbeat went stale while the database was down.
+                # Re-queueing it would set it back to `todo` under its running attempt,
+                # which the attempt's end then overwrites: the branch left with no job.
                 continue
             await asyncio.to_thread(self._close_interrupted_run, job.id, job.attempts)
             try:

@@ -275,6 +275,37 @@ async def test_a_job_whose_outcome_was_lost_is_closed(
     assert jobs(database.conninfo)[0][:2] == (job, "succeeded")
 
 
+async def test_a_job_this_process_runs_is_not_taken_for_stalled(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """After a database outage our own worker's heartbeat is stale until it is next
+    written: a job a thread of ours runs must not be re-queued under its running
+    attempt (the attempt's end would overwrite that `todo`, leaving the branch with no
+    job; seen in the supervised-database e2e test). A dead worker's job still is."""
+    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    job = defer_sync(database.conninfo, "livre", "main").job_id
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        row = conn.execute(
+            "INSERT INTO procrastinate_workers (last_heartbeat)"
+            " VALUES (now() - interval '1 hour') RETURNING id"
+        ).fetchone()
+        assert row is not None
+        conn.execute(
+            "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
+            (row[0], job),
+        )
+    service._running.add(job)  # a thread of this process runs it
+    await service.app.open_async()
+    try:
+        assert await service.recover_stalled() == 0
+        assert jobs(database.conninfo)[0][:2] == (job, "doing")
+        service._running.discard(job)  # now nobody runs it: a dead worker's job
+        assert await service.recover_stalled() == 1
+    finally:
+        await service.app.close_async()
+    assert jobs(database.conninfo)[0][:2] == (job, "todo")
+
+
 async def test_reconciliation_leaves_a_busy_branch_alone(
     branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
 ) -> None:
