@@ -216,6 +216,44 @@ def floor_copy(
     return len(rows), time.perf_counter() - started
 
 
+def ceiling(conn: psycopg.Connection, repository: str) -> dict[str, float]:
+    """What any loader that keeps PostgreSQL's text search pays, measured on rows just loaded.
+
+    Seconds, each in one statement over the repository's rows (rolled back): the
+    text search parser alone (`ts_parse`), the tsvector the rows' trigger computes
+    (`glossator_tsvector`: parser, stop words, unaccent, stemmer), and the row
+    term entries written into a bare table then indexed by CREATE INDEX (the
+    cheapest way to build the BM25 index bm25_row_terms holds). Together they
+    bound a loader that computes tsvectors in the database (DESIGN: no client
+    stores one) and keeps an inverted index, whatever its layout, on one core.
+    """
+    where = "WHERE repository = %s"
+    out: dict[str, float] = {}
+    for key, query in (
+        ("parse_s", f"SELECT count(*) FROM hierarchical_content_nodes, ts_parse('default', content) {where}"),
+        ("tsvector_s", f"SELECT count(glossator_tsvector(ts_config, content)) FROM hierarchical_content_nodes {where}"),
+        (
+            "terms_s",
+            "CREATE TABLE bench_terms (LIKE bm25_row_terms);"
+            " INSERT INTO bench_terms (lexeme, repository, branch, row_id, tf, doc_len)"
+            " SELECT u.lexeme, h.repository, h.branch, h.id, cardinality(u.positions), h.doc_len"
+            f" FROM hierarchical_content_nodes h CROSS JOIN LATERAL unnest(h.tsv) AS u {where.replace('repository', 'h.repository')}"
+            " ORDER BY 1, 4;"
+            " CREATE INDEX ON bench_terms (lexeme, repository, branch) INCLUDE (row_id, tf, doc_len);"
+            " CREATE INDEX ON bench_terms (row_id)",
+        ),
+    ):  # fmt: skip
+        conn.commit()
+        started = time.perf_counter()
+        if key == "terms_s":  # several statements: no parameters, the name is ours
+            conn.execute(query.replace("%s", sql.Literal(repository).as_string(conn)))
+        else:
+            conn.execute(query, (repository,)).fetchall()
+        out[key] = time.perf_counter() - started
+        conn.rollback()
+    return out
+
+
 def load(
     conn: psycopg.Connection, repository: str, source: MemorySource, bulk: bool | None = None
 ) -> tuple[int, float, bool]:
@@ -451,6 +489,20 @@ def main() -> None:
                     f"| synthetic, no vectors{' (bulk load)' if bulk else ''} | {n:,}"
                     f" | {n / s:,.0f} | {sn / ss:,.0f} | {fn / fs:,.0f} | {(n / s) / (fn / fs):.3f} |"
                 )
+                c = ceiling(conn, repo)
+                floor_rate = fn / fs
+                for label, secs in (
+                    ("ceiling: text search parser alone (ts_parse)", c["parse_s"]),
+                    ("ceiling: the rows' tsvectors alone (glossator_tsvector)", c["tsvector_s"]),
+                    ("ceiling: row term entries, bare table then CREATE INDEX", c["terms_s"]),
+                    (
+                        "ceiling: tsvectors + term entries (one core)",
+                        c["tsvector_s"] + c["terms_s"],
+                    ),
+                ):
+                    say(
+                        f"| {label} | {n:,} | {n / secs:,.0f} | | | {(n / secs) / floor_rate:.3f} |"
+                    )
                 conn.commit()
                 conn.autocommit = True
                 conn.execute("VACUUM ANALYZE")

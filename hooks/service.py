@@ -86,6 +86,13 @@ RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach th
 UNFINISHED_S = 10.0
 
 
+def stalled_hold_after_start(uptime_s: float) -> float:
+    """How long a starting worker holds stalled recovery on a database up `uptime_s`:
+    the rest of one STALLED_S, the time every live worker has to write a heartbeat
+    since the database came back (0 for a database up longer)."""
+    return max(0.0, STALLED_S - uptime_s)
+
+
 def retry_line(retry: dict[str, Any]) -> str:
     """The end of a failed attempt's log line: what happens next."""
     if retry.get("gave_up"):
@@ -139,6 +146,11 @@ class IndexingService:
         # written once it is back (flush_unrecorded); bounded, jobs need it to start
         self._unrecorded: collections.deque[dict[str, Any]] = collections.deque(maxlen=100)
         self._db_started: object = None  # pg_postmaster_start_time(): a restart changes it
+        # After a database outage every worker's heartbeat is stale until each writes it
+        # again (within HEARTBEAT_S of the database's return): until this monotonic time
+        # no job is taken for stalled, or another live worker's running job would be
+        # re-queued under its attempt (hold_stalled_recovery)
+        self._hold_stalled_until = 0.0
 
     def _register(self) -> None:
         # retry=False: our own follow-up jobs instead (hooks.queue docstring)
@@ -280,6 +292,9 @@ class IndexingService:
     async def start(self) -> None:
         await asyncio.to_thread(ensure_schema, self.conninfo)
         await self.app.open_async()
+        if not self.exclusive_database:  # other workers: were they just cut off too?
+            uptime = await asyncio.to_thread(self._database_uptime)
+            self.hold_stalled_recovery(stalled_hold_after_start(uptime))
         await self.recover_stalled(startup=True)
         await self.reconcile()
         self._tasks.append(asyncio.create_task(self._run_worker(), name="glossator-worker"))
@@ -336,6 +351,8 @@ class IndexingService:
             await asyncio.sleep(STALLED_S / 2)
             try:
                 restarted = await asyncio.to_thread(self._database_restarted)
+                if failing or restarted:  # the database is back: let heartbeats resume
+                    self.hold_stalled_recovery(STALLED_S)
                 await asyncio.to_thread(self.flush_unrecorded)
                 await self.recover_stalled()
                 await self.close_unfinished()
@@ -350,6 +367,23 @@ class IndexingService:
                 if not failing:  # once per outage, not every round
                     log.warning("queue maintenance failed: %s; retrying", type(e).__name__)
                 failing = True
+
+    def hold_stalled_recovery(self, seconds: float) -> None:
+        """Take no job for stalled for `seconds` from now (0: lift the hold).
+
+        Called when the database comes back from an outage (or was started less than
+        STALLED_S ago when this worker starts): every worker's heartbeat is stale then,
+        the live ones' for at most HEARTBEAT_S more. A worker that really died during
+        the outage has its job re-queued once the hold ends.
+        """
+        self._hold_stalled_until = time.monotonic() + max(0.0, seconds)
+
+    def _database_uptime(self) -> float:
+        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
+            row = conn.execute(
+                "SELECT extract(epoch FROM now() - pg_postmaster_start_time())::float8"
+            ).fetchone()
+        return float(row[0]) if row else float("inf")
 
     def _database_restarted(self) -> bool:
         """Whether the server restarted since the last look (an outage shorter than a
@@ -386,7 +420,11 @@ class IndexingService:
     async def recover_stalled(self, *, startup: bool = False) -> int:
         """Put jobs of dead workers back in the queue; the number recovered."""
         manager = self.app.job_manager
-        if startup and self.exclusive_database:
+        exclusive_start = startup and self.exclusive_database
+        if not exclusive_start and time.monotonic() < self._hold_stalled_until:
+            log.debug("stalled jobs: held after an outage while heartbeats resume")
+            return 0
+        if exclusive_start:
             # Nothing else can use this database: every running job is an orphan.
             jobs = await manager.get_stalled_jobs(seconds_since_heartbeat=0)
         else:

@@ -21,7 +21,7 @@ import pytest
 from gitserver.repos import RepoStore
 from glossator.commands.repos import job_detail
 from hooks.queue import SLOW_RETRIES, defer_sync, ensure_schema, gives_up, list_jobs, retry_delay
-from hooks.service import IndexingService
+from hooks.service import STALLED_S, IndexingService, stalled_hold_after_start
 from hooks.worker import BranchIndexer, _default_index
 from tests.gitserver_support import commit_all, git
 from tests.plugins.corpus import make_small_corpus
@@ -304,6 +304,43 @@ async def test_a_job_this_process_runs_is_not_taken_for_stalled(
     finally:
         await service.app.close_async()
     assert jobs(database.conninfo)[0][:2] == (job, "todo")
+
+
+async def test_no_job_is_taken_for_stalled_while_heartbeats_resume(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """Right after a database outage every worker's heartbeat is stale, a live other
+    worker's too: its running job must not be re-queued under its attempt. Recovery
+    holds for one stalled timeout from the database's return; a dead worker's job is
+    re-queued once the hold ends."""
+    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    job = defer_sync(database.conninfo, "livre", "main").job_id
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        row = conn.execute(
+            "INSERT INTO procrastinate_workers (last_heartbeat)"
+            " VALUES (now() - interval '1 hour') RETURNING id"
+        ).fetchone()
+        assert row is not None
+        conn.execute(
+            "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
+            (row[0], job),
+        )
+    await service.app.open_async()
+    try:
+        service.hold_stalled_recovery(3600)  # what _watch_stalled does when the database is back
+        assert await service.recover_stalled() == 0
+        assert jobs(database.conninfo)[0][:2] == (job, "doing")
+        service.hold_stalled_recovery(0)  # the hold is over: that worker really is dead
+        assert await service.recover_stalled() == 1
+    finally:
+        await service.app.close_async()
+    assert jobs(database.conninfo)[0][:2] == (job, "todo")
+
+
+def test_a_starting_worker_holds_recovery_on_a_database_just_started() -> None:
+    assert stalled_hold_after_start(0.0) == STALLED_S
+    assert stalled_hold_after_start(STALLED_S / 4) == STALLED_S * 3 / 4
+    assert stalled_hold_after_start(3600.0) == 0.0
 
 
 async def test_reconciliation_leaves_a_busy_branch_alone(
