@@ -10,7 +10,7 @@ import os
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,19 @@ GIT_ENV = {
     "GIT_COMMITTER_NAME": "Test Author",
     "GIT_COMMITTER_EMAIL": "author@example.org",
 }
+
+
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 240) -> Any:
+    """`check()`'s first true value, polled every 0.2 s; TimeoutError naming `what`
+    after `timeout` s (a deadline for a condition, generous: never a timer raced)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
+        time.sleep(0.2)
 
 
 def git(

@@ -20,8 +20,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +32,7 @@ from gitserver.repos import RepoStore
 from glossator.server import build_app
 from glossator.settings import Settings
 from hooks.worker import _default_index
-from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git
+from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git, wait_for
 from tests.plugins.corpus import make_small_corpus
 
 TOKEN = "tok"
@@ -63,17 +62,6 @@ def embedded_settings(root: Path) -> Settings:
         push_tokens=(TOKEN,),
         job_retries=3,
     )
-
-
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 120) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"{what}: not within {timeout:.0f} s")
-        time.sleep(0.2)
 
 
 def server_conninfo(data_dir: Path) -> str:

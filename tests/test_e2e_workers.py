@@ -22,30 +22,18 @@ import itertools
 import os
 import re
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
 
-from tests.gitserver_support import ServeProcess, WorkerProcess, commit_all, git
+from tests.gitserver_support import ServeProcess, WorkerProcess, commit_all, git, wait_for
 from tests.plugins.corpus import make_small_corpus
 from tests.plugins.serve import TOKEN, create_repo, indexed_commit, rows, server_env
 
 pytestmark = pytest.mark.slow
-
-
-def wait_for(what: str, check: Callable[[], Any], *, timeout: float = 240) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"still waiting: {what}")
-        time.sleep(0.2)
 
 
 def waiting_on_advisory_lock(db_url: str) -> bool:

@@ -34,6 +34,7 @@ from glossator.settings import Settings
 from hooks.progress import STAGES
 from indexer.corpus import CORPUS_DIR
 from indexer.errors import Problem
+from indexer.source import DirectorySource
 
 # The indexer's progress protocol, progress(stage, done, total) (indexer.sidecars)
 ProgressCallback = Callable[[str, int, int], None]
@@ -76,6 +77,22 @@ def corpus_root(path: Path) -> Path:
         f"(the folder holding {CORPUS_DIR}/<work>/summary.md)",
         param_hint="PATH",
     )
+
+
+@dataclasses.dataclass(frozen=True)
+class CorpusCommand:
+    """How a corpus command starts: its settings, the corpus root PATH names, stderr,
+    and the tree as a source."""
+
+    settings: Settings
+    root: Path
+    err: Console
+    source: DirectorySource
+
+
+def open_corpus(path: Path) -> CorpusCommand:
+    root = corpus_root(path)
+    return CorpusCommand(settings_from_context(), root, err_console(), DirectorySource(root))
 
 
 def print_problems(console: Console, problems: list[Problem]) -> None:

@@ -18,17 +18,14 @@ import click
 
 from glossator.commands.common import (
     corpus_path,
-    corpus_root,
-    err_console,
     json_option,
+    open_corpus,
     progress_bar,
     report,
-    settings_from_context,
 )
 from glossator.providers import get_embedder
 from indexer.corpus import read_corpus
 from indexer.sidecars import SidecarStats, build
-from indexer.source import DirectorySource
 
 
 def sidecar_figures(stats: SidecarStats) -> dict[str, Any]:
@@ -48,12 +45,10 @@ def sidecar_figures(stats: SidecarStats) -> dict[str, Any]:
 @json_option
 def sidecars(path: Path, rebuild_all: bool, as_json: bool) -> None:
     """Write the JSONL sidecars of the corpus at PATH whose .md changed (hash or model)."""
-    settings = settings_from_context()
-    root = corpus_root(path)
-    err = err_console()
-    source = DirectorySource(root)
+    cmd = open_corpus(path)
+    root, err, source = cmd.root, cmd.err, cmd.source
     corpus = read_corpus(source)
-    embedder = get_embedder(settings)
+    embedder = get_embedder(cmd.settings)
     with progress_bar(err, enabled=not as_json) as progress:
         result = build(corpus, source, embedder, all=rebuild_all, progress=progress)
     source.apply(corpus.changes)  # parent_source_file fixes: the hashes are of these bytes
@@ -77,12 +72,10 @@ def index(path: Path, rebuild_all: bool, as_json: bool) -> None:
     from glossator.providers import get_summarizer
     from indexer import pipeline
 
-    settings = settings_from_context()
-    root = corpus_root(path)
-    err = err_console()
-    source = DirectorySource(root)
-    embedder = get_embedder(settings)
-    summarizer = get_summarizer(settings)
+    cmd = open_corpus(path)
+    root, err, source = cmd.root, cmd.err, cmd.source
+    embedder = get_embedder(cmd.settings)
+    summarizer = get_summarizer(cmd.settings)
     with progress_bar(err, enabled=not as_json) as progress:
         result = pipeline.index(
             source, embedder=embedder, summarizer=summarizer, all=rebuild_all, progress=progress

@@ -18,16 +18,14 @@ import click
 
 from glossator.commands.common import (
     corpus_path,
-    corpus_root,
-    err_console,
     json_option,
+    open_corpus,
     progress_bar,
     report,
-    settings_from_context,
 )
 from glossator.providers import get_summarizer
 from indexer.corpus import read_corpus
-from indexer.source import DirectorySource, OverlaySource
+from indexer.source import OverlaySource
 from indexer.summaries import SummaryResult, generate
 from indexer.summaries.base import Summarizer, Usage
 
@@ -61,12 +59,10 @@ def usage_figures(usage: Usage, cost: float | None) -> dict[str, Any]:
 @json_option
 def summarize(path: Path, dry_run: bool, as_json: bool) -> None:
     """Generate the summaries of the corpus at PATH that are missing or out of date."""
-    settings = settings_from_context()
-    root = corpus_root(path)
-    err = err_console()
-    source = DirectorySource(root)
+    cmd = open_corpus(path)
+    root, err, source = cmd.root, cmd.err, cmd.source
     corpus = read_corpus(source)
-    summarizer = get_summarizer(settings)
+    summarizer = get_summarizer(cmd.settings)
     by = f"{summarizer.provider}:{summarizer.model}"
     view = OverlaySource(source, corpus.changes)
     plan = generate(corpus, view, summarizer, dry_run=True)
