@@ -27,8 +27,10 @@ fixed sizes, one pass over the queries after one warm-up pass. Not run in CI.
    SqlBm25 against pg_search on that server.
 
 Each size is loaded into the embedded server alone (the previous size deleted
-first), as a first load: a bulk load (store.loader). `--incremental` also loads
-the first size file by file (bulk off) for comparison.
+first), as a first load: a bulk load that builds the term tables anew
+(store.loader). `--incremental` also loads the first size file by file (bulk off),
+`--compare-bulk` in bulk with its entries inserted into the tables as they are
+(migration 013's way), each before the measured load, for comparison.
 """
 
 from __future__ import annotations
@@ -216,6 +218,23 @@ def floor_copy(
     return len(rows), time.perf_counter() - started
 
 
+def clear(conn: psycopg.Connection, repository: str) -> None:
+    """Drop a repository's rows, then VACUUM: the next load starts on clean tables."""
+    conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = %s", (repository,))
+    conn.execute("DELETE FROM loaded_files WHERE repository = %s", (repository,))
+    conn.commit()
+    conn.autocommit = True
+    conn.execute("VACUUM")
+    conn.autocommit = False
+
+
+LOAD_KIND = {
+    "rebuilt": " (bulk load, term tables rebuilt)",
+    "bulk": " (bulk load)",
+    "": " (file by file)",
+}
+
+
 def ceiling(conn: psycopg.Connection, repository: str) -> dict[str, float]:
     """What any loader that keeps PostgreSQL's text search pays, measured on rows just loaded.
 
@@ -255,13 +274,19 @@ def ceiling(conn: psycopg.Connection, repository: str) -> dict[str, float]:
 
 
 def load(
-    conn: psycopg.Connection, repository: str, source: MemorySource, bulk: bool | None = None
-) -> tuple[int, float, bool]:
+    conn: psycopg.Connection,
+    repository: str,
+    source: MemorySource,
+    bulk: bool | None = None,
+    rebuild: bool | None = None,
+) -> tuple[int, float, str]:
+    """Rows, seconds, and how: "rebuilt" (term tables built anew), "bulk" or ""."""
     started = time.perf_counter()
-    result = sync_tree(conn, repository=repository, source=source, bulk=bulk)
+    result = sync_tree(conn, repository=repository, source=source, bulk=bulk, rebuild=rebuild)
     conn.commit()
     assert result.ok, result.problems[:3]
-    return result.rows, time.perf_counter() - started, result.bulk
+    kind = "rebuilt" if result.rebuilt else "bulk" if result.bulk else ""
+    return result.rows, time.perf_counter() - started, kind
 
 
 def pct(values: list[float], q: float) -> float:
@@ -423,6 +448,11 @@ def main() -> None:
         action="store_true",
         help="also load the first size file by file (bulk off), against the bulk load",
     )
+    parser.add_argument(
+        "--compare-bulk",
+        action="store_true",
+        help="also load the first size in bulk with its entries inserted (no rebuild)",
+    )
     args = parser.parse_args()
     # a SIGTERM must still stop the embedded server: run the cleanup of `database()`
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -477,16 +507,19 @@ def main() -> None:
                         f"| synthetic, no vectors, file by file (bulk off) | {n:,} | {n / s:,.0f}"
                         " | | | |"
                     )
-                    conn.execute(
-                        "DELETE FROM hierarchical_content_nodes WHERE repository = 'incremental'"
+                    clear(conn, "incremental")
+                if args.compare_bulk and i == 0:
+                    n, s, bulk = load(conn, "inserted", synth, rebuild=False)
+                    say(
+                        f"| synthetic, no vectors (bulk load, entries inserted: migration 013)"
+                        f" | {n:,} | {n / s:,.0f} | | | |"
                     )
-                    conn.execute("DELETE FROM loaded_files WHERE repository = 'incremental'")
-                    conn.commit()
+                    clear(conn, "inserted")
                 n, s, bulk = load(conn, repo, synth)
                 sn, ss = floor_copy(conn, "bench_same", same=True, repository=repo)
                 fn, fs = floor_copy(conn, "bench_floor", repository=repo)
                 say(
-                    f"| synthetic, no vectors{' (bulk load)' if bulk else ''} | {n:,}"
+                    f"| synthetic, no vectors{LOAD_KIND[bulk]} | {n:,}"
                     f" | {n / s:,.0f} | {sn / ss:,.0f} | {fn / fs:,.0f} | {(n / s) / (fn / fs):.3f} |"
                 )
                 c = ceiling(conn, repo)

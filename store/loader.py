@@ -30,8 +30,12 @@ Bulk loads. The term indexes BM25 reads (bm25_row_terms, the chapter index) are
 kept by statement triggers, file by file. A load that writes at least half of
 the branch's files (a first load, a model change, a whole tree reloaded:
 `bulk_load`) sets `glossator.bulk_load` for its transaction instead: the add
-triggers skip, and one call of `glossator_bulk_index` writes the entries of every
-file loaded, sorted, after the last COPY (migration 013). Same entries, same
+triggers skip, and after the last COPY either one call of `glossator_bulk_index`
+writes the entries of every file loaded, sorted (migration 013), or, when the
+branch holds at least as many rows as all other branches together,
+`glossator_bulk_rebuild` builds the term tables anew with their indexes made
+after the entries (migration 024: about twice as fast; searches read the old
+tables meanwhile, other writers wait for the commit). Same entries, same
 scores; a push of a few files stays incremental. `bulk=True/False` forces it.
 """
 
@@ -94,6 +98,7 @@ class LoadResult:
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
     bulk: bool = False  # the term indexes were built once at the end (see the module doc)
+    rebuilt: bool = False  # ...as new term tables (the branch holds most rows: migration 024)
 
     @property
     def ok(self) -> bool:
@@ -104,7 +109,7 @@ class LoadResult:
         return (
             f"{len(self.loaded)} files loaded ({self.rows} rows), {len(self.skipped)} unchanged, "
             f"{len(self.deleted)} deleted, {errors} refused, in {self.seconds:.2f} s"
-            + (" (bulk)" if self.bulk else "")
+            + (" (bulk, term tables rebuilt)" if self.rebuilt else " (bulk)" if self.bulk else "")
         )
 
 
@@ -155,10 +160,13 @@ def sync_files(
     deleted: Iterable[str],
     progress: Progress | None = None,
     bulk: bool | None = None,
+    rebuild: bool | None = None,
 ) -> LoadResult:
     """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`.
 
     `bulk`: build the term indexes once at the end (None: when `bulk_load` says so).
+    `rebuild`: a bulk load builds new term tables (None: when the branch holds at
+    least half the rows; False: never, the entries are inserted).
     """
     started = time.perf_counter()
     result = LoadResult()
@@ -200,18 +208,62 @@ def sync_files(
                 log.info("not loaded, previous rows kept: %s: %s", path, message)
             if progress:
                 progress(path)
-        if bulk:
-            conn.execute("SELECT set_config('glossator.bulk_load', 'off', true)")
-            if result.loaded:
-                conn.execute(
-                    "SELECT glossator_bulk_index(%s, %s, %s)", (repository, branch, result.loaded)
-                )
         for model, dimension in new_models:  # one build over the batch's rows (store.vectors)
             vectors.create_index(conn, model, dimension)
-        _analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
+        rebuilt = False
+        if bulk:  # last: a rebuild holds the term tables from its end until the commit
+            conn.execute("SELECT set_config('glossator.bulk_load', 'off', true)")
+            if result.loaded:
+                rebuilt = _write_bulk_entries(conn, repository, branch, result.loaded, rebuild)
+        result.rebuilt = rebuilt
+        if rebuilt:  # new term tables: no statistics yet
+            conn.execute(ANALYZE_SQL)
+        else:
+            _analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
+
+
+def _write_bulk_entries(
+    conn: psycopg.Connection,
+    repository: str,
+    branch: str,
+    loaded: list[str],
+    rebuild: bool | None = None,
+) -> bool:
+    """The term entries the add triggers skipped; True when the term tables were rebuilt.
+
+    Rebuilt (migration 024: new tables, their indexes built after the entries) when the
+    branch holds at least as many rows as every other branch together, so that copying
+    the others' entries costs at most what the load's own do; otherwise inserted into
+    the tables as they are (migration 013).
+    """
+    row = conn.execute(
+        "SELECT coalesce(sum(chunk_count) FILTER (WHERE repository = %s AND branch = %s), 0),"
+        " coalesce(sum(chunk_count) FILTER (WHERE repository <> %s OR branch <> %s), 0)"
+        " FROM loaded_files",
+        (repository, branch, repository, branch),
+    ).fetchone()
+    mine, others = (int(row[0]), int(row[1])) if row else (0, 0)
+    if rebuild if rebuild is not None else mine >= others:
+        try:
+            with conn.transaction():  # a savepoint: on a deadlock, the entries go in as below
+                conn.execute(
+                    "SELECT glossator_bulk_chapters(%s, %s, %s)", (repository, branch, loaded)
+                )
+                conn.execute("SELECT glossator_bulk_rebuild(%s, %s)", (repository, branch))
+            return True
+        except psycopg.errors.DeadlockDetected:
+            # Two rebuilds at once (each had written into the tables, each wants them
+            # shared): PostgreSQL chose this one to give way; the other goes on.
+            log.info(
+                "%s/%s: term tables busy with another bulk load; entries inserted",
+                repository,
+                branch,
+            )
+    conn.execute("SELECT glossator_bulk_index(%s, %s, %s)", (repository, branch, loaded))
+    return False
 
 
 # A rebuild writes the entries of the loaded files only, the deltas the same entries
@@ -445,6 +497,7 @@ def sync_tree(
     progress: Progress | None = None,
     on_plan: Callable[[int], None] | None = None,
     bulk: bool | None = None,
+    rebuild: bool | None = None,
 ) -> LoadResult:
     """Sync a whole corpus tree (the CLI): find what changed, then `sync_files`, one transaction.
 
@@ -453,9 +506,9 @@ def sync_tree(
     visited, for a progress bar.
     """
     if isinstance(db_or_conn, psycopg.Connection):
-        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan, bulk)
+        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan, bulk, rebuild)
     with db_or_conn.pool.connection() as conn:
-        return _sync_tree(conn, repository, branch, source, progress, on_plan, bulk)
+        return _sync_tree(conn, repository, branch, source, progress, on_plan, bulk, rebuild)
 
 
 def _sync_tree(
@@ -466,6 +519,7 @@ def _sync_tree(
     progress: Progress | None,
     on_plan: Callable[[int], None] | None,
     bulk: bool | None = None,
+    rebuild: bool | None = None,
 ) -> LoadResult:
     started = time.perf_counter()
     with conn.transaction():
@@ -481,6 +535,7 @@ def _sync_tree(
             deleted=plan.deleted,
             progress=progress,
             bulk=bulk,
+            rebuild=rebuild,
         )
     result.skipped[:0] = plan.unchanged
     result.problems[:0] = plan.warnings

@@ -3,6 +3,9 @@ every derived table, the same BM25 scores, exactly, on the example corpus."""
 
 from __future__ import annotations
 
+import json
+import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -57,8 +60,8 @@ def state(conn: psycopg.Connection) -> dict[str, Any]:
         " ORDER BY 1, 2, 3"
     ).fetchall()
     chapter_terms = conn.execute(
-        "SELECT c.source_file, t.lexeme, t.tf FROM bm25_chapter_terms t"
-        " JOIN bm25_chapters c ON c.id = t.chapter_id ORDER BY 1, 2"
+        "SELECT c.repository, c.branch, c.source_file, t.lexeme, t.tf FROM bm25_chapter_terms t"
+        " JOIN bm25_chapters c ON c.id = t.chapter_id ORDER BY 1, 2, 3, 4"
     ).fetchall()
     corpus = conn.execute("SELECT * FROM bm25_corpus ORDER BY 1, 2, 3").fetchall()
     where = {
@@ -87,11 +90,19 @@ def state(conn: psycopg.Connection) -> dict[str, Any]:
     }
 
 
-def load(conn: psycopg.Connection, source: MemorySource, bulk: bool | None) -> bool:
-    result = sync_tree(conn, repository=REPO, source=source, bulk=bulk)
+def load(
+    conn: psycopg.Connection, source: MemorySource, bulk: bool | None, repository: str = REPO
+) -> bool:
+    return load_result(conn, source, bulk, repository).bulk
+
+
+def load_result(
+    conn: psycopg.Connection, source: MemorySource, bulk: bool | None, repository: str = REPO
+) -> Any:
+    result = sync_tree(conn, repository=repository, source=source, bulk=bulk)
     assert result.ok, result.problems
     conn.commit()
-    return result.bulk
+    return result
 
 
 def test_a_bulk_first_load_equals_an_incremental_one(pg_server) -> None:
@@ -151,3 +162,170 @@ def test_a_refused_file_in_a_bulk_load_leaves_no_entry(pg_server) -> None:
         assert all(f != PETITION for _, _, f, *_ in got["chapters"])
         # the setting never outlives the load
         assert a.execute("SELECT glossator_bulk_loading()").fetchone() == (False,)
+
+
+def two_files(source: MemorySource) -> MemorySource:
+    """A small book: the example's petition and the summaries above it (its parents)."""
+    keep: set[str] = set()
+    path: str | None = PETITION
+    while path:
+        keep |= {path, path + ".jsonl"}
+        manifest = json.loads(source.files[path + ".jsonl"].splitlines()[0])
+        path = manifest.get("parent_source_file")
+    return MemorySource({k: v for k, v in source.files.items() if k in keep})
+
+
+def test_term_tables_rebuilt_beside_another_repository_equal_incremental_ones(pg_server) -> None:
+    """A bulk load of a branch holding at least half the rows builds new term tables
+    (migration 024): the other repository's entries are kept exactly, this one's are
+    those an incremental load writes."""
+    with fresh(pg_server) as a, fresh(pg_server) as b:
+        assert not load_result(a, example(), False, "autre").rebuilt
+        first = load_result(a, example(), None)  # as many rows as "autre": rebuilt
+        assert first.bulk and first.rebuilt
+        load(b, example(), False, "autre")
+        load(b, example(), False)
+        assert state(a) == state(b)
+        # a model change of the same branch: rebuilt again, the same as loading it afresh
+        other_model = example_source(EXAMPLE_DIR, model="fake/hash-16", dimension=16)
+        assert load_result(a, other_model, None).rebuilt
+    with fresh(pg_server) as c:
+        load(c, example(), False, "autre")
+        load(c, other_model, False)
+        with fresh(pg_server) as a2:
+            load(a2, example(), False, "autre")
+            load(a2, example(), None)
+            load(a2, other_model, None)
+            assert state(a2) == state(c)
+
+
+def test_a_small_book_beside_a_library_is_bulk_without_a_rebuild(pg_server) -> None:
+    small = two_files(example())
+    with fresh(pg_server) as a, fresh(pg_server) as b:
+        load(a, example(), None, "bibliotheque")
+        result = load_result(a, small, None)  # a first load: bulk, but the others weigh more
+        assert result.bulk and not result.rebuilt and len(result.loaded) >= 2
+        load(b, example(), False, "bibliotheque")
+        load(b, small, False)
+        assert state(a) == state(b)
+
+
+def test_a_writer_waits_for_a_rebuild_and_loses_nothing(pg_server) -> None:
+    """Another branch's load during a rebuild waits for its commit (the SHARE lock),
+    then writes into the new tables: none of its entries is lost with the old ones."""
+    small = two_files(example())
+    with fresh(pg_server) as a:
+        name = a.info.dbname
+        a.execute("SELECT 1")  # a transaction open: the load's is a savepoint in it
+        result = sync_tree(a, repository=REPO, source=example(), bulk=None)
+        assert result.rebuilt  # not committed yet: the tables are locked
+        errors: list[BaseException] = []
+
+        def writer() -> None:
+            try:
+                with psycopg.connect(pg_server.url(name)) as w:
+                    configure_connection(w)
+                    load(w, small, False, "autre")
+            except BaseException as e:  # reported by the assertion below
+                errors.append(e)
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        deadline = time.monotonic() + 120
+        while not waiting_for_a_lock(a, name):  # a condition, not a timer
+            assert thread.is_alive() and time.monotonic() < deadline, errors
+            time.sleep(0.05)
+        a.commit()
+        thread.join(120)
+        assert not thread.is_alive() and not errors, errors
+        got = state(a)
+    with fresh(pg_server) as b:
+        load(b, example(), False)
+        load(b, small, False, "autre")
+        assert got == state(b)
+
+
+def waiting_for_a_lock(conn: psycopg.Connection, dbname: str) -> bool:
+    with psycopg.connect(conn.info.dsn, autocommit=True) as probe:
+        row = probe.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid"
+            " WHERE NOT l.granted AND a.datname = %s",
+            (dbname,),
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_two_rebuilds_at_once_one_gives_way(pg_server) -> None:
+    """Two bulk loads that each hold half the rows, at once: each has written into the
+    term tables, each wants them shared. PostgreSQL breaks the deadlock; the load it
+    picks inserts its entries instead of rebuilding, and both end with every entry.
+    Deterministic: the other session's deadlock_timeout is an hour, so this load's
+    check is the one that finds the cycle."""
+    other_model = example_source(EXAMPLE_DIR, model="fake/hash-16", dimension=16)
+    small = two_files(example())  # the model y has: no model registered by both at once
+    with fresh(pg_server) as a:
+        name = a.info.dbname
+        known_model(a, other_model)
+        load(a, example(), False, "x")
+        load(a, example(), False, "y")
+        with psycopg.connect(pg_server.url(name)) as b:
+            configure_connection(b)
+            b.execute("SET deadlock_timeout = '1h'")
+            # b loads a small book into z, writing into the term tables, and keeps its
+            # transaction open
+            sync_files(
+                b, repository="z", branch="main", source=small, changed=sorted(small.paths()),
+                deleted=[], bulk=True, rebuild=False,
+            )  # fmt: skip
+            errors: list[BaseException] = []
+
+            def rebuild_y() -> None:
+                try:
+                    b.execute("SELECT glossator_bulk_rebuild('z', 'main')")
+                except BaseException as e:  # reported by the assertion below
+                    errors.append(e)
+
+            thread = threading.Thread(target=rebuild_y)
+            total = len([p for p in other_model.paths() if p.endswith(".md.jsonl")])
+            done = 0
+
+            def progress(path: str) -> None:
+                # after x's last file: x holds the tables for writing; b starts its
+                # rebuild and waits for x; x then asks for them shared: the cycle
+                nonlocal done
+                done += 1
+                if done == total:
+                    thread.start()
+                    deadline = time.monotonic() + 120
+                    while not waiting_for_a_lock(a, name):
+                        assert time.monotonic() < deadline and thread.is_alive(), errors
+                        time.sleep(0.05)
+
+            result = sync_tree(
+                a, repository="x", source=other_model, progress=progress, rebuild=True
+            )
+            assert result.ok and result.bulk and not result.rebuilt  # asked to rebuild: gave way
+            a.commit()
+            thread.join(120)
+            assert not thread.is_alive() and not errors, errors
+            b.commit()
+        got = state(a)
+    with fresh(pg_server) as c:
+        known_model(c, other_model)
+        load(c, other_model, False, "x")
+        load(c, example(), False, "y")
+        sync_files(
+            c, repository="z", branch="main", source=small, changed=sorted(small.paths()),
+            deleted=[], bulk=False,
+        )  # fmt: skip
+        c.commit()
+        assert got == state(c)
+
+
+def known_model(conn: psycopg.Connection, source: MemorySource) -> None:
+    """The source's model registered with its vector index, and no row left: a later
+    load of it builds no index (CREATE INDEX would wait for other writers too)."""
+    load(conn, source, False, "w")
+    conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = 'w'")
+    conn.execute("DELETE FROM loaded_files WHERE repository = 'w'")
+    conn.commit()
