@@ -62,10 +62,13 @@ def _render(value: Any) -> str | None:
     return str(value)
 
 
-def worker_environment(settings: Settings, database_url: str) -> dict[str, str]:
+def worker_environment(
+    settings: Settings, database_url: str, *, log_level: str | None = None
+) -> dict[str, str]:
     """The child's environment: ours without GLOSSATOR_*, plus every setting the server
     runs with (so a setting given as an override reaches the worker too), the
-    database the server started or checked, and absolute directories."""
+    database the server started or checked, and absolute directories. `log_level`:
+    the server's own (`serve -v` logs the worker's DEBUG/INFO lines too)."""
     ours = {s.variable for s in SETTINGS}
     env = {k: v for k, v in os.environ.items() if k not in ours and not k.startswith("GLOSSATOR_")}
     for s in SETTINGS:
@@ -75,6 +78,8 @@ def worker_environment(settings: Settings, database_url: str) -> dict[str, str]:
     env["GLOSSATOR_DATABASE_URL"] = database_url
     env["GLOSSATOR_DATA_DIR"] = str(settings.data_dir.expanduser().resolve())
     env["GLOSSATOR_REPOS_DIR"] = str(settings.repos_dir.expanduser().resolve())
+    if log_level:
+        env["GLOSSATOR_LOG_LEVEL"] = log_level
     return env
 
 

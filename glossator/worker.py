@@ -193,7 +193,12 @@ async def serve_indexing(
 
     supervisor = WorkerSupervisor(
         worker_command(os.getpid(), sole_worker=db.embedded),
-        worker_environment(settings, db.conninfo),
+        worker_environment(
+            settings,
+            db.conninfo,
+            # the level `serve -v`/-vv (or GLOSSATOR_LOG_LEVEL) gave this process
+            log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+        ),
     )
     await supervisor.start()
     try:
