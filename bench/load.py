@@ -6,7 +6,7 @@
 Starts a throwaway embedded PostgreSQL in a temporary directory (or uses
 GLOSSATOR_DATABASE_URL; the bench makes and drops its own database there) and prints:
 
-1. rows/s of `store.loader.sync_tree` loading (a) the example corpus with
+1. rows/s of `store.tree.sync_tree` loading (a) the example corpus with
    384-dimension vectors (fake, hashed: HNSW does the same work as for real
    ones) and (b) a synthetic corpus of `--rows` paragraphs without vectors (the
    economical policy: paragraphs left to BM25), each against a plain binary
@@ -64,7 +64,8 @@ from store import migrations  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
 from store.db import _get_server, configure_connection, with_dbname  # noqa: E402
 from store.keyword import K1, B, SqlBm25  # noqa: E402
-from store.loader import COPY_COLUMNS, sync_tree  # noqa: E402
+from store.loader import COPY_COLUMNS  # noqa: E402
+from store.tree import sync_tree  # noqa: E402
 from tests.store_sidecars import EXAMPLE_DIR, example_source  # noqa: E402
 
 SECTION = "## Load and BM25 (bench/load.py)"

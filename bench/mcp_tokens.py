@@ -130,7 +130,7 @@ def main() -> None:
     from indexer.source import DirectorySource
     from indexer.tokens import count_tokens
     from search.mcp_server import build_server
-    from store.loader import sync_tree
+    from store.tree import sync_tree
 
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-tokens-"))
     settings = Settings.from_env({}).replace(

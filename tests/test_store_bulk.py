@@ -17,7 +17,8 @@ from indexer.source import MemorySource
 from store.chapters import chapter_evidence
 from store.db import configure_connection
 from store.keyword import SqlBm25
-from store.loader import sync_files, sync_tree
+from store.loader import sync_files
+from store.tree import sync_tree
 from tests.store_sidecars import EXAMPLE_DIR, PETITION, example, example_source, sidecar_for
 
 pytestmark = pytest.mark.pg_backends("postgres", "pg_search")

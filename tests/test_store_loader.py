@@ -13,7 +13,8 @@ from indexer.embedders.fake import hashed_vector
 from indexer.source import DirectorySource, MemorySource
 from store import loader, vectors
 from store.keyword import SqlBm25
-from store.loader import sync_files, sync_tree
+from store.loader import sync_files
+from store.tree import sync_tree
 from tests.store_sidecars import (
     DIM,
     EXAMPLE_DIR,

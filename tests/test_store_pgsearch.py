@@ -21,8 +21,9 @@ from indexer.source import MemorySource
 from store import migrations
 from store.db import configure_connection
 from store.keyword import SqlBm25, choose_backend
-from store.loader import sync_files, sync_tree
+from store.loader import sync_files
 from store.pgsearch import PgSearchBackend
+from store.tree import sync_tree
 from tests.store_sidecars import PETITION, example, sidecar_for
 
 pytestmark = pytest.mark.pg_backends("pg_search")

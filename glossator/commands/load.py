@@ -3,7 +3,7 @@
     glossator load PATH --repository NAME [--branch main] [--json]
     glossator db status [--json]
 
-`load` syncs the database to the sidecars of a corpus tree (store.loader.sync_tree):
+`load` syncs the database to the sidecars of a corpus tree (store.tree.sync_tree):
 a progress bar on a terminal, one line per refused file, one summary line on stdout
 (or, with `--json`, one JSON object); exit code 1 when a file was refused. Settings
 come from the root command's context (the environment), so these commands use the
@@ -28,7 +28,7 @@ from glossator.settings import Settings
 from indexer.source import DirectorySource
 from store import migrations
 from store.keyword import choose_backend
-from store.loader import sync_tree
+from store.tree import sync_tree
 
 err = Console(stderr=True, highlight=False, soft_wrap=True)  # never break a path
 

