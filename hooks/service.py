@@ -56,16 +56,20 @@ from typing import Any
 
 import procrastinate
 import psycopg
-from procrastinate import utils as pc_utils
 
 from hooks import runs
 from hooks.jobthread import JOB_NICE, in_job_thread, worker_name
+from hooks.maintenance import (
+    HEARTBEAT_S,
+    STALLED_S,
+    QueueMaintenance,
+    stalled_hold_after_start,
+)
 from hooks.progress import JobProgress
 from hooks.queue import (
     QUEUE,
     SLOW_RETRY_S,
     TASK_NAME,
-    defer_async,
     defer_sync,
     ensure_schema,
     gives_up,
@@ -74,23 +78,8 @@ from hooks.queue import (
 from hooks.repositories import Repositories
 from hooks.worker import BranchIndexer
 from store.errors import describe_failure
-from store.tips import sync_tips
 
 log = logging.getLogger(__name__)
-
-HEARTBEAT_S = 5.0
-STALLED_S = 20.0  # a worker silent this long is dead; its running jobs are re-queued
-RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach the queue
-# A job our thread finished but procrastinate still shows `doing` this long after:
-# persisting its outcome failed; we close it (a healthy finish takes milliseconds).
-UNFINISHED_S = 10.0
-
-
-def stalled_hold_after_start(uptime_s: float) -> float:
-    """How long a starting worker holds stalled recovery on a database up `uptime_s`:
-    the rest of one STALLED_S, the time every live worker has to write a heartbeat
-    since the database came back (0 for a database up longer)."""
-    return max(0.0, STALLED_S - uptime_s)
 
 
 def retry_line(retry: dict[str, Any]) -> str:
@@ -104,7 +93,7 @@ class JobFailed(RuntimeError):
     """Raised to procrastinate for a failed attempt: one line, the follow-up already queued."""
 
 
-class IndexingService:
+class IndexingService(QueueMaintenance):
     def __init__(
         self,
         *,
@@ -342,164 +331,3 @@ class IndexingService:
     async def drain(self) -> None:
         """Run every job that is due, then return (tests, one-shot tools)."""
         await self.app.run_worker_async(wait=False, **self._worker_options())
-
-    async def _watch_stalled(self) -> None:
-        loop = asyncio.get_running_loop()
-        last_reconcile = loop.time()
-        failing = False
-        while True:
-            await asyncio.sleep(STALLED_S / 2)
-            try:
-                restarted = await asyncio.to_thread(self._database_restarted)
-                if failing or restarted:  # the database is back: let heartbeats resume
-                    self.hold_stalled_recovery(STALLED_S)
-                await asyncio.to_thread(self.flush_unrecorded)
-                await self.recover_stalled()
-                await self.close_unfinished()
-                # after an outage at once: a push then could not queue its job
-                if failing or restarted or loop.time() - last_reconcile >= RECONCILE_S:
-                    last_reconcile = loop.time()
-                    await self.reconcile()
-                if failing:
-                    log.info("queue maintenance works again")
-                failing = False
-            except Exception as e:  # the database may be restarting: try again later
-                if not failing:  # once per outage, not every round
-                    log.warning("queue maintenance failed: %s; retrying", type(e).__name__)
-                failing = True
-
-    def hold_stalled_recovery(self, seconds: float) -> None:
-        """Take no job for stalled for `seconds` from now (0: lift the hold).
-
-        Called when the database comes back from an outage (or was started less than
-        STALLED_S ago when this worker starts): every worker's heartbeat is stale then,
-        the live ones' for at most HEARTBEAT_S more. A worker that really died during
-        the outage has its job re-queued once the hold ends.
-        """
-        self._hold_stalled_until = time.monotonic() + max(0.0, seconds)
-
-    def _database_uptime(self) -> float:
-        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
-            row = conn.execute(
-                "SELECT extract(epoch FROM now() - pg_postmaster_start_time())::float8"
-            ).fetchone()
-        return float(row[0]) if row else float("inf")
-
-    def _database_restarted(self) -> bool:
-        """Whether the server restarted since the last look (an outage shorter than a
-        round of _watch_stalled leaves no failure to see, but pushes may have missed it)."""
-        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
-            row = conn.execute("SELECT pg_postmaster_start_time()").fetchone()
-        started = row[0] if row else None
-        before, self._db_started = self._db_started, started
-        return before is not None and started != before
-
-    async def close_unfinished(self, *, older_than: float = UNFINISHED_S) -> int:
-        """Close jobs our thread finished whose outcome never reached the database."""
-        now = time.monotonic()
-        with self._returned_lock:
-            due = {k: v for k, v in self._returned.items() if now - v[0] >= older_than}
-        if not due:
-            return 0
-        statuses = await asyncio.to_thread(runs.job_statuses, self.conninfo, list(due))
-        closed = 0
-        for job_id, (_, ok) in due.items():
-            if statuses.get(job_id) == "doing":
-                status = (
-                    procrastinate.jobs.Status.SUCCEEDED if ok else procrastinate.jobs.Status.FAILED
-                )
-                await self.app.job_manager.finish_job_by_id_async(
-                    job_id, status=status, delete_job=False
-                )
-                closed += 1
-                log.warning("job %s had ended but was still shown running: closed", job_id)
-            with self._returned_lock:
-                self._returned.pop(job_id, None)
-        return closed
-
-    async def recover_stalled(self, *, startup: bool = False) -> int:
-        """Put jobs of dead workers back in the queue; the number recovered."""
-        manager = self.app.job_manager
-        exclusive_start = startup and self.exclusive_database
-        if not exclusive_start and time.monotonic() < self._hold_stalled_until:
-            log.debug("stalled jobs: held after an outage while heartbeats resume")
-            return 0
-        if exclusive_start:
-            # Nothing else can use this database: every running job is an orphan.
-            jobs = await manager.get_stalled_jobs(seconds_since_heartbeat=0)
-        else:
-            jobs = await manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_S)
-        recovered = 0
-        for job in jobs:
-            if job.task_name != TASK_NAME or job.id is None:
-                continue
-            with self._returned_lock:
-                ours = job.id in self._running
-            if ours:
-                # Running here: our heartbeat went stale while the database was down.
-                # Re-queueing it would set it back to `todo` under its running attempt,
-                # which the attempt's end then overwrites: the branch left with no job.
-                continue
-            await asyncio.to_thread(self._close_interrupted_run, job.id, job.attempts)
-            try:
-                await manager.retry_job_by_id_async(job.id, retry_at=pc_utils.utcnow())
-                recovered += 1
-                log.warning("job %s was running in a process that died: queued again", job.id)
-            except Exception:
-                statuses = await asyncio.to_thread(runs.job_statuses, self.conninfo, [job.id])
-                if statuses.get(job.id) != "doing":
-                    continue  # another worker recovered it first
-                # Another job of the branch already waits (queueing lock): that one will
-                # index the branch; close this one as failed.
-                await manager.finish_job_by_id_async(
-                    job.id, status=procrastinate.jobs.Status.FAILED, delete_job=False
-                )
-                log.warning("job %s was running in a process that died: superseded", job.id)
-        return recovered
-
-    def _close_interrupted_run(self, job_id: int, attempt: int) -> None:
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
-            runs.record_interrupted(
-                conn,
-                job_id,
-                "interrupted: the process running it stopped (crash or kill)",
-                attempt,
-            )
-
-    def _sync_tips(self) -> list[tuple[str, str, str]]:
-        """Every branch's tip from git, recorded for search's freshness (store.tips)."""
-        read: list[tuple[str, str, str]] = []
-
-        def refs() -> list[tuple[str, str, str]]:
-            read.extend(self.store.iter_branches())
-            return read
-
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
-            sync_tips(conn, refs)
-        return read
-
-    async def reconcile(self) -> int:
-        """Queue a job for each idle branch whose tip differs from its indexed commit, or
-        whose last index left problems (not fully indexed)."""
-        indexed = await asyncio.to_thread(runs.indexed_commits, self.conninfo)
-        incomplete = await asyncio.to_thread(runs.incomplete_branches, self.conninfo)
-        busy = await asyncio.to_thread(runs.busy_locks, self.conninfo, TASK_NAME)
-        tips = await asyncio.to_thread(self._sync_tips)
-        abandoned = await asyncio.to_thread(runs.given_up, self.conninfo)
-        todo: list[tuple[str, str]] = []
-        seen = set()
-        for repository, branch, tip in tips:
-            seen.add((repository, branch))
-            if abandoned.get((repository, branch), "") == tip:
-                continue  # it gave up at this tip: a push starts again
-            if indexed.get((repository, branch)) != tip or (repository, branch) in incomplete:
-                todo.append((repository, branch))
-        todo += [k for k in indexed if k not in seen and self.store.exists(k[0])]
-        queued = 0
-        for repository, branch in todo:
-            if f"{repository}/{branch}" in busy:
-                continue  # its waiting or running job covers it
-            queued += await defer_async(self.app, repository, branch) is not None
-        if queued:
-            log.info("reconciliation queued %d branch(es) to index", queued)
-        return queued

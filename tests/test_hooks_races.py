@@ -20,8 +20,9 @@ import pytest
 
 from gitserver.repos import RepoStore
 from glossator.commands.repos import job_detail
+from hooks.maintenance import STALLED_S, stalled_hold_after_start
 from hooks.queue import SLOW_RETRIES, defer_sync, ensure_schema, gives_up, list_jobs, retry_delay
-from hooks.service import STALLED_S, IndexingService, stalled_hold_after_start
+from hooks.service import IndexingService
 from hooks.worker import BranchIndexer, _default_index
 from tests.gitserver_support import commit_all, git
 from tests.plugins.corpus import make_small_corpus
