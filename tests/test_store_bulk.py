@@ -330,3 +330,18 @@ def known_model(conn: psycopg.Connection, source: MemorySource) -> None:
     conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = 'w'")
     conn.execute("DELETE FROM loaded_files WHERE repository = 'w'")
     conn.commit()
+
+
+def test_bulk_statements_plan_without_nested_loops(pg_server) -> None:
+    """A bulk load's rows are not in the statistics yet: planned as one row, the
+    chapter terms' join was a nested loop over the branch's chapters per paragraph
+    (hours at 10^6 rows, bench/load.py). Both ways of writing the entries forbid it."""
+    with fresh(pg_server) as conn:
+        config = dict(
+            conn.execute(
+                "SELECT proname, proconfig FROM pg_proc"
+                " WHERE proname IN ('glossator_bulk_rebuild', 'glossator_bulk_index')"
+            ).fetchall()
+        )
+    assert set(config) == {"glossator_bulk_rebuild", "glossator_bulk_index"}
+    assert all("enable_nestloop=off" in (c or []) for c in config.values()), config

@@ -23,9 +23,16 @@
 -- the commit that follows: searches wait that long. The triggers' functions name
 -- the tables, so their plans follow the new ones.
 
+-- Plans. A bulk load's rows are not in the table's statistics yet (ANALYZE comes
+-- after): a branch the statistics never saw looks like one row, and the chapter
+-- terms' join then ran as a nested loop over every chapter of the branch for each
+-- paragraph (10^6 rows x 10^4 chapters: hours, seen in bench/load.py). These
+-- statements read whole branches: no nested loop but the LATERAL unnest's.
+
 CREATE FUNCTION glossator_bulk_rebuild(repo text, br text) RETURNS void
 LANGUAGE plpgsql
 SET maintenance_work_mem = '256MB'  -- CREATE INDEX sorts in memory up to this (default 64MB)
+SET enable_nestloop = off  -- see "Plans" above
 AS $$
 BEGIN
   LOCK TABLE bm25_row_terms, bm25_chapter_terms, bm25_chapters IN SHARE MODE;
@@ -87,3 +94,6 @@ LANGUAGE sql AS $$
     SET doc_len = c.doc_len + excluded.doc_len, n_rows = c.n_rows + excluded.n_rows,
         work = excluded.work
 $$;
+
+-- migration 013's way of writing the entries has the same join
+ALTER FUNCTION glossator_bulk_index(text, text, text[]) SET enable_nestloop = off;
