@@ -92,19 +92,22 @@ class QueueMaintenance:
         """
         self._hold_stalled_until = time.monotonic() + max(0.0, seconds)
 
-    def _database_uptime(self) -> float:
+    def _database_clock(self) -> tuple[object, float]:
+        """pg_postmaster_start_time() and the seconds since (a restart changes the first)."""
         with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
             row = conn.execute(
-                "SELECT extract(epoch FROM now() - pg_postmaster_start_time())::float8"
+                "SELECT pg_postmaster_start_time(),"
+                " extract(epoch FROM now() - pg_postmaster_start_time())::float8"
             ).fetchone()
-        return float(row[0]) if row else float("inf")
+        return (row[0], float(row[1])) if row else (None, float("inf"))
+
+    def _database_uptime(self) -> float:
+        return self._database_clock()[1]
 
     def _database_restarted(self) -> bool:
         """Whether the server restarted since the last look (an outage shorter than a
         round of _watch_stalled leaves no failure to see, but pushes may have missed it)."""
-        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
-            row = conn.execute("SELECT pg_postmaster_start_time()").fetchone()
-        started = row[0] if row else None
+        started = self._database_clock()[0]
         before, self._db_started = self._db_started, started
         return before is not None and started != before
 

@@ -276,16 +276,9 @@ async def test_a_job_whose_outcome_was_lost_is_closed(
     assert jobs(database.conninfo)[0][:2] == (job, "succeeded")
 
 
-async def test_a_job_this_process_runs_is_not_taken_for_stalled(
-    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
-) -> None:
-    """After a database outage our own worker's heartbeat is stale until it is next
-    written: a job a thread of ours runs must not be re-queued under its running
-    attempt (the attempt's end would overwrite that `todo`, leaving the branch with no
-    job; seen in the supervised-database e2e test). A dead worker's job still is."""
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
-    job = defer_sync(database.conninfo, "livre", "main").job_id
-    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+def running_under_a_silent_worker(conninfo: str, job: int) -> None:
+    """`job` shown running under a worker whose last heartbeat is an hour old."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
         row = conn.execute(
             "INSERT INTO procrastinate_workers (last_heartbeat)"
             " VALUES (now() - interval '1 hour') RETURNING id"
@@ -295,6 +288,18 @@ async def test_a_job_this_process_runs_is_not_taken_for_stalled(
             "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
             (row[0], job),
         )
+
+
+async def test_a_job_this_process_runs_is_not_taken_for_stalled(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """After a database outage our own worker's heartbeat is stale until it is next
+    written: a job a thread of ours runs must not be re-queued under its running
+    attempt (the attempt's end would overwrite that `todo`, leaving the branch with no
+    job; seen in the supervised-database e2e test). A dead worker's job still is."""
+    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    job = defer_sync(database.conninfo, "livre", "main").job_id
+    running_under_a_silent_worker(database.conninfo, job)
     service._running.add(job)  # a thread of this process runs it
     await service.app.open_async()
     try:
@@ -316,16 +321,7 @@ async def test_no_job_is_taken_for_stalled_while_heartbeats_resume(
     re-queued once the hold ends."""
     service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
     job = defer_sync(database.conninfo, "livre", "main").job_id
-    with psycopg.connect(database.conninfo, autocommit=True) as conn:
-        row = conn.execute(
-            "INSERT INTO procrastinate_workers (last_heartbeat)"
-            " VALUES (now() - interval '1 hour') RETURNING id"
-        ).fetchone()
-        assert row is not None
-        conn.execute(
-            "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
-            (row[0], job),
-        )
+    running_under_a_silent_worker(database.conninfo, job)
     await service.app.open_async()
     try:
         service.hold_stalled_recovery(3600)  # what _watch_stalled does when the database is back

@@ -232,10 +232,7 @@ def test_a_writer_waits_for_a_rebuild_and_loses_nothing(pg_server) -> None:
 
         thread = threading.Thread(target=writer)
         thread.start()
-        deadline = time.monotonic() + 120
-        while not waiting_for_a_lock(a, name):  # a condition, not a timer
-            assert thread.is_alive() and time.monotonic() < deadline, errors
-            time.sleep(0.05)
+        wait_until_blocked(a, name, thread, errors)
         a.commit()
         thread.join(120)
         assert not thread.is_alive() and not errors, errors
@@ -244,6 +241,17 @@ def test_a_writer_waits_for_a_rebuild_and_loses_nothing(pg_server) -> None:
         load(b, example(), False)
         load(b, small, False, "autre")
         assert got == state(b)
+
+
+def wait_until_blocked(
+    conn: psycopg.Connection, dbname: str, thread: threading.Thread, errors: list[BaseException]
+) -> None:
+    """Until a session of `dbname` waits for a lock (a condition, not a timer); fails at
+    once if `thread`, the session expected to wait, ended instead."""
+    deadline = time.monotonic() + 120
+    while not waiting_for_a_lock(conn, dbname):
+        assert thread.is_alive() and time.monotonic() < deadline, errors
+        time.sleep(0.05)
 
 
 def waiting_for_a_lock(conn: psycopg.Connection, dbname: str) -> bool:
@@ -297,10 +305,7 @@ def test_two_rebuilds_at_once_one_gives_way(pg_server) -> None:
                 done += 1
                 if done == total:
                     thread.start()
-                    deadline = time.monotonic() + 120
-                    while not waiting_for_a_lock(a, name):
-                        assert time.monotonic() < deadline and thread.is_alive(), errors
-                        time.sleep(0.05)
+                    wait_until_blocked(a, name, thread, errors)
 
             result = sync_tree(
                 a, repository="x", source=other_model, progress=progress, rebuild=True
