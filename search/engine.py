@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import replace
 from typing import Any
 
 import psycopg
@@ -85,7 +86,10 @@ def search(
         R.resolve_repository(conn, options.repository, options.branch)
         rankings = S.retrieve(conn, query, vector, options, timings)
         if options.work is not None and rankings.empty():  # nothing found: is it a typo?
-            R.resolve_work(conn, options.work, options.repository, options.branch)
+            stored = R.resolve_work(conn, options.work, options.repository, options.branch)
+            if stored != options.work:  # the work's folder in the other Unicode normalization
+                options = replace(options, work=stored)
+                rankings = S.retrieve(conn, query, vector, options, timings)
         t = time.perf_counter()
         fused = S.fuse(rankings, options, rrf_k)
         rows = R.by_ids(conn, fused.ids)

@@ -170,13 +170,14 @@ def outline(
     appears (titled from its text's heading), and a part without a summary.md
     gets its folder's name.
     """
-    extra, params = "", [branch]
+    extra = ""
+    params: list[Any] = [branch]
     if repository is not None:
         extra += " AND repository = %s"
         params.append(repository)
-    if work is not None:
-        extra += " AND work = %s"
-        params.append(work)
+    if work is not None:  # as typed, or in the other Unicode normalization (R.spellings)
+        extra += " AND work = ANY(%s)"
+        params.append(R.spellings(work))
     with R.connection(conn_or_pool) as conn:
         R.resolve_repository(conn, repository, branch)
         with conn.cursor(row_factory=dict_row) as cur:

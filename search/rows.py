@@ -11,6 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+from unicodedata import normalize
 
 import psycopg
 from psycopg.rows import class_row
@@ -167,20 +168,22 @@ def check_text(name: str, value: str) -> str:
     return value
 
 
-def resolve_work(conn: psycopg.Connection, work: str, repository: str | None, branch: str) -> None:
-    """UnknownFile when no row of `branch` belongs to `work` (as for an unknown repository:
-    a misspelt filter is an error, not an empty page). Asked only when a search found
+def resolve_work(conn: psycopg.Connection, work: str, repository: str | None, branch: str) -> str:
+    """The work as stored (`work`, or its spelling in the other Unicode normalization);
+    UnknownFile when no row of `branch` belongs to it (as for an unknown repository: a
+    misspelt filter is an error, not an empty page). Asked only when a search found
     nothing, so a page of hits pays no extra query."""
     check_text("work", work)
-    params: list[Any] = [branch, work]
+    params: list[Any] = [branch, spellings(work)]
     extra = ""
     if repository is not None:
         extra = " AND repository = %s"
         params.append(repository)
-    if conn.execute(
-        f"SELECT 1 FROM {TABLE} WHERE branch = %s AND work = %s{extra} LIMIT 1", params
-    ).fetchone():
-        return
+    found = conn.execute(
+        f"SELECT work FROM {TABLE} WHERE branch = %s AND work = ANY(%s){extra} LIMIT 1", params
+    ).fetchone()
+    if found:
+        return str(found[0])
     works = [
         r[0]
         for r in conn.execute(
@@ -250,6 +253,9 @@ def file_rows(
         where += " AND repository = %s"
         params.append(repository)
     rows = select(conn, where, params, "repository, chunk_index")
+    if not rows and (stored := _stored_spelling(conn, source_file, repository, branch)):
+        # the same path in another Unicode normalization (a folder pushed in NFD, asked in NFC)
+        rows = select(conn, where, [stored, *params[1:]], "repository, chunk_index")
     if not rows and (full := _unique_suffix(conn, source_file, repository, branch)):
         # a path relative to the folder a search page's group header names
         rows = select(conn, where, [full, *params[1:]], "repository, chunk_index")
@@ -262,6 +268,49 @@ def file_rows(
             "pass repository to say which"
         )
     return rows
+
+
+def spellings(text: str) -> list[str]:
+    """`text` and its NFC and NFD forms, each once: the spellings one path may be stored under.
+
+    git keeps a path's bytes as pushed: a folder named on macOS (or by a tool that writes
+    NFD) reads `e` + U+0301 where every keyboard types `é` (NFC). A push holding both
+    spellings of one path is refused (hooks.pre_receive), so at most one of them is stored."""
+    out = [text]
+    for form in ("NFC", "NFD"):
+        if (other := normalize(form, text)) not in out:
+            out.append(other)
+    return out
+
+
+def _stored_spelling(
+    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str
+) -> str | None:
+    """The path as stored when it differs from `source_file` only by Unicode normalization.
+
+    The whole path in NFC or NFD first (the index on source_file answers); then, for a
+    path mixing both (one folder NFD, another NFC), PostgreSQL's normalize() over the
+    branch's files: a scan, paid only when the file was not found otherwise."""
+    others = spellings(source_file)[1:]
+    extra, params = "", [branch]
+    if repository is not None:
+        extra, params = " AND repository = %s", [branch, repository]
+    if others:
+        found = conn.execute(
+            f"SELECT source_file FROM {TABLE} WHERE branch = %s{extra} AND source_file = ANY(%s)"
+            " LIMIT 1",
+            [*params, others],
+        ).fetchone()
+        if found:
+            return str(found[0])
+    if source_file.isascii():
+        return None  # an ASCII path has one spelling in every form
+    found = conn.execute(
+        f"SELECT source_file FROM {TABLE} WHERE branch = %s{extra}"
+        " AND normalize(source_file, NFC) = %s LIMIT 1",
+        [*params, normalize("NFC", source_file)],
+    ).fetchone()
+    return str(found[0]) if found else None
 
 
 def _unique_suffix(
@@ -278,15 +327,19 @@ def _unique_suffix(
 def _files_ending(
     conn: psycopg.Connection, tail: str, repository: str | None, branch: str, limit: int
 ) -> list[str]:
-    """Up to `limit` indexed files whose path ends with `tail` (LIKE's wildcards escaped)."""
-    pattern = "%" + tail.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
-    params: list[Any] = [pattern, branch]
+    """Up to `limit` indexed files whose path ends with `tail` in either Unicode
+    normalization (LIKE's wildcards escaped)."""
+    patterns = [
+        "%" + t.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
+        for t in spellings(tail)
+    ]
+    params: list[Any] = [patterns, branch]
     extra = ""
     if repository is not None:
         extra = " AND repository = %s"
         params.append(repository)
     rows = conn.execute(
-        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE %s AND branch = %s"
+        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE ANY(%s) AND branch = %s"
         f"{extra} ORDER BY 1 LIMIT %s",
         [*params, limit],
     ).fetchall()
