@@ -12,12 +12,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
 from indexer.corpus import read_corpus
-from indexer.importers.common import ImportSourceError
 from indexer.importers.text import decode, read_text, strip_gutenberg
 from indexer.source import DirectorySource
 
@@ -207,15 +205,18 @@ def test_bare_numerals_and_french(tmp_path: Path) -> None:
     ]
 
 
-def test_no_chapter_is_an_error_exit_1(tmp_path: Path) -> None:
+def test_no_chapter_heading_is_one_chapter_with_a_warning(tmp_path: Path) -> None:
     src = tmp_path / "essay.txt"
     src.write_text(prose(300, "w"), encoding="utf-8")
-    with pytest.raises(ImportSourceError, match="found no chapter heading"):
-        read_text(src)
+    work = read_text(src)
+    assert [(s.title, s.number) for s in work.sections()] == [("essay", None)]
+    assert work.sections()[0].body.startswith("w0 man w2 the w4")
+    assert any(n.startswith("warning: found no chapter heading") for n in work.notes)
     result = CliRunner().invoke(main, ["corpus", "import", str(src), str(tmp_path / "out")])
-    assert result.exit_code == 1
-    assert "found no chapter heading" in result.output
-    assert not (tmp_path / "out").exists()
+    assert result.exit_code == 0, result.output
+    assert "warning: found no chapter heading" in result.output
+    assert "0 parts, 1 chapters" in result.output
+    assert (tmp_path / "out" / "corpus" / "essay").is_dir()
 
 
 def test_gutenberg_header_only_when_present() -> None:
@@ -223,8 +224,8 @@ def test_gutenberg_header_only_when_present() -> None:
     body, fields = strip_gutenberg(text)
     assert body == "body" and fields == {"title": "X"}
     assert strip_gutenberg("no header\n*** here ***") == ("no header\n*** here ***", {})
-    assert decode("x", "e\u0301t\u00e9\r\n".encode()) == "\u00e9t\u00e9\n"  # NFC, \n
-    assert decode("x", "caf\xe9 \x93q\x94".encode("latin-1")) == "café “q”"  # Windows-1252
+    assert decode("x", "e\u0301t\u00e9\r\n".encode()) == ("\u00e9t\u00e9\n", "utf-8")  # NFC
+    assert decode("x", "caf\xe9 \x93q\x94".encode("latin-1")) == ("café “q”", "cp1252")
 
 
 def test_german_ordinal_headings_parts_and_an_excluded_part(tmp_path: Path) -> None:

@@ -51,6 +51,7 @@ def read_source(
     work_title: str | None = None,
     author: str | None = None,
     lang: str | None = None,
+    encoding: str | None = None,
     exclude: tuple[str, ...] = (),
     skip_front_matter: bool = False,
     progress: Callable[[str], None] | None = None,
@@ -79,7 +80,15 @@ def read_source(
     elif fmt == "text":
         from indexer.importers.text import read_text
 
-        works = [read_text(src, lang=lang, exclude=exclude, skip_front_matter=skip_front_matter)]
+        works = [
+            read_text(
+                src,
+                lang=lang,
+                encoding=encoding,
+                exclude=exclude,
+                skip_front_matter=skip_front_matter,
+            )
+        ]
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
     for work in works:
@@ -119,6 +128,12 @@ def corpus() -> None:
     "text, else fr); labels, folder names and stemming follow it.",
 )
 @click.option(
+    "--encoding",
+    metavar="NAME",
+    help="Encoding of a plain-text book (utf-8, cp1252, latin-1…); default: UTF-8, else "
+    "Windows-1252, else Latin-1, said on stderr when not UTF-8.",
+)
+@click.option(
     "--exclude",
     multiple=True,
     metavar="PATTERN",
@@ -146,6 +161,7 @@ def import_command(
     work_title: str | None,
     author: str | None,
     lang: str | None,
+    encoding: str | None,
     exclude: tuple[str, ...],
     skip_front_matter: bool,
     force: bool,
@@ -171,6 +187,7 @@ def import_command(
             work_title=work_title,
             author=author,
             lang=lang,
+            encoding=encoding,
             exclude=exclude,
             skip_front_matter=skip_front_matter,
             progress=lambda name: bar.advance(task),
@@ -183,7 +200,7 @@ def import_command(
             stats, problems = import_works(dest, works, force=force)
     for work in works:
         for note in work.notes:
-            console.print(f"{work.title}: {note}", highlight=False, markup=False)
+            console.print(f"{work.title}: {note}", highlight=False, markup=False, soft_wrap=True)
     if dry_run:
         click.echo(render_tree(changes))
     for problem in problems:

@@ -10,7 +10,7 @@ following lines.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
@@ -67,22 +67,42 @@ class Heading:
 
 
 def smart_title(text: str) -> str:
-    """`A SCANDAL IN BOHEMIA` → `A Scandal in Bohemia`; text with lower case is kept."""
+    """`A SCANDAL IN BOHEMIA` → `A Scandal in Bohemia`, `YOUTH — Æt. 1-25` → `Youth — Æt.
+    1-25`: a title mostly in capitals gets its words in capitals capitalised (small words
+    in lower case); a title in mixed case is kept as written."""
     text = " ".join(text.split()).strip()
-    if any(c.islower() for c in text) or not any(c.isalpha() for c in text):
+    letters = [c for c in text if c.isalpha()]
+    if not letters or sum(c.isupper() for c in letters) < 0.7 * len(letters):
         return text
-    small = {"a", "an", "and", "as", "at", "but", "by", "for", "in", "of", "on", "or", "the"}
-    small |= {"to", "de", "la", "le", "les", "du", "des", "et", "von", "und", "der", "die"}
-    words = text.lower().split(" ")
     out = []
-    for i, w in enumerate(words):
-        core = w.strip("\"'“”‘’(")
-        if i and core in small:
+    for i, w in enumerate(text.split(" ")):
+        if any(c.islower() for c in w):
+            out.append(w)  # a word the book wrote in mixed case (`Æt.`, `McDonald`)
+            continue
+        w = w.lower()
+        core = w.strip("\"'“”‘’(«»")
+        if i and core in _SMALL_WORDS:
             out.append(w)
             continue
         j = next((k for k, c in enumerate(w) if c.isalpha()), None)
         out.append(w if j is None else w[:j] + w[j].upper() + w[j + 1 :])
     return " ".join(out)
+
+
+# Words a title in capitals keeps in lower case, in the languages of indexer.lang
+_SMALL_WORDS = frozenset(
+    " ".join(
+        (
+            "a an and as at but by for in of on or the to",  # en
+            "de la le les du des et à au aux en",  # fr
+            "von und der die das den dem zu im am",  # de
+            "di da del della dei degli delle e il lo gli al dal nel con per",  # it
+            "y el los las por",  # es
+            "do dos das em no na",  # pt
+            "van het een op",  # nl
+        )
+    ).split()
+)
 
 
 def _clean_title(text: str) -> str:
@@ -254,8 +274,11 @@ def _bare_sequence(found: list[Found]) -> list[Found]:
     return [f for f in found if f not in bare or f.index in kept]
 
 
-def find(paras: Sequence[Para]) -> list[Found]:
-    """The headings of a book's paragraphs, in order (text.py's rules 3 and 4)."""
+def find(paras: Sequence[Para], listed: Collection[int] = ()) -> list[Found]:
+    """The headings of a book's paragraphs, in order (text.py's rules 3 and 4).
+
+    `listed`: paragraphs that repeat an entry of the book's contents list: headings
+    too (an unnumbered one is a piece), or the title of the heading just before them."""
     found: list[Found] = []
     i = 0
     while i < len(paras):
@@ -270,7 +293,22 @@ def find(paras: Sequence[Para]) -> list[Found]:
         found = [f for f in found if f.heading.label is not None or f.heading.kind != "chapter"]
     else:
         found = _bare_sequence(found)
+    found = _with_listed(found, paras, listed)
     return _with_line_titles(_without_contents(found, paras), paras)
+
+
+def _with_listed(found: list[Found], paras: Sequence[Para], listed: Collection[int]) -> list[Found]:
+    covered = {f.index + k for f in found for k in range(f.consumed)}
+    out = list(found)
+    for i in sorted(set(listed) - covered):
+        text = " ".join(x.strip() for x in paras[i].lines)
+        before = next((n for n, f in enumerate(out) if f.index + f.consumed == i), None)
+        if before is not None and not out[before].heading.title:
+            f = out[before]  # `I.` / `La partenza`: the entry names the chapter
+            out[before] = Found(f.index, f.heading.with_title(_clean_title(text)), f.consumed + 1)
+            continue
+        out.append(Found(i, Heading("piece", None, None, None, _clean_title(text), text), 1))
+    return sorted(out, key=lambda f: f.index)
 
 
 # A title line after a blank line is the book's convention only if most untitled

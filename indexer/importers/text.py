@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from indexer import lang as L
+from indexer.importers import etext as E
 from indexer.importers import headings as H
 from indexer.importers.common import ImportSourceError, guess_language
 from indexer.importers.selection import Selection
@@ -74,19 +75,36 @@ class _Para:
         return " ".join(x.strip() for x in self.lines)
 
 
-def decode(path: str, data: bytes) -> str:
-    """Bytes → text: UTF-8 (BOM dropped), else Windows-1252, `\\n` line ends, NFC."""
+def decode(path: str, data: bytes, encoding: str | None = None) -> tuple[str, str]:
+    """Bytes → (text, encoding): `encoding` when given, else UTF-8 (BOM dropped), else
+    Windows-1252 (Gutenberg's and Liber Liber's older files), else Latin-1; `\\n` line
+    ends, NFC."""
     if b"\x00" in data[:4096]:
         raise ImportSourceError(path, "is a binary file, not a plain-text book")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError:
+    if encoding:
         try:
-            text = data.decode("cp1252")
-        except UnicodeDecodeError:
-            text = data.decode("latin-1")
+            text = data.decode(encoding)
+        except LookupError:
+            raise ImportSourceError(
+                f"--encoding {encoding}", "is not an encoding Python knows (try cp1252, latin-1)"
+            ) from None
+        except UnicodeDecodeError as e:
+            raise ImportSourceError(
+                path,
+                f"is not {encoding} (byte {e.start}: {e.reason}); leave --encoding out to "
+                "detect it, or name the right one",
+            ) from None
+        used = encoding
+    else:
+        used = "utf-8"
+        for used in ("utf-8-sig", "cp1252", "latin-1"):
+            try:
+                text = data.decode(used)
+                break
+            except UnicodeDecodeError:
+                continue
     text = text.replace("\r\n", "\n").replace("\r", "\n").replace("\ufeff", "")
-    return unicodedata.normalize("NFC", text)
+    return unicodedata.normalize("NFC", text), used.removesuffix("-sig")
 
 
 def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
@@ -137,7 +155,9 @@ def drop_illustrations(lines: list[str]) -> list[str]:
 
 
 def paragraphs(lines: list[str], first_line: int = 1) -> list[_Para]:
-    out: list[_Para] = []
+    """The file's paragraphs: between blank lines, or inferred when it has none
+    (`etext.infer_paragraphs`: one a line, or hard-wrapped lines split after short ones)."""
+    blocks: list[tuple[int, list[str]]] = []
     current: list[str] = []
     start = 0
     for n, x in enumerate(lines):
@@ -146,10 +166,16 @@ def paragraphs(lines: list[str], first_line: int = 1) -> list[_Para]:
                 start = n
             current.append(x.rstrip())
         elif current:
-            out.append(_Para(current, first_line + start))
+            blocks.append((start, current))
             current = []
     if current:
-        out.append(_Para(current, first_line + start))
+        blocks.append((start, current))
+    out: list[_Para] = []
+    for (start, _), parts in zip(blocks, E.infer_paragraphs([b for _, b in blocks]), strict=True):
+        offset = 0
+        for part in parts:
+            out.append(_Para(part, first_line + start + offset))
+            offset += len(part)
     return out
 
 
@@ -178,6 +204,20 @@ def _line_width(paras: list[_Para]) -> int:
     return max(lengths[int(len(lengths) * 0.9)], 20)
 
 
+def is_verse(para: _Para, width: int) -> bool:
+    """Lines the author broke: all well short of the book's width, or short enough and
+    indented in turn (a stanza), or each starting in capitals (verse, an address)."""
+    lines = para.lines
+    if len(lines) < 2:
+        return False
+    inner = [len(x.strip()) for x in lines[:-1]]
+    if max(inner) < 0.7 * width:
+        return True
+    indents = {len(x) - len(x.lstrip()) for x in lines}
+    capitals = all(x.strip()[:1].isupper() for x in lines)
+    return max(inner) < 0.9 * width and (len(indents) > 1 or capitals)
+
+
 def unwrap(para: _Para, width: int) -> str:
     """One paragraph as Markdown: hard-wrapped prose joined; verse keeps its lines."""
     lines = [x.strip() for x in para.lines]
@@ -186,7 +226,7 @@ def unwrap(para: _Para, width: int) -> str:
     lines = [x for x in lines if x.upper() != "PAGE"]
     if not lines:
         return ""
-    if len(lines) >= 2 and max(len(x) for x in para.lines[:-1]) < 0.7 * width:
+    if is_verse(para, width):
         return "\n".join(lines)  # verse, an address, a list: the breaks are the author's
     out = lines[0]
     for x in lines[1:]:
@@ -198,6 +238,7 @@ def read_text(
     src: Path,
     *,
     lang: str | None = None,
+    encoding: str | None = None,
     exclude: tuple[str, ...] = (),
     skip_front_matter: bool = False,
 ) -> Work:
@@ -209,41 +250,61 @@ def read_text(
         raise ImportSourceError(
             path, f"cannot be read ({e.strerror}); check its permissions"
         ) from None
-    text, fields = strip_gutenberg(decode(path, data))
+    decoded, used = decode(path, data, encoding)
+    text, fields = strip_gutenberg(decoded)
+    header = decoded[: decoded.find(text)].count("\n") if text and fields else 0
     lines = drop_illustrations(text.split("\n"))
-    paras = _split_heading_lines(H.drop_page_lists(paragraphs(lines)))
+    cleaned = E.clean(H.drop_page_lists(paragraphs(lines, header + 1)))
+    paras = _split_heading_lines(cleaned.paras)
     if not paras:
         raise ImportSourceError(path, "holds no text")
     language = lang or _LANGUAGES.get(fields.get("language", "").split(",")[0].strip().lower())
     language = language or guess_language(text)
-    heads = H.find(paras)
-    if not any(h.heading.kind in ("chapter", "part") for h in heads):
-        raise ImportSourceError(
-            path,
-            "found no chapter heading (lines such as `CHAPTER I.`, `Chapter 12`, `Letter 3`, "
-            "`BOOK II`, `XIV.` on a paragraph of their own); add headings, or import the "
-            "book as Markdown with `## ` chapters",
-        )
-    title = fields.get("title") or _first_line(paras) or src.stem
-    work = Work(_one_line(title), fields.get("author"), L.code(language))
+    heads = H.find(paras, {k for k, p in enumerate(paras) if cleaned.listed(p)})
+    card = {**cleaned.fields, **fields}
+    known = E.person_name(card["author"]) if card.get("author") else None
+    chapters = any(h.heading.kind in ("chapter", "part") for h in heads)
+    first = heads[0].index if heads else _title_page_end(paras)
+    page_title, author = E.title_and_author([x for p in paras[:first] for x in p.lines][:12], known)
+    title = card.get("title") or page_title or src.stem
+    work = Work(H.smart_title(_one_line(title)), author, L.code(language))
+    if used != "utf-8" and not encoding:
+        work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
+    work.notes.extend(cleaned.notes)
     width = _line_width(paras)
-    front = paras[: heads[0].index]
+    front = paras[:first]
     front_text = "\n\n".join(p.text for p in front)
     if len(front_text) > TITLE_PAGE_CHARS:
         work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, width, path))
     elif front:
+        before = repr(heads[0].heading.source) if heads else "the text"
         work.notes.append(
-            f"left out the title page before {heads[0].heading.source!r} "
+            f"left out the title page before {before} "
             f"({len(front)} paragraphs, lines {front[0].line}-{front[-1].line})"
         )
+    if not chapters:
+        # No heading at all: the book is one chapter, said plainly (not an error: nothing
+        # of the text is lost, and the user can add headings and import again).
+        work.notes.append(
+            "warning: found no chapter heading (lines such as `CHAPTER I.`, `Capitolo 12`, "
+            "`XIV.` on a line of their own): imported as one chapter; add headings to the "
+            "text to split it"
+        )
+        body = paras[first:]
+        work.add_chapter(_section(work.title, None, {}, body, width, path))
+        return work
     _assemble(work, heads, paras, width, path, Selection(exclude, skip_front_matter))
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
     return work
 
 
-def _first_line(paras: list[_Para]) -> str:
-    return paras[0].lines[0].strip() if paras else ""
+def _title_page_end(paras: list[_Para]) -> int:
+    """Without headings, the title page is the short lines before the first running text."""
+    for k, p in enumerate(paras[:12]):
+        if E.is_prose(p):
+            return k
+    return 0
 
 
 def _one_line(text: str) -> str:

@@ -1,0 +1,333 @@
+"""E-texts as found: what a plain-text book carries besides the author's text, and where
+its paragraphs are when it has no blank lines.
+
+The shapes, from the e-texts of Project Gutenberg, Liber Liber, Wikisource's exports and
+Projekt Gutenberg-DE (tests/fixtures/etexts/SOURCES.md names the ones tested):
+
+- paragraphs: a blank line between them (the norm), or none at all: one paragraph a
+  line (Liber Liber, Wikisource: lines of hundreds of characters), or hard-wrapped lines
+  whose paragraphs end on a short line (`infer_paragraphs`);
+- boilerplate that is not the book: licence blocks (Gutenberg's without its START/END
+  markers, Liber Liber's `QUESTO E-BOOK:` card and its closing appeal, Wikisource's
+  `about this edition` page), colophons and transcriber's notes (`boilerplate`);
+- a contents list under its own title (`Indice`, `Inhalt`, `Table des matières`,
+  `Contents`, `Índice`, `Inhoud`…): its entries are not chapters (`contents_blocks`), but
+  an entry seen again in the body marks a heading there (`text.py` uses them);
+- a title page whose author line is not the title: `Con gli occhi chiusi / di / Federigo
+  Tozzi`, `by Mary Shelley`, `von Theodor Storm` (`title_and_author`).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Protocol, TypeVar
+
+from indexer.importers.common import fold
+
+# A line this long is a paragraph of its own, never a wrapped line: typesetters and
+# Gutenberg wrap at 60-80 columns (their guideline says under 80).
+UNWRAPPED_LINE = 120
+# A block of this many lines without a blank line is a file without paragraph breaks.
+LONG_BLOCK_LINES = 12
+
+_CONTENTS_TITLE = re.compile(
+    r"^(?:contents|table of contents|list of contents|table des mati[eè]res|sommaire|"
+    r"inhalt|inhaltsverzeichnis|indice|[íi]ndice|indice generale|sommario|inhoud|"
+    r"inhoudsopgave|sum[áa]rio|contenido|tabla de contenido|innehall|innhold|indhold)"
+    r"\s*[.:]?$",
+    re.IGNORECASE,
+)
+# Licence blocks and colophons: a paragraph that opens with one of these starts a block
+# that is not the author's (each names the publisher whose convention it is).
+_BOILERPLATE = re.compile(
+    r"^(?:"
+    # Project Gutenberg without its START/END markers (older files, copies of copies)
+    r"\**\s*end of (?:the |this )?project gutenberg|the project gutenberg e-?book of|"
+    r"project gutenberg'?s? |this e-?book is for the use of anyone anywhere|"
+    r"\*\*\*\s*start: full license|"
+    # Liber Liber (liberliber.it): the card before the text and the appeal after it
+    r"questo e-?book [eè] stato realizzato|questo e-book:|liber liber\b|"
+    r"se questo libro ti [eè] piaciuto|aiutaci a realizzarne altri|www\.liberliber\.it|"
+    # Wikisource's exports (ws-export's about page), in its languages
+    r"informazioni su questa edizione elettronica|about this digital edition|"
+    r"[àa] propos de cette [ée]dition [ée]lectronique|ce livre num[ée]rique est issu|"
+    r"this e-?book comes from the online library wikisource|"
+    r"[üu]ber diese digitale ausgabe|dieses e-?book stammt aus|"
+    # Projekt Gutenberg-DE
+    r"projekt gutenberg-de|"
+    # transcribers' notes, in the languages of indexer.lang
+    r"\[?transcriber'?s'? notes?|\[?note de transcription|\[?nota del trascrittore|"
+    r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o"
+    r")",
+    re.IGNORECASE,
+)
+# Liber Liber's card: `TITOLO: …`, `AUTORE: …`; Gutenberg's header: `Title:`, `Author:`
+_FIELD = re.compile(
+    r"^(?P<key>titolo|autore|title|author|titel|autor|titre|auteur|t[íi]tulo)\s*:\s*(?P<value>.+?)\s*$",
+    re.IGNORECASE,
+)
+_FIELD_KEYS = {
+    "titolo": "title", "title": "title", "titel": "title", "titre": "title",
+    "titulo": "title", "título": "title", "autore": "author", "author": "author",
+    "autor": "author", "auteur": "author",
+}  # fmt: skip
+# The word that introduces the author on a title page
+_BY = re.compile(r"^(?:by|di|von|par|de|door|af|av|por|d[ae]|of)\b\.?\s*(?P<rest>.*)$", re.I)
+
+
+def infer_paragraphs(blocks: list[list[str]]) -> list[list[list[str]]]:
+    """Each blank-line block as its paragraphs: itself when the file has paragraph breaks;
+    one a line when its lines are that long; else split after a short line."""
+    lengths = sorted(len(x.rstrip()) for b in blocks for x in b)
+    if not lengths:
+        return []
+    p90 = lengths[int(len(lengths) * 0.9)]
+    unwrapped = p90 >= UNWRAPPED_LINE
+    out: list[list[list[str]]] = []
+    for block in blocks:
+        if unwrapped:
+            out.append([[x] for x in block])  # one paragraph a line
+        elif len(block) >= LONG_BLOCK_LINES:
+            out.append(_split_wrapped(block, max(p90, 20)))
+        else:
+            out.append([block])
+    return out
+
+
+_SENTENCE_END = re.compile(r"[.!?…:;»”\"'’)\]]\s*$")
+
+
+def _split_wrapped(block: list[str], width: int) -> list[list[str]]:
+    """A run of hard-wrapped lines with no blank line: a paragraph ends on a line well
+    short of the width that ends a sentence, or before an indented line."""
+    out: list[list[str]] = []
+    current: list[str] = []
+    for i, line in enumerate(block):
+        current.append(line)
+        nxt = block[i + 1] if i + 1 < len(block) else ""
+        short = len(line.rstrip()) < 0.8 * width and bool(_SENTENCE_END.search(line))
+        indented = nxt.startswith((" ", "\t")) and not line.startswith((" ", "\t"))
+        if short or indented or not nxt:
+            out.append(current)
+            current = []
+    if current:
+        out.append(current)
+    return out
+
+
+def is_contents_title(text: str) -> bool:
+    return bool(_CONTENTS_TITLE.match(" ".join(text.split())))
+
+
+def is_boilerplate(text: str) -> bool:
+    return bool(_BOILERPLATE.match(text.strip()))
+
+
+def fields_of(texts: Sequence[str]) -> dict[str, str]:
+    """`TITOLO:` / `AUTORE:` (Liber Liber), `Title:` / `Author:`: the card's fields."""
+    found: dict[str, str] = {}
+    for text in texts:
+        for line in text.split("\n"):
+            m = _FIELD.match(line.strip())
+            if m:
+                key = _FIELD_KEYS.get(m.group("key").lower(), "")
+                if key and key not in found:
+                    found[key] = m.group("value")
+    return found
+
+
+def person_name(value: str) -> str:
+    """`Tozzi, Federigo` (a catalogue's order) → `Federigo Tozzi`."""
+    value = " ".join(value.split())
+    if value.count(",") == 1:
+        last, first = (x.strip() for x in value.split(","))
+        if last and first and " " not in last.strip():
+            return f"{first} {last}"
+    return value
+
+
+def title_and_author(lines: list[str], known_author: str | None = None) -> tuple[str, str | None]:
+    """The title and author on a title page's lines (in order, blank lines left out).
+
+    `Title / di / Author`, `Title / by Author`, `Author / Title` when the author is
+    known (Liber Liber's card) or the first line reads as a name above a title in capitals.
+    """
+    lines = [" ".join(x.split()).strip("_* ") for x in lines]
+    lines = [x for x in lines if x]
+    if not lines:
+        return "", known_author
+    author = known_author
+    rest: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _BY.match(lines[i])
+        if m and i > 0:
+            name = m.group("rest").strip() or (lines[i + 1] if i + 1 < len(lines) else "")
+            author = author or name
+            i += 1 if m.group("rest").strip() else 2
+            continue
+        rest.append(lines[i])
+        i += 1
+    if author:
+        key = _comparable(author)
+        rest = [x for x in rest if _comparable(x) != key and _comparable(person_name(x)) != key]
+    title = rest[0] if rest else lines[0]
+    return title, author
+
+
+def _comparable(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", fold(text).lower()).split())
+
+
+def same_text(a: str, b: str) -> bool:
+    return bool(_comparable(a)) and _comparable(a) == _comparable(b)
+
+
+def comparable(text: str) -> str:
+    """A heading or entry as compared with the contents list (case, accents, punctuation)."""
+    return _comparable(text)
+
+
+class _Para(Protocol):
+    lines: list[str]
+    line: int
+
+
+_P = TypeVar("_P", bound=_Para)
+
+# Looser than _BOILERPLATE: what the rest of a licence card or colophon says
+_CARD_WORDS = re.compile(
+    r"https?://|www\.|liber ?liber|manuzio|gutenberg|wikisource|licen[sz]|e-text",
+    re.IGNORECASE,
+)
+_CARD_KEY = re.compile(r"^[A-ZÀ-Ý0-9' ]{3,}:")  # `DIRITTI D'AUTORE: no`, in capitals
+
+
+def _card_like(text: str) -> bool:
+    return bool(_CARD_WORDS.search(text) or _CARD_KEY.match(text))
+
+
+@dataclass
+class Cleaned(Generic[_P]):
+    paras: list[_P]
+    notes: list[str] = field(default_factory=list)
+    fields: dict[str, str] = field(default_factory=dict)  # the licence card's title, author
+    entries: list[str] = field(default_factory=list)  # the contents list's entries
+    # where the contents list stood (a file line) and whether before the text: its
+    # entries mark headings on the other side of it only (not the title page's title)
+    contents_line: int = 0
+    contents_first: bool = True
+
+    def listed(self, p: _Para) -> bool:
+        """Does this paragraph repeat an entry of the contents list, where the text is?"""
+        if not self.entries or len(p.lines) > 3:
+            return False
+        side = p.line > self.contents_line if self.contents_first else p.line < self.contents_line
+        return side and comparable(_text(p)) in {comparable(x) for x in self.entries}
+
+
+def _text(p: _Para) -> str:
+    return " ".join(x.strip() for x in p.lines)
+
+
+def is_prose(p: _Para) -> bool:
+    """Running text, not a list of entries or a heading: one long line, or wrapped lines
+    of which one goes on in lower case (a list's entries each start a line anew)."""
+    if len(p.lines) == 1:
+        text = p.lines[0].strip()
+        return len(text) > 200 or len(text.split()) > 40
+    return any(x.strip()[:1].islower() or x.rstrip().endswith("-") for x in p.lines[1:])
+
+
+def _span(paras: Sequence[_Para], a: int, b: int) -> str:
+    return f"lines {paras[a].line}-{paras[b - 1].line + len(paras[b - 1].lines) - 1}"
+
+
+def clean(paras: list[_P]) -> Cleaned[_P]:
+    """The paragraphs without licence blocks, colophons, transcriber's notes and contents
+    lists; what was left out is said in `notes`, the card's fields and the contents
+    list's entries are kept for the title and the headings."""
+    out = Cleaned(paras)
+    n = len(paras)
+    drop = [False] * n
+    texts = [_text(p) for p in paras]
+    i = 0
+    while i < n:
+        if drop[i] or not is_boilerplate(texts[i]):
+            i += 1
+            continue
+        if re.match(r"^\[?(?:transcriber|note de transcription|nota del tras|anmerkung|nota de)",
+                    texts[i], re.I):  # fmt: skip
+            j = i + 1
+            if texts[i].startswith("[") and "]" not in texts[i]:
+                while j < n and "]" not in texts[j - 1]:
+                    j += 1
+            why = "a transcriber's note"
+        elif i < n / 2:  # a licence card before the text: through its last card-like line
+            last = max(k for k in range(i, max(i + 1, int(n / 2))) if _card_like(texts[k]))
+            j = last + 1
+            why = "the licence card before the text"
+            out.fields.update(
+                {k: v for k, v in fields_of(texts[i:j]).items() if k not in out.fields}
+            )
+        else:  # after the text: everything to the end is the publisher's
+            j = n
+            why = "the licence block after the text"
+        for k in range(i, j):
+            drop[k] = True
+        out.notes.append(f"left out {why} ({_span(paras, i, j)})")
+        i = j
+    _drop_contents(paras, texts, drop, out)
+    out.paras = [p for p, d in zip(paras, drop, strict=True) if not d]
+    return out
+
+
+def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cleaned[_P]) -> None:
+    """A contents title and the list under it, up to running text or the list's first
+    entry seen again (the body's own first heading)."""
+    n = len(paras)
+    for i in range(n):
+        if drop[i] or not is_contents_title(texts[i]):
+            continue
+        entries: list[str] = []
+        seen: set[str] = set()
+        j = i + 1
+        while j < n and not drop[j] and not is_prose(paras[j]):
+            here = comparable(texts[j])
+            joined = comparable(f"{texts[j]} {texts[j + 1]}") if j + 1 < n else ""
+            first = comparable(paras[j].lines[0])
+            if entries and (here in seen or joined in seen or first in seen):
+                break  # the body starts: its heading repeats an entry
+            if entries and _numeral_only(texts[j]) and _numeral_only(texts[j]) == _lead(entries[0]):
+                break  # `I.` alone after `I. La partenza`: the body's first heading
+            for x in paras[j].lines:
+                if x.strip():
+                    entries.append(x.strip())
+                    seen.add(comparable(x))
+            j += 1
+        if not entries:
+            continue
+        for k in range(i, j):
+            drop[k] = True
+        if not out.entries:
+            out.contents_line = paras[i].line
+            out.contents_first = i < n / 2
+        out.entries.extend(entries)
+        out.notes.append(
+            f"left out the contents list {texts[i]!r} ({len(entries)} entries, {_span(paras, i, j)})"
+        )
+
+
+_NUMERAL = re.compile(r"^(?:[IVXLCDM]+|\d{1,3})\.?$")
+
+
+def _numeral_only(text: str) -> str:
+    t = text.strip()
+    return t.rstrip(".").upper() if _NUMERAL.match(t) else ""
+
+
+def _lead(entry: str) -> str:
+    m = re.match(r"^\s*([IVXLCDM]+|\d{1,3})\b", entry)
+    return m.group(1).upper() if m else ""
