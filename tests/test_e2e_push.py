@@ -162,3 +162,78 @@ def test_whole_example_corpus(server: ServeProcess, db_url: str, tmp_path: Path)
     assert set(rows(db_url, "exemple")) == mds
     stats: dict[str, Any] = job["stats"]
     assert stats["committed"] == job["result_commit"] and not stats["deleted"]
+
+
+def test_chapters_no_summarizer_can_summarise_are_searchable(db_url: str, tmp_path: Path) -> None:
+    """Issue 23 item 7: a 300 KB paragraph without sentence punctuation and a
+    10,000-line list defeat the extractive summarizer ("no sentence fits the
+    budget"). Before: no summary, then the chapter's rows refused (no parent
+    sidecar), `done with problems`, retried for ever. Now: a fallback summary
+    (the lead), said once as a warning, the rows searchable, no retry. The real
+    summarizer (extractive); the fake embedder keeps ~500 chunks fast."""
+    import json
+
+    from click.testing import CliRunner
+
+    from glossator.cli import main as cli
+    from tests.plugins.serve import server_env
+
+    env = server_env(tmp_path, db_url, GLOSSATOR_SUMMARIZER="extractive")
+    server = ServeProcess(tmp_path, env).start()
+    try:
+        create_repo(server, "illisible")
+        work = make_small_corpus(tmp_path / "work", 3)
+        long_one, listed = sorted(work.glob("corpus/*/*/*/source.md"))[1:3]
+        words = " ".join(f"mot{i % 997}" for i in range(60_000))[:300_000]
+        items = "\n".join(f"- article {i} du catalogue" for i in range(10_000))
+        for path, body in ((long_one, f"{words} FINDUPARAGRAPHE"), (listed, items + " FINDELISTE")):
+            head = path.read_text().split("\n---\n", 1)[0]
+            path.write_text(f"{head}\n---\n\n{body}\n")
+        git("init", "-q", "-b", "main", str(work))
+        commit_all(work, "two chapters no summarizer can summarise")
+        push(work, server, "illisible", "main")
+
+        [job] = server.wait_idle("illisible", timeout=300)  # one job: no retry follows
+        assert job["status"] == "done", job
+        assert job["problem_count"] == 0
+        summaries = [
+            p.parent.relative_to(work).as_posix() + "/summary.md" for p in (long_one, listed)
+        ]
+        for summary in summaries:
+            said = [w for w in job["stats"]["warnings"] if w.startswith(summary + ":")]
+            assert len(said) == 1 and "no sentence fits the budget" in said[0], job["stats"]
+            assert "lead" in said[0]
+        git("pull", "-q", "--ff-only", server.url("illisible"), "main", cwd=work)
+        for summary in summaries:
+            text = (work / summary).read_text()
+            assert "  fallback: lead\n" in text and "fallback_reason:" in text
+        found = rows(db_url, "illisible")
+        assert set(found) == corpus_md(work)  # every file has rows, the fallbacks included
+
+        search_env = {
+            "GLOSSATOR_DATABASE_URL": db_url,
+            "GLOSSATOR_DATA_DIR": env["GLOSSATOR_DATA_DIR"],
+        }
+        for word, path in (("FINDUPARAGRAPHE", long_one), ("FINDELISTE", listed)):
+            r = CliRunner().invoke(
+                cli,
+                ["search", word, "--mode", "bm25", "--repository", "illisible", "--json"],
+                env=search_env,
+                catch_exceptions=False,
+            )
+            assert r.exit_code == 0, r.output
+            hits = json.loads(r.output)["hits"]
+            rel = path.relative_to(work).as_posix()
+            assert any(h["citation"]["source_file"] == rel for h in hits), hits
+
+        # said once: the next job (another chapter edited) neither regenerates nor warns
+        first = sorted(work.glob("corpus/*/*/*/source.md"))[0]
+        first.write_text(first.read_text() + "\nUne phrase ajoutée pour le test, assez longue.\n")
+        commit_all(work, "edit another chapter")
+        push(work, server, "illisible", "main")
+        [again] = server.wait_idle("illisible", after=job["id"])
+        assert again["status"] == "done", again
+        assert not any(w.startswith(tuple(summaries)) for w in again["stats"]["warnings"])
+        assert not set(again["stats"]["loaded"]) & set(summaries)
+    finally:
+        server.stop()

@@ -17,6 +17,7 @@ from indexer.summaries.base import (
     SummaryInput,
     SummaryRequest,
     SummaryResponse,
+    UnsummarizableError,
     Usage,
 )
 from indexer.summaries.generate import SummaryResult, generate
@@ -32,6 +33,7 @@ __all__ = [
     "SummaryRequest",
     "SummaryResponse",
     "SummaryResult",
+    "UnsummarizableError",
     "Usage",
     "generate",
 ]

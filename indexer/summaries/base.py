@@ -2,7 +2,10 @@
 
     SummarizerError            (a GlossatorError) one summary could not be made; names the file
      ├── RetryableError        429, 5xx, 529 overloaded, timeouts: retried with backoff
-     └── RefusalError          the model refused or answered nothing: never a summary
+     ├── RefusalError          the model refused or answered nothing: never a summary
+     └── UnsummarizableError   the input itself defeats this summarizer (no sentence fits
+                               the budget, too large even after map-reduce): the same input
+                               always fails the same way, so the indexer writes a fallback
 
 A provider implements `summarize(request) -> SummaryResponse` for a request that
 fits its context window. `Summarizer.run` adds what every provider needs:
@@ -60,6 +63,10 @@ class RetryableError(SummarizerError):
 
 class RefusalError(SummarizerError):
     pass
+
+
+class UnsummarizableError(SummarizerError):
+    """Permanent for this input: retrying cannot help (indexer.summaries.fallback)."""
 
 
 @dataclass(frozen=True)
@@ -219,7 +226,7 @@ class Summarizer(ABC):
         if self.fits(request):
             return self.with_retries(request.path, lambda: self.summarize(request))
         if depth >= 4:
-            raise SummarizerError(
+            raise UnsummarizableError(
                 request.path,
                 f"input too large for {self.model}'s context even after {depth} map-reduce rounds; "
                 "split the chapter or use a model with a longer context",

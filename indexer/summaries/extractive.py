@@ -19,7 +19,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexer.summaries.base import Summarizer, SummarizerError, SummaryRequest, SummaryResponse
+from indexer.summaries.base import (
+    Summarizer,
+    SummaryRequest,
+    SummaryResponse,
+    UnsummarizableError,
+)
 from indexer.tokens import count_tokens
 
 ALGORITHM = "tfidf-centroid-mmr"  # recorded as the generator's model
@@ -533,15 +538,16 @@ class ExtractiveSummarizer(Summarizer):
         """The sentences the summary is made of, in reading order."""
         sentences = sentences_of(request)
         if not sentences:
-            raise SummarizerError(
+            raise UnsummarizableError(
                 request.path, "no sentences to summarise in its inputs (only headings or notes?)"
             )
         chosen = select(sentences, request.budget_tokens, request.lang)
         if not chosen:
-            raise SummarizerError(
+            raise UnsummarizableError(
                 request.path,
-                f"no sentence fits the budget of {request.budget_tokens} tokens; "
-                "raise summaries.budget_tokens in glossator.toml",
+                f"no sentence fits the budget of {request.budget_tokens} tokens (a paragraph "
+                "without sentence punctuation, or sentences longer than the budget: split "
+                "it, or raise summaries.budget_tokens in glossator.toml)",
             )
         return chosen
 

@@ -8,7 +8,11 @@ Failures never stop the run and never half-write: a summary that fails (model
 error, timeout, refusal, unusable prompt) keeps its previous file and is reported
 by path; its parent is then *not* regenerated either, because it would be built
 from a stale input; a part whose chapters could not all be read is left alone
-for the same reason. The caller applies the returned `Changes` atomically.
+for the same reason. A summary the input itself defeats (`UnsummarizableError`:
+no sentence fits the budget, nothing but headings) is not a failure of the run but
+of the text: the lead or the heading is written instead, with a warning
+(indexer.summaries.fallback), and the parents are built from it. The caller
+applies the returned `Changes` atomically.
 """
 
 from __future__ import annotations
@@ -29,8 +33,10 @@ from indexer.summaries.base import (
     SummarizerError,
     SummaryRequest,
     SummaryResponse,
+    UnsummarizableError,
     Usage,
 )
+from indexer.summaries.fallback import fallback_summary
 from indexer.summaries.plan import (
     PlanItem,
     blocked_by_problems,
@@ -236,6 +242,9 @@ def _record(
     result: SummaryResult,
 ) -> None:
     node = item.node
+    if isinstance(outcome, UnsummarizableError):
+        _record_fallback(item, outcome, texts, result)
+        return
     if isinstance(outcome, SummarizerError):
         kept = "the previous summary is kept" if node.exists else "no summary was written"
         result.problems.append(Problem(node.path, f"{outcome.message}; {kept}"))
@@ -258,6 +267,34 @@ def _record(
     result.changes.write(node.path, render_summary(node, text, generator).encode("utf-8"))
     result.generated.append(node.path)
     texts[node.path] = text
+
+
+def _record_fallback(
+    item: _Due, error: UnsummarizableError, texts: dict[str, str], result: SummaryResult
+) -> None:
+    """No summarizer can summarise this input: write the lead or the heading instead
+    (indexer.summaries.fallback), so that the text's rows load and the parents are made."""
+    node = item.node
+    fallback = fallback_summary(item.request)
+    generator = dict(item.generator)
+    generator.update(
+        input_tokens=0,
+        output_tokens=0,
+        cost_usd=0.0,
+        fallback=fallback.kind,
+        fallback_reason=error.message,
+    )
+    result.changes.write(node.path, render_summary(node, fallback.text, generator).encode("utf-8"))
+    result.generated.append(node.path)
+    texts[node.path] = fallback.text
+    result.problems.append(
+        Problem(
+            node.path,
+            f"{error.message}; {fallback.describe(item.request.budget_tokens)} instead "
+            "(generator.fallback in its frontmatter; the text's rows are indexed)",
+            "warning",
+        )
+    )
 
 
 def render_summary(node: Node, text: str, generator: dict[str, Any]) -> str:
