@@ -29,10 +29,10 @@ from gitserver import backend
 from gitserver.auth import (
     REALM,
     Access,
-    Credentials,
     Policy,
     basic_credentials,
     bearer_token,
+    read_credentials,
     required_access,
     token_matches,
 )
@@ -117,10 +117,7 @@ class GitServer:
 
     def read_refusal(self, request: Request) -> Response | None:
         """None when the read policy lets `request` in (Basic or Bearer token)."""
-        credentials = basic_credentials(request.headers)
-        bearer = bearer_token(request.headers)
-        if credentials is None and bearer is not None:
-            credentials = Credentials("", bearer)
+        credentials = read_credentials(request.headers)
         if self.policy.allows(Access.READ, credentials):
             return None
         log.info(

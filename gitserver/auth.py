@@ -55,6 +55,15 @@ def bearer_token(headers: Headers) -> str | None:
     return param.strip()
 
 
+def read_credentials(headers: Headers) -> Credentials | None:
+    """What a read presents: an HTTP Basic password (git), else a Bearer token (APIs)."""
+    credentials = basic_credentials(headers)
+    bearer = bearer_token(headers)
+    if credentials is None and bearer is not None:
+        credentials = Credentials("", bearer)
+    return credentials
+
+
 def token_matches(given: str | None, allowed: tuple[str, ...] | list[str]) -> bool:
     """True when `given` equals one of `allowed`; every candidate is compared."""
     if not given:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import html
 import importlib.util
 import logging
 from collections.abc import AsyncIterator
@@ -25,18 +24,24 @@ from typing import Any
 import psycopg
 from psycopg_pool import PoolTimeout
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from gitserver.app import create_app
+from gitserver.auth import Access, Credentials, Policy, read_credentials
 from gitserver.repos import RepoStore
 from glossator.db_supervisor import DatabaseSupervisor
 from glossator.paths import forget_server, record_server
+from glossator.search_service import search_service
 from glossator.settings import Settings, reveal
 from glossator.wiring import auth_policy, database
 from glossator.worker import serve_indexing
-from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
+from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs, list_jobs_async
+from search.service import SearchService
+from search.web.access import Readers
+from search.web.app import WebReader
 from store.db import Database
 from store.errors import describe_failure
 
@@ -53,20 +58,40 @@ def hook_environment(settings: Settings, db: Database) -> dict[str, str]:
     }
 
 
-def _mcp_app(settings: Settings, db: Database) -> Any | None:
+def _mcp_app(settings: Settings, service: SearchService) -> Any | None:
     """MCP over the search service, which embeds queries with its own embedder (the
     worker's counts stay the worker's) and owns the query cache and the engine lock."""
     if importlib.util.find_spec("search.mcp_http") is None:
         return None
-    from glossator.search_service import search_service
     from search.mcp_http import mcp_http_app
 
     return mcp_http_app(
-        search_service(settings, db),
+        service,
         token=reveal(settings.mcp_token) or None,
         host=settings.host,
         log_level=settings.log_level,
     )
+
+
+def readers(policy: Policy) -> Readers:
+    """The web reader's read policy: clone's (gitserver.auth), with its login sessions."""
+    return Readers(
+        open=policy.anonymous_read,
+        token_ok=lambda token: policy.allows(Access.READ, Credentials("", token)),
+        headers_ok=lambda headers: (
+            (c := read_credentials(headers)) is not None and policy.allows(Access.READ, c)
+        ),
+    )
+
+
+def web_reader(service: SearchService, db: Database, policy: Policy, problem: Any) -> WebReader:
+    """Pages and the JSON API over the search service; the jobs from the queue."""
+
+    def jobs(limit: int) -> list[dict[str, Any]]:
+        with db.pool.connection(timeout=10) as conn:
+            return list_jobs(conn, limit=limit)
+
+    return WebReader(service, readers(policy), jobs=jobs, problem=problem)
 
 
 def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = None) -> Starlette:
@@ -79,7 +104,10 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
     db = database(settings)
     supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan
     embedder = get_embedder(settings)
-    mcp = _mcp_app(settings, db)
+    service = search_service(settings, db)  # MCP and the web reader share its query cache
+    mcp = _mcp_app(settings, service)
+    policy = auth_policy(settings)
+    web = web_reader(service, db, policy, lambda: supervisor.problem)
     state: dict[str, Any] = {}
 
     async def jobs(request: Request) -> Response:
@@ -154,8 +182,12 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
             await asyncio.to_thread(db.stop)
 
     async def index(request: Request) -> Response:
-        """What a browser or `curl http://host:port/` finds: the endpoints, briefly."""
+        """A browser gets the web reader's home page; `curl http://host:port/` the endpoints."""
+        if "text/html" in request.headers.get("accept", ""):
+            return await run_in_threadpool(web.pages.home, request)
         endpoints = {
+            "web": "/ (in a browser), /search?q=…, /read/<repository>/<file>, /jobs",
+            "api": "/api/search?q=…, /api/nodes/<repository>/<file>, /api/outline",
             "mcp": "/mcp (MCP over streamable HTTP"
             + (", Authorization: Bearer <GLOSSATOR_MCP_TOKEN>)" if settings.mcp_token else ")"),
             "git": "/<repository>.git (clone, fetch, push)",
@@ -163,18 +195,15 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
             "jobs": "/api/jobs (indexing jobs; ?repository=, ?status=, ?limit=)",
             "health": "/healthz",
         }
-        if "text/html" in request.headers.get("accept", ""):
-            items = "".join(f"<li><b>{k}</b>: {html.escape(v)}</li>" for k, v in endpoints.items())
-            page = f"<!doctype html><title>Glossator</title><h1>Glossator</h1><ul>{items}</ul>"
-            return Response(page, media_type="text/html")
         return JSONResponse({"service": "glossator", "endpoints": endpoints})
 
     extra: list[BaseRoute] = [Route("/", index, methods=["GET"])]
+    extra.extend(r for r in web.routes() if getattr(r, "path", None) != "/")
     if mcp is not None:
         extra.extend(mcp.routes("/mcp"))
     app = create_app(
         store,
-        auth_policy(settings),
+        policy,
         admin_token=reveal(settings.admin_token),
         extra_routes=extra,
         read_routes=[Route("/api/jobs", jobs, methods=["GET"])],

@@ -41,6 +41,7 @@ from search import nodes as N
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.service import SearchService
+from search.tools import agent_search
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
@@ -221,16 +222,16 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         ] = None,
         max_per_chapter: Annotated[int, Field(ge=1, le=MAX_K)] = AGENT_MAX_PER_CHAPTER,
     ) -> Annotated[CallToolResult, V.LeanSearch]:
-        response = service.search(
+        response = agent_search(
+            service,
             query,
-            mode=mode,
             k=k,
+            mode=mode,
+            level=level,
+            work=work,
             repository=repository,
             branch=branch,
-            work=work,
-            level=level,
             max_per_chapter=max_per_chapter,
-            climb_down=service.tuning.packing.climb_down,
         )
         chosen = tuple(fields) if fields is not None else V.DEFAULT_FIELDS
         text, data = V.search_view(

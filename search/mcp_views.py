@@ -51,6 +51,7 @@ from search.results import (
 Field = Literal["text", "heading", "lines", "scores"]
 DEFAULT_FIELDS: tuple[Field, ...] = ("text", "heading", "lines")
 SNIPPET_WORDS = 40  # about two lines: enough to judge a hit before opening it with get_node
+NO_HIT = "No hit: try other words, mode vector for a paraphrase, or fewer filters."
 SHORT_COMMIT = 12  # as `git log --abbrev=12` prints: unambiguous in any book-sized repository
 
 
@@ -154,7 +155,7 @@ def search_view(
             lean["hits"].append(_lean_hit(hit, want, snippets, folder))
         groups.append(lean)
     if not response.hits:
-        lines.append("No hit: try other words, mode vector for a paraphrase, or fewer filters.")
+        lines.append(NO_HIT)
     elif omitted:
         lines.append(f"\n{omitted} more hits left out to stay within max_tokens={max_tokens}.")
     data: LeanSearch = {

@@ -62,7 +62,8 @@ def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path:
         root = httpx.get(f"{server.base}/")
         assert root.status_code == 200 and root.json()["endpoints"]["mcp"].startswith("/mcp ")
         page = httpx.get(f"{server.base}/", headers={"Accept": "text/html"})
-        assert "<h1>Glossator</h1>" in page.text and "&lt;repository&gt;.git" in page.text
+        # a browser gets the web reader's home page (tests/test_web.py): the search form
+        assert "<h1>Glossator</h1>" in page.text and '<input id="q" name="q"' in page.text
     # a restart with nothing new to index queues nothing
     with ServerThread(build_app(settings), lifespan="on") as server:
         jobs = httpx.get(f"{server.base}/api/jobs").json()["jobs"]

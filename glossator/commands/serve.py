@@ -74,7 +74,13 @@ def serve(host: str | None, port: int | None, worker_mode: str, no_worker: bool)
     bound = sock.getsockname()[1]
     app = build_app(settings, worker="none" if no_worker else worker_mode)
     config = uvicorn.Config(
-        app, log_level=settings.log_level.lower(), access_log=False, lifespan="on"
+        app,
+        log_level=settings.log_level.lower(),
+        access_log=False,
+        lifespan="on",
+        # h11's default (16 KB) answers a longer request line with a bare 400 before the
+        # app sees it; with 1 MiB a pasted 100 KB query gets the search's own message
+        h11_max_incomplete_event_size=1 << 20,
     )
     server = uvicorn.Server(config)
     # One line a script (or a test) can wait for; printed before the lifespan runs.

@@ -1,0 +1,209 @@
+"""The web reader and the HTTP API, as Starlette routes the server mounts.
+
+    reader = WebReader(service, readers, jobs=list_jobs_of_pool, problem=lambda: None)
+    app = Starlette(routes=[*reader.routes(), ...])
+
+Pages (HTML, server-rendered with Jinja2, autoescape on; they work without JavaScript):
+
+    GET /                               search form, repositories and works, last jobs
+    GET /search?q=…                     the MCP `search` tool's hits (repository, work,
+                                        branch, mode, level, k)
+    GET /read/<repository>              the repository's works
+    GET /read/<repository>/<file>       a chapter, a summary, a work (search.web.reading)
+    GET /jobs                           the indexing queue, live (a small script polls)
+    GET|POST /-/login, POST /-/logout   when reads need a token (search.web.access)
+
+JSON (the MCP tools' structured content, their errors as {"error": …}):
+
+    GET /api/search?q=…                 `search`
+    GET /api/nodes/<repository>/<file>  `get_node` (?chunk=&context=); …/parent, …/children
+    GET /api/outline                    `outline` (?repository=&work=&depth=&excerpts=)
+
+Every answer passes one boundary (`_answer`): the read policy first (401: a login form
+for a page, a JSON error for the API, never the data), then Glossator's errors as one
+message with their status (400 a bad argument, 404 an unknown repository, work or
+file, 503 a database that does not answer), never a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from importlib.resources import files
+from typing import Any
+
+import psycopg
+from jinja2 import Environment, FileSystemLoader, select_autoescape
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from core.errors import GlossatorError
+from core.vocabulary import DEFAULT_BRANCH
+from search.errors import BadQuery, UnknownFile, UnknownRepository
+from search.service import SearchService
+from search.web.access import Readers
+from search.web.markdown import BookText
+from store.errors import describe_failure
+
+log = logging.getLogger(__name__)
+
+# No inline script or style, nothing from elsewhere: book text that slipped through as
+# markup could not run, load or frame anything (search.web.markdown keeps it text).
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "X-Frame-Options": "DENY",
+}
+
+JobsSource = Callable[[int], list[dict[str, Any]]]  # newest first, at most n
+Problem = Callable[[], str | None]  # the database's known outage, or None
+
+
+def status_of(error: Exception) -> int:
+    if isinstance(error, UnknownRepository | UnknownFile):
+        return 404
+    if isinstance(error, psycopg.OperationalError):
+        return 503
+    return 400
+
+
+class WebBase:
+    """What pages and the API share: the service, the policy, templates, the boundary."""
+
+    def __init__(
+        self,
+        service: SearchService,
+        readers: Readers,
+        *,
+        jobs: JobsSource | None = None,
+        problem: Problem = lambda: None,
+    ) -> None:
+        self.service = service
+        self.db = service.conn_or_pool
+        self.readers = readers
+        self.jobs_source = jobs
+        self.problem = problem
+        self.text = BookText()
+        folder = files("search.web").joinpath("templates")
+        self.env = Environment(
+            loader=FileSystemLoader(str(folder)),
+            autoescape=select_autoescape(default=True, default_for_string=True),
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+
+    @staticmethod
+    def branch(given: str | None) -> str:
+        # The search layer's default branch; when it takes None as "each repository's
+        # default branch", pass `given` through (one place to change).
+        return given or DEFAULT_BRANCH
+
+    def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
+        from search.web.access import SESSION_COOKIE, csrf_token, remember_csrf
+
+        csrf = csrf_token(request)
+        body = self.env.get_template(template).render(
+            request_path=request.url.path,
+            logged_in=bool(request.cookies.get(SESSION_COOKIE)) and not self.readers.open,
+            csrf=csrf,
+            **context,
+        )
+        response = HTMLResponse(body, status_code=status, headers=SECURITY_HEADERS)
+        remember_csrf(response, request, csrf)
+        return response
+
+    @staticmethod
+    def json(data: Any, status: int = 200) -> Response:
+        return JSONResponse(data, status_code=status, headers=SECURITY_HEADERS)
+
+    def error_page(self, request: Request, status: int, message: str, **context: Any) -> Response:
+        return self.page(request, "error.html", status, code=status, message=message, **context)
+
+    def answer(self, request: Request, html: bool, build: Callable[[], Response]) -> Response:
+        """The one boundary (module doc)."""
+        if not self.readers.allowed(request):
+            return self.refused(request, html)
+        try:
+            return build()
+        except (GlossatorError, psycopg.OperationalError) as e:
+            status = status_of(e)
+            message = (
+                describe_failure(e)
+                if status == 503 and not isinstance(e, GlossatorError)
+                else str(e)
+            )
+            if status == 503:
+                message = self.problem() or message
+            if html:
+                return self.error_page(request, status, message)
+            return self.json({"error": message}, status)
+
+    def refused(self, request: Request, html: bool) -> Response:
+        log.info("refused read of %s: no token or session", request.url.path)
+        if html:
+            target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+            response = self.page(request, "login.html", 401, next=safe_next(target))
+        else:
+            response = self.json(
+                {
+                    "error": "authentication required for reading: send a read token "
+                    "(Authorization: Bearer <token>, or as the HTTP Basic password)"
+                },
+                401,
+            )
+        response.headers["WWW-Authenticate"] = 'Basic realm="Glossator", charset="UTF-8"'
+        return response
+
+
+def safe_next(target: str | None) -> str:
+    """Where to go after logging in: a path on this server, never another site."""
+    if not target or not target.startswith("/") or target.startswith("//") or "\\" in target:
+        return "/"
+    return target[:2000]
+
+
+class WebReader:
+    """Every route of the reader and the API (search.web.pages, search.web.api)."""
+
+    def __init__(
+        self,
+        service: SearchService,
+        readers: Readers,
+        *,
+        jobs: JobsSource | None = None,
+        problem: Problem = lambda: None,
+    ) -> None:
+        from search.web.api import Api
+        from search.web.pages import Pages
+
+        base = WebBase(service, readers, jobs=jobs, problem=problem)
+        self.pages = Pages(base)
+        self.api = Api(base)
+
+    def routes(self) -> list[BaseRoute]:
+        static = files("search.web").joinpath("static")
+        p, a = self.pages, self.api
+        return [
+            Route("/", p.home, methods=["GET"]),
+            Route("/search", p.search, methods=["GET"]),
+            Route("/jobs", p.jobs, methods=["GET"]),
+            Route("/read/{repository}", p.repository, methods=["GET"]),
+            Route("/read/{repository}/{path:path}", p.read, methods=["GET"]),
+            Route("/-/login", p.login_form, methods=["GET"]),
+            Route("/-/login", p.login, methods=["POST"]),
+            Route("/-/logout", p.logout, methods=["POST"]),
+            Mount("/-/static", app=StaticFiles(directory=str(static)), name="static"),
+            Route("/api/search", a.search, methods=["GET"]),
+            Route("/api/outline", a.outline, methods=["GET"]),
+            Route("/api/nodes/{repository}/{path:path}", a.nodes, methods=["GET"]),
+        ]
+
+
+__all__ = ["CSP", "BadQuery", "Readers", "WebReader"]

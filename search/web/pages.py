@@ -1,0 +1,288 @@
+"""The HTML pages of the web reader (routes in search.web.app, templates beside)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, quote
+
+import psycopg
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from search import nodes as N
+from search import rows as R
+from search.freshness import freshness
+from search.mcp_views import NO_HIT, index_lines, ref_of
+from search.options import MAX_QUERY_CHARS
+from search.results import Citation, Hit
+from search.tools import agent_search
+from search.web import access as A
+from search.web import params as Q
+from search.web.app import SECURITY_HEADERS, WebBase, safe_next
+from search.web.markdown import query_words
+from search.web.reading import chunk_link, read_url, reading_page
+
+HOME_JOBS = 5  # the last jobs the home page shows; /jobs shows JOBS_PAGE
+JOBS_PAGE = 50
+FORM_BYTES = 16_384  # a login form is a token and two short fields
+
+
+@dataclass
+class Passage:
+    ref: str
+    link: str
+    html: Any
+
+
+@dataclass
+class HitView:
+    rank: int
+    repository: str
+    heading_path: str
+    level: int
+    quoted: bool
+    passage: Passage
+    passages: list[Passage] = field(default_factory=list)
+
+
+def _redirect(url: str) -> Response:
+    return RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
+
+
+def group_jobs(jobs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {"running": [], "queued": [], "finished": []}
+    for job in jobs:
+        key = job["status"] if job["status"] in ("running", "queued") else "finished"
+        out[key].append(job)
+    return out
+
+
+class Pages:
+    def __init__(self, base: WebBase) -> None:
+        self.base = base
+
+    # -- helpers -------------------------------------------------------------------------
+
+    def _jobs(self, limit: int) -> list[dict[str, Any]] | None:
+        """The newest jobs, or None when this server has no queue (a bare reader)."""
+        if self.base.jobs_source is None:
+            return None
+        try:
+            return self.base.jobs_source(limit)
+        except psycopg.errors.UndefinedTable:  # no worker ever made the queue's schema
+            return []
+
+    def _passage(self, citation: Citation, text: str, marks: frozenset[str]) -> Passage:
+        return Passage(
+            ref=ref_of(citation, {"lines"}, ""),
+            link=chunk_link(citation, text),
+            html=self.base.text.render(text, marks),
+        )
+
+    def _hit(self, hit: Hit, marks: frozenset[str]) -> HitView:
+        return HitView(
+            rank=hit.rank,
+            repository=hit.citation.repository,
+            heading_path=hit.citation.heading_path,
+            level=hit.level,
+            quoted=bool(hit.scores.phrase),
+            passage=self._passage(hit.citation, hit.text, marks),
+            passages=[self._passage(p.citation, p.text, marks) for p in hit.passages or []],
+        )
+
+    # -- pages -----------------------------------------------------------------------------
+
+    def home(self, request: Request) -> Response:
+        def build() -> Response:
+            branch = self.base.branch(Q.text(request.query_params, "branch"))
+            tree = N.outline(self.base.db, None, None, branch=branch)
+            repos = list(dict.fromkeys(w.repository for w in tree.works if w.repository))
+            with R.connection(self.base.db) as conn:
+                fresh = freshness(conn, repos, branch)
+            return self.base.page(
+                request,
+                "home.html",
+                works=tree.works,
+                freshness=fresh,
+                branch=branch,
+                jobs=self._jobs(HOME_JOBS),
+                read_url=read_url,
+            )
+
+        return self.base.answer(request, True, build)
+
+    def repository(self, request: Request) -> Response:
+        def build() -> Response:
+            repository = Q.repository_name(request.path_params["repository"])
+            branch = self.base.branch(Q.text(request.query_params, "branch"))
+            tree = N.outline(self.base.db, repository, None, branch=branch)
+            with R.connection(self.base.db) as conn:
+                fresh = freshness(conn, [repository], branch)
+            return self.base.page(
+                request,
+                "repository.html",
+                repository=repository,
+                works=tree.works,
+                freshness=fresh,
+                branch=branch,
+                read_url=read_url,
+            )
+
+        return self.base.answer(request, True, build)
+
+    def search(self, request: Request) -> Response:
+        def build() -> Response:
+            params = request.query_params
+            form = {k: (Q.text(params, k) or "") for k in ("repository", "work", "branch")}
+            form["mode"] = Q.text(params, "mode") or "hybrid"
+            form["k"] = Q.text(params, "k") or "10"
+            if not params.get("q", "").strip():
+                return self.base.page(request, "search.html", form=form, response=None)
+            args = Q.SearchArgs.parse(params)
+            response = agent_search(
+                self.base.service,
+                args.query,
+                k=args.k,
+                mode=args.mode,
+                level=args.level,
+                work=args.work,
+                repository=args.repository,
+                branch=self.base.branch(args.branch),
+                max_per_chapter=args.max_per_chapter,
+            )
+            marks = query_words(args.query)
+            return self.base.page(
+                request,
+                "search.html",
+                form=form,
+                response=response,
+                hits=[self._hit(h, marks) for h in response.hits],
+                index=index_lines(response.index),
+                no_hit=NO_HIT,
+            )
+
+        return self.base.answer(request, True, build)
+
+    def read(self, request: Request) -> Response:
+        def build() -> Response:
+            params = request.query_params
+            repository = Q.repository_name(request.path_params["repository"])
+            source_file = Q.source_path(request.path_params["path"])
+            branch = self.base.branch(Q.text(params, "branch"))
+            page = reading_page(self.base.db, repository, source_file, branch=branch)
+            cited = Q.whole(params, "chunk", None, 0, None)
+            digest = Q.text(params, "h")
+            notice = None
+            if digest is not None:
+                found = page.find(digest)
+                if found is not None and found != cited:
+                    url = read_url(repository, source_file)
+                    extra = f"&branch={quote(branch)}" if Q.text(params, "branch") else ""
+                    moved = f"&moved={cited}" if cited is not None else ""
+                    return _redirect(
+                        f"{url}?chunk={found}&h={quote(digest)}{moved}{extra}#chunk-{found}"
+                    )
+                if found is None:
+                    notice = (
+                        "The paragraph this link cites has been changed since the link was made: "
+                        + (
+                            f"paragraph {cited} is shown as it reads now."
+                            if cited is not None and cited in page.hashes
+                            else "it is no longer in this file."
+                        )
+                    )
+            was = Q.whole(params, "moved", None, 0, None)
+            if was is not None and cited is not None and notice is None:
+                notice = (
+                    f"The paragraph this link cites moved from #{was} to #{cited} "
+                    "(paragraphs before it changed since the link was made)."
+                )
+            render = self.base.text.render
+            return self.base.page(
+                request,
+                "read.html",
+                page=page,
+                chunks=[(c.citation.chunk_index, render(c.text)) for c in page.node.chunks],
+                summary=[render(c.text) for c in page.summary.chunks] if page.summary else [],
+                cited=cited,
+                notice=notice,
+                lines={
+                    c.citation.chunk_index: ref_of(c.citation, {"lines"}, "")
+                    for c in page.node.chunks
+                },
+                read_url=read_url,
+            )
+
+        return self.base.answer(request, True, build)
+
+    def jobs(self, request: Request) -> Response:
+        def build() -> Response:
+            jobs = self._jobs(JOBS_PAGE)
+            fragment = request.query_params.get("fragment") == "1"
+            return self.base.page(
+                request,
+                "jobs_fragment.html" if fragment else "jobs.html",
+                groups=group_jobs(jobs or []),
+                has_queue=jobs is not None,
+            )
+
+        return self.base.answer(request, True, build)
+
+    # -- login -------------------------------------------------------------------------------
+
+    def login_form(self, request: Request) -> Response:
+        target = safe_next(request.query_params.get("next"))
+        if self.base.readers.allowed(request):
+            return _redirect(target)
+        return self.base.page(request, "login.html", next=target)
+
+    async def _form(self, request: Request) -> dict[str, str]:
+        body = b""
+        async for piece in request.stream():
+            body += piece
+            if len(body) > FORM_BYTES:
+                return {}
+        parsed = parse_qs(body.decode("utf-8", "replace"), max_num_fields=10)
+        return {k: v[-1] for k, v in parsed.items()}
+
+    async def login(self, request: Request) -> Response:
+        form = await self._form(request)
+        target = safe_next(form.get("next"))
+        if not A.csrf_ok(request, form.get("csrf")):
+            return self.base.page(
+                request,
+                "login.html",
+                403,
+                next=target,
+                message="The form expired or came from another site: log in again.",
+            )
+        token = form.get("token", "")
+        ok = bool(token) and "\x00" not in token and len(token) <= 1000
+        if not ok or not await run_in_threadpool(self.base.readers.token_ok, token):
+            return self.base.page(
+                request,
+                "login.html",
+                401,
+                next=target,
+                message="That is not a read token of this server (GLOSSATOR_READ_TOKENS, "
+                "or a push token).",
+            )
+        response = _redirect(target)
+        A.set_session(response, request, self.base.readers.new_session())
+        return response
+
+    async def logout(self, request: Request) -> Response:
+        form = await self._form(request)
+        if not A.csrf_ok(request, form.get("csrf")):
+            return self.base.error_page(
+                request, 403, "The form expired or came from another site: reload and try again."
+            )
+        self.base.readers.revoke(request.cookies.get(A.SESSION_COOKIE))
+        response = _redirect("/")
+        A.clear_session(response, request)
+        return response
+
+
+__all__ = ["MAX_QUERY_CHARS", "Pages"]
