@@ -18,6 +18,69 @@ from indexer.source import DirectorySource
 ETEXTS = Path(__file__).parent / "fixtures" / "etexts"
 PRINCE = ETEXTS / "machiavelli-the-prince-pg1232-excerpt.txt"
 TOZZI = ETEXTS / "tozzi-con-gli-occhi-chiusi-excerpt.txt"
+PINOCCHIO = ETEXTS / "collodi-pinocchio-excerpt.txt"
+ROMAN = [
+    "I",
+    "II",
+    "III",
+    "IV",
+    "V",
+    "VI",
+    "VII",
+    "VIII",
+    "IX",
+    "X",
+    "XI",
+    "XII",
+    "XIII",
+    "XIV",
+    "XV",
+    "XVI",
+    "XVII",
+    "XVIII",
+    "XIX",
+    "XX",
+]
+ROMAN += ["XX" + r for r in ROMAN[:9]] + ["XXX"] + ["XXX" + r for r in ROMAN[:6]]
+# Pinocchio's chapter titles: the argument under each numeral, as the body writes it
+PINOCCHIO_TITLES = [
+    "Come andò che Maestro Ciliegia, falegname trovò un pezzo di legno che piangeva e rideva come un bambino",
+    "Maestro Ciliegia regala il pezzo di legno al suo amico Geppetto, il quale lo prende per fabbricarsi un burattino maraviglioso, che sappia ballare, tirar di scherma e fare i salti mortali",
+    "Geppetto, tornato a casa, comincia subito a fabbricarsi il burattino e gli mette il nome di Pinocchio. Prime monellerie del burattino",
+    "La storia di Pinocchio col Grillo-parlante, dove si vede come i ragazzi cattivi hanno a noja di sentirsi correggere da chi ne sa più di loro",
+    "Pinocchio ha fame e cerca un uovo per farsi una frittata; ma sul più bello, la frittata gli vola via dalla finestra",
+    "Pinocchio si addormenta coi piedi sul caldano, e la mattina dopo si sveglia coi piedi tutti bruciati",
+    "Geppetto torna a casa, e dà al burattino la colazione che il pover'uomo aveva portata per sè",
+    "Geppetto rifà i piedi a Pinocchio, e vende la propria casacca per comprargli l'Abbecedario",
+    "Pinocchio vende l'Abbecedario per andare a vedere il teatro dei burattini",
+    "I burattini riconoscono il loro fratello Pinocchio e gli fanno una grandissima festa; ma sul più bello esce fuori il burattinaio Mangiafoco, e Pinocchio corre pericolo di fare una brutta fine",
+    "Mangiafoco starnutisce e perdona a Pinocchio, il quale poi difende dalla morte il suo amico Arlecchino",
+    "Il burattinaio Mangiafoco regala cinque monete d'oro a Pinocchio perchè le porti al suo babbo Geppetto: e Pinocchio, invece, si lascia abbindolare dalla Volpe e dal Gatto e se ne va con loro",
+    "L'osteria del «Gambero Rosso.»",
+    "Pinocchio, per non aver dato retta ai buoni consigli del Grillo-parlante, s'imbatte negli assassini",
+    "Gli assassini inseguono Pinocchio; e dopo averlo raggiunto lo impiccano a un ramo della Quercia grande",
+    "La bella Bambina dai capelli turchini fa raccogliere il burattino: lo mette a letto, e chiama tre medici per sapere se sia vivo o morto",
+    "Pinocchio mangia lo zucchero, ma non vuol purgarsi; però quando vede i becchini che vengono a portarlo via, allora si purga. Poi dice una bugia e per gastigo gli cresce il naso",
+    "Pinocchio ritrova la Volpe e il Gatto, e va con loro a seminare le quattro monete nel Campo dei miracoli",
+    "Pinocchio è derubato delle sue monete d'oro, e per gastigo si busca quattro mesi di prigione",
+    "Liberato dalla prigione, si avvia per tornare a casa della Fata; ma lungo la strada trova un serpente orribile, e poi rimane preso alla tagliuola",
+    "Pinocchio è preso da un contadino, il quale lo costringe a far da can di guardia a un pollaio",
+    "Pinocchio scuopre i ladri, e in ricompensa di essere stato fedele vien posto in libertà",
+    "Pinocchio piange la morte della bella Bambina dai capelli turchini: poi trova un Colombo, che lo porta sulla riva del mare, e lì si getta nell'acqua per andare in aiuto del suo babbo Geppetto",
+    "Pinocchio arriva all'isola delle «Api industriose» e ritrova la Fata",
+    "Pinocchio promette alla Fata di esser buono e di studiare, perchè è stufo di fare il burattino e vuol diventare un bravo ragazzo",
+    "Pinocchio va co' suoi compagni di scuola in riva al mare, per vedere il terribile Pesce-cane",
+    "Gran combattimento fra Pinocchio e i suoi compagni: uno dei quali essendo rimasto ferito, Pinocchio viene arrestato dai carabinieri",
+    "Pinocchio corre pericolo di esser fritto in padella, come un pesce",
+    "Ritorna a casa della Fata, la quale gli promette che il giorno dopo non sarà più un burattino, ma diventerà un ragazzo. Gran colazione di caffè-e-latte per festeggiare questo grande avvenimento",
+    "Pinocchio, invece di diventare un ragazzo, parte di nascosto col suo amico Lucignolo per il «Paese dei balocchi.»",
+    "Dopo cinque mesi di cuccagna, Pinocchio con sua gran meraviglia sente spuntarsi un bel pajo d'orecchie asinine, e diventa un ciuchino, con la coda e tutto",
+    "A Pinocchio gli vengono gli orecchi di ciuco, e poi diventa un ciuchino vero e comincia a ragliare",
+    "Diventato un ciuchino vero è portato a vendere, e lo compra il Direttore di una compagnia di pagliacci, per insegnargli a ballare e saltare i cerchi: ma una sera azzoppisce e allora lo ricompra un altro, per far con la sua pelle un tamburo",
+    "Pinocchio gettato in mare, è mangiato dai pesci, e ritorna ad essere un burattino come prima: ma mentre nuota per salvarsi, è ingoiato dal terribile Pesce-cane",
+    "Pinocchio ritrova in corpo al Pesce-cane.... chi ritrova? Leggete questo capitolo e lo saprete",
+    "Finalmente Pinocchio cessa d'essere un burattino e diventa un ragazzo",
+]
 
 
 def test_the_prince_contents_intro_pieces_chapters_in_capitals_and_verse() -> None:
@@ -134,3 +197,44 @@ def test_cli_encoding_lang_and_a_dry_run_that_says_what_it_skipped(tmp_path: Pat
     assert "  12-chapter-xxvi-an-exhortation-to-liberate-italy-from-the-barbarians/  " in dry.output
     assert "would import 1 work(s), 0 parts, 11 chapters, 2 pieces" in dry.output
     assert not (tmp_path / "p").exists()
+
+
+def test_pinocchio_author_line_bare_numerals_arguments_contents_at_the_end(tmp_path: Path) -> None:
+    """Gutenberg's Pinocchio as found in a copy without its header: the author's line
+    (`C. COLLODI`) above the title, bare numerals `I.` with the chapter's argument under
+    them, an `INDICE` of 36 entries with page numbers after the text, a transcriber's
+    note, Gutenberg's closing lines. The issue's Italian novel: the work was titled after
+    its author line and the contents list was read into the last chapter."""
+    work = read_text(PINOCCHIO)
+    assert (work.title, work.author, work.lang) == (
+        "Le avventure di Pinocchio",
+        "Carlo Collodi",
+        "it",
+    )
+    assert not work.parts
+    assert [(s.number, s.title) for s in work.sections()] == list(
+        zip(ROMAN, PINOCCHIO_TITLES, strict=True)
+    )
+    sections = work.sections()
+    assert sections[0].body.startswith("— C'era una volta....\n\n— Un re!")
+    last = sections[-1].body
+    assert last.rstrip().endswith("FINE.") and "INDICE" not in last and "Nota del" not in last
+    assert "Tutti la notte dormono\nE io non dormo mai...." in sections[30].body  # verse
+    text = "".join(s.body for s in sections)
+    assert "[Illustrazione" not in text and "Gutenberg" not in text and "Pag. 5" not in text
+    assert "left out the contents list 'INDICE' (36 entries, lines 626-771)" in work.notes
+    assert "left out a transcriber's note (lines 777-780)" in work.notes
+
+    result = CliRunner().invoke(main, ["corpus", "import", str(PINOCCHIO), str(tmp_path / "p")])
+    assert result.exit_code == 0, result.output
+    assert "0 parts, 36 chapters, 0 pieces" in result.output
+    corpus = read_corpus(DirectorySource(tmp_path / "p"))
+    assert [p for p in corpus.problems if p.severity == "error"] == []
+    paths = [n.heading_path for n in corpus.in_reading_order() if n.level == 0]
+    assert paths[0].startswith("Le avventure di Pinocchio > Capitolo I (Come andò che")
+    assert paths[-1] == (
+        "Le avventure di Pinocchio > Capitolo XXXVI (Finalmente Pinocchio cessa "
+        "d'essere un burattino e diventa un ragazzo)"
+    )
+    folders = sorted(p.name for p in (tmp_path / "p" / "corpus").glob("*/*/"))
+    assert folders[0].startswith("capitolo-01-") and folders[-1].startswith("capitolo-36-")

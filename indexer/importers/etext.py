@@ -148,32 +148,38 @@ def person_name(value: str) -> str:
     return value
 
 
-def title_and_author(lines: list[str], known_author: str | None = None) -> tuple[str, str | None]:
-    """The title and author on a title page's lines (in order, blank lines left out).
+_INITIALS = re.compile(r"^(?:[A-ZÀ-Ý]\.\s*)+[A-ZÀ-Ý][\w'’-]+$")  # `C. COLLODI`, `E. T. A. Hoffmann`
 
-    `Title / di / Author`, `Title / by Author`, `Author / Title` when the author is
-    known (Liber Liber's card) or the first line reads as a name above a title in capitals.
-    """
-    lines = [" ".join(x.split()).strip("_* ") for x in lines]
-    lines = [x for x in lines if x]
-    if not lines:
+
+def title_and_author(texts: list[str], known_author: str | None = None) -> tuple[str, str | None]:
+    """The title and author on a title page's paragraphs (each joined into one line).
+
+    `Title / di / Author` and `Title / by Author`: the author follows the word; `Author /
+    Title` when the first paragraph is the known author (Liber Liber's card) or a name
+    with initials (`C. COLLODI`); else the first paragraph is the title."""
+    texts = [" ".join(x.split()).strip("_* ") for x in texts]
+    texts = [x for x in texts if x]
+    if not texts:
         return "", known_author
     author = known_author
+    if len(texts) > 1 and _INITIALS.match(texts[0]) and not _BY.match(texts[1]):
+        author = author or texts[0]
+        texts = texts[1:] if _comparable(texts[0]) != _comparable(texts[1]) else texts
     rest: list[str] = []
     i = 0
-    while i < len(lines):
-        m = _BY.match(lines[i])
+    while i < len(texts):
+        m = _BY.match(texts[i])
         if m and i > 0:
-            name = m.group("rest").strip() or (lines[i + 1] if i + 1 < len(lines) else "")
+            name = m.group("rest").strip() or (texts[i + 1] if i + 1 < len(texts) else "")
             author = author or name
             i += 1 if m.group("rest").strip() else 2
             continue
-        rest.append(lines[i])
+        rest.append(texts[i])
         i += 1
     if author:
         key = _comparable(author)
-        rest = [x for x in rest if _comparable(x) != key and _comparable(person_name(x)) != key]
-    title = rest[0] if rest else lines[0]
+        rest = [x for x in rest if key not in (_comparable(x), _comparable(person_name(x)))]
+    title = rest[0] if rest else texts[0]
     return title, author
 
 
@@ -232,9 +238,18 @@ def _text(p: _Para) -> str:
     return " ".join(x.strip() for x in p.lines)
 
 
+# A contents entry: a numeral and wide spacing before its title (`XII     Il
+# burattinaio…`), or a page number at the end of its last line (`… bambino   Pag. 5`)
+_ENTRY_START = re.compile(r"^\s*(?:[IVXLCDM]+|\d{1,3})\.?\s{2,}\S")
+_ENTRY_PAGE = re.compile(r"\S(?:\s{2,}|\s*\.{3,}\s*)(?:pag\.?\s*|p\.\s*|s\.\s*)?\d{1,4}\s*$", re.I)
+
+
 def is_prose(p: _Para) -> bool:
     """Running text, not a list of entries or a heading: one long line, or wrapped lines
-    of which one goes on in lower case (a list's entries each start a line anew)."""
+    of which one goes on in lower case (a list's entries each start a line anew), unless
+    it reads as one contents entry (a leading numeral, a trailing page number)."""
+    if _ENTRY_START.match(p.lines[0]) or _ENTRY_PAGE.search(p.lines[-1]):
+        return False
     if len(p.lines) == 1:
         text = p.lines[0].strip()
         return len(text) > 200 or len(text.split()) > 40
@@ -264,6 +279,11 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
             if texts[i].startswith("[") and "]" not in texts[i]:
                 while j < n and "]" not in texts[j - 1]:
                     j += 1
+            elif len(paras[i].lines) == 1 and len(texts[i]) < 60:
+                # a note's title (`Nota del Trascrittore`): its text follows, up to the next
+                # boilerplate or heading, three paragraphs at most
+                while j < min(n, i + 4) and not is_boilerplate(texts[j]) and not _heading(texts[j]):
+                    j += 1
             why = "a transcriber's note"
         elif i < n / 2:  # a licence card before the text: through its last card-like line
             last = max(k for k in range(i, max(i + 1, int(n / 2))) if _card_like(texts[k]))
@@ -275,6 +295,10 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
         else:  # after the text: everything to the end is the publisher's
             j = n
             why = "the licence block after the text"
+            m = _END_OF.match(texts[i])
+            if m:  # `End of Project Gutenberg's Le avventure di Pinocchio, by Carlo Collodi`
+                out.fields.setdefault("title", m.group("title"))
+                out.fields.setdefault("author", m.group("author"))
         for k in range(i, j):
             drop[k] = True
         out.notes.append(f"left out {why} ({_span(paras, i, j)})")
@@ -302,10 +326,9 @@ def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cle
                 break  # the body starts: its heading repeats an entry
             if entries and _numeral_only(texts[j]) and _numeral_only(texts[j]) == _lead(entries[0]):
                 break  # `I.` alone after `I. La partenza`: the body's first heading
-            for x in paras[j].lines:
-                if x.strip():
-                    entries.append(x.strip())
-                    seen.add(comparable(x))
+            for x in _entries(paras[j]):
+                entries.append(x)
+                seen.add(comparable(x))
             j += 1
         if not entries:
             continue
@@ -320,6 +343,37 @@ def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cle
         )
 
 
+_END_OF = re.compile(
+    r"^\**\s*end of (?:the )?project gutenberg(?:'s| e-?book of)\s+(?P<title>.+?),\s+by\s+"
+    r"(?P<author>[^*]+?)\s*\**$",
+    re.IGNORECASE,
+)
+
+
+def _heading(text: str) -> bool:
+    from indexer.importers.headings import parse  # headings.py needs no etext: no cycle
+
+    return parse(text) is not None
+
+
+def _entries(p: _Para) -> list[str]:
+    """A contents paragraph's entries: one wrapped entry (its lines go on in lower case),
+    else one a line; without the page number."""
+    lines = [x.strip() for x in p.lines if x.strip()]
+    if _ENTRY_START.match(p.lines[0]):  # `XII     Il burattinaio…`: an entry per numeral
+        grouped: list[str] = []
+        for x in p.lines:
+            if _ENTRY_START.match(x) or not grouped:
+                grouped.append(x.strip())
+            else:
+                grouped[-1] += " " + x.strip()
+        lines = grouped
+    elif len(lines) > 1 and all(x[:1].islower() or not x[:1].isalpha() for x in lines[1:]):
+        lines = [" ".join(lines)]
+    return [_PAGE.sub("", x).strip() for x in lines]
+
+
+_PAGE = re.compile(r"(?:\s{2,}|\s*\.{3,}\s*)(?:pag\.?\s*|p\.\s*|s\.\s*)?\d{1,4}\s*$", re.I)
 _NUMERAL = re.compile(r"^(?:[IVXLCDM]+|\d{1,3})\.?$")
 
 

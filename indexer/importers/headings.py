@@ -326,18 +326,46 @@ def _line_title(para: Para) -> str | None:
     return None if parse(text) is not None else text
 
 
+def _gap(paras: Sequence[Para], k: int) -> int:
+    """Blank lines between paragraph k and the next."""
+    return paras[k + 1].line - (paras[k].line + len(paras[k].lines))
+
+
+def _argument_title(paras: Sequence[Para], k: int, usual_gap: int) -> str | None:
+    """A chapter's argument as its title (`I.` / `Come andò che Maestro Ciliegia… come un
+    bambino.` / text): a short paragraph set apart by more blank lines than the book puts
+    between its paragraphs; in a file without blank lines, one short line."""
+    p = paras[k]
+    text = " ".join(x.strip() for x in p.lines).strip("_ ")
+    if len(text) > 300 or len(p.lines) > 4 or not text[:1].isupper() or k + 1 >= len(paras):
+        return None
+    if parse(p.lines[0]) is not None:
+        return None
+    if usual_gap >= 1 and _gap(paras, k) > usual_gap:
+        return text
+    if usual_gap == 0 and len(p.lines) == 1 and len(text) <= 200:
+        return text
+    return None
+
+
 def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
     untitled = [
         (n, f)
         for n, f in enumerate(found)
         if f.heading.kind == "chapter" and not f.heading.title and f.consumed == 1
     ]
+    # the book's usual gap between two paragraphs of text (not around a heading or title)
+    near = {f.index + d for f in found for d in (-1, 0, 1)}
+    gaps = sorted(
+        _gap(paras, k) for k in range(len(paras) - 1) if k not in near and k + 1 not in near
+    )
+    usual_gap = gaps[len(gaps) // 2] if gaps else 1
     titles = {}
     for n, f in untitled:
         nxt = f.index + 1
         end = found[n + 1].index if n + 1 < len(found) else len(paras)
         if nxt + 1 < end:  # a title needs text after it
-            title = _line_title(paras[nxt])
+            title = _line_title(paras[nxt]) or _argument_title(paras, nxt, usual_gap)
             if title is not None:
                 titles[n] = title
     if len(titles) < 2 or len(titles) < 0.6 * len(untitled):

@@ -125,13 +125,21 @@ def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     return "\n".join(body), fields
 
 
+# `[Illustration: …]` and its kin in the languages of indexer.lang (Gutenberg's transcribers)
+_ILLUSTRATION = re.compile(
+    r"^\[(?:illustration|illustrazione|ilustraci[óo]n|ilustra[çc][ãa]o|abbildung|"
+    r"illustratie|afbeelding|bild|kuva|ilustracja)",
+    re.IGNORECASE,
+)
+
+
 def drop_illustrations(lines: list[str]) -> list[str]:
     """Lines without `[Illustration…]` blocks; a heading line inside one stays."""
     out: list[str] = []
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
-        if not stripped.lower().startswith("[illustration"):
+        if not _ILLUSTRATION.match(stripped):
             out.append(lines[i])
             i += 1
             continue
@@ -144,12 +152,13 @@ def drop_illustrations(lines: list[str]) -> list[str]:
             j += 1
             if depth <= 0:
                 break
+        before = len(out)
         for x in block:
-            inner = x.strip().removeprefix("[Illustration:").removeprefix("[Illustration")
-            inner = inner.rstrip("]").strip()
+            inner = _ILLUSTRATION.sub("", x.strip()).lstrip(":").rstrip("]").strip()
             if inner and H.parse(inner) is not None:
                 out.extend(["", inner, ""])
         out.append("")
+        out.extend([""] * (len(block) - (len(out) - before)))  # the file's line numbers hold
         i = j
     return out
 
@@ -265,8 +274,9 @@ def read_text(
     known = E.person_name(card["author"]) if card.get("author") else None
     chapters = any(h.heading.kind in ("chapter", "part") for h in heads)
     first = heads[0].index if heads else _title_page_end(paras)
-    page_title, author = E.title_and_author([x for p in paras[:first] for x in p.lines][:12], known)
+    page_title, author = E.title_and_author([p.text for p in paras[:first]][:12], known)
     title = card.get("title") or page_title or src.stem
+    author = H.smart_title(author) if author else None
     work = Work(H.smart_title(_one_line(title)), author, L.code(language))
     if used != "utf-8" and not encoding:
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
