@@ -80,6 +80,13 @@ class GitServer:
             name = name[: -len(SUFFIX)]
         if rest not in backend.SMART_PATHS or not NAME.match(name) or ".." in name:
             return PlainTextResponse("not found\n", status_code=404)
+        if rest == "info/refs" and request.query_params.get("service") not in backend.SERVICES:
+            # without ?service= git http-backend answers the dumb protocol's ref list;
+            # the dumb protocol is not served (its other paths are 404 too)
+            return PlainTextResponse(
+                "not found: only git's smart HTTP protocol is served (info/refs?service=…)\n",
+                status_code=404,
+            )
         allowed = ("POST",) if rest.startswith("git-") else ("GET", "HEAD")
         if request.method not in allowed:
             return PlainTextResponse(

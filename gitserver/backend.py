@@ -40,6 +40,7 @@ MAX_HEADER_BYTES = 64 * 1024
 # What a client may ask of a repository: the smart protocol only. Dumb-HTTP paths
 # (HEAD, objects/…, info/packs) are 404: a smart client never asks for them.
 SMART_PATHS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack"})
+SERVICES = frozenset({"git-upload-pack", "git-receive-pack"})  # info/refs?service=
 # Environment the CGI keeps from ours; everything else (tokens, keys) stays out.
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
 

@@ -98,8 +98,10 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
     """The whole server as one ASGI app. `worker`: process, thread or none
     (glossator.worker.serve_indexing); `index_fn` replaces the indexer of a
     thread worker (tests)."""
+    from glossator.logs import quiet_expected_failures
     from glossator.providers import get_embedder
 
+    quiet_expected_failures()  # the queue's loops log an outage once a line, not a traceback
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     db = database(settings)
     supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan

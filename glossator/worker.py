@@ -61,8 +61,11 @@ def _service(
     sole_worker: bool = False,
     index_fn: Any = None,
 ) -> Any:
+    from glossator.logs import quiet_expected_failures
     from glossator.providers import get_summarizer
     from hooks.service import IndexingService
+
+    quiet_expected_failures()  # an outage: one line each, not procrastinate's tracebacks
     from hooks.worker import BranchIndexer
 
     indexer = BranchIndexer(

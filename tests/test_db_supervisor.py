@@ -223,6 +223,13 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
     assert len(downs) <= 3, downs  # per change of state, not per attempt (there were >= 2)
     assert len(backs) == 1, backs
     assert not [r for r in caplog.records if "postgresql://" in r.getMessage()]
+    # an outage is expected: one line each, never a traceback at ERROR (at DEBUG only)
+    loud = [
+        f"{r.name}: {r.getMessage()}"
+        for r in caplog.records
+        if r.levelno >= logging.ERROR and (r.exc_info or "Traceback" in r.getMessage())
+    ]
+    assert not loud, loud
 
 
 @contextlib.contextmanager
@@ -305,5 +312,6 @@ def test_full_disk_panic_is_one_line_and_the_server_recovers_once_space_is_back(
             assert "database down: the database's disk is full" in log, log[-3000:]
             assert log.count("database down: the database's disk is full") <= 2
             assert "database back after" in log and "postgresql://" not in log
+            assert "Traceback" not in log, log[log.index("Traceback") - 2000 :][:6000]
         finally:
             server.stop()

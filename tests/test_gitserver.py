@@ -190,6 +190,12 @@ async def test_receive_pack_needs_a_token_in_process(store: RepoStore) -> None:
         assert r.headers["content-type"] == "application/x-git-receive-pack-advertisement"
         assert (await client.get("/livre.git/objects/info/packs")).status_code == 404
         assert (await client.get("/livre.git/HEAD")).status_code == 404  # dumb HTTP: no
+        # nor the dumb protocol's ref list (info/refs without ?service=), issue 23
+        for params in ({}, {"service": "git-nothing"}):
+            dumb = await client.get("/livre.git/info/refs", params=params, auth=("a", TOKEN))
+            assert dumb.status_code == 404 and "smart HTTP" in dumb.text, dumb.text
+        anonymous = await client.get("/livre.git/info/refs")
+        assert anonymous.status_code == 404
         assert (await client.get("/livre/HEAD")).status_code == 404
         assert (await client.get("/nope.git/info/refs")).status_code == 404
         assert (await client.get("/livre.git/git-upload-pack")).status_code == 405

@@ -9,11 +9,15 @@ Skipped only where `npx` (Node.js) is absent. npm keeps the package in its own c
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import shlex
 import shutil
+import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,3 +124,49 @@ def test_inspector_over_streamable_http(mcp_url: str, tmp_path: Path) -> None:
     check_target(tmp_path, [], [mcp_url], CALLS)
     # the trailing slash the README once gave works too, named as HTTP explicitly
     check_target(tmp_path, ["--transport", "http"], [mcp_url + "/"], CALLS[:1])
+
+
+def readme_inspector_command() -> list[str]:
+    """The README's Inspector line, as a user copies it."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text("utf-8")
+    lines = [
+        line.strip()
+        for line in readme.splitlines()
+        if line.strip().startswith("npx @modelcontextprotocol/inspector")
+    ]
+    assert len(lines) == 1, lines
+    return shlex.split(lines[0])
+
+
+def test_the_readme_s_inspector_command_runs_as_written() -> None:
+    """Pinned to the version these tests use, and run as the README writes it, from the
+    checkout: `.venv/bin/glossator mcp` with the per-user data directory (HOME points
+    at a fresh one, so its embedded PostgreSQL starts from nothing as on a new machine)."""
+    command = readme_inspector_command()
+    assert command[:2] == ["npx", INSPECTOR], command
+    root = Path(__file__).resolve().parents[1]
+    assert (root / command[-2]).exists(), command  # .venv/bin/glossator, from the checkout
+    # outside pytest's tmp root, which is 0700: the embedded server may run as its own
+    # user when the tests run as root
+    home = Path(tempfile.mkdtemp(prefix="glossator-test-inspector-"))
+    home.chmod(0o755)
+    try:
+        _run_readme_command(command, root, home)
+    finally:
+        for pidfile in home.glob("**/postmaster.pid"):  # a server left behind: stop it
+            with contextlib.suppress(ValueError, OSError):
+                os.kill(int(pidfile.read_text().split()[0]), signal.SIGINT)
+        shutil.rmtree(home, ignore_errors=True)
+
+
+def _run_readme_command(command: list[str], root: Path, home: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "XDG_"))}
+    env |= {"HOME": str(home), "npm_config_update_notifier": "false", "npm_config_fund": "false"}
+    env["npm_config_cache"] = str(Path.home() / ".npm")  # the package cached by the tests above
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=400)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # the Inspector says nothing; `glossator mcp` says once that it starts the database
+    said = warnings_of(done.stderr)
+    assert [line for line in said if "no `glossator serve` is running" not in line] == [], said
+    names = {t["name"] for t in json.loads(done.stdout)["tools"]}
+    assert names == {name for name, _ in CALLS}

@@ -7,6 +7,10 @@ them to register them, so the dependency runs one way and no import order matter
 
 from __future__ import annotations
 
+import io
+import sys
+from typing import IO, TextIO, cast
+
 import click
 from rich.console import Console
 
@@ -31,8 +35,45 @@ class Context:
 pass_context = click.make_pass_decorator(Context, ensure=True)
 
 
+# Piped, a line is as long as its content: rich lays things out on a canvas this
+# wide (so that no table wraps) and _Unpadded cuts what it pads at the line's end.
+PIPED_WIDTH = 100_000
+
+
+class _Unpadded(io.TextIOBase):
+    """A text stream that drops the spaces ending each line before writing it on.
+
+    Rich pads to the console's width whatever expands (a `Padding`, a centred title,
+    a justified text): 100,000 spaces a line on a pipe (issue 23) when nothing else
+    would. Lines are held until their newline so that a line written in pieces is
+    trimmed whole."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._pending = ""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        *lines, self._pending = (self._pending + text).split("\n")
+        if lines:
+            self._out.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending:
+            self._out.write(self._pending.rstrip(" "))
+            self._pending = ""
+        self._out.flush()
+
+
 def out_console() -> Console:
-    """stdout for results: a terminal's width there, no wrapping when piped (a table
-    folded at 80 columns cuts `GLOSSATOR_DATABASE_URL` in two for grep and cut)."""
+    """stdout for results: a terminal's width there; piped, no wrapping (a table
+    folded at 80 columns cuts `GLOSSATOR_DATABASE_URL` in two for grep and cut) and
+    no padding: each line as long as its content."""
     console = Console()
-    return console if console.is_terminal else Console(width=100_000, soft_wrap=True)
+    if console.is_terminal:
+        return console
+    out = cast(IO[str], _Unpadded(sys.stdout))  # a TextIOBase: what rich writes to
+    return Console(file=out, width=PIPED_WIDTH, soft_wrap=True)

@@ -120,7 +120,7 @@ def print_response(console: Console, response: SearchResponse) -> None:
         console.print("    " + " · ".join(parts), style="dim", highlight=False)
         text = " ".join(hit.text.split())
         excerpt = text[:EXCERPT] + " …" if len(text) > EXCERPT else text
-        console.print(Padding(Text(excerpt), (0, 0, 0, 4)))
+        console.print(Padding(Text(excerpt), (0, 0, 0, 4), expand=False))
         if hit.parent is not None:
             console.print(f"    ↑ {hit.parent.heading_path}", style="green", highlight=False)
     r = response.rerank
