@@ -12,6 +12,7 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.corpus import read_corpus
 from indexer.importers.common import ImportSourceError
+from indexer.importers.headings import parse
 from indexer.importers.text import read_text
 from indexer.source import DirectorySource
 
@@ -238,3 +239,59 @@ def test_pinocchio_author_line_bare_numerals_arguments_contents_at_the_end(tmp_p
     )
     folders = sorted(p.name for p in (tmp_path / "p" / "corpus").glob("*/*/"))
     assert folders[0].startswith("capitolo-01-") and folders[-1].startswith("capitolo-36-")
+
+
+def test_pinocchio_in_markdown_bare_numerals_and_an_indice(tmp_path: Path) -> None:
+    """The issue's hand conversion of the Italian book to Markdown: `## I. Title` for the
+    first chapters, `## III Title` (numeral, space, no period) after, an `## Indice`
+    section first. Every chapter keeps its number, the contents list is no chapter, and
+    the tree lists chapter 1 first (by name `capitolo-01-…` sorted after `36-…`)."""
+    chapters = read_text(PINOCCHIO).sections()
+    lines = ["---", "author: Carlo Collodi", "lang: it", "---", "# Le avventure di Pinocchio", ""]
+    lines += ["## Indice", "", *(f"- {c.number}. {c.title}" for c in chapters), ""]
+    for n, c in enumerate(chapters):
+        sep = ". " if n < 2 else " "
+        lines += [f"## {c.number}{sep}{c.title}", "", c.body]
+    lines += ["## I Promessi Sposi, un altro libro", "", "Non è un capitolo numerato.", ""]
+    src = tmp_path / "pinocchio.md"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    runner = CliRunner()
+    dry = runner.invoke(main, ["corpus", "import", str(src), str(tmp_path / "o"), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    assert "left out the contents list `## Indice` (line 7)" in dry.output
+    tree = [x.split("/")[0].strip() for x in dry.output.splitlines() if x.startswith("  ")]
+    assert tree[0].startswith("capitolo-01-come-ando") and tree[2].startswith("capitolo-03-")
+    assert tree[35].startswith("capitolo-36-") and tree[36] == "37-i-promessi-sposi-un-altro-libro"
+    done = runner.invoke(main, ["corpus", "import", str(src), str(tmp_path / "o")])
+    assert done.exit_code == 0, done.output
+    corpus = read_corpus(DirectorySource(tmp_path / "o"))
+    sources = [n for n in corpus.in_reading_order() if n.level == 0]
+    assert [n.meta.get("number") for n in sources] == [*ROMAN, None]
+    assert (
+        sources[2].heading_path == f"Le avventure di Pinocchio > Capitolo III ({chapters[2].title})"
+    )
+    assert (
+        sources[-1].heading_path == "Le avventure di Pinocchio > I Promessi Sposi, un altro libro"
+    )
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("Capitolo primo", ("chapter", "Capitolo", "1", "")),
+        ("CAPITOLO SECONDO.", ("chapter", "Capitolo", "2", "")),
+        ("Capítulo tercero. La vuelta", ("chapter", "Capítulo", "3", "La vuelta")),
+        ("Capítulo vigésimo", ("chapter", "Capítulo", "20", "")),
+        ("Capítulo segundo", ("chapter", "Capítulo", "2", "")),
+        ("Eerste hoofdstuk", ("chapter", "Hoofdstuk", "1", "")),
+        ("Hoofdstuk 3", ("chapter", "Hoofdstuk", "3", "")),
+        ("Zweites Kapitel", ("chapter", "Kapitel", "2", "")),
+        ("Livre premier", ("part", "Livre", "1", "")),
+        ("LIBRO SEGUNDO", ("part", "Libro", "2", "")),
+        ("III", ("chapter", None, "III", "")),
+        ("I.", ("chapter", None, "I", "")),
+    ],
+)
+def test_heading_numerals_in_the_books_languages(line: str, expected: tuple) -> None:
+    h = parse(line)
+    assert h is not None and (h.kind, h.label, h.number, h.title) == expected

@@ -37,9 +37,12 @@ from indexer.importers.common import (
     drop_title_heading,
     guess_language,
     heading_label,
+    number_value,
     own_label,
+    roman_to_int,
     split_heading,
 )
+from indexer.importers.etext import is_contents_title
 from indexer.importers.selection import Selection
 from indexer.importers.tree import Part, Section, Work
 
@@ -117,8 +120,37 @@ def _is_chapter(block: _Block) -> bool:
     return block.level == 2 and heading_label(block.title) is not None
 
 
-def _section(path: str, block: _Block, lang: str) -> Section:
-    number, title = split_heading(block.title)
+_BARE_NUMBERED = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})\s+(?P<title>\S.*)$")
+
+
+def _bare_numbers(blocks: list[_Block]) -> dict[int, tuple[str, str]]:
+    """Siblings numbered without a separator (`## III Title`), read as numbered only in
+    sequence with their numbered neighbours (`## II. Title` before, `## IV Title` after),
+    so that `## I Promessi Sposi` alone stays a title."""
+    values: list[int | None] = []
+    candidates: dict[int, tuple[str, str]] = {}
+    for n, block in enumerate(blocks):
+        number, _ = split_heading(block.title)
+        m = _BARE_NUMBERED.match(" ".join(block.title.split()))
+        if number is None and m and m.group("title")[:1].isupper():
+            raw = m.group("num")
+            value = int(raw) if raw.isdigit() else roman_to_int(raw)
+            if value is not None:
+                candidates[n] = (raw if raw.isdigit() else raw.upper(), m.group("title"))
+                number = str(value)
+        values.append(number_value(number) if number else None)
+    kept: dict[int, tuple[str, str]] = {}
+    for n in candidates:
+        value = values[n]
+        before = next((values[k] for k in range(n - 1, -1, -1) if values[k] is not None), None)
+        after = next((values[k] for k in range(n + 1, len(blocks)) if values[k] is not None), None)
+        if value is not None and (before == value - 1 or after == value + 1):
+            kept[n] = candidates[n]
+    return kept
+
+
+def _section(path: str, block: _Block, lang: str, bare: tuple[str, str] | None = None) -> Section:
+    number, title = bare if bare else split_heading(block.title)
     body = "\n".join(block.text).strip("\n")
     body = drop_title_heading(body, title, number)
     meta = own_label(block.title, lang) if number is not None else {}
@@ -221,6 +253,8 @@ def read_markdown(
             )
         sections: list[Section] = []
         seen_part = False
+        bare = _bare_numbers([b for b in wblock.children if not b.children])
+        flat = [b for b in wblock.children if not b.children]
         for block in wblock.children:
             if block.children:
                 seen_part = True
@@ -233,10 +267,11 @@ def read_markdown(
                         "give it a `### ` heading (e.g. `### Introduction`)",
                     )
                 part = Part(block.title)
-                for cblock in block.children:
+                bare = _bare_numbers(block.children)
+                for k, cblock in enumerate(block.children):
                     if selection.excluded(cblock.title):
                         continue
-                    part.sections.append(_section(path, cblock, work.lang))
+                    part.sections.append(_section(path, cblock, work.lang, bare.get(k)))
                 if part.sections:
                     work.add_part(part)
                     sections.extend(part.sections)
@@ -249,7 +284,12 @@ def read_markdown(
                 )
             if selection.excluded(block.title, front=not seen_part):
                 continue
-            piece = _section(path, block, work.lang)
+            if is_contents_title(block.title):  # the book's own list of its chapters
+                work.notes.append(
+                    f"left out the contents list `## {block.title}` (line {block.line})"
+                )
+                continue
+            piece = _section(path, block, work.lang, bare.get(flat.index(block)))
             work.add_piece(piece)  # numbered: a chapter of a book without parts
             sections.append(piece)
         _distribute_notes(sections)

@@ -1,6 +1,8 @@
 """Numbers written as words in chapter headings: `ONE`, `twenty-three`, `the First`,
-`premier`, `Zweites`. English cardinals and ordinals, French and German ordinals (the
-ones headings use); anything else is roman or arabic (headings.py).
+`premier`, `Zweites`, `primo`, `primero`, `primeiro`, `eerste`. English cardinals and
+ordinals; French, German, Italian, Spanish, Portuguese and Dutch ordinals 1-20 (the ones
+headings use: `Capitolo primo`, `Capítulo segundo`, `Eerste hoofdstuk`); anything else is
+roman or arabic (headings.py).
 """
 
 from __future__ import annotations
@@ -63,13 +65,49 @@ _FRENCH = {
 }  # fmt: skip
 
 
+def _ordinals(words: str) -> dict[str, int]:
+    return {w: n for n, group in enumerate(words.split(), start=1) for w in group.split("/")}
+
+
+# ordinals 1-20 as chapter headings write them (masculine/feminine forms joined by /),
+# accents folded (`fold`): `vigésimo` is looked up as `vigesimo`
+_ROMANCE_DUTCH = {
+    **_ordinals(
+        "primo/prima secondo/seconda terzo/terza quarto/quarta quinto/quinta sesto/sesta "
+        "settimo/settima ottavo/ottava nono/nona decimo/decima undicesimo/undicesima "
+        "dodicesimo/dodicesima tredicesimo/tredicesima quattordicesimo/quattordicesima "
+        "quindicesimo/quindicesima sedicesimo/sedicesima diciassettesimo/diciassettesima "
+        "diciottesimo/diciottesima diciannovesimo/diciannovesima ventesimo/ventesima"
+    ),  # it
+    **_ordinals(
+        "primero/primera segundo/segunda tercero/tercera cuarto/cuarta quinto/quinta "
+        "sexto/sexta septimo/septima octavo/octava noveno/novena decimo/decima "
+        "undecimo/undecima duodecimo/duodecima decimotercero/decimotercera "
+        "decimocuarto/decimocuarta decimoquinto/decimoquinta decimosexto/decimosexta "
+        "decimoseptimo/decimoseptima decimoctavo/decimoctava decimonoveno/decimonovena "
+        "vigesimo/vigesima"
+    ),  # es
+    **_ordinals(
+        "primeiro/primeira segundo/segunda terceiro/terceira quarto/quarta quinto/quinta "
+        "sexto/sexta setimo/setima oitavo/oitava nono/nona decimo/decima"
+    ),  # pt
+    **_ordinals(
+        "eerste tweede derde vierde vijfde zesde zevende achtste negende tiende elfde "
+        "twaalfde dertiende veertiende vijftiende zestiende zeventiende achttiende "
+        "negentiende twintigste"
+    ),  # nl
+}
+
+
 def word_number(text: str) -> int | None:
-    """`ONE` → 1, `twenty-three` → 23, `the First` → 1, `premier` → 1; else None."""
+    """`ONE` → 1, `twenty-three` → 23, `the First` → 1, `premier` → 1, `primo` → 1; else None."""
     if text.strip().lower() in _GERMAN:
         return _GERMAN[text.strip().lower()]
     t = fold(text).lower().strip().removeprefix("the ").strip()
     if t in _FRENCH:
         return _FRENCH[t]
+    if t in _ROMANCE_DUTCH:
+        return _ROMANCE_DUTCH[t]
     if t in _ORDINALS[1:]:
         return _ORDINALS.index(t)
     if t in _ONES[1:]:
@@ -101,9 +139,24 @@ ORDINAL_FIRST = re.compile(
     + "|".join(sorted(_GERMAN, key=len, reverse=True))
     + "|"
     + "|".join(_ORDINALS[1:])
+    + "|"
+    + "|".join(
+        sorted(
+            _ordinals("eerste tweede derde vierde vijfde zesde zevende achtste negende tiende"),
+            key=len,
+            reverse=True,
+        )
+    )
     + r")\s+(?P<label>[^\W\d_]+)(?P<rest>.*)$",
     re.IGNORECASE,
 )
+_ACCENTED_ROMANCE = ["vigésimo", "vigésima", "séptimo", "séptima", "décimo", "décima", "sétimo",
+                     "sétima", "undécimo", "undécima", "duodécimo", "duodécima"]  # fmt: skip
 WORDS_RE = "|".join(
-    sorted(set(_ONES[1:] + _TENS[2:] + _ORDINALS[1:] + list(_FRENCH) + _ACCENTED), key=len)[::-1]
+    sorted(
+        set(_ONES[1:] + _TENS[2:] + _ORDINALS[1:] + list(_FRENCH) + _ACCENTED)
+        | set(_ROMANCE_DUTCH)
+        | set(_ACCENTED_ROMANCE),
+        key=len,
+    )[::-1]
 )

@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 
 from indexer import frontmatter
-from indexer.corpus import CORPUS_DIR, SOURCE, SUMMARY, read_corpus
+from indexer.corpus import CORPUS_DIR, SOURCE, SUMMARY, folder_order, read_corpus
 from indexer.errors import Problem
 from indexer.importers.common import ImportSourceError
 from indexer.importers.tree import Stats, Work, layout
@@ -172,7 +172,14 @@ def render_tree(changes: Changes, words: int = 8) -> str:
     """The files an import would write as an indented tree, each text with its first words."""
     lines: list[str] = []
     written = [p for p, d in changes.items() if d is not None]
-    for path in sorted(written, key=lambda p: (p.rsplit("/", 1)[0], p.endswith("/" + SOURCE))):
+
+    # in reading order, as the corpus reader sorts folders (the number in a folder's name),
+    # not by name: `capitolo-01-…` sorts after `36-…` by name
+    def order(p: str) -> tuple[object, ...]:
+        folders = p.split("/")[:-1]
+        return (tuple(folder_order(f, {}) for f in folders), p.endswith("/" + SOURCE))
+
+    for path in sorted(written, key=order):
         if not path.startswith(CORPUS_DIR + "/"):
             continue
         parts = path.split("/")
