@@ -20,6 +20,7 @@ ETEXTS = Path(__file__).parent / "fixtures" / "etexts"
 PRINCE = ETEXTS / "machiavelli-the-prince-pg1232-excerpt.txt"
 TOZZI = ETEXTS / "tozzi-con-gli-occhi-chiusi-excerpt.txt"
 PINOCCHIO = ETEXTS / "collodi-pinocchio-excerpt.txt"
+KAFKA = ETEXTS / "kafka-die-verwandlung-pg22367-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -295,3 +296,24 @@ def test_pinocchio_in_markdown_bare_numerals_and_an_indice(tmp_path: Path) -> No
 def test_heading_numerals_in_the_books_languages(line: str, expected: tuple) -> None:
     h = parse(line)
     assert h is not None and (h.kind, h.label, h.number, h.title) == expected
+
+
+def test_kafka_german_title_von_author_and_bare_numerals() -> None:
+    """Gutenberg's Die Verwandlung (German) as found in a copy without its header: a
+    centred title page `DIE VERWANDLUNG / VON / FRANZ KAFKA` in capitals, sections `I.`
+    `II.` `III.` without titles, the END marker and licence after the text."""
+    work = read_text(KAFKA)
+    assert (work.title, work.author, work.lang) == ("Die Verwandlung", "Franz Kafka", "de")
+    assert [(s.number, s.title, s.meta) for s in work.sections()] == [
+        ("I", "Kapitel I", {}),
+        ("II", "Kapitel II", {}),
+        ("III", "Kapitel III", {}),
+    ]
+    sections = work.sections()
+    assert sections[0].body.startswith("Als Gregor Samsa eines Morgens aus unruhigen Träumen")
+    assert sections[-1].body.rstrip().endswith("ihren jungen Körper dehnte.")
+    assert "Gutenberg" not in "".join(s.body for s in sections)
+    assert work.notes == [
+        "left out the licence block after the text (lines 93-99)",
+        "left out the title page before 'I.' (3 paragraphs, lines 1-5)",
+    ]
