@@ -317,3 +317,73 @@ def test_kafka_german_title_von_author_and_bare_numerals() -> None:
         "left out the licence block after the text (lines 93-99)",
         "left out the title page before 'I.' (3 paragraphs, lines 1-5)",
     ]
+
+
+def _liber_liber_layout(tmp_path: Path) -> Path:
+    """The layout the issue describes (Liber Liber's and Wikisource's plain texts): one
+    paragraph a line with no blank line, Liber Liber's card before the text (its own
+    field names), an `Indice` at the front, `I.` then `II` without its period, each with
+    its title on the next line, Liber Liber's appeal after the text. No file of that
+    layout is in the stored repositories: this one is built from the real text of the
+    Pinocchio fixture (its first six chapters), not from made-up prose."""
+    chapters = read_text(PINOCCHIO).sections()[:6]
+    lines = [
+        "Questo e-book è stato realizzato anche grazie al sostegno di:",
+        "E-text",
+        "QUESTO E-BOOK:",
+        "TITOLO: Le avventure di Pinocchio",
+        "AUTORE: Collodi, Carlo",
+        "DIRITTI D'AUTORE: no",
+        "LICENZA: questo testo è distribuito con la licenza specificata al seguente "
+        "indirizzo Internet: http://www.liberliber.it/online/opere/libri/licenze/",
+        "INDICE DI AFFIDABILITA': 1",
+        "  0: affidabilità bassa",
+        'Informazioni sul "progetto Manuzio"',
+        'Il "progetto Manuzio" è una iniziativa dell\'associazione culturale Liber Liber. '
+        "Ulteriori informazioni sono disponibili sul sito Internet: http://www.liberliber.it/",
+        "Carlo Collodi",
+        "Le avventure di Pinocchio",
+        "Indice",
+        *(f"{c.number}. {c.title}" for c in chapters),
+    ]
+    for n, c in enumerate(chapters):
+        lines += [f"{c.number}." if n % 2 == 0 else str(c.number), c.title]
+        lines += c.body.strip().split("\n\n")
+    lines += ["Liber Liber", "Se questo libro ti è piaciuto, aiutaci a realizzarne altri."]
+    src = tmp_path / "pinocchio-liberliber.txt"
+    src.write_bytes("\r\n".join(lines).encode("cp1252"))  # Liber Liber's older files
+    return src
+
+
+def test_the_issues_layout_one_paragraph_a_line_card_indice_numerals(tmp_path: Path) -> None:
+    src = _liber_liber_layout(tmp_path)
+    work = read_text(src)
+    chapters = read_text(PINOCCHIO).sections()[:6]
+    assert (work.title, work.author, work.lang) == (
+        "Le avventure di Pinocchio",
+        "Carlo Collodi",
+        "it",
+    )
+    assert [(s.number, s.title) for s in work.sections()] == [(c.number, c.title) for c in chapters]
+    assert [s.body for s in work.sections()] == [c.body for c in chapters]  # paragraphs kept
+    assert work.notes == [
+        "decoded as cp1252 (not UTF-8); pass --encoding to read it otherwise",
+        "left out the licence card before the text (lines 1-11)",
+        "left out the licence block after the text (lines 46-47)",
+        "left out the contents list 'Indice' (6 entries, lines 14-20)",
+        "left out the title page before 'I.' (2 paragraphs, lines 12-13)",
+    ]
+
+
+def test_hard_wrapped_lines_without_blank_lines(tmp_path: Path) -> None:
+    """Kafka's text with its blank lines taken out (as some conversions leave it): the
+    paragraphs end on short lines; the title page, headings and licence still found."""
+    text = KAFKA.read_text(encoding="utf-8")
+    src = tmp_path / "verwandlung.txt"
+    src.write_text("\n".join(x for x in text.split("\n") if x.strip()), encoding="utf-8")
+    work = read_text(src)
+    assert (work.title, work.author) == ("Die Verwandlung", "Franz Kafka")
+    assert [s.number for s in work.sections()] == ["I", "II", "III"]
+    first = work.sections()[0].body.split("\n\n")
+    assert len(first) == 2 and first[1].startswith("»Was ist mit mir geschehen?«")
+    assert work.sections()[-1].body.rstrip().endswith("ihren jungen Körper dehnte.")

@@ -29,7 +29,8 @@ from indexer.importers.common import fold
 # A line this long is a paragraph of its own, never a wrapped line: typesetters and
 # Gutenberg wrap at 60-80 columns (their guideline says under 80).
 UNWRAPPED_LINE = 120
-# A block of this many lines without a blank line is a file without paragraph breaks.
+# Blocks of this many lines on average, without a blank line: a file without paragraph
+# breaks (a paragraph of prose runs 3 to 8 lines at Gutenberg's 70 columns).
 LONG_BLOCK_LINES = 12
 
 _CONTENTS_TITLE = re.compile(
@@ -85,11 +86,15 @@ def infer_paragraphs(blocks: list[list[str]]) -> list[list[list[str]]]:
         return []
     p90 = lengths[int(len(lengths) * 0.9)]
     unwrapped = p90 >= UNWRAPPED_LINE
+    # a file with blank lines between its paragraphs keeps them as they are (a long
+    # paragraph is not split); one whose blocks run LONG_BLOCK_LINES lines and more on
+    # average has none
+    without_breaks = len(lengths) >= LONG_BLOCK_LINES * len(blocks)
     out: list[list[list[str]]] = []
     for block in blocks:
         if unwrapped:
             out.append([[x] for x in block])  # one paragraph a line
-        elif len(block) >= LONG_BLOCK_LINES:
+        elif without_breaks and len(block) >= LONG_BLOCK_LINES:
             out.append(_split_wrapped(block, max(p90, 20)))
         else:
             out.append([block])
@@ -100,16 +105,20 @@ _SENTENCE_END = re.compile(r"[.!?…:;»”\"'’)\]]\s*$")
 
 
 def _split_wrapped(block: list[str], width: int) -> list[list[str]]:
-    """A run of hard-wrapped lines with no blank line: a paragraph ends on a line well
-    short of the width that ends a sentence, or before an indented line."""
+    """A run of hard-wrapped lines with no blank line: a paragraph ends on a short line
+    or one that ends a sentence well short of the width, before an indented line or a
+    heading."""
     out: list[list[str]] = []
     current: list[str] = []
     for i, line in enumerate(block):
         current.append(line)
         nxt = block[i + 1] if i + 1 < len(block) else ""
-        short = len(line.rstrip()) < 0.8 * width and bool(_SENTENCE_END.search(line))
+        length = len(line.strip())
+        # a wrapped line runs to near the width: a short one ends its paragraph (a title,
+        # a heading, a paragraph's last line), and so does a sentence's end well short of it
+        short = length < 0.6 * width or (length < 0.8 * width and bool(_SENTENCE_END.search(line)))
         indented = nxt.startswith((" ", "\t")) and not line.startswith((" ", "\t"))
-        if short or indented or not nxt:
+        if short or indented or not nxt or _heading(nxt.strip()) or is_boilerplate(nxt):
             out.append(current)
             current = []
     if current:
