@@ -42,6 +42,7 @@ from indexer.importers import etext as E
 from indexer.importers import headings as H
 from indexer.importers.common import ImportSourceError, guess_language
 from indexer.importers.selection import Selection
+from indexer.importers.titles import smart_title
 from indexer.importers.tree import Part, Section, Work
 
 # Gutenberg's markers (www.gutenberg.org/help/: "*** START OF THE PROJECT GUTENBERG
@@ -276,8 +277,8 @@ def read_text(
     first = heads[0].index if heads else _title_page_end(paras)
     page_title, author = E.title_and_author([p.text for p in paras[:first]][:12], known)
     title = card.get("title") or page_title or src.stem
-    author = H.smart_title(author) if author else None
-    work = Work(H.smart_title(_one_line(title)), author, L.code(language))
+    author = smart_title(author) if author else None
+    work = Work(smart_title(_one_line(title)), author, L.code(language))
     if used != "utf-8" and not encoding:
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
     work.notes.extend(cleaned.notes)
@@ -350,7 +351,7 @@ def _assemble(
         h = found.heading
         title = h.display if h.number is None or h.label else _bare_title(h, work.lang)
         if h.kind == "part" and parts_wanted:
-            title = h.title or H.smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
+            title = h.title or smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
             seen_part = True
             skipping = selection.excluded(title)  # an excluded part takes its chapters along
             part, in_work = (None, False) if skipping else (Part(title), False)
