@@ -4,6 +4,7 @@ source and licence), imported with no hand edits; each test asserts the exact ch
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -13,10 +14,11 @@ from glossator.cli import main
 from indexer.corpus import read_corpus
 from indexer.importers.common import ImportSourceError
 from indexer.importers.headings import parse
-from indexer.importers.text import read_text
+from indexer.importers.text import decode, read_text
 from indexer.source import DirectorySource
 
 ETEXTS = Path(__file__).parent / "fixtures" / "etexts"
+GUTENBERG = Path(__file__).parent / "fixtures" / "gutenberg"
 PRINCE = ETEXTS / "machiavelli-the-prince-pg1232-excerpt.txt"
 TOZZI = ETEXTS / "tozzi-con-gli-occhi-chiusi-excerpt.txt"
 PINOCCHIO = ETEXTS / "collodi-pinocchio-excerpt.txt"
@@ -387,3 +389,26 @@ def test_hard_wrapped_lines_without_blank_lines(tmp_path: Path) -> None:
     first = work.sections()[0].body.split("\n\n")
     assert len(first) == 2 and first[1].startswith("»Was ist mit mir geschehen?«")
     assert work.sections()[-1].body.rstrip().endswith("ihren jungen Körper dehnte.")
+
+
+@pytest.mark.parametrize("book", ["pg84.txt", "pg1342.txt"])
+def test_gutenberg_books_without_their_start_and_end_markers(tmp_path: Path, book: str) -> None:
+    """Copies of copies often lose Gutenberg's `*** START OF` / `*** END OF` lines: the
+    header is then a licence card, the licence after the text a block to leave out, and
+    the book imports exactly as with its markers."""
+    original = GUTENBERG / book
+    lines, _ = decode(book, original.read_bytes())  # as distributed: Windows-1252
+    kept = [x for x in lines.splitlines() if not re.match(r"^\s*\*{3}\s*(START|END) OF", x)]
+    src = tmp_path / book
+    src.write_text("\n".join(kept), encoding="utf-8")
+    with_markers, without = read_text(original), read_text(src)
+    assert (without.title, without.author, without.lang) == (
+        with_markers.title,
+        with_markers.author,
+        with_markers.lang,
+    )
+    assert [(s.number, s.title, s.body) for s in without.sections()] == [
+        (s.number, s.title, s.body) for s in with_markers.sections()
+    ]
+    assert any(n.startswith("left out the licence card before the text") for n in without.notes)
+    assert any(n.startswith("left out the licence block after the text") for n in without.notes)

@@ -47,7 +47,7 @@ _BOILERPLATE = re.compile(
     # Project Gutenberg without its START/END markers (older files, copies of copies)
     r"\**\s*end of (?:the |this )?project gutenberg|the project gutenberg e-?book of|"
     r"project gutenberg'?s? |this e-?book is for the use of anyone anywhere|"
-    r"\*\*\*\s*start: full license|"
+    r"(?:\*\*\*\s*)?start: full license|updated editions will replace the previous one|"
     # Liber Liber (liberliber.it): the card before the text and the appeal after it
     r"questo e-?book [eè] stato realizzato|questo e-book:|liber liber\b|"
     r"se questo libro ti [eè] piaciuto|aiutaci a realizzarne altri|www\.liberliber\.it|"
@@ -220,8 +220,12 @@ _CARD_WORDS = re.compile(
 _CARD_KEY = re.compile(r"^[A-ZÀ-Ý0-9' ]{3,}:")  # `DIRITTI D'AUTORE: no`, in capitals
 
 
+# a header's `Release date: …`, `Language: English`, `Credits: …`
+_KEY_VALUE = re.compile(r"^[A-ZÀ-Ý][\w' ]{1,30}:\s+\S")
+
+
 def _card_like(text: str) -> bool:
-    return bool(_CARD_WORDS.search(text) or _CARD_KEY.match(text))
+    return bool(_CARD_WORDS.search(text) or _CARD_KEY.match(text) or _KEY_VALUE.match(text))
 
 
 @dataclass
@@ -295,8 +299,7 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
                     j += 1
             why = "a transcriber's note"
         elif i < n / 2:  # a licence card before the text: through its last card-like line
-            last = max(k for k in range(i, max(i + 1, int(n / 2))) if _card_like(texts[k]))
-            j = last + 1
+            j = _card_end(paras, texts, i)
             why = "the licence card before the text"
             out.fields.update(
                 {k: v for k, v in fields_of(texts[i:j]).items() if k not in out.fields}
@@ -315,6 +318,25 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
     _drop_contents(paras, texts, drop, out)
     out.paras = [p for p, d in zip(paras, drop, strict=True) if not d]
     return out
+
+
+# Lines inside a card that are none of its keys (`0: affidabilità bassa`): this many in a
+# row at most before the card is over
+CARD_GAP = 3
+
+
+def _card_end(paras: list[_P], texts: list[str], i: int) -> int:
+    """One past the last paragraph of the card that starts at i: card-like paragraphs
+    with at most CARD_GAP others between them, up to a heading or a contents title."""
+    last = i
+    k = i + 1
+    while k < len(paras) and k - last <= CARD_GAP:
+        if _heading(texts[k]) or is_contents_title(texts[k]):
+            break
+        if _card_like(texts[k]) or is_boilerplate(texts[k]):
+            last = k
+        k += 1
+    return last + 1
 
 
 def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cleaned[_P]) -> None:
