@@ -1,17 +1,28 @@
-"""The pre-receive hook: refuse a push whose changed corpus `.md` files have broken frontmatter.
+"""The pre-receive hook: refuse a push whose tree the indexer could not use as it is.
 
 git runs this with one line `<old> <new> <ref>` per updated ref on stdin, before
 any ref moves, with the pushed objects still in quarantine (GIT_QUARANTINE_PATH,
-which we add to the object database as an alternate). For each updated branch,
-each added or modified `.md` file under `corpus/` is parsed with the indexer's
-own frontmatter rules; every problem becomes one line, which git shows the
-pusher as `remote: …`, and a non-zero exit refuses the whole push (git's
-all-or-nothing). Two tree-wide checks too: a branch whose tree has no `corpus/`
-folder is refused (nothing would be indexed, and saying so beats a silent no-op),
-and so are two corpus paths equal under Unicode NFC (`e\u0301` and `é` look the
-same and would become two chapters with identical-looking citations). Other
-structure problems are reported by the indexing job; deletions and branch
-deletions always pass.
+which we add to the object database as an alternate). Every problem that the
+pushed tree alone decides is refused here, with its reason on a `remote:` line,
+rather than accepted and then reported by a job that can only fail the same way
+at every retry (issue 23):
+
+- the whole tree, from names and modes only (no file is read): a `corpus/`
+  folder; no symbolic link and no submodule under it (git keeps a link as a link:
+  the indexer does not follow it, and a submodule's files are not in this
+  repository); no two paths equal under Unicode NFC (`e\u0301` and `é` look the
+  same and would become two chapters with identical-looking citations); the
+  layout the corpus reader accepts (`indexer.corpus.path_problems`: too deep, a
+  file directly in corpus/ or in a work's folder, a Markdown file outside
+  corpus/, a folder both a piece and a part, a part with no chapters); and a
+  readable `glossator.toml`;
+- each added or modified `.md` under `corpus/`, parsed with the indexer's own
+  frontmatter rules (YAML, UTF-8, size, key types; an empty source), and each
+  prompt file under the policy's `prompts_dir` (not empty).
+
+Warnings (a file the reader ignores, a missing title) pass. Every problem becomes
+one line, which git shows the pusher as `remote: …`, and a non-zero exit refuses
+the whole push (git's all-or-nothing). Deletions and branch deletions always pass.
 """
 
 from __future__ import annotations
@@ -22,14 +33,19 @@ from collections.abc import Iterable, Iterator
 from typing import TextIO
 
 import pygit2
+from pygit2.enums import FileMode
 
+from hooks.gitsource import GitTreeSource
 from hooks.refupdates import ZERO, parse_updates
 from indexer import frontmatter
 from indexer.corpus import (
     CORPUS_DIR,
+    SOURCE,
+    path_problems,  # the corpus reader's layout checks
     validate_meta,  # the corpus reader's key checks
 )
 from indexer.errors import CorpusError, Problem
+from indexer.policy import POLICY_FILE, Policy, parse_policy
 
 
 def open_repository(git_dir: str, quarantine: str | None = None) -> pygit2.Repository:
@@ -41,22 +57,31 @@ def open_repository(git_dir: str, quarantine: str | None = None) -> pygit2.Repos
     return repo
 
 
-def changed_markdown(repo: pygit2.Repository, old: str, new: str) -> Iterator[tuple[str, bytes]]:
-    """(path, content) of each corpus .md file added or modified between old and new."""
+def changed_markdown(
+    repo: pygit2.Repository, old: str, new: str, prompts_dir: str = ""
+) -> Iterator[tuple[str, bytes]]:
+    """(path, content) of each .md file added or modified between old and new, under
+    corpus/ or under `prompts_dir`."""
     new_tree = repo[new].peel(pygit2.Commit).tree
     if old == ZERO or old not in repo:  # a new branch: every file is new
         diff = new_tree.diff_to_tree(swap=True)
     else:
         diff = repo[old].peel(pygit2.Commit).tree.diff_to_tree(new_tree)
+    roots = tuple(d.strip("/") + "/" for d in (CORPUS_DIR, prompts_dir) if d.strip("/"))
     for delta in diff.deltas:
         path = delta.new_file.path
         if delta.status_char() == "D" or not path.endswith(".md"):
             continue
-        if not path.startswith(CORPUS_DIR + "/"):
-            continue
+        if not path.startswith(roots) or delta.new_file.mode == FileMode.LINK:
+            continue  # a link is refused by check_tree, whatever it points to
         blob = repo[delta.new_file.id]
         if isinstance(blob, pygit2.Blob):
             yield path, bytes(blob.data)
+
+
+EMPTY_PROMPT = (
+    "empty prompt: write the instructions for this level, or delete the file to use the default"
+)
 
 
 def check_file(path: str, data: bytes) -> Problem | None:
@@ -65,6 +90,14 @@ def check_file(path: str, data: bytes) -> Problem | None:
         validate_meta(path, doc.meta)
     except CorpusError as e:
         return Problem.from_error(e)
+    if not path.startswith(CORPUS_DIR + "/"):  # a prompt file (changed_markdown)
+        return None if doc.body.strip() else Problem(path, EMPTY_PROMPT, user=True)
+    if path.rsplit("/", 1)[-1] == SOURCE and not doc.body.strip():
+        return Problem(
+            path,
+            "empty source: there is no text to index; write the chapter or remove its folder",
+            user=True,
+        )
     return None
 
 
@@ -75,8 +108,21 @@ LAYOUT = (
 )
 
 
+def read_policy(repo: pygit2.Repository, tree: pygit2.Tree) -> tuple[Policy, Problem | None]:
+    """The tree's corpus policy (glossator.toml), or the defaults and why it is unusable."""
+    if POLICY_FILE not in tree:
+        return Policy(), None
+    blob = repo[tree[POLICY_FILE].id]
+    try:
+        if not isinstance(blob, pygit2.Blob):
+            raise CorpusError(POLICY_FILE, "must be a file")
+        return parse_policy(bytes(blob.data)), None
+    except CorpusError as e:
+        return Policy(), Problem.from_error(e)
+
+
 def check_tree(repo: pygit2.Repository, new: str) -> list[Problem]:
-    """The whole pushed tree: a corpus/ folder, and no two paths equal under NFC."""
+    """The whole pushed tree, from names and modes (module docstring)."""
     tree = repo[new].peel(pygit2.Commit).tree
     if CORPUS_DIR not in tree or not isinstance(repo[tree[CORPUS_DIR].id], pygit2.Tree):
         return [Problem(f"{CORPUS_DIR}/", f"this branch has no {CORPUS_DIR}/ folder: {LAYOUT}")]
@@ -99,10 +145,34 @@ def check_tree(repo: pygit2.Repository, new: str) -> list[Problem]:
                         "normalization (NFC); rename one (keep the precomposed form)",
                     )
                 )
-            if entry.type_str == "tree":  # blobs are not read: only names are compared
+            if entry.filemode == FileMode.LINK:
+                problems.append(
+                    Problem(
+                        path,
+                        "a symbolic link: links are not followed (the server reads git's "
+                        "objects, not a checkout); replace the link with the file or folder itself",
+                    )
+                )
+            elif entry.filemode == FileMode.COMMIT:
+                problems.append(
+                    Problem(
+                        path,
+                        "a submodule: its files are in another repository, not in this one; "
+                        "copy them in (`git rm --cached` it, then add the files)",
+                    )
+                )
+            elif entry.type_str == "tree":  # blobs are not read: only names are compared
                 child = repo[entry.id]
                 assert isinstance(child, pygit2.Tree)
                 stack.append((path, child))
+    policy, unusable = read_policy(repo, tree)
+    if unusable is not None:
+        problems.append(unusable)
+    said = {p.path for p in problems}  # one reason per path: the first found
+    for found in path_problems(GitTreeSource(repo, tree), policy):
+        if found.severity == "error" and found.path not in said:
+            said.add(found.path)
+            problems.append(found)
     return problems
 
 
@@ -118,7 +188,8 @@ def check_updates(
             if (found.path, found.message) not in seen:
                 seen.add((found.path, found.message))
                 problems.append(found)
-        for path, data in changed_markdown(repo, old, new):
+        policy, _ = read_policy(repo, repo[new].peel(pygit2.Commit).tree)
+        for path, data in changed_markdown(repo, old, new, policy.prompts_dir):
             problem = check_file(path, data)
             if problem is not None and (path, problem.message) not in seen:
                 seen.add((path, problem.message))
@@ -137,7 +208,7 @@ def main(
         problems = check_updates(repo, parse_updates(stdin))
     except Exception as e:  # never let a bug in the check block every push silently
         print(
-            f"glossator: frontmatter check failed ({type(e).__name__}: {e}); push accepted",
+            f"glossator: the push check failed ({type(e).__name__}: {e}); push accepted",
             file=out,
         )
         return 0

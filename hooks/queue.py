@@ -204,6 +204,58 @@ SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
  LIMIT %(limit)s
 """
 
+FAILING_SQL = """
+SELECT repository, branch, job_id, status, error, tip, stats FROM (
+    SELECT DISTINCT ON (repository, branch) repository, branch, job_id, status, error, tip,
+           stats
+      FROM glossator_job_runs
+     WHERE finished_at IS NOT NULL
+       AND (%(repository)s::text IS NULL OR repository = %(repository)s)
+     ORDER BY repository, branch, started_at DESC) latest
+ WHERE status IN ('failed', 'problems')
+ ORDER BY repository, branch
+"""
+
+
+def failing_branches(
+    conn: psycopg.Connection, *, repository: str | None = None
+) -> list[dict[str, Any]]:
+    """Branches whose latest finished attempt failed or met problems, with what to do:
+    `awaits_push` (the pushed files are at fault: fix them and push), `gave_up` (no more
+    retries until a push), otherwise it is retried by itself."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(FAILING_SQL, {"repository": repository})
+        rows = cur.fetchall()
+    out = []
+    for r in rows:
+        stats = r["stats"] or {}
+        problems = list(stats.get("problems") or [])
+        awaits_push = bool(stats.get("awaits_push_at")) and r["status"] == "problems"
+        gave_up = bool(stats.get("gave_up"))
+        if awaits_push:
+            todo = "fix these files and push: the branch is not retried until a push"
+        elif gave_up:
+            todo = "no more retries: push to the branch to try again"
+        else:
+            todo = "retried by itself"
+        out.append(
+            {
+                "repository": r["repository"],
+                "branch": r["branch"],
+                "job": r["job_id"],
+                "status": DONE_WITH_PROBLEMS if r["status"] == "problems" else "failed",
+                "tip": r["tip"],
+                "error": r["error"],
+                "problems": problems,
+                "problem_count": int(stats.get("problem_count", len(problems))),
+                "awaits_push": awaits_push,
+                "gave_up": gave_up,
+                "todo": todo,
+            }
+        )
+    return out
+
+
 STATUS_NAMES = {"todo": "queued", "doing": "running", "succeeded": "done"}
 DONE_WITH_PROBLEMS = "done with problems"  # a succeeded job whose attempt met problems
 

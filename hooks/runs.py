@@ -128,12 +128,20 @@ def job_statuses(conninfo: str, job_ids: list[int]) -> dict[int, str]:
 
 
 def given_up(conninfo: str) -> dict[tuple[str, str], str | None]:
-    """Branches whose latest attempt used the last retry (hooks.queue.gives_up), and
-    the tip it gave up at: reconciliation leaves them alone until the tip moves."""
+    """Branches whose latest attempt used the last retry (hooks.queue.gives_up) or met
+    only problems of the pushed files (`awaits_push_at`), and the tip it stopped at:
+    reconciliation leaves them alone until the tip moves."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         rows = conn.execute(
             """SELECT DISTINCT ON (repository, branch) repository, branch, stats
                  FROM glossator_job_runs WHERE finished_at IS NOT NULL
                 ORDER BY repository, branch, started_at DESC"""
         ).fetchall()
-    return {(r[0], r[1]): r[2].get("gave_up_at") for r in rows if (r[2] or {}).get("gave_up")}
+    out: dict[tuple[str, str], str | None] = {}
+    for repository, branch, stats in rows:
+        stats = stats or {}
+        if stats.get("gave_up"):
+            out[(repository, branch)] = stats.get("gave_up_at")
+        elif stats.get("awaits_push_at"):
+            out[(repository, branch)] = stats["awaits_push_at"]
+    return out

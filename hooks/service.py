@@ -35,7 +35,8 @@ again); the queueing lock makes two workers' reconciliations queue one job.
 
 The invariant: a branch whose tip differs from its indexed commit always has one
 job that will run, until its retries are used up (hooks.queue.gives_up: shown
-by `glossator status`, and a push starts again). A job that fails defers its own follow-up before it ends
+by `glossator status`, and a push starts again) or its problems are all the
+pushed files' own (`Outcome.user_problems`: not retried until a push). A job that fails defers its own follow-up before it ends
 (hooks.queue.retry_delay), a job that lost the race against a push defers one
 too (usually the push's job already waits: `AlreadyEnqueued`), and a job whose
 outcome procrastinate could not persist (the database went away at that moment)
@@ -202,8 +203,25 @@ class IndexingService(QueueMaintenance):
         if outcome.moved:
             # The branch moved on: the push's job normally waits already; make sure.
             stats["next_job"] = self._follow_up(repository, branch, 0, 0.0)
+        elif outcome.problems and outcome.user_problems:
+            # Only the pushed files are at fault: the same tip would fail the same way.
+            # No follow-up; reconciliation leaves the branch alone at this tip (runs.given_up)
+            # and a push starts again. `glossator status` says what to fix.
+            # The tip it stops at is the commit-back's when there was one (not moved: the
+            # branch is where this job left it).
+            at = outcome.indexed or outcome.tip
+            stats.update(failures=failures + 1, next_job=None, awaits_push_at=at)
+            log.warning(
+                "job %s (%s/%s) done with %d problem(s) in the pushed files, first: %s; "
+                "not retried until a push",
+                job_id,
+                repository,
+                branch,
+                len(outcome.problems),
+                outcome.problems[0],
+            )
         elif outcome.problems:
-            # Not fully indexed: try again later (an LLM back, a file fixed by a push).
+            # Not fully indexed: try again later (an LLM back, a service up again).
             retry = self._retry(repository, branch, failures + 1, outcome.tip)
             stats.update(failures=failures + 1, **retry)
             log.warning(

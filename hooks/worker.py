@@ -28,7 +28,9 @@ Problems (error severity: a summary that could not be made, a file whose rows
 were refused) do not stop the job, but they are recorded with the indexed
 commit (`indexed_commits.problems`): the branch is then *not fully indexed*, a
 later job at the same tip does the work again instead of saying "already
-indexed", and the service schedules that retry.
+indexed", and the service schedules that retry — unless every problem is one
+the pushed files decide (`Outcome.user_problems`: a file the corpus reader
+cannot use, and the rows refused because of it), which only a push can fix.
 """
 
 from __future__ import annotations
@@ -79,6 +81,10 @@ class Outcome:
     races: int = 0  # 1 when a push won the commit-back's compare-and-swap
     moved: bool = False  # the branch's tip is not `indexed` any more: a job must follow
     problems: list[str] = field(default_factory=list)  # errors: the branch is not fully indexed
+    # every problem is one the pushed files decide (indexer.errors.Problem.user; the rows a
+    # loader refused because of them follow): the same tip fails the same way, so the
+    # service waits for a push instead of retrying
+    user_problems: bool = False
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
     note: str = ""
@@ -95,6 +101,7 @@ class Outcome:
             "moved": self.moved,
             "problems": self.problems[:MAX_PROBLEMS],
             "problem_count": len(self.problems),
+            "user_problems": self.user_problems,
             "warnings": self.warnings[:MAX_PROBLEMS],
             "seconds": round(self.seconds, 3),
             "note": self.note,
@@ -220,12 +227,15 @@ class BranchIndexer:
         )
         # what this job's own embedding calls returned: the embedder is shared with search
         outcome.embedded += result.stats.sidecars.embedding.texts
+        errors = []
         for problem in getattr(result, "problems", []):
             if getattr(problem, "severity", "error") == "error":
+                errors.append(problem)
                 outcome.problems.append(_problem_line(problem))
                 log.warning("%s/%s: %s", repository, branch, problem)
             else:
                 outcome.warnings.append(_problem_line(problem))
+        outcome.user_problems = bool(errors) and all(getattr(p, "user", False) for p in errors)
 
         target = tip
         changes = result.changes

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -171,7 +171,8 @@ class _Reader:
         self.texts: dict[str, str] = {}
 
     def problem(self, path: str, message: str, severity: str = "error") -> None:
-        self.problems.append(Problem(path, message, severity))  # type: ignore[arg-type]
+        # every problem of the reader comes from the files and their paths: the user's
+        self.problems.append(Problem(path, message, severity, user=True))  # type: ignore[arg-type]
 
     def load(self, path: str) -> frontmatter.Document | None:
         """The parsed file, or None (with a problem recorded) when it cannot be used."""
@@ -218,22 +219,13 @@ def markdown_paths(source: FileSource) -> Iterable[str]:
     return (p for p in source.paths() if p.endswith(".md"))
 
 
-def read_corpus(
-    source: FileSource, policy: Policy | None = None, *, caches: IndexCaches | None = None
-) -> Corpus:
-    """Read every node of the corpus tree in `source`, with problems and parent fixes.
-
-    `caches`: parsed files kept by blob id across reads (indexer.cache.IndexCaches)."""
-    if policy is None:
-        try:
-            policy = parse_policy(source.read(POLICY_FILE) if source.exists(POLICY_FILE) else None)
-        except CorpusError as e:
-            corpus = Corpus(Policy())
-            corpus.problems.append(Problem.from_error(e))
-            return corpus
-    corpus = Corpus(policy)
-    reader = _Reader(source, caches)
-
+def layout(
+    source: FileSource, policy: Policy, reader: _Reader | None = None
+) -> dict[str, set[str]]:
+    """Where each `.md` of `source` belongs, from its path alone: folder → the names of its
+    source.md and summary.md. The problems the paths show go to `reader` (a throwaway one
+    when None); `path_problems` returns them, for the pre-receive hook."""
+    reader = reader if reader is not None else _Reader(source, None)
     # folder -> names of its .md files, and folder -> sub-folders holding files
     files: dict[str, set[str]] = {}
     nfc: dict[str, str] = {}  # paths compared NFC: `e\u0301` and `é` are one name to a reader
@@ -275,7 +267,12 @@ def read_corpus(
             )
             continue
         if depth > 3:
-            reader.problem(path, "too deep: the corpus has work, part and chapter folders only")
+            reader.problem(
+                path,
+                "too deep: the corpus has work, part and chapter folders only "
+                "(corpus/<work>/<part>/<chapter>/source.md); move the file up to its chapter "
+                "folder, or keep deeper headings inside the chapter's text",
+            )
             continue
         if depth == 1 and name == SOURCE:
             reader.problem(
@@ -285,6 +282,65 @@ def read_corpus(
             )
             continue
         files.setdefault("/".join(parts[:-1]), set()).add(name)
+    return files
+
+
+def path_problems(source: FileSource, policy: Policy) -> list[Problem]:
+    """Every problem of the corpus that its paths alone decide (the layout: files outside
+    corpus/, too deep, links, NFC twins, a folder both a piece and a part, a part with no
+    chapters), read from names only, no file: the pre-receive hook refuses their errors."""
+    reader = _Reader(source, None)
+    files = layout(source, policy, reader)
+    for work_folder in sorted({"/".join(f.split("/")[:2]) for f in files}):
+        for sub, names, chapters in _subfolders(work_folder, files):
+            problem = _subfolder_problem(sub, names, chapters)
+            if problem is not None:
+                reader.problem(*problem)
+    return reader.problems
+
+
+def _subfolders(
+    work_folder: str, files: dict[str, set[str]]
+) -> Iterator[tuple[str, set[str], list[str]]]:
+    """(folder, its .md names, its chapter folders) for each folder of a work."""
+    subs = sorted({"/".join(f.split("/")[:3]) for f in files if f.startswith(work_folder + "/")})
+    for sub in subs:
+        chapters = sorted(f for f in files if f.startswith(sub + "/") and SOURCE in files[f])
+        yield sub, files.get(sub, set()), chapters
+
+
+def _subfolder_problem(sub: str, names: set[str], chapters: list[str]) -> tuple[str, str] | None:
+    """(path, message) when a work's folder is neither a piece nor a part."""
+    if SOURCE in names and chapters:
+        return (
+            sub,
+            "a folder cannot be both a liminary piece (it has source.md) and a part "
+            "(it has chapter folders)",
+        )
+    if SOURCE not in names and not chapters:
+        return (
+            f"{sub}/{SUMMARY}" if SUMMARY in names else sub,
+            "a part with no chapters: add chapter folders with a source.md, or remove it",
+        )
+    return None
+
+
+def read_corpus(
+    source: FileSource, policy: Policy | None = None, *, caches: IndexCaches | None = None
+) -> Corpus:
+    """Read every node of the corpus tree in `source`, with problems and parent fixes.
+
+    `caches`: parsed files kept by blob id across reads (indexer.cache.IndexCaches)."""
+    if policy is None:
+        try:
+            policy = parse_policy(source.read(POLICY_FILE) if source.exists(POLICY_FILE) else None)
+        except CorpusError as e:
+            corpus = Corpus(Policy())
+            corpus.problems.append(Problem.from_error(e))
+            return corpus
+    corpus = Corpus(policy)
+    reader = _Reader(source, caches)
+    files = layout(source, policy, reader)
 
     works = sorted({"/".join(f.split("/")[:2]) for f in files})
     for work_folder in works:
@@ -328,26 +384,13 @@ def _read_work(
         order=(0, work_name),
     )
 
-    subfolders = sorted(
-        {"/".join(f.split("/")[:3]) for f in files if f.startswith(work_folder + "/")}
-    )
-    for sub in subfolders:
-        names = files.get(sub, set())
-        chapters = sorted(f for f in files if f.startswith(sub + "/") and SOURCE in files[f])
-        if SOURCE in names:
-            if chapters:
-                reader.problem(
-                    sub,
-                    "a folder cannot be both a liminary piece (it has source.md) and a part (it has chapter folders)",
-                )
-                continue
-            _read_section(corpus, reader, sub, None, work, work)
+    for sub, names, chapters in _subfolders(work_folder, files):
+        problem = _subfolder_problem(sub, names, chapters)
+        if problem is not None:
+            reader.problem(*problem)
             continue
-        if not chapters:
-            reader.problem(
-                f"{sub}/{SUMMARY}" if SUMMARY in names else sub,
-                "a part with no chapters: add chapter folders with a source.md, or remove it",
-            )
+        if SOURCE in names:
+            _read_section(corpus, reader, sub, None, work, work)
             continue
         part = _read_part(corpus, reader, sub, work)
         if part is not None:

@@ -29,13 +29,19 @@ class FrontmatterError(CorpusError):
 
 @dataclass(frozen=True)
 class Problem:
+    """`user`: the pushed files alone decide it (a corpus file or the tree's layout), so
+    indexing the same commit again gives the same problem: the git worker waits for a
+    push instead of retrying. False (a summarizer or a service failed, or unknown):
+    retried."""
+
     path: str
     message: str
     severity: Literal["error", "warning"] = "error"
+    user: bool = False
 
     def __str__(self) -> str:
         return f"{self.severity}: {self.path}: {self.message}"
 
     @classmethod
     def from_error(cls, e: CorpusError) -> Problem:
-        return cls(e.path, e.message)
+        return cls(e.path, e.message, user=True)  # a CorpusError names a file of the corpus

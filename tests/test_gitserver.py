@@ -362,3 +362,63 @@ async def test_the_server_socket_sends_without_waiting_for_acks() -> None:
     plain = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     plain.bind(("127.0.0.1", 0))
     assert await nodelay_of_accepted(plain) == 0
+
+
+def test_problems_the_tree_decides_are_refused_with_their_reason(
+    store: RepoStore, tmp_path: Path
+) -> None:
+    """Issue 23 item 8: a path too deep, a symbolic link as source.md, a linked folder,
+    a submodule, a file directly in corpus/, a part with no chapter were accepted,
+    then reported by a job that failed the same way at every retry. Refused now, each
+    with its reason on a `remote:` line; the push that fixes them goes through."""
+    import os
+
+    store.create("livre")
+    with ServerThread(make_app(store)) as server:
+        url = server.url("livre", token=TOKEN)
+        work = init_work(tmp_path / "work", {CH1: GOOD})
+        git("push", "-q", url, "main", cwd=work)
+        deep = "corpus/oeuvre/partie-1/chapitre-01/annexe/source.md"
+        linked = "corpus/oeuvre/partie-1/chapitre-02/source.md"
+        folder_link = "corpus/oeuvre/partie-1/chapitre-03"
+        loose = "corpus/source.md"
+        empty_part = "corpus/oeuvre/partie-2/summary.md"
+        write_files(work, {deep: GOOD, loose: GOOD, empty_part: "---\ntitle: Vide\n---\n"})
+        (work / linked).parent.mkdir(parents=True)
+        os.symlink("../chapitre-01/source.md", work / linked)
+        os.symlink("chapitre-01", work / folder_link)
+        commit_all(work, "a user's mistakes")
+        head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        git("update-index", "--add", "--cacheinfo", f"160000,{head},corpus/oeuvre/module", cwd=work)
+        git("commit", "-q", "-m", "a submodule", cwd=work)
+
+        refused = git("push", url, "main", cwd=work, check=False)
+        assert refused.returncode != 0
+        said = [
+            line for line in refused.stderr.splitlines() if line.startswith("remote: glossator:")
+        ]
+        reasons = {
+            deep: "too deep: the corpus has work, part and chapter folders only",
+            linked: "a symbolic link",
+            folder_link: "a symbolic link",
+            "corpus/oeuvre/module": "a submodule",
+            loose: "belongs to no work",
+            empty_part: "a part with no chapters",
+        }
+        for path, reason in reasons.items():
+            lines = [line for line in said if f"remote: glossator: {path}: " in line]
+            assert len(lines) == 1 and reason in lines[0], (path, said)
+        assert "push refused: 6 problems" in refused.stderr
+        assert "pre-receive hook declined" in refused.stderr
+        assert store.branches("livre")["main"] != git("rev-parse", "HEAD", cwd=work).stdout.strip()
+
+        # fixed: the file moved up into a chapter of its own, the links replaced by files
+        git("rm", "-q", "-r", "--cached", "corpus", cwd=work)
+        for path in (deep, loose, linked, folder_link, empty_part):
+            target = work / path
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+        write_files(work, {"corpus/oeuvre/partie-1/chapitre-02/source.md": GOOD})
+        commit_all(work, "fixed")
+        git("push", "-q", url, "main", cwd=work)
+        assert store.branches("livre")["main"] == git("rev-parse", "HEAD", cwd=work).stdout.strip()

@@ -18,7 +18,7 @@ from hooks.queue import defer_sync, list_jobs
 from hooks.worker import _default_index
 from search.freshness import freshness
 from search.mcp_views import index_lines, lean_index
-from tests.gitserver_support import commit_all
+from tests.gitserver_support import commit_all, git
 from tests.test_hooks_races import Branch, assert_settled, drain, jobs, runs, service_for
 
 
@@ -58,9 +58,10 @@ async def test_a_summary_not_made_is_done_with_problems_and_retried(
 
     env = {"GLOSSATOR_DATABASE_URL": database.conninfo, "COLUMNS": "400"}
     status = CliRunner().invoke(cli, ["status"], env=env)
-    assert status.exit_code == 0, status.output
+    assert status.exit_code == 1, status.output  # a branch is failing (issue 23)
     assert "done with problems" in status.output and "not fully indexed" in status.output
     assert f"{chapter}/summary.md" in status.output.replace("\n", "")
+    assert "failing: livre/main" in status.output and "retried by itself" in status.output
 
     # the next push to the branch is told, and brings the waiting retry forward
     out = io.StringIO()
@@ -117,3 +118,66 @@ async def test_a_300_kb_one_line_chapter_is_indexed_like_any_other(
         ).fetchone()
     assert counts[rel] > 100 and counts[rel.replace("source.md", "summary.md")] >= 1
     assert tail == 1
+
+
+async def test_a_user_error_is_not_retried_on_the_same_tip(
+    tmp_path: Path, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """Issue 23 item 8: a problem only the pushed files can fix (here a path too deep,
+    in a tree that reached the repository before pre-receive refused it) was retried
+    5 times in a minute, then every few minutes for hours. Now: one attempt, no
+    follow-up, reconciliation leaves the tip alone, `status` says what to fix and
+    exits 1 (its --json too), and the push that fixes it is indexed."""
+    import json
+
+    from hooks.service import IndexingService
+
+    branch = Branch(tmp_path)
+    chapter = branch.chapters[0].parent
+    deep = chapter / "annexe" / "source.md"
+    deep.parent.mkdir()
+    deep.write_text("---\ntitle: Annexe\n---\n\nUne annexe rangée trop profond.\n")
+    commit_all(branch.work, "too deep")
+    no_hooks = "--receive-pack=git -c core.hooksPath=/dev/null receive-pack"
+    git("push", "-q", no_hooks, str(branch.bare), "HEAD:main", cwd=branch.work, env=branch.env)
+    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    defer_sync(database.conninfo, "livre", "main")
+    await drain(service)  # runs every due job: a follow-up with no delay would run too
+
+    rel = deep.relative_to(branch.work).as_posix()
+    assert [s for _, s, _ in jobs(database.conninfo)] == ["succeeded"]  # nothing queued
+    [(_, status, _, stats)] = runs(database.conninfo)
+    assert status == "problems" and stats is not None
+    assert stats["user_problems"] is True and stats["awaits_push_at"] == branch.tip()
+    assert stats["next_job"] is None and any(rel in p for p in stats["problems"])
+
+    async def reconcile(service: IndexingService) -> int:
+        await service.app.open_async()
+        try:
+            return await service.reconcile()
+        finally:
+            await service.app.close_async()
+
+    assert await reconcile(service) == 0  # the branch is not fully indexed, and waits
+    assert len(jobs(database.conninfo)) == 1
+
+    env = {"GLOSSATOR_DATABASE_URL": database.conninfo, "COLUMNS": "400"}
+    status_run = CliRunner().invoke(cli, ["status"], env=env)
+    assert status_run.exit_code == 1, status_run.output
+    assert "failing: livre/main" in status_run.output and rel in status_run.output
+    assert "fix these files and push" in status_run.output
+    as_json = CliRunner().invoke(cli, ["status", "--json"], env=env)
+    assert as_json.exit_code == 1
+    [failing] = json.loads(as_json.output)["failing"]
+    assert failing["awaits_push"] is True and failing["branch"] == "main"
+    assert any(rel in p for p in failing["problems"])
+
+    # the fix, pushed (through pre-receive this time): indexed, status back to 0
+    git("rm", "-q", "-r", str(deep.parent), cwd=branch.work)
+    commit_all(branch.work, "the annex goes")
+    branch.push()
+    assert await reconcile(service) == 1  # a new tip: the branch is indexed again
+    await drain(service)
+    assert_settled(branch, database.conninfo)
+    assert runs(database.conninfo)[-1][1] == "done" and problems_of(database.conninfo) == []
+    assert CliRunner().invoke(cli, ["status"], env=env).exit_code == 0

@@ -83,6 +83,7 @@ def test_json_is_one_object_and_nothing_else(corpus: Path) -> None:
                 "path": bad.relative_to(corpus).as_posix(),
                 "message": problems[0]["message"],
                 "severity": "error",
+                "user": True,  # the pushed files decide it: fixed by the user, not retried
             }
         ]
         and "empty source" in problems[0]["message"]

@@ -116,12 +116,17 @@ def status(
     follow: bool,
     interval: float,
 ) -> None:
-    """Indexing jobs: queued, running, done and failed, with errors, durations, progress."""
+    """Indexing jobs: queued, running, done and failed, with errors, durations, progress.
+
+    Exits 1 while a branch is failing (its latest job failed or met problems), after
+    saying what to fix."""
 
     settings = _settings()
     conninfo, owned = _status_conninfo(settings)
     try:
-        rows, indexed = _read_status(conninfo, repository, status_filter, limit, follow, interval)
+        rows, indexed, failing = _read_status(
+            conninfo, repository, status_filter, limit, follow, interval
+        )
     except psycopg.Error as e:
         from glossator.db_supervisor import explain
 
@@ -130,7 +135,9 @@ def status(
     finally:
         if owned is not None:
             owned.stop()
-    _print_status(rows, indexed, as_json)
+    _print_status(rows, indexed, as_json, failing)
+    if failing:
+        click.get_current_context().exit(1)
 
 
 def _read_status(
@@ -140,8 +147,8 @@ def _read_status(
     limit: int,
     follow: bool,
     interval: float,
-) -> tuple[list[dict[str, Any]], list[Any]]:
-    from hooks.queue import list_jobs
+) -> tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]:
+    from hooks.queue import failing_branches, list_jobs
 
     if follow:
         _follow(conninfo, repository, interval)
@@ -156,12 +163,20 @@ def _read_status(
             "SELECT repository, branch, commit, indexed_at FROM indexed_commits"
             " ORDER BY repository, branch"
         ).fetchall()
-    return rows, indexed
+        runs = conn.execute("SELECT to_regclass('glossator_job_runs')").fetchone()
+        failing = failing_branches(conn, repository=repository) if runs and runs[0] else []
+    return rows, indexed, failing
 
 
-def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool) -> None:
+def _print_status(
+    rows: list[dict[str, Any]],
+    indexed: list[Any],
+    as_json: bool,
+    failing: list[dict[str, Any]] | None = None,
+) -> None:
+    failing = failing or []
     if as_json:
-        click.echo(json.dumps({"jobs": rows}, indent=2, default=str))
+        click.echo(json.dumps({"jobs": rows, "failing": failing}, indent=2, default=str))
         return
     from glossator.commands.base import out_console
 
@@ -186,11 +201,13 @@ def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool)
             continue
         shown.add(key)
         if r["problems"]:
-            retried = (
-                "is no longer retried (push to try again)"
-                if (r.get("stats") or {}).get("gave_up")
-                else "is retried"
-            )
+            stats = r.get("stats") or {}
+            if stats.get("awaits_push_at"):
+                retried = "is not retried until a push: fix these files and push"
+            elif stats.get("gave_up"):
+                retried = "is no longer retried (push to try again)"
+            else:
+                retried = "is retried"
             click.echo(
                 f"job {r['id']} ({key[0]}/{key[1]}) had {r['problem_count']} problem(s); "
                 f"the branch is not fully indexed and {retried}:"
@@ -199,6 +216,12 @@ def _print_status(rows: list[dict[str, Any]], indexed: list[Any], as_json: bool)
                 click.echo(f"  - {line}")
     for repo_name, branch, commit, at in indexed:
         click.echo(f"indexed {repo_name}/{branch} at {commit[:12]} ({at:%Y-%m-%d %H:%M:%S})")
+    for f in failing:  # the exit code is 1: say why, and what to do
+        what = f["error"] or f"{f['problem_count']} problem(s), first: {(f['problems'] or [''])[0]}"
+        click.echo(
+            f"failing: {f['repository']}/{f['branch']} (job {f['job']}, {f['status']}): "
+            f"{what}; {f['todo']}"
+        )
 
 
 def _follow(conninfo: str, repository: str | None, interval: float) -> None:
@@ -229,6 +252,8 @@ def _follow(conninfo: str, repository: str | None, interval: float) -> None:
 
 
 def _gave_up(stats: dict[str, Any]) -> str:
+    if stats.get("awaits_push_at"):
+        return "; the pushed files are at fault: not retried until a push"
     if not stats.get("gave_up"):
         return ""
     return (
