@@ -412,3 +412,20 @@ def test_gutenberg_books_without_their_start_and_end_markers(tmp_path: Path, boo
     ]
     assert any(n.startswith("left out the licence card before the text") for n in without.notes)
     assert any(n.startswith("left out the licence block after the text") for n in without.notes)
+
+
+def test_boilerplate_inside_the_text_does_not_take_the_chapters_after_it(
+    tmp_path: Path,
+) -> None:
+    """A publisher's appeal pasted between two chapters (past the middle of the book) is
+    left out; the chapter after it is not: a block after the text stops at a heading."""
+    text = KAFKA.read_text(encoding="utf-8").replace(
+        "\nIII.\n", "\nLiber Liber\n\nSe questo libro ti è piaciuto, aiutaci.\n\n\n\n\nIII.\n"
+    )
+    src = tmp_path / "verwandlung.txt"
+    src.write_text(text, encoding="utf-8")
+    work = read_text(src)
+    assert [s.number for s in work.sections()] == ["I", "II", "III"]
+    assert "Liber Liber" not in work.sections()[1].body
+    assert work.sections()[2].body.rstrip().endswith("ihren jungen Körper dehnte.")
+    assert work.notes[0] == "left out the licence block after the text (lines 54-56)"

@@ -304,8 +304,10 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
             out.fields.update(
                 {k: v for k, v in fields_of(texts[i:j]).items() if k not in out.fields}
             )
-        else:  # after the text: everything to the end is the publisher's
-            j = n
+        else:  # after the text: the publisher's, to the end or to a chapter heading
+            # (a licence's own `Section 1.` is no chapter): a text that goes on after a
+            # boilerplate line is not dropped with it
+            j = next((k for k in range(i + 1, n) if _chapter_heading(texts[k])), n)
             why = "the licence block after the text"
             m = _END_OF.match(texts[i])
             if m:  # `End of Project Gutenberg's Le avventure di Pinocchio, by Carlo Collodi`
@@ -405,6 +407,19 @@ def _entries(p: _Para) -> list[str]:
 
 
 _PAGE = re.compile(r"(?:\s{2,}|\s*\.{3,}\s*)(?:pag\.?\s*|p\.\s*|s\.\s*)?\d{1,4}\s*$", re.I)
+
+
+def _chapter_heading(text: str) -> bool:
+    from indexer.importers.headings import parse
+
+    h = parse(text)
+    if h is None or h.kind == "piece":
+        return False
+    if h.label is None:  # `III.`; not the licence's own `1.F.`
+        return not (h.number or "").isdigit() and not h.title
+    return h.label.casefold() != "section"
+
+
 _NUMERAL = re.compile(r"^(?:[IVXLCDM]+|\d{1,3})\.?$")
 
 
