@@ -117,7 +117,7 @@ def corpus() -> None:
     show_default=True,
     help="folder: chapter files (YAML headers optional); markdown: one file, # work, "
     "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
-    "parts and chapters; text: a plain-text book (Project Gutenberg's form), headings found "
+    "parts and chapters; text: a plain-text book (Gutenberg's, Liber Liber's, Wikisource's…), headings found "
     "in the text. auto: from the name (.txt and unknown text files: text).",
 )
 @click.option("--work-title", help="Title of the work (overrides the book's own).")

@@ -11,7 +11,8 @@
 
 How a heading is told from the text (`headings.py` holds the patterns):
 
-1. The file is decoded (UTF-8, else Windows-1252: Gutenberg's older files), its BOM
+1. The file is decoded (`--encoding`, else UTF-8, else Windows-1252: Gutenberg's and
+   Liber Liber's older files, else Latin-1), its BOM
    dropped, line ends made `\\n`, NFC. A Gutenberg header and footer are cut only
    when their `*** START OF` / `*** END OF` lines are there.
 2. `[Illustration: …]` blocks are the transcriber's, not the author's: they go,
@@ -27,7 +28,12 @@ How a heading is told from the text (`headings.py` holds the patterns):
    under them; alone, they are the chapters. Text before the first heading is the
    title page: left out when short (the CLI says so), kept as a piece otherwise.
 5. Hard-wrapped paragraphs are unwrapped; verse and other short-lined blocks
-   (every line well short of the book's line width) keep their line breaks.
+   (every line well short of the book's line width, or indented in turn, or each
+   starting in capitals) keep their line breaks.
+6. E-texts as found (`etext.py`): paragraphs inferred when the file has no blank
+   lines; licence cards, colophons, transcriber's notes and contents lists left out
+   (said in the work's notes); the contents list's entries mark the body's headings;
+   the title page read for title and author. No heading at all: one chapter, a warning.
 """
 
 from __future__ import annotations
