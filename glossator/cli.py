@@ -18,6 +18,7 @@ from glossator.commands.base import Context, out_console, pass_context
 from glossator.commands.corpus import corpus
 from glossator.commands.indexing import index, sidecars
 from glossator.commands.load import db, load
+from glossator.commands.reading import context, outline, show
 from glossator.commands.repos import repo, status
 from glossator.commands.search import eval_command, mcp, search
 from glossator.commands.serve import serve, worker
@@ -27,7 +28,8 @@ from glossator.settings import Settings, SettingsError
 
 __all__ = ["Context", "main", "out_console", "pass_context"]
 
-console = Console(stderr=True)
+# soft_wrap: an error is one line whatever the terminal's width (greppable, copyable)
+console = Console(stderr=True, soft_wrap=True)
 
 # Commands whose log is their output: INFO by default, timestamped.
 LONG_RUNNING = ("serve", "worker")
@@ -38,7 +40,8 @@ class GlossatorGroup(click.Group):
         try:
             return super().invoke(ctx)
         except GlossatorError as e:
-            console.print(f"[red]error:[/red] {e}", highlight=False)
+            console.print("[red]error:[/red] ", end="", highlight=False)
+            console.print(str(e), markup=False, highlight=False)  # a name may hold [brackets]
             sys.exit(2 if isinstance(e, SettingsError) else 1)
 
 
@@ -101,6 +104,9 @@ for _command in (
     repo,
     status,
     search,
+    context,
+    outline,
+    show,
     mcp,
     eval_command,
     doctor,

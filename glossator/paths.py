@@ -1,7 +1,7 @@
 """Where a command finds the running server's directories.
 
-`glossator serve` writes `<data_dir>/server.json` (its pid and repositories'
-directory) while it runs; a command run with the same data directory and no
+`glossator serve` writes `<data_dir>/server.json` (its pid, repositories'
+directory and URL) while it runs; a command run with the same data directory and no
 `GLOSSATOR_REPOS_DIR` of its own takes the server's repositories from it, so a
 desktop MCP client configured with the data directory alone (or nothing: the
 per-user default) sees the freshness of the repositories the server holds.
@@ -31,10 +31,23 @@ def _file(settings: Settings) -> Path:
 def record_server(settings: Settings) -> None:
     path = _file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
-    info = {"pid": os.getpid(), "repos_dir": str(Path(settings.repos_dir).expanduser().resolve())}
+    info = {
+        "pid": os.getpid(),
+        "repos_dir": str(Path(settings.repos_dir).expanduser().resolve()),
+        "url": server_url(settings.host, settings.port),
+    }
     tmp = path.with_suffix(".tmp")
     tmp.write_text(json.dumps(info), "utf-8")
     tmp.replace(path)  # readers never see half a file
+
+
+def server_url(host: str, port: int) -> str:
+    """Where a command on this machine reaches a server listening on host:port."""
+    if host in ("0.0.0.0", ""):  # every IPv4 address: the loopback is one
+        host = "127.0.0.1"
+    elif host == "::":
+        host = "::1"
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
 def forget_server(settings: Settings) -> None:

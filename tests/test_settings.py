@@ -215,7 +215,11 @@ def test_a_command_takes_the_running_server_s_repositories(tmp_path):
     )
     record_server(served)
     record = json.loads((data / "server.json").read_text())
-    assert record == {"pid": os.getpid(), "repos_dir": str((tmp_path / "srv").resolve())}
+    assert record == {
+        "pid": os.getpid(),
+        "repos_dir": str((tmp_path / "srv").resolve()),
+        "url": "http://127.0.0.1:8080",  # where the CLI asks it (glossator.remote)
+    }
     command = Settings.from_env({"GLOSSATOR_DATA_DIR": str(data)})
     assert attach(command).repos_dir == data / "repos"  # our own record: not a server
     # a live server process (this test's parent stands for it)
@@ -272,3 +276,12 @@ def test_config_prints_json_and_does_not_wrap_when_piped():
         "source": "default",
         "help": by_name["GLOSSATOR_PORT"]["help"],
     }
+
+
+def test_the_server_s_url_as_a_command_on_this_machine_reaches_it():
+    from glossator.paths import server_url
+
+    assert server_url("127.0.0.1", 8080) == "http://127.0.0.1:8080"
+    assert server_url("0.0.0.0", 9000) == "http://127.0.0.1:9000"  # every address: loopback
+    assert server_url("::", 1) == "http://[::1]:1"
+    assert server_url("glossator.example", 80) == "http://glossator.example:80"

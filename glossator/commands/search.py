@@ -65,8 +65,69 @@ def search(
     with_parent: bool,
     as_json: bool,
 ) -> None:
-    """Search the indexed corpus; print hits with citations and scores."""
+    """Search the indexed corpus; print hits with citations and scores.
+
+    When a server runs on this data directory, it answers (it holds the model already:
+    no 2-4 s of loading here), unless --no-rerank or --parent asks what its API has not."""
     settings = obj.settings
+    response = None
+    if not no_rerank and not with_parent:
+        response = _ask_server(settings, query, mode, level, work, k, repository, branch)
+    if response is None:
+        response = _search_here(
+            settings, query, mode, level, work, k, repository, branch, no_rerank, with_parent
+        )
+    if as_json:
+        click.echo(json.dumps(asdict(response), ensure_ascii=False, indent=2))
+    else:
+        print_response(out_console(), response)
+
+
+def _ask_server(
+    settings: Settings,
+    query: str,
+    mode: str,
+    level: int | None,
+    work: str | None,
+    k: int,
+    repository: str | None,
+    branch: str,
+) -> SearchResponse | None:
+    """The running server's answer to the same search, or None (glossator.remote)."""
+    from pydantic import TypeAdapter
+
+    from glossator.remote import ask
+
+    params = {
+        "q": query,
+        "mode": mode,
+        "level": level,
+        "work": work,
+        "k": k,
+        "repository": repository,
+        "branch": branch,
+        # what a search here does: no cap per chapter (k per chapter never binds on k hits)
+        "max_per_chapter": k,
+        "format": "response",
+    }
+    answered = ask(settings, "/api/search", params)
+    if answered is None:
+        return None
+    return TypeAdapter(SearchResponse).validate_python(answered.json())
+
+
+def _search_here(
+    settings: Settings,
+    query: str,
+    mode: str,
+    level: int | None,
+    work: str | None,
+    k: int,
+    repository: str | None,
+    branch: str,
+    no_rerank: bool,
+    with_parent: bool,
+) -> SearchResponse:
     with open_database(settings) as db:
         service = search_service(settings, db.pool, reranker=None if no_rerank else "settings")
         response = service.search(
@@ -80,10 +141,7 @@ def search(
             rerank=not no_rerank,
             with_parent=with_parent,
         )
-    if as_json:
-        click.echo(json.dumps(asdict(response), ensure_ascii=False, indent=2))
-    else:
-        print_response(out_console(), response)
+    return response
 
 
 def print_response(console: Console, response: SearchResponse) -> None:

@@ -72,6 +72,8 @@ def serve(host: str | None, port: int | None, worker_mode: str, no_worker: bool)
             f"cannot listen on {host}:{port}: {e.strerror}; set GLOSSATOR_PORT or --port"
         ) from None
     bound = sock.getsockname()[1]
+    # the address it listens on, recorded in server.json: the CLI asks it (glossator.remote)
+    settings = settings.replace(host=host, port=bound)
     app = build_app(settings, worker="none" if no_worker else worker_mode)
     config = uvicorn.Config(
         app,

@@ -6,6 +6,11 @@
     GET /api/nodes/<repository>/<file>/parent                       → `get_parent`
     GET /api/nodes/<repository>/<file>/children                     → `get_children`
     GET /api/outline?repository=&work=&depth=&excerpts=             → `outline`
+    GET /api/context?q=…&budget=&work=&repository=&branch=          → `context`
+
+`format=text` (search, context) answers the tool's text instead, as text/plain;
+`format=response` (search) the whole search response, what `glossator search --json`
+prints: the CLI asks a running server with it rather than load the model itself.
 
 Arguments and bounds are the tools' (search.web.params); so are the answers, built
 by the same functions (search.tools, search.nodes, search.mcp_views,
@@ -14,16 +19,21 @@ search.mcp_reading). Errors: {"error": "<the tool's message>"} with 400, 404 or 
 
 from __future__ import annotations
 
+from dataclasses import asdict
+from typing import Any
+
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import PlainTextResponse, Response
 
 from search import mcp_reading as P
 from search import mcp_views as V
 from search import nodes as N
-from search.errors import UnknownFile
+from search import rows as R
+from search.context import MAX_BUDGET, MIN_BUDGET
+from search.errors import BadQuery, UnknownFile
 from search.tools import agent_search
 from search.web import params as Q
-from search.web.app import WebBase
+from search.web.app import SECURITY_HEADERS, WebBase
 
 
 class Api:
@@ -44,10 +54,13 @@ class Api:
                 branch=self.base.branch(args.branch),
                 max_per_chapter=args.max_per_chapter,
             )
-            _, data = V.search_view(
+            form = answer_format(request, ("json", "text", "response"))
+            if form == "response":
+                return self.base.json(asdict(response))
+            text, data = V.search_view(
                 response, fields=args.fields, snippets=args.snippets, max_tokens=args.max_tokens
             )
-            return self.base.json(data)
+            return self._view(form, text, data)
 
         return self.base.answer(request, False, build)
 
@@ -100,3 +113,32 @@ class Api:
             return self.base.json(V.node_view(node)[1])
 
         return self.base.answer(request, False, build)
+
+    def context(self, request: Request) -> Response:
+        def build() -> Response:
+            params = request.query_params
+            form = answer_format(request, ("json", "text"))
+            question = params.get("q", "")
+            R.check_text("question", question)
+            pack = self.base.service.context(
+                question,
+                budget=Q.whole(params, "budget", 2000, MIN_BUDGET, MAX_BUDGET) or 2000,
+                repository=Q.text(params, "repository"),
+                branch=self.base.branch(Q.text(params, "branch")),
+                work=Q.text(params, "work"),
+            )
+            return self._view(form, *P.context_view(pack))
+
+        return self.base.answer(request, False, build)
+
+    def _view(self, form: str, text: str, data: Any) -> Response:
+        if form == "text":
+            return PlainTextResponse(text + "\n", headers=SECURITY_HEADERS)
+        return self.base.json(data)
+
+
+def answer_format(request: Request, allowed: tuple[str, ...]) -> str:
+    form = request.query_params.get("format") or allowed[0]
+    if form not in allowed:
+        raise BadQuery(f"format must be one of {', '.join(allowed)}, got {form!r}")
+    return form

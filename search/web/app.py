@@ -18,6 +18,7 @@ JSON (the MCP tools' structured content, their errors as {"error": …}):
     GET /api/search?q=…                 `search`
     GET /api/nodes/<repository>/<file>  `get_node` (?chunk=&context=); …/parent, …/children
     GET /api/outline                    `outline` (?repository=&work=&depth=&excerpts=)
+    GET /api/context?q=…                `context` (?budget=&work=&repository=&branch=)
 
 Every answer passes one boundary (`_answer`): the read policy first (401: a login form
 for a page, a JSON error for the API, never the data), then Glossator's errors as one
@@ -202,6 +203,7 @@ class WebReader:
             Mount("/-/static", app=StaticFiles(directory=str(static)), name="static"),
             Route("/api/search", a.search, methods=["GET"]),
             Route("/api/outline", a.outline, methods=["GET"]),
+            Route("/api/context", a.context, methods=["GET"]),
             Route("/api/nodes/{repository}/{path:path}", a.nodes, methods=["GET"]),
         ]
 
