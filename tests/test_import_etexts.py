@@ -429,3 +429,20 @@ def test_boilerplate_inside_the_text_does_not_take_the_chapters_after_it(
     assert "Liber Liber" not in work.sections()[1].body
     assert work.sections()[2].body.rstrip().endswith("ihren jungen Körper dehnte.")
     assert work.notes[0] == "left out the licence block after the text (lines 54-56)"
+
+
+def test_a_long_heading_in_capitals_on_one_line() -> None:
+    """The Prince's contents gives `CHAPTER IV. WHY THE KINGDOM OF DARIUS, … AT HIS
+    DEATH` on one line (118 characters, over the 100 of a heading): a labelled heading
+    with its title in capitals may run to 200; a long line in lower case stays text."""
+    line = (
+        "CHAPTER IV. WHY THE KINGDOM OF DARIUS, CONQUERED BY ALEXANDER, DID NOT REBEL "
+        "AGAINST THE SUCCESSORS OF ALEXANDER AT HIS DEATH."
+    )
+    h = parse(line)
+    assert h is not None and (h.label, h.number) == ("Chapter", "IV")
+    assert h.title == (
+        "Why the Kingdom of Darius, Conquered by Alexander, Did Not Rebel Against the "
+        "Successors of Alexander at His Death"
+    )
+    assert parse(line.replace("WHY THE KINGDOM", "Why the kingdom").lower()) is None

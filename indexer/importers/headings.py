@@ -44,6 +44,18 @@ _LIMINARY = re.compile(
 )
 _PAGE_ENTRY = re.compile(r"\S.*?(?:\s{2,}|\.{3,}\s*)(?:\d{1,4}|[ivxlcdm]{1,7})$", re.IGNORECASE)
 MAX_HEADING_CHARS = 100
+# A labelled heading with its title in capitals on the same line may run longer (The
+# Prince: `CHAPTER IV. WHY THE KINGDOM OF DARIUS, … AT HIS DEATH`, 118 characters)
+MAX_CAPS_HEADING_CHARS = 200
+
+
+def _too_long(text: str) -> bool:
+    if len(text) <= MAX_HEADING_CHARS:
+        return False
+    letters = [c for c in text if c.isalpha()]
+    return len(text) > MAX_CAPS_HEADING_CHARS or any(c.islower() for c in letters)
+
+
 MAX_TITLE_CHARS = 100
 
 
@@ -81,7 +93,7 @@ def _number(raw: str) -> tuple[str, int] | None:
 def parse(line: str) -> Heading | None:
     """One line read as a heading, or None. `CHAPTER IV.`, `Letter 3`, `XII. TITLE`, `PREFACE`."""
     text = " ".join(line.split()).rstrip("]").strip()
-    if not text or len(text) > MAX_HEADING_CHARS:
+    if not text or _too_long(text):
         return None
     m = _LABELLED.match(text)
     if m:
@@ -184,7 +196,7 @@ def _caps_title(para: Para) -> str | None:
 
 def _candidate(paras: Sequence[Para], i: int) -> Found | None:
     para = paras[i]
-    if len(para.lines) > 4 or len(para.lines[0].strip()) > MAX_HEADING_CHARS:
+    if len(para.lines) > 4 or _too_long(para.lines[0].strip()):
         return None
     h = parse(para.lines[0])
     if h is None:
