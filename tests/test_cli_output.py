@@ -58,6 +58,10 @@ def test_every_command_s_piped_output_is_as_wide_as_its_content(
         ["search", "chandelles", "-k", "10", "--mode", "bm25", "--parent"],
         ["search", "zzzxq", "--mode", "bm25"],  # no hit: the freshness lines alone
         ["eval", str(queries), "--by-kind", "--misses"],
+        ["outline", "--excerpts"],
+        ["show", f"{PETITION}/source.md", "--context", "2"],
+        ["show", f"{PETITION}/summary.md", "--children"],
+        ["context", "pourquoi les fabricants de chandelles se plaignent du soleil"],
         ["db", "status"],
         ["status"],
         ["doctor"],
