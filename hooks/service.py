@@ -222,7 +222,8 @@ class IndexingService(QueueMaintenance):
             )
         elif outcome.problems:
             # Not fully indexed: try again later (an LLM back, a service up again).
-            retry = self._retry(repository, branch, failures + 1, outcome.tip)
+            # gives up at the branch's tip as this job leaves it (its commit-back, if any)
+            retry = self._retry(repository, branch, failures + 1, outcome.indexed or outcome.tip)
             stats.update(failures=failures + 1, **retry)
             log.warning(
                 "job %s (%s/%s) done with %d problem(s), first: %s; %s",

@@ -46,7 +46,13 @@ def test_summarize_failure_exits_1_naming_the_file(
     assert result.exit_code == 1
     assert f"error: {target}: fake failure" in result.output
     assert f"warning: {FIRST_SERIES}/summary.md: not regenerated" in result.output
-    assert not (root / target).exists()
+    # no summary at all would keep the chapter's rows out: its lead stands in, still due
+    written = (root / target).read_text()
+    assert "  fallback: lead\n" in written and "  fallback_retry: true\n" in written
+    fake_summarizer.fail_paths.clear()
+    again = CliRunner().invoke(main, ["summarize", str(root)], env=ENV)
+    assert again.exit_code == 0, again.output
+    assert "fallback" not in (root / target).read_text()
 
 
 def test_summarize_json(tmp_path: Path, fake_summarizer: FakeSummarizer) -> None:

@@ -11,6 +11,12 @@ with `fallback_reason`). Its record otherwise matches what the summarizer would
 have written, so the summary is not due again until its inputs, the provider or
 the prompt change — the same input is not retried at every job.
 
+A summarizer that fails this time (unreachable, refusing) for a summary that does
+not exist yet gets the same stand-in, so that the text's rows load during the
+outage, but the problem stays an error (the job is retried) and the record adds
+`fallback_retry: true`: the summary is due again at the next run
+(plan.due_reason), and its parents wait for the real one.
+
 The lead is the first paragraphs of the inputs as the extractive summarizer
 reads them (no headings, footnotes or marks), cut at a word boundary within the
 level's token budget (at a character when a run has no space), ending with " …"

@@ -246,9 +246,20 @@ def _record(
         _record_fallback(item, outcome, texts, result)
         return
     if isinstance(outcome, SummarizerError):
-        kept = "the previous summary is kept" if node.exists else "no summary was written"
-        result.problems.append(Problem(node.path, f"{outcome.message}; {kept}"))
-        failed.add(node.path)
+        if node.exists:
+            result.problems.append(
+                Problem(node.path, f"{outcome.message}; the previous summary is kept")
+            )
+        else:  # no summary at all would keep the text's rows out (fallback.py)
+            written = _write_fallback(item, outcome, result, retry=True)
+            result.problems.append(
+                Problem(
+                    node.path,
+                    f"{outcome.message}; {written} until the summarizer "
+                    "answers (the text's rows are indexed)",
+                )
+            )
+        failed.add(node.path)  # its parents wait for the real summary
         return
     text = outcome.text.strip()
     result.usage.add(outcome.usage())
@@ -274,6 +285,24 @@ def _record_fallback(
 ) -> None:
     """No summarizer can summarise this input: write the lead or the heading instead
     (indexer.summaries.fallback), so that the text's rows load and the parents are made."""
+    written = _write_fallback(item, error, result, retry=False)
+    texts[item.node.path] = fallback_summary(item.request).text
+    result.problems.append(
+        Problem(
+            item.node.path,
+            f"{error.message}; {written} instead "
+            "(generator.fallback in its frontmatter; the text's rows are indexed)",
+            "warning",
+        )
+    )
+
+
+def _write_fallback(
+    item: _Due, error: SummarizerError, result: SummaryResult, *, retry: bool
+) -> str:
+    """Write the fallback summary of `item`; what was written, for the problem's message.
+    `retry`: the summarizer failed this time (unreachable, refused…): the summary stays
+    due (plan.due_reason) and is made at the next run."""
     node = item.node
     fallback = fallback_summary(item.request)
     generator = dict(item.generator)
@@ -284,17 +313,11 @@ def _record_fallback(
         fallback=fallback.kind,
         fallback_reason=error.message,
     )
+    if retry:
+        generator["fallback_retry"] = True
     result.changes.write(node.path, render_summary(node, fallback.text, generator).encode("utf-8"))
     result.generated.append(node.path)
-    texts[node.path] = fallback.text
-    result.problems.append(
-        Problem(
-            node.path,
-            f"{error.message}; {fallback.describe(item.request.budget_tokens)} instead "
-            "(generator.fallback in its frontmatter; the text's rows are indexed)",
-            "warning",
-        )
-    )
+    return fallback.describe(item.request.budget_tokens)
 
 
 def render_summary(node: Node, text: str, generator: dict[str, Any]) -> str:

@@ -120,6 +120,8 @@ def due_reason(node: Node, wanted: dict[str, Any]) -> str | None:
         return "inputs changed"
     if not node.body.strip():
         return "empty summary"
+    if old.get("fallback") and old.get("fallback_retry"):
+        return "a fallback written while the summarizer failed"
     return None
 
 
