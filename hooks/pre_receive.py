@@ -40,6 +40,7 @@ from hooks.refupdates import ZERO, parse_updates
 from indexer import frontmatter
 from indexer.corpus import (
     CORPUS_DIR,
+    EMPTY_SOURCE,
     SOURCE,
     path_problems,  # the corpus reader's layout checks
     validate_meta,  # the corpus reader's key checks
@@ -93,11 +94,7 @@ def check_file(path: str, data: bytes) -> Problem | None:
     if not path.startswith(CORPUS_DIR + "/"):  # a prompt file (changed_markdown)
         return None if doc.body.strip() else Problem(path, EMPTY_PROMPT, user=True)
     if path.rsplit("/", 1)[-1] == SOURCE and not doc.body.strip():
-        return Problem(
-            path,
-            "empty source: there is no text to index; write the chapter or remove its folder",
-            user=True,
-        )
+        return Problem(path, EMPTY_SOURCE, user=True)
     return None
 
 

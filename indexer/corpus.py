@@ -39,6 +39,7 @@ from indexer.source import Changes, FileSource, content_id
 CORPUS_DIR = "corpus"
 SOURCE = "source.md"
 SUMMARY = "summary.md"
+EMPTY_SOURCE = "empty source: there is no text to index; write the chapter or remove its folder"
 DEFAULT_LANG = L.DEFAULT_LANG
 
 _NUMBER = re.compile(r"\d+")
@@ -443,7 +444,7 @@ def _read_section(
     if not src.body.strip():
         reader.problem(
             src_path,
-            "empty source: there is no text to index; write the chapter or remove its folder",
+            EMPTY_SOURCE,
         )
         return
     sum_exists = reader.source.exists(sum_path)

@@ -88,6 +88,30 @@ def test_pre_receive_file_check() -> None:
     assert bad_key is not None and "`order` must be a whole number" in bad_key.message
     binary = pre_receive.check_file("corpus/w/summary.md", b"\x00\x01")
     assert binary is not None and binary.path == "corpus/w/summary.md"
+    empty = pre_receive.check_file("corpus/w/p/c/source.md", b"---\ntitle: T\n---\n\n")
+    assert empty is not None and "empty source" in empty.message and empty.user
+    prompt = pre_receive.check_file("prompts/1.md", b"---\nnote: x\n---\n")
+    assert prompt is not None and "empty prompt" in prompt.message
+    assert pre_receive.check_file("prompts/1.md", b"Summarise faithfully.\n") is None
+
+
+def test_pre_receive_refuses_an_unreadable_policy(tmp_path: Path) -> None:
+    from tests.gitserver_support import git, init_work
+
+    work = init_work(
+        tmp_path / "w",
+        {
+            "glossator.toml": "[summaries]\nalgorithm = 3\n",
+            "corpus/w/c/source.md": "---\ntitle: C\n---\n\nTexte.\n",
+        },
+    )
+    import pygit2
+
+    tip = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    found = pre_receive.check_updates(
+        pygit2.Repository(str(work)), [("0" * 40, tip, "refs/heads/main")]
+    )
+    assert [p.path for p in found] == ["glossator.toml"], found
 
 
 def test_status_command(db_url: str) -> None:
