@@ -100,7 +100,8 @@ def _say_problems(url: str, repository: str, branch: str, out: TextIO) -> None:
         return
     print(
         f"glossator: the last index of {branch} (job {job_id}) had {len(problems)} "
-        "problem(s); the branch is not fully indexed and is retried:",
+        "problem(s), so the branch is not fully indexed; this push indexes it again "
+        "(fix these if they are in your files):",
         file=out,
     )
     for line in problems[:SHOWN_PROBLEMS]:
