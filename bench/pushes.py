@@ -1,6 +1,6 @@
 """Concurrent pushes: N clones × M rounds against the same edits pushed one at a time.
 
-    .venv/bin/python bench/pushes.py [--clones 3] [--rounds 5] [--chapters 6] [--write bench/RESULTS.md]
+    .venv/bin/python bench/pushes.py [--clones 5] [--rounds 6] [--chapters 6] [--runs 3] [--write bench/RESULTS.md]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL in a
 temporary directory, the fake embedder and summarizer by default) and runs, side
@@ -14,9 +14,13 @@ chapters of the example:
   issue 14 that wedged the queue).
 
 Figures: seconds from the last accepted push to every edit being in the rows
-(searchable), pushes refused, jobs (and how they ended), lost races, and texts
+(searchable), pushes refused, the worst push's tries (issue 23: a writer starved
+by the server's own commit-backs), commit-backs (and how many were deferred
+because a push was under way), jobs (and how they ended), lost races, and texts
 embedded; the concurrent run's texts embedded beyond the sequential run's are the
-work races waste (the reuse of hooks/reuse.py should keep it near zero).
+work races waste (the reuse of hooks/reuse.py should keep it near zero). The
+concurrent part runs `--runs` times on fresh repositories; each figure is the
+median of the runs (the worst push's tries also as each run's).
 Bounded: fixed sizes, each push retried at most 60 times, every wait has a
 timeout. Not run in CI.
 """
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import threading
@@ -52,12 +57,18 @@ def edit(work: Path, chapter: str, marker: str) -> None:
     commit_all(work, f"add {marker}")
 
 
-def push_rebasing(work: Path, url: str) -> int:
-    """Push until accepted; the number of refusals."""
-    for refused in range(60):
+def push_rebasing(work: Path, url: str, causes: dict[str, int] | None = None) -> int:
+    """Push until accepted; the number of tries (1: accepted at once). `causes` counts
+    the refusals by who made the tip the pull then fetched: a commit-back (author
+    Glossator) or another writer."""
+    for tries in range(1, 61):
         if git("push", "-q", url, "main", cwd=work, check=False).returncode == 0:
-            return refused
+            return tries
         git("pull", "-q", "--rebase", url, "main", cwd=work)
+        if causes is not None:
+            author = git("log", "-1", "--format=%an", "FETCH_HEAD", cwd=work).stdout.strip()
+            key = "commit-back" if author == "Glossator" else "writer"
+            causes[key] = causes.get(key, 0) + 1
     raise RuntimeError("a push was still refused after 60 tries")
 
 
@@ -93,6 +104,10 @@ def job_figures(server: ServeProcess, repository: str, after: int) -> dict[str, 
         "jobs": len(jobs),
         "ended": ended,
         "races": sum(int(s.get("races", 0)) for s in stats),
+        "committed": sum(
+            1 for s in stats if s.get("committed") and not s.get("races") and not s.get("deferred")
+        ),
+        "deferred": sum(1 for s in stats if s.get("deferred")),
         "embedded": sum(int(s.get("embedded", 0)) for s in stats),
     }
 
@@ -132,15 +147,16 @@ def sequential(
 
 
 def concurrent(
-    server: ServeProcess, tmp: Path, db: str, args: argparse.Namespace
+    server: ServeProcess, tmp: Path, db: str, args: argparse.Namespace, name: str = "conc"
 ) -> dict[str, Any]:
-    _, chapters, last = seed(server, tmp, "conc", args.chapters)
-    url = server.url("conc", token=TOKEN)
-    clones = [tmp / f"clone{i}" for i in range(args.clones)]
+    _, chapters, last = seed(server, tmp, name, args.chapters)
+    url = server.url(name, token=TOKEN)
+    clones = [tmp / f"{name}-clone{i}" for i in range(args.clones)]
     for clone in clones:
-        git("clone", "-q", server.url("conc"), str(clone))
+        git("clone", "-q", server.url(name), str(clone))
     markers = [f"CONC{i}R{r}Z" for i in range(args.clones) for r in range(args.rounds)]
-    refused: list[int] = []
+    tries: list[int] = []
+    causes: dict[str, int] = {}
     last_push = [0.0]
     errors: list[BaseException] = []
 
@@ -148,7 +164,7 @@ def concurrent(
         try:
             for r in range(args.rounds):
                 edit(clones[i], chapters[i], f"CONC{i}R{r}Z")
-                refused.append(push_rebasing(clones[i], url))
+                tries.append(push_rebasing(clones[i], url, causes))
                 last_push[0] = max(last_push[0], time.monotonic())
         except BaseException as e:
             errors.append(e)
@@ -160,26 +176,56 @@ def concurrent(
         t.join(timeout=1800)
     if errors:
         raise errors[0]
-    wait_searchable(db, "conc", markers, 600)
+    wait_searchable(db, name, markers, 600)
     searchable = time.monotonic() - last_push[0]
-    server.wait_idle("conc", after=last, timeout=600)
-    out = job_figures(server, "conc", last)
-    stuck = [j for j in server.jobs("conc") if j["status"] in ("queued", "running")]
-    out.update(searchable_s=searchable, refused=sum(refused), stuck=len(stuck))
+    server.wait_idle(name, after=last, timeout=600)
+    out = job_figures(server, name, last)
+    stuck = [j for j in server.jobs(name) if j["status"] in ("queued", "running")]
+    out.update(
+        searchable_s=searchable,
+        refused=sum(tries) - len(tries),
+        worst_tries=max(tries),
+        by_commit_back=causes.get("commit-back", 0),
+        by_writer=causes.get("writer", 0),
+        stuck=len(stuck),
+    )
+    return out
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Each figure's median over the runs (`ended` and `stuck`: the last run's, summed)."""
+    out: dict[str, Any] = {}
+    for key in runs[0]:
+        values = [r[key] for r in runs]
+        if key == "ended":
+            total: dict[str, int] = {}
+            for v in values:
+                for k, n in v.items():
+                    total[k] = total.get(k, 0) + n
+            out[key] = total
+        elif key == "stuck":
+            out[key] = sum(values)
+        else:
+            out[key] = statistics.median(values)
+    out["worst_each"] = [r["worst_tries"] for r in runs]
     return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--clones", type=int, default=3)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--clones", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--runs", type=int, default=3, help="concurrent runs (median)")
     parser.add_argument("--chapters", type=int, default=6)
     parser.add_argument("--embedder", default="fake")
     parser.add_argument("--summarizer", default="fake")
     parser.add_argument("--write", type=Path, help="update this bench's RESULTS.md section")
+    parser.add_argument(
+        "--concurrent-only", action="store_true", help="skip the sequential reference"
+    )
     args = parser.parse_args()
-    if not 1 <= args.clones <= args.chapters or not 1 <= args.rounds <= 20:
-        parser.error("1 ≤ --clones ≤ --chapters and 1 ≤ --rounds ≤ 20")
+    if not 1 <= args.clones <= args.chapters or not 1 <= args.rounds <= 20 or args.runs < 1:
+        parser.error("1 ≤ --clones ≤ --chapters, 1 ≤ --rounds ≤ 20 and --runs ≥ 1")
 
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-pushes-"))
     os.chmod(tmp, 0o755)  # the embedded PostgreSQL runs as its own user
@@ -195,28 +241,43 @@ def main() -> None:
     server = ServeProcess(tmp, env).start(timeout=180)
     try:
         db = (tmp / "data" / "postgres.lock").read_text().splitlines()[1]
-        print("sequential …", flush=True)
-        seq = sequential(server, tmp, db, args)
-        print("concurrent …", flush=True)
-        conc = concurrent(server, tmp, db, args)
+        seq: dict[str, Any] = {}
+        if not args.concurrent_only:
+            print("sequential …", flush=True)
+            seq = sequential(server, tmp, db, args)
+        runs = []
+        for n in range(args.runs):
+            print(f"concurrent, run {n + 1}/{args.runs} …", flush=True)
+            runs.append(concurrent(server, tmp, db, args, name=f"conc{n}"))
+            print(f"  worst push: {runs[-1]['worst_tries']} tries", flush=True)
+        conc = median_run(runs)
     finally:
         server.stop()
         shutil.rmtree(tmp, ignore_errors=True)
 
     edits = args.clones * args.rounds
+    each = ", ".join(str(w) for w in conc["worst_each"])
+    if not seq:  # --concurrent-only
+        seq = {k: "-" for k in ("refused", "jobs", "committed", "deferred", "races")}
+        seq.update(ended={}, embedded=conc["embedded"], searchable_s=float("nan"))
     lines = [
         "| | sequential (1 clone, wait after each push) | concurrent "
-        f"({args.clones} clones × {args.rounds} rounds) |",
+        f"({args.clones} clones × {args.rounds} rounds, median of {args.runs} runs) |",
         "|---|---:|---:|",
         f"| edits | {edits} | {edits} |",
-        f"| pushes refused (then `pull --rebase`) | {seq['refused']} | {conc['refused']} |",
-        f"| jobs | {seq['jobs']} | {conc['jobs']} |",
-        f"| jobs ended | {fmt(seq['ended'])} | {fmt(conc['ended'])} |",
-        f"| jobs still queued/running at the end | 0 | {conc['stuck']} |",
-        f"| lost races (commit-back CAS) | {seq['races']} | {conc['races']} |",
-        f"| texts embedded | {seq['embedded']} | {conc['embedded']} |",
+        f"| pushes refused (then `pull --rebase`) | {seq['refused']} | {conc['refused']:g} |",
+        f"| **worst push's tries** | 1 | **{conc['worst_tries']:g}** (runs: {each}) |",
+        f"| refusals after which the pull fetched a commit-back / another writer's push | | "
+        f"{conc['by_commit_back']:g} / {conc['by_writer']:g} |",
+        f"| jobs | {seq['jobs']} | {conc['jobs']:g} |",
+        f"| jobs ended (all runs) | {fmt(seq['ended'])} | {fmt(conc['ended'])} |",
+        f"| jobs still queued/running at the end (all runs) | 0 | {conc['stuck']} |",
+        f"| commit-backs that moved the branch | {seq['committed']} | {conc['committed']:g} |",
+        f"| commit-backs deferred (a push under way) | {seq['deferred']} | {conc['deferred']:g} |",
+        f"| lost races (commit-back CAS) | {seq['races']} | {conc['races']:g} |",
+        f"| texts embedded | {seq['embedded']} | {conc['embedded']:g} |",
         f"| **texts embedded beyond the sequential run** (work races waste) | | "
-        f"**{conc['embedded'] - seq['embedded']:+d}** |",
+        f"**{conc['embedded'] - seq['embedded']:+g}** |",
         f"| last push → every edit searchable | (after the last wait) "
         f"{seq['searchable_s']:.2f} s | **{conc['searchable_s']:.2f} s** |",
     ]
@@ -237,7 +298,8 @@ def write_section(path: Path, lines: list[str], args: argparse.Namespace) -> Non
             SECTION,
             "",
             f"Command: `.venv/bin/python bench/pushes.py --clones {args.clones} --rounds "
-            f"{args.rounds} --chapters {args.chapters} --embedder {args.embedder} --write "
+            f"{args.rounds} --chapters {args.chapters} --runs {args.runs} "
+            f"--embedder {args.embedder} --write "
             f"bench/RESULTS.md`, run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on "
             f"{os.cpu_count()} cores (load average {load:.1f} at the end: other engineers' "
             "tests ran alongside). Real git client and `glossator serve`, embedded PostgreSQL.",

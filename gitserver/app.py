@@ -15,11 +15,15 @@ bearer token) and `lifespan`, so this module stays testable with no database.
 
 from __future__ import annotations
 
+import asyncio
 import logging
+import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
+from pathlib import Path
 from typing import Any
 
+import pygit2
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
@@ -29,6 +33,7 @@ from gitserver import backend
 from gitserver.auth import (
     REALM,
     Access,
+    Credentials,
     Policy,
     basic_credentials,
     bearer_token,
@@ -38,10 +43,23 @@ from gitserver.auth import (
 )
 from gitserver.errors import GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
+from hooks import receiving
 
 log = logging.getLogger(__name__)
 
 HOOK_URL = "GLOSSATOR_HOOK_URL"  # read by hooks.post_receive to tell the pusher where to look
+# The post-receive hook asks this server to queue its jobs (glossator.githooks): where
+# (this request's own socket address) and with which token (one per server, random).
+HOOK_CALLBACK = "GLOSSATOR_HOOK_CALLBACK"
+HOOK_TOKEN = "GLOSSATOR_HOOK_TOKEN"
+CALLBACK_PATH = "/api/hooks/post-receive"
+# (repository, git's `<old> <new> <ref>` lines, the server's URL) → the lines to print
+PostReceiveHandler = Callable[[str, str, str], Awaitable[str]]
+# A push that landed while other writers' pushes to its branch are under way or were
+# just refused is answered once they had their turn, this long at most (issue 23): a
+# round figure, several pull-and-push cycles on a loaded machine.
+HOLD_MAX_S = 30.0
+HOLD_POLL_S = 0.05
 
 HealthCheck = Callable[[], Awaitable[None]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -66,12 +84,16 @@ class GitServer:
         *,
         admin_token: str | None = None,
         hook_env: Mapping[str, str] | None = None,
+        post_receive: PostReceiveHandler | None = None,
     ) -> None:
         self.store = store
         self.policy = policy
         self.admin_token = admin_token
         # Environment for git http-backend and through it the hooks (database URL…).
         self.hook_env = dict(hook_env or {})
+        self.post_receive = post_receive
+        # Only this server's hooks know it: it is in the environment git gives them.
+        self.hook_token = secrets.token_urlsafe(32) if post_receive is not None else ""
 
     async def git(self, request: Request) -> Response:
         name: str = request.path_params["name"]
@@ -104,9 +126,31 @@ class GitServer:
             return _unauthorized(access)
         if not self.store.exists(name):
             return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+        marker = None
         if rest == "git-receive-pack":
             log.info("push received for %s", name)
+            # a push under way: the commit-backs of its branches wait (hooks.receiving)
+            marker = receiving.begin(self.store.path(name))
+        try:
+            return await self._backend(request, name, rest, credentials, marker)
+        except BaseException:
+            if marker is not None:
+                marker.finish()
+            raise
+
+    async def _backend(
+        self,
+        request: Request,
+        name: str,
+        rest: str,
+        credentials: Credentials | None,
+        marker: receiving.Marker | None,
+    ) -> Response:
         body = await backend.spool_body(request) if request.method == "POST" else None
+        if marker is not None and body is not None:
+            refs = backend.pushed_refs(body, request.headers.get("content-encoding"))
+            if refs:
+                marker.name_refs(refs)
         client = request.client.host if request.client else None
         cgi = backend.CgiRequest(
             project_root=self.store.root,
@@ -118,9 +162,56 @@ class GitServer:
             git_protocol=request.headers.get("git-protocol"),
             remote_user=(credentials.user or "glossator") if credentials else None,
             remote_addr=client,
-            extra_env={**self.hook_env, HOOK_URL: str(request.base_url)},
+            extra_env={**self.hook_env, **self._callback_env(request)},
         )
-        return await backend.run(cgi, body)
+        return await backend.run(cgi, body, on_finish=marker.finish if marker else None)
+
+    def _callback_env(self, request: Request) -> dict[str, str]:
+        env = {HOOK_URL: str(request.base_url)}
+        server = request.scope.get("server")
+        if self.post_receive is not None and server and server[1]:
+            host = str(server[0])
+            host = f"[{host}]" if ":" in host else host
+            env.update({HOOK_CALLBACK: f"http://{host}:{server[1]}", HOOK_TOKEN: self.hook_token})
+        return env
+
+    async def hook_post_receive(self, request: Request) -> Response:
+        """The post-receive hook of a push this server runs: queue its jobs, answer the
+        lines the hook prints (glossator.githooks)."""
+        token = bearer_token(request.headers)
+        if self.post_receive is None or not token or not token_matches(token, (self.hook_token,)):
+            return PlainTextResponse("not found\n", status_code=404)
+        try:
+            data = await request.json()
+            name, updates = str(data["repository"]), str(data["updates"])
+            url = str(data.get("url") or "")
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": "repository and updates required"}, 400)
+        if not self.store.exists(name):
+            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+        output = await self.post_receive(name, updates, url)
+        await self._let_other_writers_in(name, updates)
+        return JSONResponse({"output": output})
+
+    async def _let_other_writers_in(self, name: str, updates: str) -> None:
+        """Answer a push that landed only once the pushes to its branch that its landing
+        refused had their turn: those writers pull and push again, and a writer answered
+        at once pushes its next commit before they can, round after round (issue 23: one
+        push refused 19 times while the others went through). A lone writer never waits;
+        at most HOLD_MAX_S."""
+        branches = [
+            ref[len("refs/heads/") :]
+            for _old, new, ref in (line.split() for line in updates.splitlines() if line.strip())
+            if ref.startswith("refs/heads/") and new.strip("0")
+        ]
+        path = self.store.path(name)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + HOLD_MAX_S
+        for branch in branches:
+            while loop.time() < deadline:
+                if not await asyncio.to_thread(_others_under_way, path, branch):
+                    break
+                await asyncio.sleep(HOLD_POLL_S)
 
     def read_refusal(self, request: Request) -> Response | None:
         """None when the read policy lets `request` in (Basic or Bearer token)."""
@@ -179,6 +270,26 @@ class GitServer:
         )
 
 
+def _others_under_way(path: Path, branch: str) -> int:
+    """Pushes to `branch` under way or just refused, other than those that landed."""
+    try:
+        repo = pygit2.Repository(str(path))
+        ref = repo.references.get(f"refs/heads/{branch}")
+        if ref is None:
+            return 0
+        tip = str(ref.resolve().target)
+    except (pygit2.GitError, KeyError, ValueError):
+        return 0
+
+    def landed(commit: str) -> bool:
+        try:
+            return commit == tip or repo.descendant_of(tip, commit)
+        except (pygit2.GitError, KeyError, ValueError):  # not in the repository: not landed
+            return False
+
+    return receiving.pushes_under_way(path, branch, tip, landed=landed)
+
+
 def create_app(
     store: RepoStore,
     policy: Policy,
@@ -189,9 +300,13 @@ def create_app(
     read_routes: Sequence[Route] = (),
     health_checks: Sequence[HealthCheck] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
+    post_receive: PostReceiveHandler | None = None,
 ) -> Starlette:
-    """The ASGI app. `extra_routes` come before the git routes (which match `/<name>/…`)."""
-    server = GitServer(store, policy, admin_token=admin_token, hook_env=hook_env)
+    """The ASGI app. `extra_routes` come before the git routes (which match `/<name>/…`).
+    `post_receive`: what a push's post-receive hook asks of the server (HOOK_CALLBACK)."""
+    server = GitServer(
+        store, policy, admin_token=admin_token, hook_env=hook_env, post_receive=post_receive
+    )
 
     async def healthz(request: Request) -> Response:
         for check in health_checks:
@@ -206,6 +321,7 @@ def create_app(
         Route("/healthz", healthz, methods=["GET"]),
         Route("/api/repos", server.create_repo, methods=["POST"]),
         Route("/api/repos", server.list_repos, methods=["GET"]),
+        Route(CALLBACK_PATH, server.hook_post_receive, methods=["POST"]),
         *[
             Route(r.path, server.guarded(r.endpoint), methods=sorted(r.methods or ("GET",)))
             for r in read_routes

@@ -14,6 +14,9 @@ module only adapts HTTP to CGI and back, streaming both bodies:
   a blank line, then the body, streamed in 64 KiB chunks.
 - `Content-Encoding: gzip` request bodies are inflated by git itself
   (HTTP_CONTENT_ENCODING); the `Git-Protocol` header becomes GIT_PROTOCOL.
+- `pushed_refs` reads the refs a `git-receive-pack` request updates from its
+  first pkt-lines (the server's marker of a push under way, hooks.receiving), and
+  `run(..., on_finish=…)` is called once git's answer is sent (or abandoned).
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ import contextlib
 import logging
 import os
 import tempfile
-from collections.abc import AsyncIterator, Mapping
+import zlib
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -102,6 +106,42 @@ async def spool_body(request: Request) -> tempfile.SpooledTemporaryFile[bytes]:
     return spool
 
 
+COMMANDS_HEAD = 64 * 1024  # a push's commands come first: ~100 bytes a ref
+
+
+def pushed_refs(
+    body: tempfile.SpooledTemporaryFile[bytes], encoding: str | None
+) -> list[tuple[str, str]] | None:
+    """(ref, new commit) of each ref a receive-pack request body updates (its command
+    pkt-lines, before the pack), the body left rewound; None when they cannot be read
+    (a push certificate, an encoding this does not read, a truncated head): every ref."""
+    head = body.read(COMMANDS_HEAD)
+    body.seek(0)
+    if encoding:
+        if encoding.strip().lower() not in ("gzip", "x-gzip"):
+            return None
+        try:
+            head = zlib.decompressobj(wbits=31).decompress(head, COMMANDS_HEAD)
+        except zlib.error:
+            return None
+    refs: list[tuple[str, str]] = []
+    at = 0
+    while True:
+        try:
+            size = int(head[at : at + 4], 16)
+        except ValueError:
+            return None
+        if size == 0:  # flush: the commands end here
+            return refs or None
+        if size < 4 or at + size > len(head):
+            return None
+        line = head[at + 4 : at + size].split(b"\0", 1)[0].rstrip(b"\n").split(b" ")
+        if len(line) != 3 or not line[2].startswith(b"refs/"):
+            return None  # not a command (`shallow`, `push-cert`): say every ref
+        refs.append((line[2].decode("utf-8", "replace"), line[1].decode("ascii", "replace")))
+        at += size
+
+
 async def _read_headers(stdout: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
     status = 200
     headers: list[tuple[str, str]] = []
@@ -135,8 +175,27 @@ async def _drain_stderr(stream: asyncio.StreamReader, path_info: str) -> None:
         log.warning("git http-backend %s: %s", path_info, line.decode("utf-8", "replace").rstrip())
 
 
-async def run(cgi: CgiRequest, body: tempfile.SpooledTemporaryFile[bytes] | None) -> Response:
-    """Run `git http-backend` for one request and stream its answer."""
+async def run(
+    cgi: CgiRequest,
+    body: tempfile.SpooledTemporaryFile[bytes] | None,
+    *,
+    on_finish: Callable[[], None] | None = None,
+) -> Response:
+    """Run `git http-backend` for one request and stream its answer; `on_finish` once
+    git has exited (its answer sent, or the client gone), also when it fails to start."""
+    try:
+        return await _run(cgi, body, on_finish)
+    except BaseException:
+        if on_finish is not None:
+            on_finish()
+        raise
+
+
+async def _run(
+    cgi: CgiRequest,
+    body: tempfile.SpooledTemporaryFile[bytes] | None,
+    on_finish: Callable[[], None] | None,
+) -> Response:
     stdin: int | object = asyncio.subprocess.DEVNULL
     length: int | None = None
     if body is not None:
@@ -171,7 +230,7 @@ async def run(cgi: CgiRequest, body: tempfile.SpooledTemporaryFile[bytes] | None
         await _finish(proc, stderr_task, kill=True)
         raise
     return StreamingResponse(
-        _stream(proc, stderr_task), status_code=status, headers=dict(_merge(headers))
+        _stream(proc, stderr_task, on_finish), status_code=status, headers=dict(_merge(headers))
     )
 
 
@@ -183,7 +242,9 @@ def _merge(headers: list[tuple[str, str]]) -> Mapping[str, str]:
 
 
 async def _stream(
-    proc: asyncio.subprocess.Process, stderr_task: asyncio.Task[None]
+    proc: asyncio.subprocess.Process,
+    stderr_task: asyncio.Task[None],
+    on_finish: Callable[[], None] | None = None,
 ) -> AsyncIterator[bytes]:
     assert proc.stdout is not None
     complete = False
@@ -192,7 +253,11 @@ async def _stream(
             yield chunk
         complete = True
     finally:
-        await _finish(proc, stderr_task, kill=not complete)
+        try:
+            await _finish(proc, stderr_task, kill=not complete)
+        finally:
+            if on_finish is not None:
+                on_finish()
 
 
 async def _finish(

@@ -28,6 +28,7 @@ import pygit2
 
 from core.vocabulary import DEFAULT_BRANCH
 from gitserver.errors import RepositoryExists, RepositoryNameError, RepositoryNotFound
+from hooks import receiving
 
 log = logging.getLogger(__name__)
 
@@ -149,10 +150,12 @@ class RepoStore:
         return full
 
     def refresh(self, name: str) -> None:
-        """Re-apply configuration and hooks (at server start: the interpreter may have moved)."""
+        """Re-apply configuration and hooks (at server start: the interpreter may have moved),
+        and drop the markers of pushes under way a previous run left (hooks.receiving)."""
         full = self.path(name)
         self._configure(pygit2.Repository(str(full)))
         self._install_hooks(full)
+        receiving.clear(full)
 
     def branches(self, name: str) -> dict[str, str]:
         """branch name -> tip commit id (hex) of repository `name`."""

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import io
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
@@ -199,6 +200,16 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
         }
         return JSONResponse({"service": "glossator", "endpoints": endpoints})
 
+    async def post_receive(repository: str, updates: str, server_url: str) -> str:
+        """A push's post-receive, done here on the server's warm imports (the hook asks
+        for it: glossator.githooks); what `hooks.post_receive.main` prints."""
+        from hooks import post_receive as hook
+
+        config = hook.PostReceive(repository, db.conninfo, server_url=server_url)
+        out = io.StringIO()
+        await asyncio.to_thread(hook.main, config, io.StringIO(updates), out)
+        return out.getvalue()
+
     extra: list[BaseRoute] = [Route("/", index, methods=["GET"])]
     extra.extend(r for r in web.routes() if getattr(r, "path", None) != "/")
     if mcp is not None:
@@ -211,6 +222,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
         read_routes=[Route("/api/jobs", jobs, methods=["GET"])],
         health_checks=[db_ok],
         lifespan=lifespan,
+        post_receive=post_receive,
     )
     state["supervisor"] = supervisor
     app.state.service = state

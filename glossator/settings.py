@@ -384,6 +384,8 @@ def _explain(error: ValidationError, raw: Mapping[str, Any]) -> str:
 _NOT_SETTINGS_PREFIXES = ("GLOSSATOR_TEST_",)  # the test suite's own servers
 _NOT_SETTINGS = {
     "GLOSSATOR_HOOK_URL": None,  # set by the server for the post-receive hook
+    "GLOSSATOR_HOOK_CALLBACK": None,  # the same (where the hook asks the server)
+    "GLOSSATOR_HOOK_TOKEN": None,  # the same (the server's hook token)
     "GLOSSATOR_DB_PASSWORD": "DEPLOY_DB_PASSWORD",
     "GLOSSATOR_POSTGRES_IMAGE": "DEPLOY_POSTGRES_IMAGE",
     "GLOSSATOR_PUBLISH": "DEPLOY_PUBLISH",

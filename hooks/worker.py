@@ -9,18 +9,23 @@ running the job again:
    commit whose rows the database holds (`indexed_commits`). Equal: done. No tip
    (the branch was deleted): drop its rows and its record, done.
 2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`).
-3. Changes? Commit them on the tip (author Glossator, trailer `Glossator-Job: N`)
-   and move the ref by compare-and-swap. A push that landed meanwhile wins and
-   is never overwritten; the job still finishes the tip it has: it loads the
-   rows of its commit-back (a commit on no branch, child of the tip it read), so
-   search gains everything up to that tip, and the next job (the push's, queued
-   behind this one) takes the rest, reusing what this one computed (the
-   indexer's caches). A job that loses races never fails and never starts over.
-   The commit-back is a local ref update, so it fires no hook; the next run
-   finds tip == indexed.
+3. Changes? Commit them on the tip (author Glossator, trailer `Glossator-Job: N`),
+   on no branch yet.
 4. In one transaction: reload the rows of the files that differ between the
    indexed commit and the new one (renames and deletions included; the whole
    tree when the indexed commit is unknown) and record the new indexed commit.
+   Then move the ref to the commit-back by compare-and-swap, once no push to the
+   branch is under way (hooks.receiving: moving it would refuse that push; when
+   the push lands, the commit-back is its job's). The rows come first, so search
+   never waits for that (DESIGN §1 lists the commit-back before the load; either
+   order is safe to repeat). A push that landed meanwhile wins and is never
+   overwritten; the job has finished the tip it had: the rows are those of its
+   commit-back (a commit on no branch, child of the tip it read), and the next job
+   (the push's, queued behind this one) takes the rest, reusing what this one
+   computed (the indexer's caches). A job that loses races never fails and never
+   starts over. The commit-back is a local ref update, so it fires no hook; the
+   next run finds tip == indexed. A crash between the load and the ref update
+   leaves indexed ≠ tip: the next job commits back on that tip again.
 5. Read the tip again: when it is no longer what was indexed, `Outcome.moved`
    tells the service to make sure a job follows.
 
@@ -49,6 +54,7 @@ from core.vocabulary import SIDECAR_SUFFIX
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
 from hooks.gitsource import GitTreeSource
 from hooks.progress import JobProgress
+from hooks.receiving import pushes_under_way
 from hooks.repositories import Repositories
 from hooks.reuse import ReusingEmbedder, ReusingSummarizer
 from indexer.cache import IndexCaches
@@ -63,6 +69,12 @@ from store.tree import sync_tree
 log = logging.getLogger(__name__)
 
 MAX_PROBLEMS = 50  # kept per job and per branch; the count says how many there were
+# How long a commit-back waits for the pushes under way on its branch (hooks.receiving)
+# before it moves the branch anyway: a round figure, many times a push's few seconds,
+# short enough that pushes that never stop delay the sidecars' commit, never the rows
+# (loaded before), and hold a worker that long at most.
+COMMIT_BACK_WAIT_S = 30.0
+RECEIVE_POLL_S = 0.05  # how often it looks: a push's hooks alone take ~0.3 s
 IndexFn = Callable[..., Any]  # indexer.pipeline.index(source, *, embedder, summarizer, …)
 
 
@@ -79,6 +91,7 @@ class Outcome:
     rows: int = 0
     embedded: int = 0  # texts sent to the embedder
     races: int = 0  # 1 when a push won the commit-back's compare-and-swap
+    deferred: int = 0  # 1 when the commit-back yielded to a push that landed (its job's now)
     moved: bool = False  # the branch's tip is not `indexed` any more: a job must follow
     problems: list[str] = field(default_factory=list)  # errors: the branch is not fully indexed
     # every problem is one the pushed files decide (indexer.errors.Problem.user; the rows a
@@ -98,6 +111,7 @@ class Outcome:
             "rows": self.rows,
             "embedded": self.embedded,
             "races": self.races,
+            "deferred": self.deferred,
             "moved": self.moved,
             "problems": self.problems[:MAX_PROBLEMS],
             "problem_count": len(self.problems),
@@ -134,8 +148,10 @@ class BranchIndexer:
         embedder: Any,
         summarizer: Any,
         index_fn: IndexFn | None = None,
+        commit_back_wait_s: float = COMMIT_BACK_WAIT_S,
     ) -> None:
         self.store = store
+        self.commit_back_wait_s = commit_back_wait_s
         self.pool = pool
         # What one attempt computed serves the next attempts and jobs (hooks.reuse).
         self.embedder = (
@@ -239,25 +255,64 @@ class BranchIndexer:
 
         target = tip
         changes = result.changes
+        new = None
         if len(changes):
             if progress is not None:
                 progress.phase("commit")
             message = commit_message(tip, job_id, _summary(result))
             new = commit_changes(repo, tip, changes, message=message)
             if new is not None:
-                reason = f"glossator: commit-back (job {job_id})"
                 outcome.committed, outcome.changes, target = new, len(changes), new
-                if not move_ref(self.store.path(repository), branch, new, tip, reason=reason):
-                    # A push won. Its commits are the next job's; ours, on no branch,
-                    # still holds the sidecars of `tip`: load them (docstring, step 3).
-                    outcome.races = 1
-                    outcome.note = "a push moved the branch during the job"
-                else:  # the tip search's freshness compares with (store.tips)
-                    with self.pool.connection() as conn:
-                        move_tip(conn, repository, branch, tip, new)
 
+        # The rows first: search never waits for the commit-back, which may wait for
+        # pushes (below). `new`, on a branch or not, holds the sidecars of `tip`.
         self._load(repo, repository, branch, indexed, target, job_id, outcome, progress)
         outcome.indexed = target
+        if new is not None:
+            self._commit_back(repo, repository, branch, tip, new, job_id, outcome)
+
+    def _commit_back(
+        self,
+        repo: pygit2.Repository,
+        repository: str,
+        branch: str,
+        tip: str,
+        new: str,
+        job_id: int | None,
+        outcome: Outcome,
+    ) -> None:
+        """Move the branch from `tip` to the commit-back `new`, yielding to pushes.
+
+        While a push to the branch is being received, or one was refused a moment ago
+        (its writer is pulling to push again: hooks.receiving), moving the branch would
+        refuse it: wait, at most `commit_back_wait_s`. When a push lands meanwhile, the
+        commit-back is left to its job (`deferred`); otherwise the compare-and-swap
+        goes ahead. The rows of `new` are loaded already (docstring, step 3)."""
+        path = self.store.path(repository)
+        deadline = time.monotonic() + self.commit_back_wait_s
+        yielded = False
+        while time.monotonic() < deadline and pushes_under_way(path, branch, tip):
+            yielded = True
+            if _tip(repo, branch) != tip:
+                break
+            time.sleep(RECEIVE_POLL_S)
+        if _tip(repo, branch) != tip:  # the compare-and-swap would fail: leave it
+            if yielded:
+                outcome.deferred = 1
+                outcome.note = "a push landed while the commit-back waited: its job commits back"
+            else:
+                outcome.races = 1
+                outcome.note = "a push moved the branch during the job"
+            return
+        reason = f"glossator: commit-back (job {job_id})"
+        if not move_ref(path, branch, new, tip, reason=reason):
+            # A push won. Its commits are the next job's; ours, on no branch,
+            # holds the sidecars of `tip`, and its rows are loaded (docstring, step 3).
+            outcome.races = 1
+            outcome.note = "a push moved the branch during the job"
+            return
+        with self.pool.connection() as conn:  # the tip search's freshness compares with
+            move_tip(conn, repository, branch, tip, new)
 
     def _load(
         self,

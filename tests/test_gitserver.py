@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import gzip
 import stat
+import tempfile
 from pathlib import Path
 
 import httpx
@@ -269,6 +270,65 @@ def test_clone_push_and_auth_with_real_git(store: RepoStore, tmp_path: Path) -> 
         git("push", "-q", server.url("livre", token=TOKEN), "main", cwd=clone)
         git("pull", "-q", "--ff-only", "origin", "main", cwd=work)
         assert (work / CH2).exists()
+
+
+def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Path) -> None:
+    """While git receives a push, the server's marker names the refs it updates and the
+    commits it asks for (the commit-backs of those branches wait for it,
+    hooks.receiving); once git has answered, it is `ended`, and a refused one still
+    holds its branch's commit-back for a moment (its writer pulls to push again)."""
+    from gitserver.backend import pushed_refs
+    from hooks import receiving
+
+    bare = store.create("livre")
+    seen = tmp_path / "seen.txt"
+    hook = bare / "hooks" / "pre-receive"
+    # what a pre-receive sees, mid-push: the marker files, then accept or refuse
+    hook.write_text(
+        "#!/bin/sh\ncat >/dev/null\n"
+        f'cat "$GIT_DIR/{receiving.DIR}"/* >> {seen}\n'
+        f"test ! -e {tmp_path / 'refuse'}\n"
+    )
+    with ServerThread(make_app(store)) as server:
+        work = init_work(tmp_path / "work", {CH1: GOOD})
+        git("branch", "draft", cwd=work)
+        git("push", "-q", server.url("livre", token=TOKEN), "main", "draft", cwd=work)
+        head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        assert sorted(seen.read_text().splitlines()) == [
+            f"refs/heads/draft {head}",
+            f"refs/heads/main {head}",
+        ]
+        assert all(p.name.endswith(receiving.ENDED) for p in (bare / receiving.DIR).iterdir())
+        (tmp_path / "refuse").touch()
+        write_files(work, {CH2: GOOD})
+        commit_all(work, "refused")
+        refused = git("push", server.url("livre", token=TOKEN), "main", cwd=work, check=False)
+        assert refused.returncode != 0
+        # ended, not landed: its writer may be pulling to push again
+        ended = [p for p in (bare / receiving.DIR).iterdir()]
+        assert all(p.name.endswith(receiving.ENDED) for p in ended) and len(ended) == 2
+        assert receiving.pushes_under_way(bare, "main", head) == 1
+        assert receiving.pushes_under_way(bare, "draft", head) == 0
+
+    # the commands' pkt-lines, plain and gzip; what is not a command names every ref
+    def spool(data: bytes) -> tempfile.SpooledTemporaryFile[bytes]:
+        f = tempfile.SpooledTemporaryFile()  # noqa: SIM115 - closed below
+        f.write(data)
+        f.seek(0)
+        return f
+
+    old, new = "0" * 40, "1" * 40
+    first = f"{old} {new} refs/heads/main\0report-status\n".encode()
+    second = f"{new} {old} refs/heads/gone\n".encode()
+    body = b"%04x" % (len(first) + 4) + first + b"%04x" % (len(second) + 4) + second
+    body += b"0000PACK..."
+    for data, encoding in ((body, None), (gzip.compress(body), "gzip")):
+        with spool(data) as f:
+            assert pushed_refs(f, encoding) == [("refs/heads/main", new), ("refs/heads/gone", old)]
+            assert f.tell() == 0
+    for data, encoding in ((b"0012push-cert\0x\n0000", None), (b"zz", None), (body, "br")):
+        with spool(data) as f:
+            assert pushed_refs(f, encoding) is None
 
 
 def test_malformed_frontmatter_is_refused(store: RepoStore, tmp_path: Path) -> None:

@@ -7,6 +7,8 @@ commit-back, compare-and-swap, load, record, repair after a crash.
 
 from __future__ import annotations
 
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -190,7 +192,97 @@ def test_a_push_during_indexing_wins_and_is_indexed(setup: Any, database: Any) -
     assert repo[tip].parents[0].id == pygit2.Oid(hex=pushed[0])
 
 
-def test_crash_between_commit_back_and_load_is_repaired(setup: Any, monkeypatch: Any) -> None:
+def test_the_commit_back_yields_to_a_push_under_way(
+    setup: Any, database: Any, monkeypatch: Any
+) -> None:
+    """A push being received on the branch (the server's marker, hooks.receiving) holds
+    the commit-back: when that push lands, the job moves nothing (the push is never
+    refused by it), loads the rows of what it indexed and leaves the commit-back to the
+    push's job; a marker for another branch holds nothing. No timing: the seam lands the
+    push on the job's first look at the markers, and the wait bound is far away."""
+    import hooks.worker
+    from hooks import receiving
+
+    store, bare, work, indexer, _database = setup
+    indexer.commit_back_wait_s = 3600.0
+    tip = store.branches("livre")["main"]
+    other = receiving.begin(bare)
+    other.name_refs([("refs/heads/draft", "1" * 40)])
+    assert receiving.pushes_under_way(bare, "main", tip) == 0
+    marker = receiving.begin(bare)  # `*`: its refs are not known yet
+    assert receiving.pushes_under_way(bare, "main", tip) == 1
+    marker.name_refs([("refs/heads/main", "2" * 40)])
+    pushed: list[str] = []
+    looks: list[int] = []
+
+    def push_lands(path: Path, branch: str, tip: str) -> int:
+        under_way = receiving.pushes_under_way(path, branch, tip)
+        looks.append(under_way)
+        if not pushed:
+            (work / "corpus" / "notes.txt").write_text("une note\n")
+            pushed.append(commit_all(work, "a push under way"))
+            git("push", "-q", str(bare), "main", cwd=work)
+        return under_way
+
+    monkeypatch.setattr(hooks.worker, "pushes_under_way", push_lands)
+    first = indexer.run("livre", "main", job_id=21)
+    assert looks[0] == 1 and first.deferred == 1 and first.races == 0 and first.moved
+    assert store.branches("livre")["main"] == pushed[0]  # the commit-back moved nothing
+    assert first.indexed == first.committed != pushed[0] and rows_by_file(database)
+
+    # that push's job: its receive has ended, and landed (its commit is the tip): no
+    # writer is coming back, the commit-back goes ahead
+    marker.name_refs([("refs/heads/main", pushed[0])])
+    marker.finish()
+    assert receiving.pushes_under_way(bare, "main", pushed[0]) == 0
+    monkeypatch.undo()
+    second = indexer.run("livre", "main", job_id=22)
+    tip = store.branches("livre")["main"]
+    assert second.deferred == 0 and not second.moved and tip == second.indexed
+    assert store.open("livre")[tip].parents[0].id == pygit2.Oid(hex=pushed[0])
+    other.remove()
+    assert [p.name.endswith(receiving.ENDED) for p in (bare / receiving.DIR).iterdir()] == [True]
+
+
+def test_the_commit_back_waits_for_a_refused_writer_then_goes_ahead(
+    setup: Any, monkeypatch: Any
+) -> None:
+    """A push under way ends refused: its writer is pulling to push again, so the
+    commit-back still waits (QUIET_S); once that is over, and no push came, it moves
+    the branch. Markers older than their bounds (a dead server's) hold nothing."""
+    import hooks.worker
+    from hooks import receiving
+
+    store, bare, _work, indexer, _database = setup
+    indexer.commit_back_wait_s = 3600.0
+    before = store.branches("livre")["main"]
+    stale = receiving.begin(bare)
+    old = stale.path.stat().st_mtime - receiving.STALE_S - 1
+    os.utime(stale.path, (old, old))
+    assert receiving.pushes_under_way(bare, "main", before) == 0
+    marker = receiving.begin(bare)
+    marker.name_refs([("refs/heads/main", "3" * 40)])
+    looks: list[int] = []
+
+    def refused_then_quiet(path: Path, branch: str, tip: str) -> int:
+        if len(looks) == 1:  # git refused that push: it has ended, not landed
+            marker.finish()
+        now = None
+        if len(looks) == 2:  # QUIET_S later (no sleeping: the clock is an argument)
+            now = time.time() + receiving.QUIET_S + 1
+        under_way = receiving.pushes_under_way(path, branch, tip, now=now)
+        looks.append(under_way)
+        return under_way
+
+    monkeypatch.setattr(hooks.worker, "pushes_under_way", refused_then_quiet)
+    outcome = indexer.run("livre", "main", job_id=31)
+    assert looks == [1, 1, 0]  # under way, ended refused, then quiet
+    assert outcome.deferred == 0 and outcome.races == 0 and not outcome.moved
+    assert store.branches("livre")["main"] == outcome.committed != before
+    assert receiving.clear(bare) == 2  # the stale one and the ended one, as serve does
+
+
+def test_crash_in_the_load_is_repaired(setup: Any, monkeypatch: Any) -> None:
     store, bare, work, indexer, database = setup
     first = indexer.run("livre", "main", job_id=1)
     git("pull", "-q", str(bare), "main", cwd=work)
@@ -203,21 +295,23 @@ def test_crash_between_commit_back_and_load_is_repaired(setup: Any, monkeypatch:
     import hooks.worker
 
     def crash(*args: Any, **kwargs: Any) -> Any:
-        raise RuntimeError("killed between the commit-back and the load")
+        raise RuntimeError("killed during the load")
 
     monkeypatch.setattr(hooks.worker, "sync_files", crash)
     with pytest.raises(RuntimeError):
         indexer.run("livre", "main", job_id=2)
-    moved = store.branches("livre")["main"]
-    assert moved != first.indexed  # the commit-back happened
+    pushed = store.branches("livre")["main"]
+    assert pushed != first.indexed  # the user's push, and no commit-back: rows come first
+    assert store.open("livre")[pushed].author.name != "Glossator"
     assert rows_by_file(database) == rows_before  # the load's transaction never committed
     with database.pool.connection() as conn:
         assert indexer.indexed_commit(conn, "livre", "main") == first.indexed
 
     monkeypatch.undo()
     repaired = indexer.run("livre", "main", job_id=3)
-    assert repaired.committed is None  # nothing left to generate: the commit-back stands
-    assert repaired.indexed == moved == store.branches("livre")["main"]
+    assert repaired.committed is not None and not repaired.moved
+    assert repaired.indexed == repaired.committed == store.branches("livre")["main"]
+    assert store.open("livre")[repaired.committed].parents[0].id == pygit2.Oid(hex=pushed)
     rel = chapter.relative_to(work).as_posix()
     assert rel in repaired.loaded
     with database.pool.connection() as conn:
@@ -227,6 +321,33 @@ def test_crash_between_commit_back_and_load_is_repaired(setup: Any, monkeypatch:
             (rel,),
         ).fetchone()
     assert n == 1
+
+
+def test_crash_between_the_load_and_the_commit_back_is_repaired(
+    setup: Any, monkeypatch: Any
+) -> None:
+    """Rows loaded at the commit-back, the ref never moved: the next job makes its
+    commit-back again on the same tip, loads the difference and moves the branch."""
+    import hooks.worker
+
+    store, _bare, _work, indexer, database = setup
+
+    def crash(*args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError("killed before the ref moved")
+
+    monkeypatch.setattr(hooks.worker, "move_ref", crash)
+    with pytest.raises(RuntimeError):
+        indexer.run("livre", "main", job_id=1)
+    pushed = store.branches("livre")["main"]
+    with database.pool.connection() as conn:
+        loaded = indexer.indexed_commit(conn, "livre", "main")
+    assert loaded is not None and loaded != pushed and rows_by_file(database)
+    monkeypatch.undo()
+    repaired = indexer.run("livre", "main", job_id=2)
+    repo = store.open("livre")
+    assert repaired.indexed == repaired.committed == store.branches("livre")["main"]
+    assert repo[repaired.committed].parents[0].id == pygit2.Oid(hex=pushed)
+    assert not repaired.moved and rows_by_file(database)
 
 
 def test_renamed_chapter_moves_its_rows(setup: Any) -> None:

@@ -1,0 +1,152 @@
+"""Pushes under way, as marker files in the bare repository: the commit-back waits for them.
+
+    marker = begin(repo_path)                   # gitserver: a `git-receive-pack` POST
+    marker.name_refs([("refs/heads/main", new)])  # once the request's commands are read
+    ...                                         # git receives, runs the hooks, answers
+    marker.finish()                             # then: ended, kept QUIET_S
+    pushes_under_way(repo_path, "main", tip)    # the worker, before its commit-back
+
+Why (issue 23): a job's commit-back moves the branch, and every push under way
+on that branch, whose client computed it against the tip before, is then refused
+("cannot lock ref … is at X but expected Y"), and so is the next push of a writer
+whose push was just refused and who is pulling to push again ("fetch first");
+five writers pulling and pushing again kept losing to the server's own
+commit-backs, one of them 20 times in a row. So the commit-back yields: while a
+push to its branch is being received, or one was refused less than QUIET_S ago
+(its writer is pulling and rebasing), it waits; when a push lands, the
+commit-back is left to the push's job (the docstring of hooks.worker).
+
+Markers, not a lock: the server writes one file per push in
+`<repo>.git/glossator-receiving/` (git ignores unknown entries of a git dir),
+naming the refs the push updates and the commits it asks for, one `ref new` per
+line, or `*` until they are known (or when they cannot be read: every branch then
+waits). When git has answered, the file is renamed `<id>.ended` (its time the
+end); an ended push whose commit is not the branch's tip did not land. Every
+worker sees the repositories' directory (docs/push-pipeline.md, N workers), so a
+push pays no database round trip. A marker left by a server that died is ignored
+once STALE_S old, ended ones are pruned by the next push, and `glossator serve`
+removes them all at start (`clear`). Pushes by ssh or file:// write none: their
+races are settled by the compare-and-swap as before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+DIR = "glossator-receiving"
+ANY = "*"
+ENDED = ".ended"
+# How long after a refused push its writer may still be pulling and rebasing to push
+# again: a round figure, several times what `git pull --rebase` of a small change
+# takes on a loaded 2-core machine (0.3-1 s measured by bench/pushes.py's runs).
+QUIET_S = 5.0
+# A marker this old is a crashed server's leftover, not a push: one round figure,
+# far above any push a server answers (a 200 MB push takes seconds) and short
+# enough that a forgotten marker delays commit-backs for minutes, not for ever.
+STALE_S = 600.0
+
+
+class Marker:
+    """One push under way; `name_refs` narrows it to the refs the push updates."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def name_refs(self, updates: Iterable[tuple[str, str]]) -> None:
+        """(ref, the commit the push asks for) of each ref the push updates."""
+        lines = sorted({f"{ref} {new}\n" for ref, new in updates})
+        self._write(self.path, "".join(lines) or f"{ANY}\n")
+
+    def finish(self) -> None:
+        """git has answered: the push is no longer under way, and now ended."""
+        ended = self.path.with_name(self.path.name + ENDED)
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(self.path, ended)
+            os.utime(ended)
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+    @staticmethod
+    def _write(path: Path, text: str) -> None:
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text(text)
+        os.replace(tmp, path)  # a reader sees the old content or the new, never half
+
+
+def begin(repo_path: Path) -> Marker:
+    """Write the marker of a push that starts (every branch until `name_refs`), and
+    drop the ended markers no reader needs any more."""
+    folder = repo_path / DIR
+    folder.mkdir(exist_ok=True)
+    now = time.time()
+    for entry in os.scandir(folder):
+        with contextlib.suppress(FileNotFoundError):
+            if entry.name.endswith(ENDED) and now - entry.stat().st_mtime > 2 * QUIET_S:
+                os.unlink(entry.path)
+    marker = Marker(folder / f"{os.getpid()}-{uuid.uuid4().hex}")
+    marker.path.write_text(f"{ANY}\n")
+    return marker
+
+
+def pushes_under_way(
+    repo_path: Path,
+    branch: str,
+    tip: str,
+    *,
+    landed: Callable[[str], bool] | None = None,
+    quiet_s: float = QUIET_S,
+    stale_s: float = STALE_S,
+    now: float | None = None,
+) -> int:
+    """How many pushes to refs/heads/<branch> are being received, or ended less than
+    `quiet_s` ago without landing (their commit is not `tip`, the branch's tip).
+    `landed(commit)`: also leave out the pushes whose commit is in the branch (a push
+    being answered after it landed)."""
+    try:
+        entries = list(os.scandir(repo_path / DIR))
+    except FileNotFoundError:
+        return 0
+    ref = f"refs/heads/{branch}"
+    now = time.time() if now is None else now
+    count = 0
+    for entry in entries:
+        if entry.name.endswith(".tmp"):
+            continue
+        ended = entry.name.endswith(ENDED)
+        try:
+            age = now - entry.stat().st_mtime
+            lines = [line.split() for line in Path(entry.path).read_text().splitlines()]
+        except FileNotFoundError:  # that push just ended, or was pruned
+            continue
+        if age > (quiet_s if ended else stale_s):
+            continue
+        asks = {parts[0]: parts[1] if len(parts) > 1 else "" for parts in lines if parts}
+        if not asks or ANY in asks:
+            count += 1
+            continue
+        if ref not in asks:
+            continue
+        commit = asks[ref]
+        if (ended and commit == tip) or (landed is not None and landed(commit)):
+            continue
+        count += 1
+    return count
+
+
+def clear(repo_path: Path) -> int:
+    """Remove every marker (at server start: no push of an earlier run is under way)."""
+    folder = repo_path / DIR
+    removed = 0
+    with contextlib.suppress(FileNotFoundError):
+        for entry in os.scandir(folder):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+                removed += 1
+    return removed
