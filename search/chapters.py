@@ -49,12 +49,16 @@ def evidence(
     branch: str,
     work: str | None,
     depth: int,
+    texts: Mapping[str, str] | None = None,
 ) -> dict[str, ChapterEvidence]:
-    """The store's chapter evidence for each repository searched (one statement each)."""
+    """The store's chapter evidence for each repository searched (one statement each);
+    `texts` gives a repository another text for its BM25 than `query` (the content
+    words of a question in another language: search.language)."""
+    texts = texts or {}
     return {
         repository: chapter_evidence(
             conn,
-            query,
+            texts.get(repository, query),
             query_vector,
             model=model,
             dimension=dimension,
@@ -73,6 +77,8 @@ def rankings(
     rows: Mapping[int, Row],
     keyword_ranking: Sequence[tuple[int, float]],
     fusion: Fusion,
+    foreign: Collection[str] = (),
+    foreign_keyword_ranking: Sequence[tuple[int, float]] = (),
 ) -> dict[str, list[Chapter]]:
     """The chapter rankings, best first, at most `fusion.chapter_depth` chapters each:
     the three of `fusion.chapter_weights`, and `summary_keyword` (the chapter summaries in the order the row
@@ -80,21 +86,28 @@ def rankings(
 
     Several repositories' lists are merged by score (one language: BM25 scores
     and cosines are comparable enough; one repository, the usual case, is exact).
+    The keyword evidence of the `foreign` repositories (not in the query's language,
+    search.language) makes `chapter_keyword_foreign` and `summary_keyword_foreign`,
+    weighed down by the caller.
     """
-    keyword = [((repo, ch), s) for repo, ev in found.items() for ch, s in ev.keyword]
-    summary = [((repo, ch), s) for repo, ev in found.items() for ch, s in ev.summary]
-    summary_keyword = [
-        (row.chapter, s)
-        for i, s in keyword_ranking
-        if (row := rows.get(i)) is not None and row.level == 1
+    keyword = [
+        ((repo, ch), s) for repo, ev in found.items() if repo not in foreign for ch, s in ev.keyword
     ]
+    away = [
+        ((repo, ch), s) for repo, ev in found.items() if repo in foreign for ch, s in ev.keyword
+    ]
+    summary = [((repo, ch), s) for repo, ev in found.items() for ch, s in ev.summary]
     depth, top = fusion.chapter_depth, fusion.chapter_top_paragraphs
     out = {
         "chapter_keyword": _best(keyword, depth),
         "chapter_summary": _best(summary, depth),
         "chapter_vector": [],
-        "summary_keyword": _best(summary_keyword, depth),
+        "summary_keyword": _best(_summaries(keyword_ranking, rows), depth),
     }
+    if away:
+        out["chapter_keyword_foreign"] = _best(away, depth)
+    if foreign_keyword_ranking:
+        out["summary_keyword_foreign"] = _best(_summaries(foreign_keyword_ranking, rows), depth)
     if vector_ranking:
         floor = vector_ranking[-1][1]
         cosines: dict[Chapter, list[float]] = {}
@@ -104,6 +117,27 @@ def rankings(
                 cosines.setdefault(row.chapter, []).append(cosine)
         scored = [(ch, statistics.fmean((c + [floor] * top)[:top])) for ch, c in cosines.items()]
         out["chapter_vector"] = _best(scored, depth)
+    return out
+
+
+def _summaries(
+    keyword_ranking: Sequence[tuple[int, float]], rows: Mapping[int, Row]
+) -> list[tuple[Chapter, float]]:
+    """The chapter summaries of a row keyword ranking, as (chapter, score)."""
+    return [
+        (row.chapter, s)
+        for i, s in keyword_ranking
+        if (row := rows.get(i)) is not None and row.level == 1
+    ]
+
+
+def foreign_weights(weights: Mapping[str, float], factor: float) -> dict[str, float]:
+    """`weights` and, for each keyword ranking in it, its `_foreign` twin at `factor` times
+    its weight (the evidence of repositories not in the query's language)."""
+    out = dict(weights)
+    for name, w in weights.items():
+        if "keyword" in name:
+            out[f"{name}_foreign"] = w * factor
     return out
 
 
@@ -159,6 +193,7 @@ def tail(
     weight: float,
     fusion: Fusion,
     first: Collection[int] = (),
+    tail_weights: Mapping[str, float] | None = None,
 ) -> tuple[list[int], dict[int, float]]:
     """Re-rank the rows after the first `fusion.tail_from` with the `fusion.tail_weights`
     rankings.
@@ -175,9 +210,10 @@ def tail(
     head, rest = list(order[: fusion.tail_from]), list(order[fusion.tail_from :])
     if not rest or weight <= 0:
         return head + rest, {}
+    weights = fusion.tail_weights if tail_weights is None else tail_weights
     places = {
         name: {ch: rank for rank, ch in enumerate(chapter_rankings.get(name, ()), start=1)}
-        for name in fusion.tail_weights
+        for name in weights
     }
     extra: dict[int, float] = {}
     for i in rest:
@@ -186,9 +222,7 @@ def tail(
             continue
         ch = row.chapter
         e = sum(
-            weight * w / (k + places[name][ch])
-            for name, w in fusion.tail_weights.items()
-            if ch in places[name]
+            weight * w / (k + places[name][ch]) for name, w in weights.items() if ch in places[name]
         )
         if e:
             extra[i] = e

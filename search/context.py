@@ -66,6 +66,7 @@ How a pack is made:
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import psycopg
@@ -89,9 +90,9 @@ from search.relevance import (  # noqa: F401 - the gate's names, where callers f
     measure,
 )
 from search.rerank import Reranker
-from search.results import Chunk, Citation, Freshness, Hit, Node
+from search.results import Chunk, Citation, Freshness, Hit, Node, SearchResponse
 from search.rows import ConnOrPool
-from search.tuning import TUNING, Tuning
+from search.tuning import TUNING, RelevanceGate, Tuning
 
 MIN_BUDGET = 50
 MAX_BUDGET = 100_000
@@ -141,32 +142,22 @@ def check_budget(budget: int) -> int:
     return budget
 
 
-def context(
+def pack_search(
     conn_or_pool: ConnOrPool,
     question: str,
     *,
     query_vector: QueryVector,
-    budget: int = 2000,
-    repository: str | None = None,
-    branch: str = DEFAULT_BRANCH,
-    work: str | None = None,
-    min_relevance: float | None = None,
+    repository: str | None,
+    branch: str,
+    work: str | None,
     reranker: Reranker | None = None,
     options: SearchOptions | None = None,
     tuning: Tuning = TUNING,
-) -> ContextPack:
-    """The best passages for `question` within `budget` tokens; see the module docstring.
-
-    `query_vector` is the question embedded as a query (search.service embeds it);
-    `options` gives the fusion weights (the rest is the pack's own: hybrid, levels 0-1,
-    `tuning.packing`). The gate is `tuning`'s for the vector's model and the corpus's
-    language (none: the pack is made, the signals reported). `min_relevance` replaces
-    the gate's threshold (the cross-lingual one moves with it)."""
-    started = time.perf_counter()
-    check_budget(budget)
+) -> SearchResponse:
+    """The search a pack is made from (step 1): hybrid, levels 0-1, `tuning.packing`."""
     packing = tuning.packing
     base = options or SearchOptions()
-    response = search(
+    return search(
         conn_or_pool,
         question,
         base.replace(
@@ -188,18 +179,92 @@ def context(
         reranker=reranker,
         tuning=tuning,
     )
+
+
+# The gate of a corpus with no gate in search.tuning for its model and languages: given
+# the connection the pack holds and the corpus's languages, a gate calibrated on the corpus (search.calibration), or None
+# with the reason it could not be calibrated.
+CorpusGate = Callable[
+    [psycopg.Connection, tuple[str, ...]], tuple[RelevanceGate | None, str, float | None]
+]
+
+
+def context(
+    conn_or_pool: ConnOrPool,
+    question: str,
+    *,
+    query_vector: QueryVector,
+    budget: int = 2000,
+    repository: str | None = None,
+    branch: str = DEFAULT_BRANCH,
+    work: str | None = None,
+    min_relevance: float | None = None,
+    reranker: Reranker | None = None,
+    options: SearchOptions | None = None,
+    tuning: Tuning = TUNING,
+    corpus_gate: CorpusGate | None = None,
+) -> ContextPack:
+    """The best passages for `question` within `budget` tokens; see the module docstring.
+
+    `query_vector` is the question embedded as a query (search.service embeds it);
+    `options` gives the fusion weights (the rest is the pack's own: hybrid, levels 0-1,
+    `tuning.packing`). The gate is `tuning`'s for the vector's model and the corpus's
+    language (none: the pack is made, the signals reported). `min_relevance` replaces
+    the gate's threshold (the cross-lingual one moves with it). Without a gate in
+    `tuning`, `corpus_gate` gives one calibrated on the corpus (search.calibration);
+    without either, nothing is refused and the pack says it is uncalibrated."""
+    started = time.perf_counter()
+    check_budget(budget)
+    packing = tuning.packing
+    response = pack_search(
+        conn_or_pool,
+        question,
+        query_vector=query_vector,
+        repository=repository,
+        branch=branch,
+        work=work,
+        reranker=reranker,
+        options=options,
+        tuning=tuning,
+    )
+    query_lang = options.query_lang if options is not None else None
     with R.connection(conn_or_pool) as conn:
         t = time.perf_counter()
         signals = measure(
             conn, response.query, query_vector, branch, repository, work, response.hits
         )
-        relevance = judge(
-            signals, gate(tuning, query_vector.model, signals.languages), min_relevance
-        )
+        if query_lang is not None and signals.languages != ("simple",):
+            # a trusted detection (search.language) decides, not the stop words
+            signals.same_language = query_lang in signals.languages
+        the_gate = gate(tuning, query_vector.model, signals.languages)
+        uncalibrated, uncertain_from = "", None
+        source = "tuning" if the_gate is not None else "none"
+        if the_gate is None and corpus_gate is not None:
+            the_gate, uncalibrated, uncertain_from = corpus_gate(conn, signals.languages)
+            source = "corpus" if the_gate is not None else "none"
+        relevance = judge(signals, the_gate, min_relevance)
+        relevance.gate = source
         relevance_ms = round((time.perf_counter() - t) * 1000, 3)
         found_relevant = relevance.threshold is None or relevance.score >= relevance.threshold
+        uncertain = (
+            not found_relevant
+            and min_relevance is None
+            and uncertain_from is not None
+            and not relevance.cross_lingual
+            and relevance.score >= uncertain_from
+        )
+        if uncertain:
+            relevance.verdict = "uncertain"
+        elif relevance.threshold is None:
+            relevance.verdict = "uncalibrated"
+        elif not found_relevant:
+            relevance.verdict = "nothing relevant"
         kept = _candidates(
-            conn, response.hits if found_relevant else [], query_vector, branch, packing.climb_down
+            conn,
+            response.hits if found_relevant or uncertain else [],
+            query_vector,
+            branch,
+            packing.climb_down,
         )
         summaries = N.file_rows_many(
             conn,
@@ -221,10 +286,22 @@ def context(
             f"(relevance {relevance.score:.3f} < {relevance.threshold or 0:.3f}). Rephrase it, "
             "or browse with outline"
         )
+    if found and uncertain:
+        found = False
+        message = (
+            f"uncertain: the question scores {relevance.score:.3f}, above every everyday "
+            f"question foreign to this corpus ({uncertain_from:.3f}) but below the corpus's "
+            f"own threshold ({relevance.threshold or 0:.3f}): these passages may not answer "
+            "it (a question about another book of the same kind sits here)"
+        )
     if found and not relevance.calibrated:
-        message += (
-            f" (no relevance gate is calibrated for {query_vector.model} on this corpus's language: "
-            f"relevance {relevance.score:.3f} reported, nothing refused; see search/tuning.py)"
+        # not a "found" anyone should trust: the passages are given, unchecked
+        found = False
+        why = uncalibrated or f"no relevance gate is calibrated for {query_vector.model}"
+        message = (
+            f"uncalibrated: {why}, so whether these {sum(len(c.passages) for c in chapters)} "
+            f"passages are relevant is not known (relevance {relevance.score:.3f} reported, "
+            "nothing refused; see search/calibration.py)"
         )
     timings = dict(response.timings_ms)
     timings["relevance"] = relevance_ms

@@ -91,7 +91,7 @@ def search(
                 options = replace(options, work=stored)
                 rankings = S.retrieve(conn, query, vector, options, timings)
         t = time.perf_counter()
-        fused = S.fuse(rankings, options, rrf_k)
+        fused = S.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
         rows = R.by_ids(conn, fused.ids)
         fused = S.quotations(conn, query, rows, fused, options, timings)
         fused = S.chapter_evidence(

@@ -34,9 +34,11 @@ from typing import Any
 
 from search.engine import search
 from search.errors import BadQuery
+from search.language import LanguageDetector
 from search.options import AGENT_MAX_PER_CHAPTER, QueryEmbedder, QueryVector, SearchOptions
 from search.rerank import Reranker
 from search.results import Hit
+from search.tuning import TUNING, Tuning
 
 SPLITS = ("tune", "test")
 
@@ -47,6 +49,7 @@ class Judged:
     relevant: tuple[str, ...]
     kind: str = "other"
     split: str | None = None  # "tune" or "test": tune on one half, report the other
+    lang: str | None = None  # the question's language as the file says it (for reports)
 
 
 @dataclass
@@ -72,6 +75,7 @@ class ModeReport:
     p95_ms: float
     by_kind: dict[str, dict[str, float]] = field(default_factory=dict)
     per_query: list[Scores] = field(default_factory=list)
+    by_lang: dict[str, dict[str, float]] = field(default_factory=dict)
 
     @property
     def paraphrase_mrr(self) -> float | None:
@@ -102,7 +106,10 @@ def load_queries(path: Path) -> list[Judged]:
         split = obj.get("split")
         if split is not None and split not in SPLITS:
             raise BadQuery(f"{path}:{n}: split must be one of {', '.join(SPLITS)}, got {split!r}")
-        out.append(Judged(obj["query"], tuple(rel), str(obj.get("kind", "other")), split))
+        lang = obj.get("lang")
+        if lang is not None and not isinstance(lang, str):
+            raise BadQuery(f'{path}:{n}: lang must be an ISO 639-1 code such as "it", got {lang!r}')
+        out.append(Judged(obj["query"], tuple(rel), str(obj.get("kind", "other")), split, lang))
     if not out:
         raise BadQuery(f"{path}: no queries")
     return out
@@ -207,20 +214,31 @@ def run_mode(
     k: int = 10,
     vectors: PrecomputedQueries | None = None,
     reranker: Reranker | None = None,
+    detector: LanguageDetector | None = None,
+    tuning: Tuning = TUNING,
 ) -> ModeReport:
-    """Run every query through `search` with `options` and average the metrics."""
+    """Run every query through `search` with `options` and average the metrics; with a
+    `detector`, each query's language is detected as the search service does it
+    (`options.query_lang`), and the figures are also given per language (the file's
+    `lang` when it says one, else the detected one, "?" when unknown)."""
     per_query: list[Scores] = []
     times: list[float] = []
     kinds: dict[str, list[Scores]] = {}
+    langs: dict[str, list[Scores]] = {}
     options = options.replace(k=max(k, 10))
     for q in queries:
         vector = vectors.vector(q.query) if vectors is not None and options.mode != "bm25" else None
+        detected = detector.detect(q.query) if detector is not None else None
+        opts = options.replace(query_lang=detected) if detector is not None else options
         t = time.perf_counter()
-        response = search(conn_or_pool, q.query, options, query_vector=vector, reranker=reranker)
+        response = search(
+            conn_or_pool, q.query, opts, query_vector=vector, reranker=reranker, tuning=tuning
+        )
         times.append((time.perf_counter() - t) * 1000)
         s = judge(response.hits, q.relevant, k)
         per_query.append(s)
         kinds.setdefault(q.kind, []).append(s)
+        langs.setdefault(q.lang or detected or "?", []).append(s)
 
     def mean(xs: list[Scores], attr: str) -> float:
         return round(statistics.fmean(getattr(x, attr) for x in xs), 4)
@@ -244,6 +262,15 @@ def run_mode(
             for kind, xs in sorted(kinds.items())
         },
         per_query=per_query,
+        by_lang={
+            lang: {
+                "n": len(xs),
+                "mrr": mean(xs, "mrr"),
+                "recall": mean(xs, "recall"),
+                "top1": mean(xs, "top1"),
+            }
+            for lang, xs in sorted(langs.items())
+        },
     )
 
 
@@ -287,6 +314,8 @@ def evaluate(
     embedder: QueryEmbedder | PrecomputedQueries | None = None,
     reranker: Reranker | None = None,
     max_per_chapter: int | None = None,
+    detector: LanguageDetector | None = None,
+    tuning: Tuning = TUNING,
 ) -> list[ModeReport]:
     """bm25, vector, hybrid, hybrid as the MCP tools run it (≤ AGENT_MAX_PER_CHAPTER
     rows per chapter), and hybrid+rerank when a reranker is given.
@@ -315,7 +344,19 @@ def evaluate(
         runs = runs[:3]
     if vectors is None:
         runs = runs[:1]
-    out = [run_mode(conn_or_pool, queries, name, opts, k=k, vectors=vectors) for name, opts in runs]
+    out = [
+        run_mode(
+            conn_or_pool,
+            queries,
+            name,
+            opts,
+            k=k,
+            vectors=vectors,
+            detector=detector,
+            tuning=tuning,
+        )
+        for name, opts in runs
+    ]
     if reranker is not None and vectors is not None:
         hybrid = base.replace(mode="hybrid", rerank=True)
         out.append(
@@ -327,6 +368,8 @@ def evaluate(
                 k=k,
                 vectors=vectors,
                 reranker=reranker,
+                detector=detector,
+                tuning=tuning,
             )
         )
     return out

@@ -25,6 +25,9 @@ class LeanContext(TypedDict):
     chapters: list[LeanChapter]
     index: list[LeanIndex]
     message: NotRequired[str]
+    # the gate's verdict when not "relevant": "nothing relevant", "uncertain" (passages
+    # given, not vouched for) or "uncalibrated" (search/calibration.py)
+    verdict: NotRequired[str]
 
 
 class LeanEntry(TypedDict):
@@ -80,6 +83,7 @@ def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
     }
     if not pack.found:
         data["message"] = pack.message
+        data["verdict"] = pack.relevance.verdict
     return "\n".join(lines).strip(), data
 
 

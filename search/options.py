@@ -69,7 +69,9 @@ class SearchOptions:
     together; and then one part or work summary per page at most: diversity);
     `climb_down` > 0 gives each chapter-summary hit its chapter's `climb_down`
     paragraphs nearest the query (`hit.passages`; not in bm25 mode); `candidates` is
-    how deep each ranking goes before fusion (None: max(50, 3k)).
+    how deep each ranking goes before fusion (None: max(50, 3k)); `query_lang` is the
+    query's language (ISO 639-1, search.language; None: unknown): in hybrid mode the
+    keyword evidence of repositories in other languages is weighed down.
     """
 
     mode: Mode = "hybrid"
@@ -91,6 +93,7 @@ class SearchOptions:
     max_per_chapter: int | None = None
     climb_down: int = 0
     candidates: int | None = None
+    query_lang: str | None = None
 
     def replace(self, **changes: object) -> SearchOptions:
         """A copy with `changes` (None values are changes too: `repository=None` is all)."""

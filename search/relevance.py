@@ -54,7 +54,11 @@ class Relevance:
     centre: float  # cosine with the centre of the chapter summaries (best work)
     coverage: float  # idf-weighted share of the question's terms in its best-covering row
     cross_lingual: bool  # the question is taken for another language than the corpus's
-    calibrated: bool = True  # a gate of search.tuning applies (model and corpus language)
+    calibrated: bool = True  # a gate applies (search.tuning's, or one fitted on the corpus)
+    gate: str = "tuning"  # "tuning" (fitted by hand), "corpus" (search.calibration), "none"
+    # "relevant", "nothing relevant", "uncertain" (a corpus gate's band below its
+    # threshold: passages given, not found) or "uncalibrated" (no gate: nothing refused)
+    verdict: str = "relevant"
 
 
 @dataclass

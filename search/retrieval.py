@@ -21,6 +21,7 @@ from pgvector import HalfVector
 from psycopg import sql
 
 from core.vocabulary import DEFAULT_BRANCH
+from search import language as L
 from store import keyword as store_keyword
 from store import vectors as store_vectors
 
@@ -66,54 +67,87 @@ class Filters:
 def keyword(
     conn: psycopg.Connection, query: str, filters: Filters, depth: int
 ) -> list[tuple[int, float]]:
-    """BM25 ranking from the store's keyword backend (pg_search when set up, else SQL BM25).
+    """BM25 ranking of every repository searched (`keyword_split` with no language)."""
+    return keyword_split(conn, query, filters, depth).native
 
-    BM25's statistics are per repository and branch, so without a repository
-    filter each repository of the branch is ranked apart. Repositories of one
-    language (the same text search configurations) are merged by score: their
-    scores are comparable enough. Across languages they are merged by rank: a raw
-    BM25 score depends on the language's stemming, stop words and the corpus's
-    statistics (French one-liners would outrank the English verse a query
-    quotes), while the first hit of each is a first hit. A single repository
-    (the usual case) is exact.
+
+@dataclass
+class KeywordRankings:
+    """`keyword_split`'s answer: the rows of repositories in the query's language and
+    those of the others (`foreign`), searched for `content` (the query's content words)."""
+
+    native: list[tuple[int, float]]
+    away: list[tuple[int, float]]
+    foreign: set[str]
+    content: str
+
+
+def keyword_split(
+    conn: psycopg.Connection,
+    query: str,
+    filters: Filters,
+    depth: int,
+    query_lang: str | None = None,
+) -> KeywordRankings:
+    """BM25 ranking from the store's keyword backend (pg_search when set up, else SQL BM25):
+    (the rows of repositories in the query's language, those of the others).
+
+    BM25's statistics are per repository and branch, so each repository of the
+    branch is ranked apart. Repositories of one language (the same text search
+    configurations) are merged by score: their scores are comparable enough. Across
+    languages they are merged by rank: a raw BM25 score depends on the language's
+    stemming, stop words and the corpus's statistics (French one-liners would outrank
+    the English verse a query quotes), while the first hit of each is a first hit. A
+    single repository (the usual case) is exact. The second list holds the rows of the
+    repositories none of whose languages is `query_lang` (search.language.foreign;
+    empty when the language is unknown), searched for the query's content words (its
+    own language's stop words dropped, `store.keyword.content_words`) and ranked the
+    same way: fusion weighs it down.
     """
-    # the backend and (without a repository filter) the branch's repositories and their
-    # languages: one query, in a pipeline so that the BEGIN opening a search's
-    # transaction goes with it
+    # the backend and the branch's repositories and their languages: one query, in a
+    # pipeline so that the BEGIN opening a search's transaction goes with it
     with conn.pipeline():
-        if filters.repository is not None:
-            cur = conn.execute(f"SELECT {store_keyword.BACKEND_COLUMNS}")
-        else:
-            cur = conn.execute(
-                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
-                " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
-                " FROM bm25_corpus WHERE branch = %s GROUP BY repository ORDER BY repository)",
-                (filters.branch,),
-            )
+        cur = conn.execute(
+            f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
+            " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
+            " FROM bm25_corpus WHERE branch = %s"
+            " AND (%s::text IS NULL OR repository = %s::text)"
+            " GROUP BY repository ORDER BY repository)",
+            (filters.branch, filters.repository, filters.repository),
+        )
     row = cur.fetchone()
-    if filters.repository is not None:
-        languages = {filters.repository: ""}
-    else:
-        languages = dict(entry.split(" ", 1) for entry in (row[2] if row else []))
+    languages = dict(entry.split(" ", 1) for entry in (row[2] if row else []))
     backend = store_keyword.backend_for(bool(row and row[0]), bool(row and row[1]))
-    groups: dict[str, list[tuple[int, float]]] = {}
+    away = L.foreign(
+        query_lang,
+        {r: [L.config_language(c) for c in cfgs.split(",")] for r, cfgs in languages.items()},
+    )
+    # a foreign repository is searched for the question's content words: the stop
+    # words of the question's own language would be taken for words of the book's
+    content = store_keyword.content_words(conn, query, query_lang) if away and query_lang else ""
+    groups: dict[tuple[bool, str], list[tuple[int, float]]] = {}
     for repository, language in languages.items():
-        groups.setdefault(language, []).extend(
+        groups.setdefault((repository in away, language), []).extend(
             backend.search(
                 conn,
-                query,
+                content if repository in away else query,
                 repository=repository,
                 branch=filters.branch,
                 filters=filters.as_store_filters(),
                 k=depth,
             )
         )
-    ranked: list[tuple[int, float, int]] = []  # (rank in its language, -score, row id)
-    for found in groups.values():
-        found.sort(key=lambda x: (-x[1], x[0]))
-        ranked.extend((rank, -score, i) for rank, (i, score) in enumerate(found[:depth]))
-    ranked.sort()
-    return [(i, -neg) for _, neg, i in ranked[:depth]]
+    out: tuple[list[tuple[int, float]], list[tuple[int, float]]] = ([], [])
+    for side in (False, True):
+        ranked: list[tuple[int, float, int]] = []  # (rank in its language, -score, row id)
+        for (is_away, _), found in groups.items():
+            if is_away != side:
+                continue
+            found.sort(key=lambda x: (-x[1], x[0]))
+            ranked.extend((rank, -score, i) for rank, (i, score) in enumerate(found[:depth]))
+        ranked.sort()
+        out[int(side)].extend((i, -neg) for _, neg, i in ranked[:depth])
+    return KeywordRankings(out[0], out[1], away, content)
 
 
 # Settings of the vector query, local to it. Without filters narrower than the branch

@@ -23,18 +23,22 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
+import psycopg
 from cachetools import LRUCache
 
-from search.context import ContextPack, check_budget
+from search import calibration as C
+from search.context import ContextPack, check_budget, pack_search
 from search.context import context as build_context
 from search.engine import search as run_search
+from search.language import LanguageDetector
 from search.options import QueryEmbedder, QueryVector, SearchOptions, check_query
 from search.rerank import Reranker
 from search.results import SearchResponse
 from search.rows import ConnOrPool
 from search.stages import ms
-from search.tuning import TUNING, Tuning
+from search.tuning import TUNING, RelevanceGate, Tuning
 
 # Query vectors kept: 256 × 384 floats is ~1 MB of Python floats, and an agent's
 # session repeats a handful of queries, not hundreds.
@@ -54,6 +58,7 @@ class SearchService:
         tuning: Tuning = TUNING,
         serialize_embedding: bool = False,
         cache_size: int = QUERY_CACHE_SIZE,
+        detector: LanguageDetector | None = None,
     ) -> None:
         """`embedder` may be a factory, called at the first vector or hybrid query (a
         bm25-only session never loads a model); None: bm25 only. `defaults` are every
@@ -68,6 +73,11 @@ class SearchService:
         self._cache: LRUCache[tuple[str, str], QueryVector] = LRUCache(maxsize=cache_size)
         self._cache_lock = threading.Lock()
         self._factory_lock = threading.Lock()
+        # the query's language (search.language), and each corpus's calibrated gate
+        # (search.calibration), keyed by what it was measured on
+        self.detector = detector or LanguageDetector()
+        self._gates: dict[tuple[object, ...], C.Calibration] = {}
+        self._gates_lock = threading.Lock()
 
     @property
     def embedder(self) -> QueryEmbedder:
@@ -110,6 +120,8 @@ class SearchService:
         started = time.perf_counter()
         opts = self.options(options, **changes).checked()
         query = check_query(query)  # before embedding: a bad query costs no model call
+        if opts.mode == "hybrid" and opts.query_lang is None:
+            opts = opts.replace(query_lang=self.detector.detect(query))
         vector, embed_ms = None, None
         if opts.mode != "bm25":
             vector = self.embed(query)
@@ -140,16 +152,82 @@ class SearchService:
         """`search.context.context` with the question embedded once for all its steps."""
         check_budget(budget)
         question = check_query(question)
+        branch = branch if branch is not None else self.defaults.branch
+        options = self.defaults.replace(query_lang=self.detector.detect(question))
         return build_context(
             self.conn_or_pool,
             question,
             query_vector=self.embed(question),
             budget=budget,
             repository=repository,
-            branch=branch if branch is not None else self.defaults.branch,
+            branch=branch,
             work=work,
             min_relevance=min_relevance,
             reranker=self.reranker,
-            options=self.defaults,
+            options=options,
             tuning=self.tuning,
+            corpus_gate=lambda conn, langs: self.corpus_gate(conn, langs, repository, branch, work),
         )
+
+    def calibration(
+        self,
+        conn: psycopg.Connection,
+        languages: tuple[str, ...],
+        repository: str | None,
+        branch: str,
+        work: str | None,
+    ) -> C.Calibration:
+        """The gate calibrated on the corpus searched (search.calibration), measured once
+        per model and indexed state (the repositories' indexed commits) and kept; on
+        `conn` (the pack's: a pool of two must not be asked for a third)."""
+        model = self.embedder.model
+        commits = tuple(
+            conn.execute(
+                'SELECT repository, "commit", indexed_at::text FROM indexed_commits WHERE branch = %s'
+                " AND (%s::text IS NULL OR repository = %s::text) ORDER BY 1",
+                (branch, repository, repository),
+            ).fetchall()
+        )
+        key = (model, branch, repository, work, languages, commits)
+        with self._gates_lock:
+            found = self._gates.get(key)
+        if found is not None:
+            return found
+
+        def hits(text: str, vector: QueryVector) -> list[Any]:
+            lang = self.detector.detect(text)
+            return pack_search(
+                conn,
+                text,
+                query_vector=vector,
+                repository=repository,
+                branch=branch,
+                work=work,
+                options=self.defaults.replace(query_lang=lang),
+                tuning=self.tuning,
+            ).hits
+
+        cal = C.calibrate(
+            conn,
+            self.embed,
+            C.pack_scorer(conn, search_hits=hits, branch=branch, repository=repository, work=work),
+            model=model,
+            repository=repository,
+            branch=branch,
+            languages=languages,
+        )
+        with self._gates_lock:
+            self._gates[key] = cal
+        return cal
+
+    def corpus_gate(
+        self,
+        conn: psycopg.Connection,
+        languages: tuple[str, ...],
+        repository: str | None,
+        branch: str,
+        work: str | None,
+    ) -> tuple[RelevanceGate | None, str, float | None]:
+        """`search.context.CorpusGate` for the service's embedder."""
+        cal = self.calibration(conn, languages, repository, branch, work)
+        return cal.gate, cal.reason, cal.uncertain_from

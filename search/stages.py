@@ -41,10 +41,19 @@ class Rankings:
     """The row rankings fusion combines, by name ("keyword", "vector")."""
 
     lists: dict[str, Ranking] = field(default_factory=dict)
+    # repositories not in the query's language, and the query's content words their
+    # keyword evidence is searched for (search.language)
+    foreign: set[str] = field(default_factory=set)
+    foreign_query: str = ""
 
     @property
     def keyword(self) -> Ranking:
         return self.lists.get("keyword", [])
+
+    @property
+    def keyword_foreign(self) -> Ranking:
+        """Keyword hits of repositories not in the query's language (search.language)."""
+        return self.lists.get("keyword_foreign", [])
 
     @property
     def vector(self) -> Ranking:
@@ -89,13 +98,20 @@ def retrieve(
     timings: dict[str, float] | None = None,
 ) -> Rankings:
     """The keyword ranking (hybrid, bm25) and the vector one (when a vector is given);
-    each one's milliseconds in `timings`."""
+    each one's milliseconds in `timings`. In hybrid mode, with the query's language
+    known (`options.query_lang`), the keyword hits of repositories in another language
+    are a ranking of their own, "keyword_foreign" (search.language)."""
     where = filters(options)
     out = Rankings()
     timings = {} if timings is None else timings
     if options.mode in ("hybrid", "bm25"):
         t = time.perf_counter()
-        out.lists["keyword"] = retrieval.keyword(conn, query, where, options.depth)
+        lang = options.query_lang if options.mode == "hybrid" else None
+        found = retrieval.keyword_split(conn, query, where, options.depth, lang)
+        out.lists["keyword"] = found.native
+        if found.away:
+            out.lists["keyword_foreign"] = found.away
+        out.foreign, out.foreign_query = found.foreign, found.content
         timings["keyword"] = ms(t)
     if vector is not None and options.mode != "bm25":
         t = time.perf_counter()
@@ -111,9 +127,16 @@ def ms(since: float) -> float:
     return round((time.perf_counter() - since) * 1000, 3)
 
 
-def fuse(rankings: Rankings, options: SearchOptions, rrf_k: int) -> Fused:
-    """Weighted reciprocal rank fusion of the row rankings."""
-    weights = {"keyword": options.bm25_weight, "vector": options.vector_weight}
+def fuse(
+    rankings: Rankings, options: SearchOptions, rrf_k: int, foreign_keyword_weight: float = 1.0
+) -> Fused:
+    """Weighted reciprocal rank fusion of the row rankings; the keyword hits of another
+    language's repositories weigh `foreign_keyword_weight` times the keyword weight."""
+    weights = {
+        "keyword": options.bm25_weight,
+        "keyword_foreign": options.bm25_weight * foreign_keyword_weight,
+        "vector": options.vector_weight,
+    }
     lists = {name: [i for i, _ in ranking] for name, ranking in rankings.lists.items()}
     return Fused(rrf(lists, k=rrf_k, weights=weights))
 
@@ -163,9 +186,16 @@ def chapter_evidence(
         branch=options.branch,
         work=options.work,
         depth=fusion.chapter_depth,
+        texts={r: rankings.foreign_query for r in rankings.foreign},
     )
     fused.chapter_rankings = chapters.rankings(
-        found, rankings.vector, rows, rankings.keyword, fusion
+        found,
+        rankings.vector,
+        rows,
+        rankings.keyword,
+        fusion,
+        foreign=rankings.foreign,
+        foreign_keyword_ranking=rankings.keyword_foreign,
     )
     fused.ranked, fused.chapter = chapters.inherit(
         fused.ranked,
@@ -173,7 +203,7 @@ def chapter_evidence(
         fused.chapter_rankings,
         k=rrf_k,
         weight=options.chapter_weight,
-        weights=fusion.chapter_weights,
+        weights=chapters.foreign_weights(fusion.chapter_weights, fusion.foreign_keyword_weight),
     )
     if timings is not None:
         timings["chapters"] = ms(t)
@@ -227,6 +257,7 @@ def page_tail(
         weight=options.chapter_weight,
         fusion=fusion,
         first=fused.quoted,
+        tail_weights=chapters.foreign_weights(fusion.tail_weights, fusion.foreign_keyword_weight),
     )
     for i, e in extra.items():
         scores[i] += e
@@ -239,7 +270,7 @@ def scores(rankings: Rankings, fused: Fused, fused_scores: dict[int, float]) -> 
     out = {i: Scores(fused=round(s, 6)) for i, s in fused_scores.items()}
     for name, ranking in rankings.lists.items():
         for rank, (i, score) in enumerate(ranking, start=1):
-            if name == "keyword":
+            if name in ("keyword", "keyword_foreign"):
                 out[i].keyword, out[i].keyword_rank = round(score, 6), rank
             elif name == "vector":
                 out[i].vector, out[i].vector_rank = round(score, 6), rank

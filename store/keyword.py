@@ -227,3 +227,21 @@ def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
     """pg_search when the extension and its index are there, else the SQL BM25 (one query)."""
     row = conn.execute(f"SELECT {BACKEND_COLUMNS}").fetchone()
     return backend_for(bool(row and row[0]), bool(row and row[1]))
+
+
+# The words of a text that its own language keeps (its stop words dropped), in order,
+# through the language's configuration (migration 021's glossator_ts_config: `simple`,
+# which stops nothing, for a language without one). Reads no BM25 table.
+_CONTENT_WORDS = """
+SELECT coalesce(string_agg(p.token, ' ' ORDER BY p.ord), '')
+  FROM ts_parse('default', %(text)s) WITH ORDINALITY AS p(tokid, token, ord)
+ WHERE length(glossator_tsvector(glossator_ts_config(%(lang)s), p.token)) > 0
+"""
+
+
+def content_words(conn: psycopg.Connection, text: str, lang: str) -> str:
+    """`text` without the stop words of `lang` (ISO 639-1): what a question in one
+    language keeps for a BM25 search of a book in another, whose analysis would take
+    "to" or "come" for words of its own (search.language)."""
+    row = conn.execute(_CONTENT_WORDS, {"text": text, "lang": lang}).fetchone()
+    return str(row[0]) if row else ""

