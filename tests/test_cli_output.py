@@ -94,3 +94,24 @@ def test_a_piped_search_ignores_columns(
     assert result.exit_code == 0, result.output
     assert_unpadded(result)
     assert f"bastiat:{PETITION}/source.md#" in result.stdout
+
+
+def test_a_line_printed_in_pieces_keeps_its_spaces_and_loses_its_padding() -> None:
+    """rich flushes after each print, one ending mid-line (`end=""`) too: the spaces
+    before the rest of the line are content, those before its newline padding."""
+    import io
+    from typing import IO, cast
+
+    from rich.console import Console
+
+    from glossator.commands.base import PIPED_WIDTH, _Unpadded
+
+    sink = io.StringIO()
+    console = Console(
+        file=cast(IO[str], _Unpadded(sink)), width=PIPED_WIDTH, soft_wrap=True, highlight=False
+    )
+    console.print("[red]error:[/red] ", end="")
+    console.print("corpus/w/c/source.md: a message")
+    console.print("trailing   ")
+    console.print("last   ", end="")
+    assert sink.getvalue() == "error: corpus/w/c/source.md: a message\ntrailing\nlast"

@@ -100,6 +100,10 @@ def test_unknown_names_are_one_line_and_exit_1(search_db_url, tmp_path) -> None:
         assert said in r.output and "Traceback" not in r.output, (args, r.output)
         assert len(r.output.strip().splitlines()) == 1, (args, r.output)
     # bad input: a usage error naming what to give (click's exit code 2)
-    for args in (["show", "not-a-markdown-file"], ["show", f"{TEXT}#2", "--parent"]):
+    for args, said in (
+        (["show", "not-a-markdown-file"], "FILE"),
+        (["show", f"{TEXT}#2", "--parent"], "--parent takes a file, not a chunk"),
+    ):
         r = run(args, search_db_url, tmp_path)
-        assert (r.exit_code == 2 and "FILE" in r.output) or "--parent" in r.output, (args, r.output)
+        assert r.exit_code == 2 and said in r.output, (args, r.output)
+        assert "Traceback" not in r.output, (args, r.output)

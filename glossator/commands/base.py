@@ -62,9 +62,13 @@ class _Unpadded(io.TextIOBase):
         return len(text)
 
     def flush(self) -> None:
+        # rich flushes after every print, also one that ends mid-line (`end=""`): write
+        # what is certain and keep the trailing spaces, which are content when more of
+        # the line follows and padding when its newline does (dropped then, or at exit)
         if self._pending:
-            self._out.write(self._pending.rstrip(" "))
-            self._pending = ""
+            certain = self._pending.rstrip(" ")
+            self._out.write(certain)
+            self._pending = self._pending[len(certain) :]
         self._out.flush()
 
 
