@@ -20,6 +20,7 @@ hands it to MCP and the commands. It owns:
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -39,6 +40,8 @@ from search.results import SearchResponse
 from search.rows import ConnOrPool
 from search.stages import ms
 from search.tuning import TUNING, RelevanceGate, Tuning
+
+log = logging.getLogger(__name__)
 
 # Query vectors kept: 256 × 384 floats is ~1 MB of Python floats, and an agent's
 # session repeats a handful of queries, not hundreds.
@@ -193,6 +196,14 @@ class SearchService:
             found = self._gates.get(key)
         if found is not None:
             return found
+
+        log.info(
+            "calibrating the relevance gate of %s@%s for %s (once per indexed state and "
+            "process: ~50 searches)",
+            repository or "every repository",
+            branch,
+            model,
+        )
 
         def hits(text: str, vector: QueryVector) -> list[Any]:
             lang = self.detector.detect(text)
