@@ -231,19 +231,28 @@ class ServeProcess:
             timeout=30,
         )
 
-    def jobs(self, repository: str | None = None) -> list[dict[str, Any]]:
+    def jobs(
+        self, repository: str | None = None, headers: dict[str, str] | None = None
+    ) -> list[dict[str, Any]]:
         import httpx
 
         params = {"repository": repository} if repository else {}
-        r = httpx.get(f"{self.base}/api/jobs", params=params, timeout=30)
+        r = httpx.get(f"{self.base}/api/jobs", params=params, headers=headers, timeout=30)
         r.raise_for_status()
         return r.json()["jobs"]
 
-    def wait_idle(self, repository: str, *, after: int = 0, timeout: float = 180) -> list[dict]:
+    def wait_idle(
+        self,
+        repository: str,
+        *,
+        after: int = 0,
+        timeout: float = 180,
+        headers: dict[str, str] | None = None,
+    ) -> list[dict]:
         """Wait until every job of `repository` newer than id `after` is finished; return them."""
         deadline = time.monotonic() + timeout
         while True:
-            jobs = [j for j in self.jobs(repository) if j["id"] > after]
+            jobs = [j for j in self.jobs(repository, headers) if j["id"] > after]
             if jobs and all(j["status"] in ("done", "failed", "cancelled") for j in jobs):
                 return jobs
             if time.monotonic() > deadline:

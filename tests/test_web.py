@@ -134,6 +134,8 @@ def test_pages_search_read_and_climb(client):
     assert f"/read/{REPOSITORY}/{PETITION}/source.md" in work.text
     part = client.get(f"/read/{REPOSITORY}/{FIRST_SERIES}/summary.md")
     assert part.status_code == 200 and "Contents</h2>" in part.text
+    quoted = client.get("/search", params={"q": "« fabricants de chandelles »"})
+    assert quoted.status_code == 200 and "quoted words found" in quoted.text
     nothing = client.get("/search", params={"q": "zzzyqx", "mode": "bm25"})
     assert nothing.status_code == 200 and "No hit: try other words" in nothing.text
 

@@ -148,17 +148,16 @@ class WebBase:
 
     def refused(self, request: Request, html: bool) -> Response:
         log.info("refused read of %s: no token or session", request.url.path)
-        if html:
+        if html:  # no WWW-Authenticate: a browser would ask in its own dialog, not the form
             target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-            response = self.page(request, "login.html", 401, next=safe_next(target))
-        else:
-            response = self.json(
-                {
-                    "error": "authentication required for reading: send a read token "
-                    "(Authorization: Bearer <token>, or as the HTTP Basic password)"
-                },
-                401,
-            )
+            return self.page(request, "login.html", 401, next=safe_next(target))
+        response = self.json(
+            {
+                "error": "authentication required for reading: send a read token "
+                "(Authorization: Bearer <token>, or as the HTTP Basic password)"
+            },
+            401,
+        )
         response.headers["WWW-Authenticate"] = 'Basic realm="Glossator", charset="UTF-8"'
         return response
 

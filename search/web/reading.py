@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from urllib.parse import quote
 
 from search import nodes as N
+from search import rows as R
 from search.errors import UnknownFile
 from search.results import Citation, Node, OutlineEntry
 from search.rows import ConnOrPool
@@ -86,23 +87,27 @@ def _chapters(entry: OutlineEntry) -> list[OutlineEntry]:
 
 def reading_page(db: ConnOrPool, repository: str, source_file: str, *, branch: str) -> ReadingPage:
     """The page of `source_file`; UnknownRepository / UnknownFile saying what exists."""
-    node = N.get_node(db, source_file, repository=repository, branch=branch)
-    tree = N.outline(db, repository, node.work, branch=branch)
-    work = tree.works[0] if tree.works else None
-    path = _path_to(tree.works, source_file) if work else None
-    if work is None or path is None:  # indexed but not in the tree: never expected
-        raise UnknownFile(f"{source_file} is not in the outline of its work {node.work!r}")
-    here = path[-1]
+    with R.connection(db) as conn:  # one connection for the four queries of a page
+        node = N.get_node(conn, source_file, repository=repository, branch=branch)
+        tree = N.outline(conn, repository, node.work, branch=branch)
+        work = tree.works[0] if tree.works else None
+        path = _path_to(tree.works, source_file) if work else None
+        if work is None or path is None:  # indexed but not in the tree: never expected
+            raise UnknownFile(f"{source_file} is not in the outline of its work {node.work!r}")
+        here = path[-1]
+        summary = None
+        if node.level == 0 and here.source_file and here.source_file != source_file:
+            found = N.file_rows_many(conn, [(repository, here.source_file)], branch)
+            summary = found.get((repository, here.source_file))
     page = ReadingPage(
         repository=repository,
         branch=branch,
         node=node,
         work_title=work.title,
         crumbs=[Crumb(e.title, e.source_file or e.text_file) for e in path],
+        summary=summary,
         hashes={c.citation.chunk_index: paragraph_hash(c.text) for c in node.chunks},
     )
-    if node.level == 0 and here.source_file and here.source_file != source_file:
-        page.summary = N.get_node(db, here.source_file, repository=repository, branch=branch)
     if node.level == 1 and here.text_file and here.text_file != source_file:
         page.text_file = here.text_file
     if node.level >= 2 or here.kind != "chapter":
