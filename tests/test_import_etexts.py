@@ -446,3 +446,26 @@ def test_a_long_heading_in_capitals_on_one_line() -> None:
         "Successors of Alexander at His Death"
     )
     assert parse(line.replace("WHY THE KINGDOM", "Why the kingdom").lower()) is None
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-32"])
+def test_a_utf16_or_utf32_etext_imports(tmp_path: Path, encoding: str) -> None:
+    """Windows' Notepad saves "Unicode" as UTF-16 with a byte-order mark: half its bytes
+    are NULs, and it was refused as a binary file, even with --encoding utf-16."""
+    text = TOZZI.read_text(encoding="utf-8")
+    src = tmp_path / "tozzi.txt"
+    src.write_bytes(text.encode(encoding))
+    if encoding == "utf-16-le":  # no byte-order mark: only --encoding can tell
+        with pytest.raises(ImportSourceError, match="pass --encoding utf-16-le"):
+            read_text(src)
+    else:
+        work = read_text(src)
+        assert work.title == "Con gli occhi chiusi"
+        assert "benché avesse presto mutato mestiere" in work.sections()[0].body
+        assert any(n.startswith(f"decoded as {encoding} (not UTF-8)") for n in work.notes)
+    forced = read_text(src, encoding=encoding)
+    assert forced.sections()[0].body == read_text(TOZZI).sections()[0].body
+    assert not any(n.startswith("decoded as") for n in forced.notes)
+    with pytest.raises(ImportSourceError, match="binary file"):  # NULs in the text itself
+        (tmp_path / "nul.txt").write_bytes("Testo\x00binario\n".encode(encoding))
+        read_text(tmp_path / "nul.txt", encoding=encoding)

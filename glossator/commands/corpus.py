@@ -130,7 +130,8 @@ def corpus() -> None:
 @click.option(
     "--encoding",
     metavar="NAME",
-    help="Encoding of a plain-text book (utf-8, cp1252, latin-1…); default: UTF-8, else "
+    help="Encoding of a plain-text book (utf-8, cp1252, latin-1…); default: UTF-16/32 when a "
+    "byte-order mark says so, else UTF-8, else "
     "Windows-1252, else Latin-1, said on stderr when not UTF-8.",
 )
 @click.option(

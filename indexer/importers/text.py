@@ -38,6 +38,7 @@ How a heading is told from the text (`headings.py` holds the patterns):
 
 from __future__ import annotations
 
+import codecs
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -82,27 +83,47 @@ class _Para:
         return " ".join(x.strip() for x in self.lines)
 
 
+# What Windows' Notepad calls "Unicode" is UTF-16 with a byte-order mark: its bytes are
+# half NULs, which would read as a binary file. UTF-32's marks first: they begin alike.
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+BINARY = (
+    "is a binary file, not a plain-text book (UTF-16 without a byte-order mark? "
+    "pass --encoding utf-16-le or utf-16-be)"
+)
+
+
 def decode(path: str, data: bytes, encoding: str | None = None) -> tuple[str, str]:
-    """Bytes → (text, encoding): `encoding` when given, else UTF-8 (BOM dropped), else
-    Windows-1252 (Gutenberg's and Liber Liber's older files), else Latin-1; `\\n` line
-    ends, NFC."""
-    if b"\x00" in data[:4096]:
-        raise ImportSourceError(path, "is a binary file, not a plain-text book")
-    if encoding:
+    """Bytes → (text, encoding): `encoding` when given, else UTF-16 or UTF-32 when a
+    byte-order mark says so, else UTF-8 (BOM dropped), else Windows-1252 (Gutenberg's
+    and Liber Liber's older files), else Latin-1; `\\n` line ends, NFC."""
+    marked = None if encoding else next((n for bom, n in _BOMS if data.startswith(bom)), None)
+    if encoding or marked:
+        used = encoding or marked or ""
         try:
-            text = data.decode(encoding)
+            text = data.decode(used)
         except LookupError:
             raise ImportSourceError(
                 f"--encoding {encoding}", "is not an encoding Python knows (try cp1252, latin-1)"
             ) from None
         except UnicodeDecodeError as e:
+            fix = (
+                "leave --encoding out to detect it, or name the right one"
+                if encoding
+                else f"yet starts with a {used} byte-order mark: name its encoding with --encoding"
+            )
             raise ImportSourceError(
-                path,
-                f"is not {encoding} (byte {e.start}: {e.reason}); leave --encoding out to "
-                "detect it, or name the right one",
+                path, f"is not {used} (byte {e.start}: {e.reason}); {fix}"
             ) from None
-        used = encoding
+        if "\x00" in text[:4096]:  # on the text: UTF-16's NULs are in its bytes
+            raise ImportSourceError(path, BINARY)
     else:
+        if b"\x00" in data[:4096]:
+            raise ImportSourceError(path, BINARY)
         used = "utf-8"
         for used in ("utf-8-sig", "cp1252", "latin-1"):
             try:
