@@ -45,6 +45,7 @@ def _npx_or_skip() -> None:
         pytest.fail(f"the Inspector tests cannot run under CI: {reason}")
     pytest.skip(f"{reason} (apt-get install nodejs npm, as .ci/run does)")
 
+
 CALLS = (
     ("search", ["query=chandelles soleil", "k=3"]),
     ("context", ["question=la concurrence du soleil contre les chandelles", "budget=600"]),
