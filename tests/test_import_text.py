@@ -16,6 +16,7 @@ from click.testing import CliRunner
 
 from glossator.cli import main
 from indexer.corpus import read_corpus
+from indexer.importers.common import TITLE_FROM_FILE_NAME
 from indexer.importers.text import decode, read_text, strip_gutenberg
 from indexer.source import DirectorySource
 
@@ -217,6 +218,29 @@ def test_no_chapter_heading_is_one_chapter_with_a_warning(tmp_path: Path) -> Non
     assert "warning: found no chapter heading" in result.output
     assert "0 parts, 1 chapters" in result.output
     assert (tmp_path / "out" / "corpus" / "essay").is_dir()
+
+
+def test_a_title_taken_from_the_file_name_is_said(tmp_path: Path) -> None:
+    """No title page, no header: the work is titled after the file (`pg4711`), a guess
+    said as a warning; --work-title, which replaces it, drops the warning."""
+    src = tmp_path / "pg4711.txt"
+    src.write_text(
+        "CHAPTER I.\n\nIt was a dark and stormy night; the rain fell in torrents.\n\n"
+        "CHAPTER II.\n\nThe next morning was fine, and everyone went out.\n",
+        encoding="utf-8",
+    )
+    work = read_text(src)
+    assert work.title == "pg4711"
+    said = [n for n in work.notes if "titled after its file name" in n]
+    assert said == [TITLE_FROM_FILE_NAME] and said[0].startswith("warning: ")
+    result = CliRunner().invoke(main, ["corpus", "import", str(src), str(tmp_path / "a")])
+    assert result.exit_code == 0 and "titled after its file name" in result.output, result.output
+    named = CliRunner().invoke(
+        main, ["corpus", "import", str(src), str(tmp_path / "b"), "--work-title", "Dark Night"]
+    )
+    assert named.exit_code == 0 and "titled after" not in named.output, named.output
+    # a book that names itself says nothing of the kind
+    assert not any("file name" in n for n in read_text(GUTENBERG / "pg84.txt").notes)
 
 
 def test_gutenberg_header_only_when_present() -> None:

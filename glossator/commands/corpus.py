@@ -10,7 +10,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
-from indexer.importers.common import ImportSourceError
+from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError
 from indexer.importers.tree import Work
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
@@ -94,6 +94,7 @@ def read_source(
     for work in works:
         if work_title:
             work.title = work_title
+            work.notes = [n for n in work.notes if n != TITLE_FROM_FILE_NAME]
         if author:
             work.author = author
         if lang:

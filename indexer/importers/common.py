@@ -16,6 +16,13 @@ class ImportSourceError(CorpusError):
     """The book being imported cannot be read as it is; names the file and the fix."""
 
 
+# A work titled after its file name is a guess (`pg1232`, `libro`): said, never silent.
+# `corpus import --work-title` drops the note with the guess (glossator.commands.corpus).
+TITLE_FROM_FILE_NAME = (
+    "warning: found no title in the book: titled after its file name; give --work-title"
+)
+
+
 # Letters NFKD does not decompose into a base letter + accent.
 _LIGATURES = str.maketrans(
     {"œ": "oe", "Œ": "OE", "æ": "ae", "Æ": "AE", "ß": "ss", "ø": "o", "Ø": "O", "ł": "l"}

@@ -28,6 +28,7 @@ from urllib.parse import unquote
 from lxml import etree
 
 from indexer.importers.common import (
+    TITLE_FROM_FILE_NAME,
     ImportSourceError,
     drop_title_heading,
     own_label,
@@ -172,6 +173,8 @@ def read_epub(
     selection = Selection(exclude, skip_front_matter)
     lang = (lang or _metadata(book, "language") or "fr").split("-")[0].lower()
     work = Work(_metadata(book, "title") or src.stem, _metadata(book, "creator"), lang)
+    if not _metadata(book, "title"):
+        work.notes.append(TITLE_FROM_FILE_NAME)
 
     # every TOC anchor, in reading order: a chapter ends where the next one starts
     flat: list[tuple[Entry, str]] = []  # (entry, role)

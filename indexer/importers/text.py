@@ -47,7 +47,7 @@ from pathlib import Path
 from indexer import lang as L
 from indexer.importers import etext as E
 from indexer.importers import headings as H
-from indexer.importers.common import ImportSourceError, guess_language
+from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
 from indexer.importers.selection import Selection
 from indexer.importers.titles import smart_title
 from indexer.importers.tree import Part, Section, Work
@@ -306,6 +306,8 @@ def read_text(
     title = card.get("title") or page_title or src.stem
     author = smart_title(author) if author else None
     work = Work(smart_title(_one_line(title)), author, L.code(language))
+    if not (card.get("title") or page_title):
+        work.notes.append(TITLE_FROM_FILE_NAME)
     if used != "utf-8" and not encoding:
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
     work.notes.extend(cleaned.notes)
