@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pygit2
 
-from core.vocabulary import DEFAULT_BRANCH
+from core.vocabulary import DEFAULT_BRANCH, head_for
 from gitserver.errors import RepositoryExists, RepositoryNameError, RepositoryNotFound
 from hooks import receiving
 
@@ -166,6 +166,31 @@ class RepoStore:
                 target = ref.resolve().target
                 out[ref.name[len("refs/heads/") :]] = str(target)
         return out
+
+    def head(self, name: str) -> str | None:
+        """The branch HEAD names: the repository's default (search reads it when no branch
+        is asked). A HEAD naming no existing branch (created on `main`, `master` pushed by
+        an older hook) is pointed at one that exists first (core.vocabulary.head_for);
+        None for a detached HEAD."""
+        repo = self.open(name)
+        ref = repo.references.get("HEAD")
+        target = ref.target if ref is not None else None
+        if not isinstance(target, str) or not target.startswith("refs/heads/"):
+            return None
+        if repo.references.get(target) is None:
+            existing = [
+                r[len("refs/heads/") :] for r in repo.references if r.startswith("refs/heads/")
+            ]
+            if branch := head_for(existing):
+                repo.set_head("refs/heads/" + branch)
+                log.info(
+                    "repository %s: HEAD named %s, which does not exist; now %s",
+                    name,
+                    target,
+                    branch,
+                )
+                return branch
+        return target[len("refs/heads/") :]
 
     def iter_branches(self) -> Iterator[tuple[str, str, str]]:
         """(repository, branch, tip) for every branch of every repository."""

@@ -108,6 +108,7 @@ def _post_receive_here(env: Mapping[str, str], git_dir: str, updates: str, out: 
         repository=hook.repository_name(git_dir),
         database_url=env.get(DATABASE_URL) or None,
         server_url=env.get(HOOK_URL, ""),
+        git_dir=git_dir,
     )
     return hook.main(config, io.StringIO(updates), out)
 

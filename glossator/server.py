@@ -205,7 +205,9 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
         for it: glossator.githooks); what `hooks.post_receive.main` prints."""
         from hooks import post_receive as hook
 
-        config = hook.PostReceive(repository, db.conninfo, server_url=server_url)
+        config = hook.PostReceive(
+            repository, db.conninfo, server_url=server_url, git_dir=str(store.path(repository))
+        )
         out = io.StringIO()
         await asyncio.to_thread(hook.main, config, io.StringIO(updates), out)
         return out.getvalue()

@@ -21,7 +21,7 @@ from procrastinate import utils as pc_utils
 from hooks import runs
 from hooks.queue import TASK_NAME, defer_async
 from hooks.repositories import Repositories
-from store.tips import sync_tips
+from store.tips import record_heads, sync_tips
 
 log = logging.getLogger("hooks.service")  # one logger for the service's lines
 
@@ -193,6 +193,8 @@ class QueueMaintenance:
 
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
             sync_tips(conn, refs)
+            # each repository's default branch, for searches that name none (store.tips)
+            record_heads(conn, {r: self.store.head(r) for r in sorted({r for r, _, _ in read})})
         return read
 
     async def reconcile(self) -> int:

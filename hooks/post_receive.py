@@ -16,12 +16,14 @@ job) from GLOSSATOR_HOOK_URL, which the server sets per request.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from hooks.queue import defer_sync, last_problems, record_pushed_tip
+from hooks.heads import settle_head
+from hooks.queue import defer_sync, last_problems, record_pushed_head, record_pushed_tip
 from hooks.refupdates import parse_updates
 from store.errors import describe_failure
 
@@ -35,6 +37,7 @@ class PostReceive:
     repository: str
     database_url: str | None
     server_url: str = ""  # the server's base URL, to say where to follow the job
+    git_dir: str = ""  # the repository's (GIT_DIR); empty: HEAD is left alone
 
 
 def repository_name(git_dir: str) -> str:
@@ -45,13 +48,17 @@ def repository_name(git_dir: str) -> str:
 def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
     branches = []
     tips = {}  # branch → the tip the push left (search's freshness reads it)
-    for _old, new, ref in parse_updates(stdin):
+    created = []  # branches this push created
+    for old, new, ref in parse_updates(stdin):
         if ref.startswith("refs/heads/"):
             branches.append(ref[len("refs/heads/") :])
             tips[branches[-1]] = new
+            if old.strip("0") == "" and new.strip("0") != "":
+                created.append(branches[-1])
     if not branches:
         return 0
     repository, url = config.repository, config.database_url
+    head = _settle_head(config, created, out)
     if not url:
         print(
             "glossator: indexing not queued (no database in this environment); "
@@ -60,6 +67,11 @@ def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdou
         )
         return 0
     base = config.server_url.rstrip("/")
+    if head is not None:
+        # on failure the queueing below says whether the database answers; reconciliation
+        # records HEAD at the server's next start
+        with contextlib.suppress(Exception):
+            record_pushed_head(url, repository, head)
     for branch in branches:
         _say_problems(url, repository, branch, out)
         try:
@@ -85,6 +97,26 @@ def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdou
     print(f"glossator: follow it with `glossator status --follow` or {follow}", file=out)
     out.flush()
     return 0
+
+
+def _settle_head(config: PostReceive, created: list[str], out: TextIO) -> str | None:
+    """HEAD's branch, pointed at a branch this push created when it named none (hooks.heads)."""
+    if not config.git_dir:
+        return None
+    try:
+        settled = settle_head(config.git_dir, created)
+    except Exception:  # HEAD is a convenience here: never fail the hook over it
+        return None
+    if settled is None:
+        return None
+    before, head = settled
+    if head != before:
+        print(
+            f"glossator: {head} is the repository's default branch now (HEAD named {before}, "
+            "which does not exist); searches without a branch read it",
+            file=out,
+        )
+    return head
 
 
 SHOWN_PROBLEMS = 5  # remote: lines per branch; `glossator status` lists the rest

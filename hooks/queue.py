@@ -35,7 +35,7 @@ import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
 from psycopg.rows import dict_row
 
-from store.tips import record_tip
+from store.tips import record_heads, record_tip
 
 log = logging.getLogger(__name__)
 
@@ -109,6 +109,13 @@ def record_pushed_tip(conninfo: str, repository: str, branch: str, commit: str) 
     commit-back always finds it."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         record_tip(conn, repository, branch, commit)
+
+
+def record_pushed_head(conninfo: str, repository: str, branch: str) -> None:
+    """The post-receive hook's record of the branch HEAD names (the repository's default
+    branch, which search reads when no branch is asked: store.tips.default_branches)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        record_heads(conn, {repository: branch})
 
 
 def defer_sync(

@@ -2,7 +2,7 @@
 
 `gitserver.repos.RepoStore` is the implementation the composition root passes in
 (`glossator.server`); hooks/ does not import gitserver/: the git server sits above
-the push pipeline (docs/architecture.md), and the pipeline only needs these four calls.
+the push pipeline (docs/architecture.md), and the pipeline only needs these five calls.
 """
 
 from __future__ import annotations
@@ -25,6 +25,10 @@ class Repositories(Protocol):
 
     def open(self, name: str) -> pygit2.Repository:
         """The repository, or the store's not-found error naming how to create it."""
+        ...
+
+    def head(self, name: str) -> str | None:
+        """The branch HEAD names (pointed at an existing branch first if it names none)."""
         ...
 
     def iter_branches(self) -> Iterator[tuple[str, str, str]]:

@@ -1,6 +1,6 @@
 """The "nothing relevant" gate calibrated from the corpus itself, for any model and language.
 
-    cal = calibrate(conn, embed, repository="inferno", branch="main", tuning=TUNING)
+    cal = calibrate(conn, embed, score, model=m, scope=[("inferno", "main")], languages=("it",))
     cal.gate            # a search.tuning.RelevanceGate, or None when it cannot separate
     cal.margins()       # what it measured, for the pack's relevance and the tests
 
@@ -146,8 +146,9 @@ SELECT repository, source_file, chunk_index, content
                row_number() OVER (PARTITION BY h.repository, h.source_file
                                   ORDER BY md5(h.source_file || ':' || h.chunk_index)) AS nth
           FROM hierarchical_content_nodes h
-         WHERE h.branch = %(branch)s AND h.level = 0
-           AND (%(repository)s::text IS NULL OR h.repository = %(repository)s)
+         WHERE (h.repository, h.branch) IN
+               (SELECT * FROM unnest(%(repositories)s::text[], %(branches)s::text[]))
+           AND h.level = 0
            AND length(h.content) >= 80) AS p
  ORDER BY nth, md5(source_file || ':' || chunk_index)
  LIMIT %(n)s
@@ -227,15 +228,20 @@ def calibrate(
     score: Score,
     *,
     model: str,
-    repository: str | None,
-    branch: str,
+    scope: Sequence[tuple[str, str]],
     languages: tuple[str, ...],
     n: int = PSEUDO_QUERIES,
 ) -> Calibration:
     """Measure the corpus's own questions and the probes with `score` (the context pack's
-    own search and signals, one row left out) and place the gate (module docstring)."""
+    own search and signals, one row left out) and place the gate (module docstring);
+    `scope`: the (repository, branch) pairs the pack reads (search.scope)."""
     rows = conn.execute(
-        _PSEUDO_SQL, {"branch": branch, "repository": repository, "n": n * 2}
+        _PSEUDO_SQL,
+        {
+            "repositories": [r for r, _ in scope],
+            "branches": [b for _, b in scope],
+            "n": n * 2,
+        },
     ).fetchall()
     own: list[float] = []
     texts: list[str] = []
@@ -304,8 +310,7 @@ def pack_scorer(
     conn: psycopg.Connection,
     *,
     search_hits: Callable[[str, QueryVector], list[Hit]],
-    branch: str,
-    repository: str | None,
+    scope: Sequence[tuple[str, str]],
     work: str | None,
 ) -> Score:
     """A `Score` running the context pack's search (`search_hits`) and its signals,
@@ -323,6 +328,6 @@ def pack_scorer(
                 != leave_out
                 and probe not in " ".join(h.text.split())
             ]
-        return measure(conn, text, vector, branch, repository, work, hits)
+        return measure(conn, text, vector, scope, work, hits)
 
     return run

@@ -45,15 +45,15 @@ def evidence(
     *,
     model: str | None,
     dimension: int | None,
-    repositories: Sequence[str],
-    branch: str,
+    branches: Mapping[str, str],
     work: str | None,
     depth: int,
     texts: Mapping[str, str] | None = None,
 ) -> dict[str, ChapterEvidence]:
-    """The store's chapter evidence for each repository searched (one statement each);
-    `texts` gives a repository another text for its BM25 than `query` (the content
-    words of a question in another language: search.language)."""
+    """The store's chapter evidence for each repository searched, on its branch
+    (`branches`: repository → branch; one statement each); `texts` gives a repository
+    another text for its BM25 than `query` (the content words of a question in another
+    language: search.language)."""
     texts = texts or {}
     return {
         repository: chapter_evidence(
@@ -67,7 +67,7 @@ def evidence(
             work=work,
             depth=depth,
         )
-        for repository in repositories
+        for repository, branch in sorted(branches.items())
     }
 
 

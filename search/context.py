@@ -71,7 +71,6 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from core.vocabulary import DEFAULT_BRANCH
 from search import nodes as N
 from search import rows as R
 from search.engine import search
@@ -92,6 +91,7 @@ from search.relevance import (  # noqa: F401 - the gate's names, where callers f
 from search.rerank import Reranker
 from search.results import Chunk, Citation, Freshness, Hit, Node, SearchResponse
 from search.rows import ConnOrPool
+from search.scope import resolve as resolve_scope
 from search.tuning import TUNING, RelevanceGate, Tuning
 
 MIN_BUDGET = 50
@@ -132,6 +132,7 @@ class ContextPack:
     relevance: Relevance
     index: list[Freshness] = field(default_factory=list)
     timings_ms: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)  # about the branches read (search.scope)
 
 
 def check_budget(budget: int) -> int:
@@ -148,7 +149,7 @@ def pack_search(
     *,
     query_vector: QueryVector,
     repository: str | None,
-    branch: str,
+    branch: str | None,
     work: str | None,
     reranker: Reranker | None = None,
     options: SearchOptions | None = None,
@@ -196,7 +197,7 @@ def context(
     query_vector: QueryVector,
     budget: int = 2000,
     repository: str | None = None,
-    branch: str = DEFAULT_BRANCH,
+    branch: str | None = None,
     work: str | None = None,
     min_relevance: float | None = None,
     reranker: Reranker | None = None,
@@ -230,9 +231,8 @@ def context(
     query_lang = options.query_lang if options is not None else None
     with R.connection(conn_or_pool) as conn:
         t = time.perf_counter()
-        signals = measure(
-            conn, response.query, query_vector, branch, repository, work, response.hits
-        )
+        scope = resolve_scope(conn, repository, branch)
+        signals = measure(conn, response.query, query_vector, scope.pairs, work, response.hits)
         if query_lang is not None and signals.languages != ("simple",):
             # a trusted detection (search.language) decides, not the stop words
             signals.same_language = query_lang in signals.languages
@@ -263,13 +263,13 @@ def context(
             conn,
             response.hits if found_relevant or uncertain else [],
             query_vector,
-            branch,
+            scope.branches,
             packing.climb_down,
         )
         summaries = N.file_rows_many(
             conn,
             [(c.citation.repository, _summary_file(c.citation.source_file)) for c, _ in kept],
-            branch,
+            scope.branches,
         )
     chapters, tokens = _pack(kept, summaries, budget)
     found = bool(chapters)
@@ -316,11 +316,16 @@ def context(
         relevance=relevance,
         index=response.index,
         timings_ms=timings,
+        notes=scope.notes(found),
     )
 
 
 def _candidates(
-    conn: psycopg.Connection, hits: list[Hit], vector: QueryVector, branch: str, per_chapter: int
+    conn: psycopg.Connection,
+    hits: list[Hit],
+    vector: QueryVector,
+    branch: R.Branches,
+    per_chapter: int,
 ) -> list[tuple[Chunk, float]]:
     """Candidate paragraphs in relevance order, each once: paragraph hits, and the
     paragraphs a chapter-summary hit climbs down to."""

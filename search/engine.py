@@ -43,6 +43,8 @@ from search.options import (
 )
 from search.rerank import Reranker
 from search.results import Freshness, SearchResponse
+from search.scope import Scope
+from search.scope import resolve as resolve_scope
 from search.tuning import TUNING, Tuning
 
 __all__ = [
@@ -83,13 +85,13 @@ def search(
     vector = query_vector if options.mode != "bm25" else None
     timings: dict[str, float] = {}
     with R.connection(conn_or_pool) as conn:
-        R.resolve_repository(conn, options.repository, options.branch)
-        rankings = S.retrieve(conn, query, vector, options, timings)
+        scope = resolve_scope(conn, options.repository, options.branch)
+        rankings = S.retrieve(conn, query, vector, options, scope, timings)
         if options.work is not None and rankings.empty():  # nothing found: is it a typo?
-            stored = R.resolve_work(conn, options.work, options.repository, options.branch)
+            stored = R.resolve_work(conn, options.work, scope.pairs, scope.described)
             if stored != options.work:  # the work's folder in the other Unicode normalization
                 options = replace(options, work=stored)
-                rankings = S.retrieve(conn, query, vector, options, timings)
+                rankings = S.retrieve(conn, query, vector, options, scope, timings)
         t = time.perf_counter()
         fused = S.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
         rows = R.by_ids(conn, fused.ids)
@@ -109,7 +111,7 @@ def search(
         S.attach_context(conn, hits, vector, options)
         timings["context"] = S.ms(t)
         index = index_freshness(
-            conn, options.repository, options.branch, [h.citation.repository for h in hits]
+            conn, scope, options.repository, [h.citation.repository for h in hits]
         )
     timings["total"] = S.ms(started)
     log.debug(
@@ -123,13 +125,14 @@ def search(
         query=query,
         mode=options.mode,
         k=options.k,
-        branch=options.branch,
+        branch=scope.label,
         filters=_filters(options),
         hits=hits,
         rerank=report,
         embedding_model=vector.model if vector is not None else None,
         timings_ms=timings,
         index=index,
+        notes=scope.notes(bool(hits)),
     )
 
 
@@ -145,16 +148,19 @@ def _filters(options: SearchOptions) -> dict[str, Any]:
 
 
 def index_freshness(
-    conn: psycopg.Connection, repository: str | None, branch: str, hit_repositories: list[str]
+    conn: psycopg.Connection, scope: Scope, repository: str | None, hit_repositories: list[str]
 ) -> list[Freshness]:
-    """Freshness of the repositories an answer draws on: the one asked for, else those of
-    the hits, else (no hit) every repository indexed on the branch."""
-    names = [repository] if repository is not None else hit_repositories
+    """Freshness of the repositories an answer draws on, each on the branch it read: the
+    one asked for, else those of the hits, else (no hit) every repository read."""
+    names = [repository] if repository is not None else list(dict.fromkeys(hit_repositories))
     if not names:
-        names = [
-            r[0]
-            for r in conn.execute(
-                "SELECT repository FROM indexed_commits WHERE branch = %s ORDER BY 1", (branch,)
-            ).fetchall()
-        ]
-    return freshness(conn, names, branch)
+        names = sorted(scope.branches)
+    by_branch: dict[str, list[str]] = {}
+    for name in names:
+        by_branch.setdefault(scope.branch_of(name), []).append(name)
+    found = {
+        f.repository: f
+        for branch, group in by_branch.items()
+        for f in freshness(conn, group, branch)
+    }
+    return [found[n] for n in names if n in found]

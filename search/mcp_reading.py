@@ -28,6 +28,7 @@ class LeanContext(TypedDict):
     # the gate's verdict when not "relevant": "nothing relevant", "uncertain" (passages
     # given, not vouched for) or "uncalibrated" (search/calibration.py)
     verdict: NotRequired[str]
+    notes: NotRequired[list[str]]  # about the branches read: a book on another branch
 
 
 class LeanEntry(TypedDict):
@@ -43,13 +44,14 @@ class LeanEntry(TypedDict):
 
 class LeanOutline(TypedDict):
     works: list[LeanEntry]
+    notes: NotRequired[list[str]]  # about the branches read: a book on another branch
 
 
 # -- context packs -------------------------------------------------------------------
 
 
 def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
-    lines = index_lines(pack.index)
+    lines = index_lines(pack.index) + [f"note: {n}" for n in pack.notes]
     chapters: list[LeanChapter] = []
     if not pack.found:
         lines.append(pack.message)
@@ -84,6 +86,8 @@ def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
     if not pack.found:
         data["message"] = pack.message
         data["verdict"] = pack.relevance.verdict
+    if pack.notes:
+        data["notes"] = pack.notes
     return "\n".join(lines).strip(), data
 
 
@@ -125,4 +129,8 @@ def outline_view(
     works = [walk(w, 1) for w in outline.works]
     if not works:
         lines.append("Nothing is indexed on this branch yet.")
-    return "\n".join(lines), {"works": works}
+    lines += [f"note: {n}" for n in outline.notes]
+    data: LeanOutline = {"works": works}
+    if outline.notes:
+        data["notes"] = outline.notes
+    return "\n".join(lines), data

@@ -59,7 +59,9 @@ file#chunk:lines, the file relative to its group's folder; the tools take either
 form (get_node: source_file=file, chunk_index=chunk). A chapter summary hit names the
 chapter: open its text with `get_children`; frame a paragraph with `get_parent`;
 read around one with `get_node(source_file, chunk_index, context=2)`; `outline`
-lists works, parts and chapters."""
+lists works, parts and chapters. Without `branch`, each repository is read on its
+default branch (the one its git HEAD names); a note says when a book has rows only
+on another."""
 
 SEARCH_DESCRIPTION = """\
 Hybrid search (keywords + meaning) over the books, one hit per chapter by
@@ -175,7 +177,7 @@ def _result(text: str, data: Any, meta: dict[str, Any] | None = None) -> CallToo
 
 
 Repository = str | None  # default: every repository
-Branch = str
+Branch = str | None  # default: each repository's own (the branch its HEAD names)
 Work = Annotated[str | None, Field(description="Its folder name (see outline).")]
 SourceFile = str  # as cited: corpus/…/source.md, or relative to a group header's folder
 
@@ -212,7 +214,7 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         level: Annotated[int | None, Field(ge=0, le=3)] = None,
         work: Work = None,
         repository: Repository = None,
-        branch: Branch = N.DEFAULT_BRANCH,
+        branch: Branch = None,
         fields: Annotated[
             list[V.Field] | None, Field(description="What each hit carries beyond file#chunk.")
         ] = None,
@@ -244,7 +246,7 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         budget: Annotated[int, Field(ge=MIN_BUDGET, le=MAX_BUDGET)] = 2000,
         work: Work = None,
         repository: Repository = None,
-        branch: Branch = N.DEFAULT_BRANCH,
+        branch: Branch = None,
     ) -> Annotated[CallToolResult, P.LeanContext]:
         pack = service.context(
             question, budget=budget, repository=repository, branch=branch, work=work
@@ -256,7 +258,7 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         chunk_index: Annotated[int | None, Field(ge=0)] = None,
         context: Annotated[int, Field(ge=0, le=20)] = 0,
         repository: Repository = None,
-        branch: Branch = N.DEFAULT_BRANCH,
+        branch: Branch = None,
     ) -> Annotated[CallToolResult, V.LeanNode]:
         node = N.get_node(
             db, source_file, chunk_index, repository=repository, branch=branch, context=context
@@ -264,7 +266,7 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         return _result(*V.node_view(node))
 
     def get_parent(
-        source_file: SourceFile, repository: Repository = None, branch: Branch = N.DEFAULT_BRANCH
+        source_file: SourceFile, repository: Repository = None, branch: Branch = None
     ) -> Annotated[CallToolResult, V.LeanNode]:
         parent = N.get_parent(db, source_file, repository=repository, branch=branch)
         if parent is None:
@@ -275,7 +277,7 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         return _result(*V.node_view(parent))
 
     def get_children(
-        source_file: SourceFile, repository: Repository = None, branch: Branch = N.DEFAULT_BRANCH
+        source_file: SourceFile, repository: Repository = None, branch: Branch = None
     ) -> Annotated[CallToolResult, V.LeanChildren]:
         kids = N.get_children(db, source_file, repository=repository, branch=branch)
         parent = kids[0].parent_source_file if kids else None
@@ -286,7 +288,7 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         depth: Annotated[int, Field(ge=1, le=3)] = 3,
         excerpts: bool = False,
         repository: Repository = None,
-        branch: Branch = N.DEFAULT_BRANCH,
+        branch: Branch = None,
     ) -> Annotated[CallToolResult, P.LeanOutline]:
         tree = N.outline(db, repository, work, branch=branch)
         return _result(*P.outline_view(tree, depth=depth, excerpts=excerpts))

@@ -105,6 +105,7 @@ class LeanSearch(TypedDict):
     groups: list[LeanGroup]  # in the order of their best hit
     index: list[LeanIndex]
     omitted: NotRequired[int]  # hits left out to stay within max_tokens
+    notes: NotRequired[list[str]]  # about the branches read: a book on another branch
     rerank: NotRequired[str]  # only when a reranker is configured: applied / timeout / failed
 
 
@@ -126,7 +127,7 @@ def search_view(
     """The page as text and as lean JSON; with `max_tokens`, the hits whose text fits."""
     want: set[str] = set(fields)
     several = len({h.citation.repository for h in response.hits}) > 1
-    header = index_lines(response.index)
+    header = index_lines(response.index) + [f"note: {n}" for n in response.notes]
     if response.rerank.status != "disabled":
         detail = f" ({response.rerank.detail})" if response.rerank.detail else ""
         header.append(f"rerank: {response.rerank.status}{detail}")
@@ -164,6 +165,8 @@ def search_view(
     }
     if omitted:
         data["omitted"] = omitted
+    if response.notes:
+        data["notes"] = response.notes
     if response.rerank.status != "disabled":
         data["rerank"] = response.rerank.status
     return "\n".join(lines), data

@@ -16,12 +16,12 @@ from typing import Any
 import psycopg
 from psycopg.rows import dict_row
 
-from core.vocabulary import DEFAULT_BRANCH
 from indexer.corpus import humanize
 from indexer.lang import strip_summary_suffix
 from search import rows as R
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Node, Outline, OutlineEntry
+from search.scope import resolve as resolve_scope
 
 EXCERPT_CHARS = 300
 
@@ -32,16 +32,17 @@ def get_node(
     chunk_index: int | None = None,
     *,
     repository: str | None = None,
-    branch: str = DEFAULT_BRANCH,
+    branch: str | None = None,
     context: int = 0,
 ) -> Node:
-    """A whole file, or one chunk of it with `context` chunks either side."""
+    """A whole file, or one chunk of it with `context` chunks either side. Without a
+    branch, each repository's default one (search.scope); likewise below."""
     if chunk_index is not None and chunk_index < 0:
         raise BadQuery(f"chunk_index must be 0 or more, got {chunk_index}")
     if not 0 <= context <= 20:
         raise BadQuery(f"context must be from 0 to 20 chunks, got {context}")
     with R.connection(conn_or_pool) as conn:
-        rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
+        rows = _file_rows(conn, source_file, repository, branch)
     if chunk_index is None:
         return R.node(rows)
     last = max(r.chunk_index for r in rows)
@@ -58,15 +59,15 @@ def get_parent(
     source_file: str,
     *,
     repository: str | None = None,
-    branch: str = DEFAULT_BRANCH,
+    branch: str | None = None,
 ) -> Node | None:
     """The node `source_file` hangs from (all its rows), or None for a work's summary."""
     with R.connection(conn_or_pool) as conn:
-        rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
+        rows = _file_rows(conn, source_file, repository, branch)
         parent = rows[0].parent_source_file
         if parent is None:
             return None
-        repo = rows[0].repository
+        repo, branch = rows[0].repository, rows[0].branch
         found = R.select(
             conn,
             "repository = %s AND branch = %s AND source_file = %s",
@@ -86,50 +87,73 @@ def get_children(
     source_file: str,
     *,
     repository: str | None = None,
-    branch: str = DEFAULT_BRANCH,
+    branch: str | None = None,
 ) -> list[Node]:
     """The nodes whose parent is `source_file`, in reading order (empty for a source.md)."""
     with R.connection(conn_or_pool) as conn:
-        rows = R.file_rows(conn, source_file, repository=repository, branch=branch)
-        found = children_rows(conn, [(rows[0].repository, rows[0].source_file)], branch)
+        rows = _file_rows(conn, source_file, repository, branch)
+        found = children_rows(conn, [(rows[0].repository, rows[0].source_file)], rows[0].branch)
     return R.group_files(found)
 
 
-def children_rows(
-    conn: psycopg.Connection, parents: Iterable[tuple[str, str]], branch: str
+def _file_rows(
+    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str | None
 ) -> list[R.Row]:
-    """Rows of every file whose parent is one of (repository, source_file)."""
+    """The rows of `source_file` among the repositories and branches a request reads."""
+    scope = resolve_scope(conn, repository, branch)
+    try:
+        return R.file_rows(conn, source_file, scope.pairs, scope.described)
+    except UnknownFile as e:
+        if notes := scope.notes(found=False):  # the file may be on another branch: say so
+            raise UnknownFile(f"{e}; " + "; ".join(notes)) from None
+        raise
+
+
+def children_rows(
+    conn: psycopg.Connection, parents: Iterable[tuple[str, str]], branch: R.Branches
+) -> list[R.Row]:
+    """Rows of every file whose parent is one of (repository, source_file), on `branch`
+    (or each repository's, a mapping)."""
     pairs = list(dict.fromkeys(parents))
     if not pairs:
         return []
     return R.select(
         conn,
-        "branch = %s AND (repository, parent_source_file) IN "
-        "(SELECT * FROM unnest(%s::text[], %s::text[]))",
-        (branch, [p[0] for p in pairs], [p[1] for p in pairs]),
+        "(repository, branch, parent_source_file) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+        (
+            [p[0] for p in pairs],
+            [R.branch_for(branch, p[0]) for p in pairs],
+            [p[1] for p in pairs],
+        ),
         "repository, source_file, chunk_index",
     )
 
 
 def file_rows_many(
-    conn: psycopg.Connection, files: Iterable[tuple[str, str]], branch: str
+    conn: psycopg.Connection, files: Iterable[tuple[str, str]], branch: R.Branches
 ) -> dict[tuple[str, str], Node]:
-    """(repository, source_file) → Node, for each file that has rows."""
+    """(repository, source_file) → Node, for each file that has rows on `branch` (or
+    each repository's, a mapping)."""
     pairs = list(dict.fromkeys(files))
     if not pairs:
         return {}
     found = R.select(
         conn,
-        "branch = %s AND (repository, source_file) IN "
-        "(SELECT * FROM unnest(%s::text[], %s::text[]))",
-        (branch, [p[0] for p in pairs], [p[1] for p in pairs]),
+        "(repository, branch, source_file) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
+        (
+            [p[0] for p in pairs],
+            [R.branch_for(branch, p[0]) for p in pairs],
+            [p[1] for p in pairs],
+        ),
         "repository, source_file, chunk_index",
     )
     return {(n.repository, n.source_file): n for n in R.group_files(found)}
 
 
 def neighbours(
-    conn: psycopg.Connection, chunks: Iterable[tuple[str, str, int]], branch: str
+    conn: psycopg.Connection, chunks: Iterable[tuple[str, str, int]], branch: R.Branches
 ) -> dict[tuple[str, str, int], Chunk]:
     """The chunks just before and after each (repository, source_file, chunk_index)."""
     wanted = {(r, f, i + d) for r, f, i in chunks for d in (-1, 1) if i + d >= 0}
@@ -138,9 +162,14 @@ def neighbours(
     w = sorted(wanted)
     found = R.select(
         conn,
-        "branch = %s AND (repository, source_file, chunk_index) IN "
-        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::int[]))",
-        (branch, [x[0] for x in w], [x[1] for x in w], [x[2] for x in w]),
+        "(repository, branch, source_file, chunk_index) IN "
+        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[]))",
+        (
+            [x[0] for x in w],
+            [R.branch_for(branch, x[0]) for x in w],
+            [x[1] for x in w],
+            [x[2] for x in w],
+        ),
     )
     return {(r.repository, r.source_file, r.chunk_index): R.chunk(r) for r in found}
 
@@ -152,7 +181,7 @@ SELECT repository, source_file, parent_source_file, level, node_type, work, head
        count(*) AS chunks,
        min(content) FILTER (WHERE chunk_index = 0) AS first_text
 FROM {R.TABLE}
-WHERE branch = %s {{extra}}
+WHERE {R.PAIRS} {{extra}}
 GROUP BY repository, source_file, parent_source_file, level, node_type, work, heading_path
 """
 
@@ -162,7 +191,7 @@ def outline(
     repository: str | None = None,
     work: str | None = None,
     *,
-    branch: str = DEFAULT_BRANCH,
+    branch: str | None = None,
 ) -> Outline:
     """Works → parts → chapters (and liminary pieces), with titles and summary excerpts.
 
@@ -171,27 +200,26 @@ def outline(
     gets its folder's name.
     """
     extra = ""
-    params: list[Any] = [branch]
-    if repository is not None:
-        extra += " AND repository = %s"
-        params.append(repository)
-    if work is not None:  # as typed, or in the other Unicode normalization (R.spellings)
-        extra += " AND work = ANY(%s)"
-        params.append(R.spellings(work))
     with R.connection(conn_or_pool) as conn:
-        R.resolve_repository(conn, repository, branch)
+        scope = resolve_scope(conn, repository, branch)
+        params: dict[str, Any] = R.pairs_params(scope.pairs)
+        if work is not None:  # as typed, or in the other Unicode normalization (R.spellings)
+            extra += " AND work = ANY(%(work)s)"
+            params["work"] = R.spellings(work)
         with conn.cursor(row_factory=dict_row) as cur:
             files = cur.execute(_OUTLINE_SQL.format(extra=extra).encode(), params).fetchall()
     if work is not None and not files:
         raise UnknownFile(
-            f"no work named {work!r} is indexed on branch {branch!r}"
+            f"no work named {work!r} is indexed on {scope.described}"
             + (f" in {repository!r}" if repository else "")
             + "; works are the folder names under corpus/ (use outline without work to list them)"
         )
     works: list[OutlineEntry] = []
     for repo in sorted({f["repository"] for f in files}):
         works.extend(_outline_repository(repo, [f for f in files if f["repository"] == repo]))
-    return Outline(repository=repository, branch=branch, works=works)
+    return Outline(
+        repository=repository, branch=scope.label, works=works, notes=scope.notes(bool(works))
+    )
 
 
 def _folder(path: str) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from core.vocabulary import DEFAULT_BRANCH, NODE_TYPES
+from core.vocabulary import NODE_TYPES
 from search import rows as R
 from search.errors import BadQuery
 from search.results import MODES, Mode
@@ -71,13 +71,14 @@ class SearchOptions:
     paragraphs nearest the query (`hit.passages`; not in bm25 mode); `candidates` is
     how deep each ranking goes before fusion (None: max(50, 3k)); `query_lang` is the
     query's language (ISO 639-1, search.language; None: unknown): in hybrid mode the
-    keyword evidence of repositories in other languages is weighed down.
+    keyword evidence of repositories in other languages is weighed down. `branch` None: each
+    repository on its own default branch (search.scope), a name: that branch of each.
     """
 
     mode: Mode = "hybrid"
     k: int = 10
     repository: str | None = None
-    branch: str = DEFAULT_BRANCH
+    branch: str | None = None
     work: str | None = None
     level: int | tuple[int, ...] | None = None
     node_type: str | tuple[str, ...] | None = None

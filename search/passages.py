@@ -30,7 +30,7 @@ def best_paragraphs(
     query_vector: Sequence[float],
     model: str,
     dimension: int,
-    branch: str,
+    branch: R.Branches,
     per_chapter: int = 2,
 ) -> dict[tuple[str, str], list[tuple[Chunk, float]]]:
     """(repository, summary file) → its chapter's `per_chapter` best paragraphs, as
@@ -44,9 +44,9 @@ def best_paragraphs(
         "SELECT id, repository, parent_source_file, "
         "(embedding::{cast}) <=> %(q)s::{cast} AS distance "
         "FROM hierarchical_content_nodes "
-        "WHERE embedding_model = %(model)s AND branch = %(branch)s AND level = 0 "
-        "AND (repository, parent_source_file) IN "
-        "(SELECT * FROM unnest(%(repos)s::text[], %(files)s::text[]))"
+        "WHERE embedding_model = %(model)s AND level = 0 "
+        "AND (repository, branch, parent_source_file) IN "
+        "(SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
     ).format(cast=cast)
     if dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
         from pgvector import HalfVector
@@ -57,7 +57,7 @@ def best_paragraphs(
         {
             "q": q,
             "model": model,
-            "branch": branch,
+            "branches": [R.branch_for(branch, p[0]) for p in pairs],
             "repos": [p[0] for p in pairs],
             "files": [p[1] for p in pairs],
         },

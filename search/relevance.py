@@ -1,6 +1,6 @@
 """The "nothing relevant" decision of context packs (search.context, step 3).
 
-    signals = measure(conn, question, vector, branch, repository, work, hits)
+    signals = measure(conn, question, vector, scope.pairs, work, hits)
     relevance = judge(signals, gate(tuning, vector.model, signals.languages))
 
 What it reads and why is in search/context.py's docstring; the weights and
@@ -10,6 +10,7 @@ thresholds are `search.tuning`'s, keyed by model and language.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,8 +114,9 @@ def judge(
 
 _SIGNALS_SQL = """
 WITH corpus AS (
-    SELECT repository, ts_config, n_docs FROM bm25_corpus
-     WHERE branch = %(branch)s AND (%(repository)s::text IS NULL OR repository = %(repository)s)
+    SELECT repository, branch, ts_config, n_docs FROM bm25_corpus
+     WHERE (repository, branch) IN
+           (SELECT * FROM unnest(%(scope_repos)s::text[], %(scope_branches)s::text[]))
 ),
 configs AS (SELECT DISTINCT ts_config FROM corpus),
 terms AS MATERIALIZED (  -- the question's terms as BM25 takes them
@@ -127,11 +129,11 @@ terms AS MATERIALIZED (  -- the question's terms as BM25 takes them
 held AS MATERIALIZED (  -- the terms each candidate row holds (one unique-key probe per row)
     SELECT k.n, u.lexeme
       FROM (SELECT array_agg(lexeme) AS lexemes FROM terms) AS lex,
-           unnest(%(repos)s::text[], %(files)s::text[], %(chunks)s::int[])
-               WITH ORDINALITY AS k(repository, source_file, chunk_index, n)
+           unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[], %(chunks)s::int[])
+               WITH ORDINALITY AS k(repository, branch, source_file, chunk_index, n)
            CROSS JOIN LATERAL (
                SELECT h.tsv FROM hierarchical_content_nodes h
-                WHERE h.repository = k.repository AND h.branch = %(branch)s
+                WHERE h.repository = k.repository AND h.branch = k.branch
                   AND h.source_file = k.source_file AND h.chunk_index = k.chunk_index
            ) AS h
            CROSS JOIN LATERAL unnest(ts_filter(setweight(h.tsv, 'A', lex.lexemes), '{{a}}')) AS u
@@ -139,8 +141,8 @@ held AS MATERIALIZED (  -- the terms each candidate row holds (one unique-key pr
 centres AS (
     SELECT avg(embedding::{cast}) AS centre
       FROM hierarchical_content_nodes
-     WHERE level = 1 AND embedding_model = %(model)s AND branch = %(branch)s
-       AND repository IN (SELECT repository FROM corpus)
+     WHERE level = 1 AND embedding_model = %(model)s
+       AND (repository, branch) IN (SELECT repository, branch FROM corpus)
        AND (%(work)s::text IS NULL OR work = %(work)s)
      GROUP BY repository, work
 ),
@@ -162,8 +164,8 @@ SELECT glossator_tsv_len(to_tsvector('simple', %(text)s)) AS words,
        (SELECT coalesce(json_agg(json_build_array(
             t.lexeme,
             (SELECT count(*) FROM bm25_row_terms r  -- df, from the BM25 term index
-              WHERE r.lexeme = t.lexeme AND r.branch = %(branch)s
-                AND r.repository IN (SELECT repository FROM corpus)),
+              WHERE r.lexeme = t.lexeme
+                AND (r.repository, r.branch) IN (SELECT repository, branch FROM corpus)),
             (SELECT coalesce(array_agg(x.n), '{{}}') FROM held x WHERE x.lexeme = t.lexeme)
         )), '[]') FROM terms t) AS terms
 """
@@ -173,8 +175,7 @@ def measure(
     conn: psycopg.Connection,
     question: str,
     vector: QueryVector,
-    branch: str,
-    repository: str | None,
+    scope: Sequence[tuple[str, str]],
     work: str | None,
     hits: list[Hit],
 ) -> Signals:
@@ -182,7 +183,8 @@ def measure(
     question's language (the configuration of the server's languages whose stop words
     take the most of its words), its terms' document frequencies and which hits hold
     them (idf as BM25's: ln(1 + (N - df + 0.5) / (df + 0.5))), and its cosine with
-    the centre of each work's chapter-summary vectors."""
+    the centre of each work's chapter-summary vectors. `scope`: the (repository, branch)
+    pairs the question was asked of (search.scope)."""
     best = max((h.scores.vector for h in hits if h.scores.vector is not None), default=0.0)
     cast = store_vectors.cast_type(vector.dimension)
     q: Any = np.asarray(vector.values, dtype=np.float32)
@@ -192,12 +194,13 @@ def measure(
         sql.SQL(_SIGNALS_SQL).format(cast=sql.SQL(cast)),
         {
             "text": question,
-            "branch": branch,
-            "repository": repository,
+            "scope_repos": [r for r, _ in scope],
+            "scope_branches": [b for _, b in scope],
             "work": work,
             "model": vector.model,
             "q": q,
             "repos": [h.citation.repository for h in hits],
+            "branches": [h.citation.branch for h in hits],
             "files": [h.citation.source_file for h in hits],
             "chunks": [h.citation.chunk_index for h in hits],
         },

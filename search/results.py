@@ -164,6 +164,9 @@ class SearchResponse:
     timings_ms: dict[str, float] = field(default_factory=dict)
     # the index's freshness, one entry per repository the answer draws on
     index: list[Freshness] = field(default_factory=list)
+    # what the answer must say about the branches read (search.scope): a repository
+    # without rows on its default branch, rows found only on other branches
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -191,3 +194,4 @@ class Outline:
     repository: str | None
     branch: str
     works: list[OutlineEntry]
+    notes: list[str] = field(default_factory=list)  # about the branches read (search.scope)

@@ -28,11 +28,42 @@ from store import vectors as store_vectors
 
 @dataclass(frozen=True)
 class Filters:
+    """What a ranking reads. `scope`: the (repository, branch) pairs read (search.scope:
+    each repository's default branch, or the one asked); None: every repository's
+    `branch` (or the one `repository`)."""
+
     repository: str | None = None
     branch: str = DEFAULT_BRANCH
     work: str | None = None
     levels: tuple[int, ...] | None = None
     node_types: tuple[str, ...] | None = None
+    scope: tuple[tuple[str, str], ...] | None = None
+
+    def scope_where(self) -> tuple[sql.Composable, dict[str, Any]]:
+        """The rows' repository and branch as a WHERE fragment: one `branch = … AND
+        repository = ANY(…)` per branch of the scope (the planner's usual form)."""
+        if self.scope is None:
+            parts: list[sql.Composable] = [sql.SQL("branch = %(branch)s")]
+            params: dict[str, Any] = {"branch": self.branch}
+            if self.repository is not None:
+                parts.append(sql.SQL("repository = %(repository)s"))
+                params["repository"] = self.repository
+            return sql.SQL(" AND ").join(parts), params
+        by_branch: dict[str, list[str]] = {}
+        for repository, branch in self.scope:
+            by_branch.setdefault(branch, []).append(repository)
+        if not by_branch:
+            return sql.SQL("false"), {}
+        alternatives, params = [], {}
+        for n, (branch, repositories) in enumerate(sorted(by_branch.items())):
+            alternatives.append(
+                sql.SQL("(branch = {b} AND repository = ANY({r}::text[]))").format(
+                    b=sql.Placeholder(f"scope_b{n}"), r=sql.Placeholder(f"scope_r{n}")
+                )
+            )
+            params[f"scope_b{n}"], params[f"scope_r{n}"] = branch, repositories
+        where = sql.SQL(" OR ").join(alternatives)
+        return (sql.SQL("({})").format(where) if len(alternatives) > 1 else where), params
 
     def as_store_filters(self) -> dict[str, Any]:
         """The filters in the store's keyword backend's form (columns → allowed values)."""
@@ -47,11 +78,8 @@ class Filters:
 
     def where(self) -> tuple[sql.Composable, dict[str, Any]]:
         """A WHERE fragment (ANDed conditions) with named parameters, for `store.vectors`."""
-        parts: list[sql.Composable] = [sql.SQL("branch = %(branch)s")]
-        params: dict[str, Any] = {"branch": self.branch}
-        if self.repository is not None:
-            parts.append(sql.SQL("repository = %(repository)s"))
-            params["repository"] = self.repository
+        scope, params = self.scope_where()
+        parts: list[sql.Composable] = [scope]
         if self.work is not None:
             parts.append(sql.SQL("work = %(work)s"))
             params["work"] = self.work
@@ -104,17 +132,28 @@ def keyword_split(
     own language's stop words dropped, `store.keyword.content_words`) and ranked the
     same way: fusion weighs it down.
     """
-    # the backend and the branch's repositories and their languages: one query, in a
+    # the backend and the repositories searched with their languages: one query, in a
     # pipeline so that the BEGIN opening a search's transaction goes with it
+    scope = dict(filters.scope) if filters.scope is not None else None
     with conn.pipeline():
-        cur = conn.execute(
-            f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
-            " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
-            " FROM bm25_corpus WHERE branch = %s"
-            " AND (%s::text IS NULL OR repository = %s::text)"
-            " GROUP BY repository ORDER BY repository)",
-            (filters.branch, filters.repository, filters.repository),
-        )
+        if scope is not None:  # the (repository, branch) pairs of search.scope
+            cur = conn.execute(
+                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
+                " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
+                " FROM bm25_corpus WHERE (repository, branch) IN"
+                " (SELECT * FROM unnest(%s::text[], %s::text[]))"
+                " GROUP BY repository ORDER BY repository)",
+                (list(scope), list(scope.values())),
+            )
+        else:
+            cur = conn.execute(
+                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
+                " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
+                " FROM bm25_corpus WHERE branch = %s"
+                " AND (%s::text IS NULL OR repository = %s::text)"
+                " GROUP BY repository ORDER BY repository)",
+                (filters.branch, filters.repository, filters.repository),
+            )
     row = cur.fetchone()
     languages = dict(entry.split(" ", 1) for entry in (row[2] if row else []))
     backend = store_keyword.backend_for(bool(row and row[0]), bool(row and row[1]))
@@ -127,12 +166,13 @@ def keyword_split(
     content = store_keyword.content_words(conn, query, query_lang) if away and query_lang else ""
     groups: dict[tuple[bool, str], list[tuple[int, float]]] = {}
     for repository, language in languages.items():
+        branch = scope.get(repository, filters.branch) if scope is not None else filters.branch
         groups.setdefault((repository in away, language), []).extend(
             backend.search(
                 conn,
                 content if repository in away else query,
                 repository=repository,
-                branch=filters.branch,
+                branch=branch,
                 filters=filters.as_store_filters(),
                 k=depth,
             )

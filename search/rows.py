@@ -7,7 +7,7 @@ accepts what callers have at hand (a connection, a pool, or a started
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -18,7 +18,7 @@ from psycopg.rows import class_row
 from psycopg_pool import ConnectionPool
 
 from indexer.corpus import folder_order
-from search.errors import BadQuery, UnknownFile, UnknownRepository
+from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Citation, Node
 
 ConnOrPool = Any  # psycopg.Connection | ConnectionPool | store.db.Database
@@ -75,7 +75,10 @@ def connection(conn_or_pool: ConnOrPool) -> Iterator[psycopg.Connection]:
 
 
 def select(
-    conn: psycopg.Connection, where: str, params: Sequence[Any], order: str = ""
+    conn: psycopg.Connection,
+    where: str,
+    params: Sequence[Any] | Mapping[str, Any],
+    order: str = "",
 ) -> list[Row]:
     """Rows matching a WHERE clause built by this package from constants (values are parameters)."""
     sql = f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}"
@@ -90,6 +93,14 @@ def by_ids(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, Row]:
     if not ids:
         return {}
     return {r.id: r for r in select(conn, "id = ANY(%s)", (ids,))}
+
+
+Branches = str | Mapping[str, str]  # one branch for every repository, or each one's
+
+
+def branch_for(branches: Branches, repository: str) -> str:
+    """The branch `branches` reads for `repository`."""
+    return branches if isinstance(branches, str) else branches[repository]
 
 
 def citation(row: Row) -> Citation:
@@ -168,99 +179,73 @@ def check_text(name: str, value: str) -> str:
     return value
 
 
-def resolve_work(conn: psycopg.Connection, work: str, repository: str | None, branch: str) -> str:
+def resolve_work(
+    conn: psycopg.Connection, work: str, scope: Sequence[tuple[str, str]], read: str
+) -> str:
     """The work as stored (`work`, or its spelling in the other Unicode normalization);
-    UnknownFile when no row of `branch` belongs to it (as for an unknown repository: a
-    misspelt filter is an error, not an empty page). Asked only when a search found
-    nothing, so a page of hits pays no extra query."""
+    UnknownFile when no row of the (repository, branch) pairs `scope` belongs to it (as
+    for an unknown repository: a misspelt filter is an error, not an empty page); `read`
+    names them in the message (search.scope.Scope.described). Asked only when a search found nothing, so a page of hits
+    pays no extra query."""
     check_text("work", work)
-    params: list[Any] = [branch, spellings(work)]
-    extra = ""
-    if repository is not None:
-        extra = " AND repository = %s"
-        params.append(repository)
+    pairs = PAIRS
+    params = {**pairs_params(scope), "work": spellings(work)}
     found = conn.execute(
-        f"SELECT work FROM {TABLE} WHERE branch = %s AND work = ANY(%s){extra} LIMIT 1", params
+        f"SELECT work FROM {TABLE} WHERE {pairs} AND work = ANY(%(work)s) LIMIT 1", params
     ).fetchone()
     if found:
         return str(found[0])
     works = [
         r[0]
         for r in conn.execute(
-            f"SELECT DISTINCT work FROM {TABLE} WHERE branch = %s ORDER BY 1 LIMIT 20", (branch,)
+            f"SELECT DISTINCT work FROM {TABLE} WHERE {pairs} ORDER BY 1 LIMIT 20", params
         )
     ]
+    repositories = sorted({r for r, _ in scope})
     known = f"; indexed works: {', '.join(works)}" if works else ""
     raise UnknownFile(
-        f"no work named {work!r} is indexed on branch {branch!r}"
-        + (f" in {repository!r}" if repository else "")
+        f"no work named {work!r} is indexed on {read}"
+        + (f" in {repositories[0]!r}" if len(repositories) == 1 else "")
         + known
         + " (works are the folder names under corpus/; outline lists them)"
     )
 
 
-def resolve_repository(conn: psycopg.Connection, repository: str | None, branch: str) -> str | None:
-    """Check that `repository` (if given) has rows on `branch`; UnknownRepository otherwise."""
-    check_text("branch", branch)
-    if repository is None:
-        return None
-    check_text("repository", repository)
-    if not repository.strip():
-        raise UnknownRepository("repository must be a name, not an empty string")
-    # bm25_corpus holds a row per (repository, branch, text search config) that has rows,
-    # kept exact by triggers: a few rows to read, where grouping the table's own rows
-    # by branch reads every index entry of the repository (200,000 in bench/search.py)
-    found = conn.execute(
-        "SELECT DISTINCT branch FROM bm25_corpus WHERE repository = %s ORDER BY branch",
-        (repository,),
-    ).fetchall()
-    branches = [r[0] for r in found]
-    if not branches:
-        known = [
-            r[0]
-            for r in conn.execute(
-                "SELECT DISTINCT repository FROM bm25_corpus ORDER BY 1 LIMIT 20"
-            ).fetchall()
-        ]
-        listing = ", ".join(known) if known else "none yet: push a corpus and let it index"
-        raise UnknownRepository(
-            f"no repository named {repository!r} is indexed; indexed repositories: {listing}"
-        )
-    if branch not in branches:
-        raise UnknownRepository(
-            f"repository {repository!r} has no indexed rows on branch {branch!r}; "
-            f"indexed branches: {', '.join(branches)}"
-        )
-    return repository
+PAIRS = (
+    "(repository, branch) IN (SELECT * FROM unnest(%(repositories)s::text[],"
+    " %(branches)s::text[]))"
+)  # the (repository, branch) pairs a request reads (search.scope), as named parameters
+
+
+def pairs_params(scope: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    return {"repositories": [r for r, _ in scope], "branches": [b for _, b in scope]}
 
 
 def file_rows(
-    conn: psycopg.Connection, source_file: str, *, repository: str | None, branch: str
+    conn: psycopg.Connection, source_file: str, scope: Sequence[tuple[str, str]], read: str
 ) -> list[Row]:
-    """All rows of one file, in order; UnknownFile (with a hint) when there are none.
+    """All rows of one file, in order, among the (repository, branch) pairs `scope`
+    (search.scope.resolve); UnknownFile (with a hint) when there are none. `read` names
+    the branches read in the message ("branch 'main'", search.scope.Scope.described).
 
-    Without a repository the file must be unambiguous across repositories.
+    Across several repositories the file must be unambiguous.
     """
     check_text("source_file", source_file or "")
     if not source_file or not source_file.strip():
         raise UnknownFile(
             "source_file must be a repository-relative path such as corpus/…/source.md"
         )
-    resolve_repository(conn, repository, branch)
-    where = "source_file = %s AND branch = %s"
-    params: list[Any] = [source_file, branch]
-    if repository is not None:
-        where += " AND repository = %s"
-        params.append(repository)
-    rows = select(conn, where, params, "repository, chunk_index")
-    if not rows and (stored := _stored_spelling(conn, source_file, repository, branch)):
+    params = pairs_params(scope)
+    where = f"source_file = %(file)s AND {PAIRS}"
+    rows = select(conn, where, {**params, "file": source_file}, "repository, chunk_index")
+    if not rows and (stored := _stored_spelling(conn, source_file, params)):
         # the same path in another Unicode normalization (a folder pushed in NFD, asked in NFC)
-        rows = select(conn, where, [stored, *params[1:]], "repository, chunk_index")
-    if not rows and (full := _unique_suffix(conn, source_file, repository, branch)):
+        rows = select(conn, where, {**params, "file": stored}, "repository, chunk_index")
+    if not rows and (full := _unique_suffix(conn, source_file, params)):
         # a path relative to the folder a search page's group header names
-        rows = select(conn, where, [full, *params[1:]], "repository, chunk_index")
+        rows = select(conn, where, {**params, "file": full}, "repository, chunk_index")
     if not rows:
-        raise UnknownFile(_unknown_file_message(conn, source_file, repository, branch))
+        raise UnknownFile(_unknown_file_message(conn, source_file, params, read))
     repos = sorted({r.repository for r in rows})
     if len(repos) > 1:
         raise UnknownFile(
@@ -284,48 +269,45 @@ def spellings(text: str) -> list[str]:
 
 
 def _stored_spelling(
-    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str
+    conn: psycopg.Connection, source_file: str, params: dict[str, Any]
 ) -> str | None:
     """The path as stored when it differs from `source_file` only by Unicode normalization.
 
     The whole path in NFC or NFD first (the index on source_file answers); then, for a
     path mixing both (one folder NFD, another NFC), PostgreSQL's normalize() over the
-    branch's files: a scan, paid only when the file was not found otherwise."""
+    files read: a scan, paid only when the file was not found otherwise."""
     others = spellings(source_file)[1:]
-    extra, params = "", [branch]
-    if repository is not None:
-        extra, params = " AND repository = %s", [branch, repository]
     if others:
         found = conn.execute(
-            f"SELECT source_file FROM {TABLE} WHERE branch = %s{extra} AND source_file = ANY(%s)"
+            f"SELECT source_file FROM {TABLE} WHERE {PAIRS} AND source_file = ANY(%(others)s)"
             " LIMIT 1",
-            [*params, others],
+            {**params, "others": others},
         ).fetchone()
         if found:
             return str(found[0])
     if source_file.isascii():
         return None  # an ASCII path has one spelling in every form
     found = conn.execute(
-        f"SELECT source_file FROM {TABLE} WHERE branch = %s{extra}"
-        " AND normalize(source_file, NFC) = %s LIMIT 1",
-        [*params, normalize("NFC", source_file)],
+        f"SELECT source_file FROM {TABLE} WHERE {PAIRS}"
+        " AND normalize(source_file, NFC) = %(nfc)s LIMIT 1",
+        {**params, "nfc": normalize("NFC", source_file)},
     ).fetchone()
     return str(found[0]) if found else None
 
 
 def _unique_suffix(
-    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str
+    conn: psycopg.Connection, source_file: str, params: dict[str, Any]
 ) -> str | None:
     """The one indexed file whose path ends with `/source_file`, if exactly one does."""
     tail = source_file.strip().lstrip("/")
     if not tail or tail.startswith("corpus/"):
         return None
-    found = _files_ending(conn, "/" + tail, repository, branch, limit=2)
+    found = _files_ending(conn, "/" + tail, params, limit=2)
     return found[0] if len(found) == 1 else None
 
 
 def _files_ending(
-    conn: psycopg.Connection, tail: str, repository: str | None, branch: str, limit: int
+    conn: psycopg.Connection, tail: str, params: dict[str, Any], limit: int
 ) -> list[str]:
     """Up to `limit` indexed files whose path ends with `tail` in either Unicode
     normalization (LIKE's wildcards escaped)."""
@@ -333,27 +315,23 @@ def _files_ending(
         "%" + t.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
         for t in spellings(tail)
     ]
-    params: list[Any] = [patterns, branch]
-    extra = ""
-    if repository is not None:
-        extra = " AND repository = %s"
-        params.append(repository)
     rows = conn.execute(
-        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE ANY(%s) AND branch = %s"
-        f"{extra} ORDER BY 1 LIMIT %s",
-        [*params, limit],
+        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE ANY(%(patterns)s)"
+        f" AND {PAIRS} ORDER BY 1 LIMIT %(limit)s",
+        {**params, "patterns": patterns, "limit": limit},
     ).fetchall()
     return [r[0] for r in rows]
 
 
 def _unknown_file_message(
-    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str
+    conn: psycopg.Connection, source_file: str, params: dict[str, Any], read: str
 ) -> str:
-    where = f" in repository {repository!r}" if repository else ""
-    message = f"{source_file} is not indexed{where} on branch {branch!r}"
+    repositories = sorted(set(params["repositories"]))
+    where = f" in repository {repositories[0]!r}" if len(repositories) == 1 else ""
+    message = f"{source_file} is not indexed{where} on {read}"
     # suggest files that end like the one asked for (a path given without its prefix)
     tail = "/".join(source_file.strip("/").split("/")[-2:])
-    close = _files_ending(conn, tail, repository, branch, limit=3)
+    close = _files_ending(conn, tail, params, limit=3)
     if close:
         message += "; did you mean " + " or ".join(close) + "?"
     else:

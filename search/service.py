@@ -38,6 +38,7 @@ from search.options import QueryEmbedder, QueryVector, SearchOptions, check_quer
 from search.rerank import Reranker
 from search.results import SearchResponse
 from search.rows import ConnOrPool
+from search.scope import resolve as resolve_scope
 from search.stages import ms
 from search.tuning import TUNING, RelevanceGate, Tuning
 
@@ -177,21 +178,23 @@ class SearchService:
         conn: psycopg.Connection,
         languages: tuple[str, ...],
         repository: str | None,
-        branch: str,
+        branch: str | None,
         work: str | None,
     ) -> C.Calibration:
         """The gate calibrated on the corpus searched (search.calibration), measured once
         per model and indexed state (the repositories' indexed commits) and kept; on
         `conn` (the pack's: a pool of two must not be asked for a third)."""
         model = self.embedder.model
+        scope = resolve_scope(conn, repository, branch).pairs  # the branches the pack reads
         commits = tuple(
             conn.execute(
-                'SELECT repository, "commit", indexed_at::text FROM indexed_commits WHERE branch = %s'
-                " AND (%s::text IS NULL OR repository = %s::text) ORDER BY 1",
-                (branch, repository, repository),
+                'SELECT repository, "commit", indexed_at::text FROM indexed_commits'
+                " WHERE (repository, branch) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+                " ORDER BY 1",
+                ([r for r, _ in scope], [b for _, b in scope]),
             ).fetchall()
         )
-        key = (model, branch, repository, work, languages, commits)
+        key = (model, scope, work, languages, commits)
         with self._gates_lock:
             found = self._gates.get(key)
         if found is not None:
@@ -221,10 +224,9 @@ class SearchService:
         cal = C.calibrate(
             conn,
             self.embed,
-            C.pack_scorer(conn, search_hits=hits, branch=branch, repository=repository, work=work),
+            C.pack_scorer(conn, search_hits=hits, scope=scope, work=work),
             model=model,
-            repository=repository,
-            branch=branch,
+            scope=scope,
             languages=languages,
         )
         with self._gates_lock:
@@ -236,7 +238,7 @@ class SearchService:
         conn: psycopg.Connection,
         languages: tuple[str, ...],
         repository: str | None,
-        branch: str,
+        branch: str | None,
         work: str | None,
     ) -> tuple[RelevanceGate | None, str, float | None]:
         """`search.context.CorpusGate` for the service's embedder."""

@@ -1,6 +1,6 @@
 """The stages of a search, each a function of what the previous ones produced.
 
-    rankings = retrieve(conn, query, vector, options)          # keyword and vector lists
+    rankings = retrieve(conn, query, vector, options, scope)   # keyword and vector lists
     fused = fuse(rankings, options, fusion)                      # weighted RRF
     rows = R.by_ids(conn, fused.ids)
     fused = quotations(conn, query, rows, fused, options)       # who holds a quoted phrase
@@ -30,6 +30,7 @@ from search.passages import best_paragraphs
 from search.rerank import Reranker
 from search.results import Hit, RerankReport, Scores
 from search.rows import Row
+from search.scope import Scope
 from search.tuning import Fusion
 from store.phrases import phrase_rows, quoted_segments
 
@@ -80,13 +81,13 @@ class Fused:
         return dict(self.ranked)
 
 
-def filters(options: SearchOptions) -> retrieval.Filters:
+def filters(options: SearchOptions, scope: Scope) -> retrieval.Filters:
     return retrieval.Filters(
         repository=options.repository,
-        branch=options.branch,
         work=options.work,
         levels=options.levels,
         node_types=options.node_types,
+        scope=scope.pairs,
     )
 
 
@@ -95,13 +96,14 @@ def retrieve(
     query: str,
     vector: QueryVector | None,
     options: SearchOptions,
+    scope: Scope,
     timings: dict[str, float] | None = None,
 ) -> Rankings:
-    """The keyword ranking (hybrid, bm25) and the vector one (when a vector is given);
-    each one's milliseconds in `timings`. In hybrid mode, with the query's language
-    known (`options.query_lang`), the keyword hits of repositories in another language
-    are a ranking of their own, "keyword_foreign" (search.language)."""
-    where = filters(options)
+    """The keyword ranking (hybrid, bm25) and the vector one (when a vector is given) of
+    the rows `scope` reads; each one's milliseconds in `timings`. In hybrid mode, with
+    the query's language known (`options.query_lang`), the keyword hits of repositories
+    in another language are a ranking of their own, "keyword_foreign" (search.language)."""
+    where = filters(options, scope)
     out = Rankings()
     timings = {} if timings is None else timings
     if options.mode in ("hybrid", "bm25"):
@@ -182,8 +184,7 @@ def chapter_evidence(
         vector.values if vector is not None else None,
         model=vector.model if vector is not None else None,
         dimension=vector.dimension if vector is not None else None,
-        repositories=sorted({r.repository for r in rows.values()}),
-        branch=options.branch,
+        branches={r.repository: r.branch for r in rows.values()},
         work=options.work,
         depth=fusion.chapter_depth,
         texts={r: rankings.foreign_query for r in rankings.foreign},
@@ -335,7 +336,8 @@ def attach_context(
     and a chapter summary's best paragraphs (`climb_down`, with a vector)."""
     if not hits:
         return
-    branch = options.branch
+    # each hit's repository on the branch its rows come from (the scope's)
+    branch = {h.citation.repository: h.citation.branch for h in hits}
     if options.with_parent:
         wanted = [
             (h.citation.repository, h.parent_source_file) for h in hits if h.parent_source_file

@@ -4,6 +4,8 @@
     record_tip(conn, "livre", "draft", None)        # a deleted branch
     move_tip(conn, "livre", "main", old, new)       # the worker's commit-back
     sync_tips(conn, store.iter_branches)            # reconciliation: git's refs, all
+    record_heads(conn, {"livre": "master"})         # the branch each HEAD names (migration 025)
+    default_branches(conn, "main")                  # repository → its default, its branches
 
 Search compares them with the indexed commit (search.freshness) without opening
 git. Each writer commits its own statement on an autocommit connection or within
@@ -12,7 +14,8 @@ the caller's transaction; none of them reads git.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 ZERO = "0" * 40  # git's name for "no commit" in a ref update (a deleted branch)
@@ -83,4 +86,49 @@ def tips(conn: Any, repositories: Sequence[str]) -> dict[str, dict[str, str]]:
         (list(repositories),),
     ).fetchall():
         out.setdefault(repository, {})[branch] = commit
+    return out
+
+
+def record_heads(conn: Any, heads: Mapping[str, str | None]) -> None:
+    """repository → the branch its HEAD names (None: the repository is gone)."""
+    for repository, branch in heads.items():
+        if branch is None:
+            conn.execute("DELETE FROM repository_heads WHERE repository = %s", (repository,))
+            continue
+        conn.execute(
+            "INSERT INTO repository_heads (repository, branch, updated_at)"
+            " VALUES (%s, %s, clock_timestamp()) ON CONFLICT (repository)"
+            " DO UPDATE SET branch = EXCLUDED.branch, updated_at = clock_timestamp()"
+            " WHERE repository_heads.branch <> EXCLUDED.branch",
+            (repository, branch),
+        )
+
+
+@dataclass(frozen=True)
+class DefaultBranch:
+    """A repository's default branch, where it comes from, and its indexed branches."""
+
+    branch: str
+    source: str  # "HEAD" (the bare repository's), "only branch" or "default"
+    indexed: tuple[str, ...]  # the branches that have rows, sorted
+
+
+def default_branches(conn: Any, fallback: str) -> dict[str, DefaultBranch]:
+    """Every repository with rows or a recorded HEAD → its default branch: the branch its
+    HEAD names (repository_heads), else its only indexed branch (rows loaded from a
+    folder on another branch), else `fallback`. `bm25_corpus` holds a row per
+    (repository, branch, language) with rows: a few rows to read, whatever the size."""
+    out: dict[str, DefaultBranch] = {}
+    for repository, head, indexed in conn.execute(
+        "SELECT repository, h.branch, coalesce(i.branches, '{}')"
+        " FROM (SELECT repository, array_agg(DISTINCT branch ORDER BY branch) AS branches"
+        "         FROM bm25_corpus GROUP BY repository) AS i"
+        " FULL JOIN repository_heads h USING (repository) ORDER BY repository"
+    ).fetchall():
+        if head is not None:
+            out[repository] = DefaultBranch(head, "HEAD", tuple(indexed))
+        elif len(indexed) == 1:
+            out[repository] = DefaultBranch(indexed[0], "only branch", tuple(indexed))
+        else:
+            out[repository] = DefaultBranch(fallback, "default", tuple(indexed))
     return out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -10,11 +12,15 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from core.vocabulary import DEFAULT_BRANCH
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError
 from indexer.importers.tree import Work
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
 FORMATS = ("auto", "folder", "markdown", "epub", "text")
+# the first commit's author when git has no identity configured (first_commit says so)
+IMPORT_NAME = "Glossator corpus import"
+IMPORT_EMAIL = "glossator@localhost"
 TEXT_SUFFIXES = (".txt", ".text", "")
 
 
@@ -151,6 +157,14 @@ def corpus() -> None:
     "--force", is_flag=True, help="Replace the imported works if DEST already holds a corpus."
 )
 @click.option(
+    "--git/--no-git",
+    "make_git",
+    default=True,
+    show_default=True,
+    help="Make DEST a git repository on branch main with the import as its first commit "
+    "(when DEST is not in a git repository yet), ready for `git push glossator main`.",
+)
+@click.option(
     "--dry-run",
     is_flag=True,
     help="Print the tree the import would write (works, parts, chapters with their first "
@@ -167,6 +181,7 @@ def import_command(
     exclude: tuple[str, ...],
     skip_front_matter: bool,
     force: bool,
+    make_git: bool,
     dry_run: bool,
 ) -> None:
     """Import the book at SRC into the corpus repository DEST (created if missing)."""
@@ -214,3 +229,53 @@ def import_command(
         f"{stats.pieces} pieces into {dest} in {seconds:.2f} s"
         + (" (dry run: nothing written)" if dry_run else "")
     )
+    if make_git and not dry_run and stats.works:
+        click.echo(first_commit(dest, works))
+
+
+def first_commit(dest: Path, works: list[Work]) -> str:
+    """Make `dest` a git repository on DEFAULT_BRANCH holding the import as its first
+    commit, unless it is in one already; the line saying what was done.
+
+    The branch is named here (not left to git, whose default is `master` before 3.0 unless
+    init.defaultBranch says otherwise) so that the README's `git push glossator main`
+    works as written. Without a git identity configured, the commit is made as
+    Glossator's import, and the line says so (`git commit --amend --reset-author` to
+    make it yours)."""
+    if shutil.which("git") is None:
+        return "not a git repository yet: git is not installed (install it, then `git init`)"
+    inside = _git(dest, "rev-parse", "--show-toplevel")
+    if inside.returncode == 0:
+        top = inside.stdout.strip()
+        return f"{dest} is in the git repository {top}: commit the import there yourself"
+    for args in (("init", "-q"), ("symbolic-ref", "HEAD", f"refs/heads/{DEFAULT_BRANCH}")):
+        done = _git(dest, *args)
+        if done.returncode != 0:
+            return f"git {args[0]} failed in {dest}: {done.stderr.strip()}"
+    message = "Import " + ", ".join(w.title for w in works)
+    note = ""
+    done = _git(dest, "add", "-A")
+    if done.returncode == 0:
+        done = _git(dest, "commit", "-q", "-m", message)
+        if done.returncode != 0 and _git(dest, "var", "GIT_AUTHOR_IDENT").returncode != 0:
+            # no identity git accepts (no user.email, none in the environment)
+            identity = ("-c", f"user.name={IMPORT_NAME}", "-c", f"user.email={IMPORT_EMAIL}")
+            done = _git(dest, *identity, "commit", "-q", "-m", message)
+            note = (
+                f" as {IMPORT_NAME} <{IMPORT_EMAIL}> (no git identity is configured: "
+                "`git commit --amend --reset-author` makes it yours)"
+            )
+    if done.returncode != 0:
+        return (
+            f"git could not commit the import in {dest} ({done.stderr.strip()}): "
+            "commit it yourself before pushing"
+        )
+    commit = _git(dest, "rev-parse", "--short", "HEAD").stdout.strip()
+    return (
+        f"created a git repository in {dest} on branch {DEFAULT_BRANCH}, the import committed "
+        f"({commit}){note}; push it with `git push glossator {DEFAULT_BRANCH}`"
+    )
+
+
+def _git(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, timeout=120)

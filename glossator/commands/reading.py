@@ -38,7 +38,8 @@ json_option = click.option(
 )
 repository_option = click.option("--repository", help="Only this repository (default: all).")
 branch_option = click.option(
-    "--branch", default=N.DEFAULT_BRANCH, show_default=True, help="The branch to read."
+    "--branch",
+    help="The branch to read (default: each repository's own, the branch its HEAD names).",
 )
 
 _REF = re.compile(r"(?P<file>.+?\.md)(?:#(?P<chunk>[0-9]+)(?::[0-9]+(?:-[0-9]+)?)?)?")
@@ -83,7 +84,7 @@ def outline(
     depth: int,
     excerpts: bool,
     repository: str | None,
-    branch: str,
+    branch: str | None,
     as_json: bool,
 ) -> None:
     """Table of contents: works, parts and chapters with their files (the `outline` tool)."""
@@ -114,7 +115,7 @@ def show(
     around: int,
     relation: str | None,
     repository: str | None,
-    branch: str,
+    branch: str | None,
     as_json: bool,
 ) -> None:
     """A file as cited (the `get_node` tool), or its parent or children (`get_parent`,
@@ -164,7 +165,7 @@ def context(
     budget: int,
     work: str | None,
     repository: str | None,
-    branch: str,
+    branch: str | None,
     as_json: bool,
 ) -> None:
     """Cited passages to answer QUESTION within a token budget (the `context` tool)."""

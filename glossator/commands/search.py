@@ -47,7 +47,10 @@ def _embedder(settings: Settings) -> Any:
 @click.option("--work", help="Only this work (its folder name under corpus/).")
 @click.option("--k", "-k", type=click.IntRange(1, MAX_K), default=10, show_default=True)
 @click.option("--repository", help="Only this repository (default: all).")
-@click.option("--branch", default=DEFAULT_BRANCH, show_default=True)
+@click.option(
+    "--branch",
+    help="Only this branch (default: each repository's own, the branch its HEAD names).",
+)
 @click.option("--no-rerank", is_flag=True, help="Skip the configured reranker.")
 @click.option("--parent", "with_parent", is_flag=True, help="Show each hit's parent summary.")
 @click.option("--json", "as_json", is_flag=True, help="Print the response as JSON.")
@@ -60,7 +63,7 @@ def search(
     work: str | None,
     k: int,
     repository: str | None,
-    branch: str,
+    branch: str | None,
     no_rerank: bool,
     with_parent: bool,
     as_json: bool,
@@ -91,7 +94,7 @@ def _ask_server(
     work: str | None,
     k: int,
     repository: str | None,
-    branch: str,
+    branch: str | None,
 ) -> SearchResponse | None:
     """The running server's answer to the same search, or None (glossator.remote)."""
     from pydantic import TypeAdapter
@@ -124,7 +127,7 @@ def _search_here(
     work: str | None,
     k: int,
     repository: str | None,
-    branch: str,
+    branch: str | None,
     no_rerank: bool,
     with_parent: bool,
 ) -> SearchResponse:
@@ -149,6 +152,7 @@ def print_response(console: Console, response: SearchResponse) -> None:
         console.print(f'No hit for "{response.query}" ({response.mode}).')
         for f in response.index:
             console.print(f"index {f.repository}@{f.branch}: {f.status} — {f.note}", style="dim")
+        _print_notes(console, response.notes)
         return
     for hit in response.hits:
         c = hit.citation
@@ -190,6 +194,13 @@ def print_response(console: Console, response: SearchResponse) -> None:
         console.print(
             f"index {f.repository}@{f.branch}: {f.status} — {f.note}", style="dim", highlight=False
         )
+    _print_notes(console, response.notes)
+
+
+def _print_notes(console: Console, notes: list[str]) -> None:
+    """What the answer says about the branches it read (search.scope): never only dim."""
+    for note in notes:
+        console.print(f"note: {note}", style="yellow", highlight=False, soft_wrap=True)
 
 
 @click.command("mcp")

@@ -1,0 +1,96 @@
+"""Which branch a request reads when it names none (issue 23, item 2): each repository's
+default branch (search.scope), and what the answer says when a book is elsewhere."""
+
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from indexer.source import MemorySource
+from search import SearchOptions, UnknownFile, get_node, outline, search
+from store.tips import default_branches, record_heads
+from store.tree import sync_tree
+from tests.store_sidecars import sidecar_for
+
+pytestmark = pytest.mark.pg_backends("postgres")
+
+
+def _book(work: str, text: str) -> MemorySource:
+    files: dict[str, bytes] = {}
+    summary = f"corpus/{work}/summary.md"
+    body = f"The book {work}.\n"
+    page = f"---\ntitle: {work}\nlang: en\n---\n" + body
+    files[summary] = page.encode()
+    files[summary + ".jsonl"] = sidecar_for(
+        summary, page, heading_path=f"{work} (summary)", parent=None, level=3,
+        node_type="work_summary", body=body, body_line=5, lang="en",
+    )  # fmt: skip
+    source = f"corpus/{work}/chapter-01/source.md"
+    files[source] = text.encode()
+    files[source + ".jsonl"] = sidecar_for(
+        source, text, heading_path=f"{work} > Chapter 1", parent=summary, level=0,
+        node_type="source", lang="en",
+    )  # fmt: skip
+    return MemorySource(files)
+
+
+@pytest.fixture
+def two_books(conn: psycopg.Connection) -> psycopg.Connection:
+    """`gardens` on main, `prince` on master, no HEAD recorded (loaded from folders)."""
+    roses = "Roses want the morning sun; pruned in March, they flower in June.\n"
+    feared = "It is much safer for a prince to be feared than loved.\n"
+    assert sync_tree(conn, repository="gardens", source=_book("gardens", roses)).ok
+    assert sync_tree(conn, repository="prince", branch="master", source=_book("prince", feared)).ok
+    conn.commit()
+    return conn
+
+
+def test_each_repository_defaults_to_its_head_else_its_only_branch(two_books):
+    found = default_branches(two_books, "main")
+    assert {r: (d.branch, d.source) for r, d in found.items()} == {
+        "gardens": ("main", "only branch"),
+        "prince": ("master", "only branch"),
+    }
+    record_heads(two_books, {"prince": "master", "elsewhere": "trunk"})
+    found = default_branches(two_books, "main")
+    assert (found["prince"].branch, found["prince"].source) == ("master", "HEAD")
+    assert found["elsewhere"].indexed == ()  # a HEAD, no rows yet: nothing to read
+
+
+def test_a_plain_search_reads_each_repository_on_its_default(two_books):
+    answer = search(two_books, "prince feared loved", SearchOptions(mode="bm25"))
+    assert [(h.citation.repository, h.citation.branch) for h in answer.hits][:1] == [
+        ("prince", "master")
+    ]
+    assert answer.notes == [] and answer.branch == "default"
+    assert {(f.repository, f.branch) for f in answer.index} == {("prince", "master")}
+    assert search(two_books, "roses", SearchOptions(mode="bm25")).hits[0].citation.branch == "main"
+    node = get_node(two_books, "corpus/prince/chapter-01/source.md")
+    assert node.branch == "master"
+    assert [w.repository for w in outline(two_books).works] == ["gardens", "prince"]
+
+
+def test_a_book_without_rows_on_its_default_branch_is_said(two_books):
+    # HEAD names main (repo create's), the rows are on master: the answer says where they are
+    record_heads(two_books, {"prince": "main"})
+    answer = search(two_books, "prince feared loved", SearchOptions(mode="bm25"))
+    assert all(h.citation.repository == "gardens" for h in answer.hits)
+    assert answer.notes == [
+        "prince has no indexed rows on its default branch 'main'; it has rows on 'master': "
+        "pass branch='master' to read them"
+    ]
+    with pytest.raises(UnknownFile, match="pass branch='master'"):
+        get_node(two_books, "corpus/prince/chapter-01/source.md")
+    assert get_node(two_books, "corpus/prince/chapter-01/source.md", branch="master")
+    assert outline(two_books).notes == answer.notes
+
+
+def test_a_branch_asked_that_has_no_rows_says_which_have(two_books):
+    answer = search(two_books, "roses", SearchOptions(mode="bm25", branch="draft"))
+    assert answer.hits == [] and answer.branch == "draft"
+    assert answer.notes == [
+        "nothing found on branch 'draft'; other branches have rows: gardens@main, "
+        "prince@master (pass branch to read one)"
+    ]
+    found = search(two_books, "prince feared", SearchOptions(mode="bm25", branch="master"))
+    assert {h.citation.repository for h in found.hits} == {"prince"}
