@@ -20,6 +20,7 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -148,6 +149,22 @@ class RepoStore:
             raise RepositoryExists(f"repository {name!r} already exists") from None
         log.info("created repository %s", name)
         return full
+
+    def retire(self, name: str) -> Path:
+        """Take repository `name` out of service before it is deleted: renamed to a hidden
+        name in the store, so pushes and clones answer "no repository" and a job that
+        opens it fails. Returns where it now is (also when an earlier delete left it
+        there); RepositoryNotFound when neither exists. Remove it with `shutil.rmtree`."""
+        full, aside = self.path(name), self.root / f".{name}.deleting"
+        if self.exists(name):
+            if aside.exists():
+                shutil.rmtree(aside)
+            os.rename(full, aside)
+            log.info("repository %s taken out of service for deletion", name)
+            return aside
+        if aside.is_dir() and not aside.is_symlink():
+            return aside
+        raise RepositoryNotFound(f"no repository named {name!r} (`glossator repo list` names them)")
 
     def refresh(self, name: str) -> None:
         """Re-apply configuration and hooks (at server start: the interpreter may have moved),

@@ -19,6 +19,7 @@ from glossator.commands.corpus import corpus
 from glossator.commands.indexing import index, sidecars
 from glossator.commands.load import db, load
 from glossator.commands.reading import context, outline, show
+from glossator.commands.repo_delete import repo_delete
 from glossator.commands.repos import repo, status
 from glossator.commands.search import eval_command, mcp, search
 from glossator.commands.serve import serve, worker
@@ -112,3 +113,4 @@ for _command in (
     doctor,
 ):
     main.add_command(_command)
+repo.add_command(repo_delete)

@@ -6,7 +6,8 @@
 4. wait for the indexing job, then edit one paragraph, push again, and `git pull`
    the summaries and sidecars the server committed back;
 5. query the corpus through the MCP server at /mcp with the MCP SDK's client;
-6. stop the server. Its state stays in GLOSSATOR_DATA_DIR and GLOSSATOR_REPOS_DIR.
+6. stop the server. Its state stays in GLOSSATOR_DATA_DIR and GLOSSATOR_REPOS_DIR; the
+   last line names the command that deletes the repository (`glossator repo delete`).
 
 Tokens are made up for the run unless GLOSSATOR_PUSH_TOKENS / GLOSSATOR_ADMIN_TOKEN
 are set; they are passed to the server in its environment, never printed.
@@ -278,6 +279,13 @@ def main() -> int:
         "`GLOSSATOR_PUSH_TOKENS=… .venv/bin/glossator serve`; see README.md.",
         highlight=False,
     )
+    # the demo's book stays in the data directory, in every search without a repository
+    console.print(
+        f"The repository {REPOSITORY} stays in your data directory and answers every search "
+        "without a repository; delete it with:",
+        highlight=False,
+    )
+    console.print(f"  .venv/bin/glossator repo delete {REPOSITORY}", highlight=False)
     return 0
 
 

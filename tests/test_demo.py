@@ -33,3 +33,15 @@ def test_demo_runs_the_main_job(tmp_path: Path) -> None:
     # MCP search over HTTP finds the petition for the candle makers' question
     assert "Chapitre VII (Pétition des fabricants de chandelles" in out
     assert "done in" in out
+    # it ends with the command that deletes its repository, and that command works
+    command = out.strip().splitlines()[-1].split()
+    assert command == [".venv/bin/glossator", "repo", "delete", "sophismes"], out[-500:]
+    gone = subprocess.run(
+        [str(Path(sys.executable).with_name("glossator")), *command[1:], "--yes"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert gone.returncode == 0 and "deleted repository sophismes" in gone.stdout, gone.stderr
+    assert not (tmp_path / "repos" / "sophismes.git").exists()

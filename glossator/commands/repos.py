@@ -37,7 +37,7 @@ def _store(settings: Settings) -> RepoStore:
 
 @click.group()
 def repo() -> None:
-    """Create and list the bare repositories the server serves."""
+    """Create, list and delete the bare repositories the server serves."""
 
 
 @repo.command("create")

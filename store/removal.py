@@ -1,0 +1,47 @@
+"""Forgetting a repository: its rows, what the loader and search keep of it (`glossator
+repo delete`).
+
+    rows = drop_repository(conn, "livre")     # in the caller's transaction
+
+The rows go through the loader (`sync_files` with every file deleted), branch by branch,
+so the BM25 term tables, the chapter tables and `loaded_files` lose their entries as a
+push that deletes the files would make them; then the branch records (indexed commits,
+tips, HEAD). The queue's jobs are the push pipeline's (hooks.removal).
+"""
+
+from __future__ import annotations
+
+import psycopg
+
+from indexer.source import MemorySource
+from store.loader import sync_files
+
+
+def drop_repository(conn: psycopg.Connection, repository: str) -> int:
+    """Drop every row and record of `repository`; how many rows were dropped."""
+    (rows,) = conn.execute(
+        "SELECT count(*) FROM hierarchical_content_nodes WHERE repository = %s", (repository,)
+    ).fetchone() or (0,)
+    branches = conn.execute(
+        "SELECT DISTINCT branch FROM loaded_files WHERE repository = %s"
+        " UNION SELECT DISTINCT branch FROM bm25_corpus WHERE repository = %s ORDER BY 1",
+        (repository, repository),
+    ).fetchall()
+    for (branch,) in branches:
+        files = conn.execute(
+            "SELECT source_file FROM loaded_files WHERE repository = %s AND branch = %s"
+            " UNION SELECT DISTINCT source_file FROM hierarchical_content_nodes"
+            " WHERE repository = %s AND branch = %s",
+            (repository, branch, repository, branch),
+        ).fetchall()
+        sync_files(
+            conn,
+            repository=repository,
+            branch=branch,
+            source=MemorySource({}),
+            changed=[],
+            deleted=[f for (f,) in files],
+        )
+    for table in ("indexed_commits", "branch_tips", "repository_heads"):
+        conn.execute(f"DELETE FROM {table} WHERE repository = %s", (repository,))
+    return int(rows)
