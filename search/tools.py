@@ -27,7 +27,7 @@ def agent_search(
     branch: str | None = None,
     max_per_chapter: int = AGENT_MAX_PER_CHAPTER,
 ) -> SearchResponse:
-    """The `search` tool's search; `branch` None: the service's default branch."""
+    """The `search` tool's search; `branch` None: each repository's default branch."""
     options = service.options(
         mode=mode,
         k=k,

@@ -134,6 +134,14 @@ async def test_a_book_on_gits_default_branch_is_found_without_a_branch(tmp_path:
         plain = glossator(env, "search", "should a prince be feared or loved", cwd=tmp_path)
         assert "index prince@master: current" in plain.stdout, plain.stdout
 
+        # the HTTP API and the web reader: no branch either
+        api = httpx2.get(f"{server.base}/api/search", params={"q": "feared or loved"}, timeout=120)
+        assert api.status_code == 200, api.text
+        assert "prince" in json.dumps(api.json()["groups"]), api.json()
+        home = httpx2.get(f"{server.base}/", headers={"Accept": "text/html"}, timeout=120)
+        assert home.status_code == 200
+        assert "prince</a>@master" in home.text and "gardens</a>@main" in home.text
+
         # MCP over the server's HTTP endpoint, no branch argument
         async with (
             httpx2.AsyncClient(timeout=120) as http,
@@ -154,7 +162,7 @@ async def test_a_book_on_gits_default_branch_is_found_without_a_branch(tmp_path:
             assert not node.is_error and "feared" in node.content[0].text, node.content
             tree = await client.call_tool("outline", {})
             titles = [w["title"] for w in tree.structured_content["works"]]
-            assert sorted(titles) == ["ON GARDENS", "THE PRINCE"], titles
+            assert sorted(t.lower() for t in titles) == ["on gardens", "the prince"], titles
             pack = await client.call_tool("context", {"question": "is it safer to be feared?"})
             assert not pack.is_error and "feared than loved" in pack.content[0].text
             # a branch named that has no rows in prince: said, not an empty page without a word

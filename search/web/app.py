@@ -41,7 +41,6 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from core.errors import GlossatorError
-from core.vocabulary import DEFAULT_BRANCH
 from search.errors import BadQuery, UnknownFile, UnknownRepository
 from search.service import SearchService
 from search.web.access import Readers
@@ -101,10 +100,9 @@ class WebBase:
         )
 
     @staticmethod
-    def branch(given: str | None) -> str:
-        # The search layer's default branch; when it takes None as "each repository's
-        # default branch", pass `given` through (one place to change).
-        return given or DEFAULT_BRANCH
+    def branch(given: str | None) -> str | None:
+        # None: each repository's default branch (search.scope), as in the MCP tools
+        return given or None
 
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
         from search.web.access import SESSION_COOKIE, csrf_token, remember_csrf

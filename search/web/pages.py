@@ -13,10 +13,11 @@ from starlette.responses import RedirectResponse, Response
 
 from search import nodes as N
 from search import rows as R
-from search.freshness import freshness
+from search.engine import index_freshness
 from search.mcp_views import NO_HIT, index_lines, ref_of
 from search.options import MAX_QUERY_CHARS
 from search.results import Citation, Hit
+from search.scope import resolve as resolve_scope
 from search.tools import agent_search
 from search.web import access as A
 from search.web import params as Q
@@ -99,14 +100,15 @@ class Pages:
             branch = self.base.branch(Q.text(request.query_params, "branch"))
             tree = N.outline(self.base.db, None, None, branch=branch)
             repos = list(dict.fromkeys(w.repository for w in tree.works if w.repository))
-            with R.connection(self.base.db) as conn:
-                fresh = freshness(conn, repos, branch)
+            with R.connection(self.base.db) as conn:  # each on the branch it was read on
+                fresh = index_freshness(conn, resolve_scope(conn, None, branch), None, repos)
             return self.base.page(
                 request,
                 "home.html",
                 works=tree.works,
                 freshness=fresh,
                 branch=branch,
+                notes=tree.notes,
                 jobs=self._jobs(HOME_JOBS),
                 read_url=read_url,
             )
@@ -119,7 +121,8 @@ class Pages:
             branch = self.base.branch(Q.text(request.query_params, "branch"))
             tree = N.outline(self.base.db, repository, None, branch=branch)
             with R.connection(self.base.db) as conn:
-                fresh = freshness(conn, [repository], branch)
+                scope = resolve_scope(conn, repository, branch)
+                fresh = index_freshness(conn, scope, repository, [])
             return self.base.page(
                 request,
                 "repository.html",
@@ -159,7 +162,7 @@ class Pages:
                 form=form,
                 response=response,
                 hits=[self._hit(h, marks) for h in response.hits],
-                index=index_lines(response.index),
+                index=index_lines(response.index) + [f"note: {n}" for n in response.notes],
                 no_hit=NO_HIT,
             )
 
@@ -179,7 +182,7 @@ class Pages:
                 found = page.find(digest)
                 if found is not None and found != cited:
                     url = read_url(repository, source_file)
-                    extra = f"&branch={quote(branch)}" if Q.text(params, "branch") else ""
+                    extra = f"&branch={quote(branch)}" if branch else ""
                     moved = f"&moved={cited}" if cited is not None else ""
                     return _redirect(
                         f"{url}?chunk={found}&h={quote(digest)}{moved}{extra}#chunk-{found}"

@@ -85,30 +85,34 @@ def _chapters(entry: OutlineEntry) -> list[OutlineEntry]:
     return own + [c for child in entry.children for c in _chapters(child)]
 
 
-def reading_page(db: ConnOrPool, repository: str, source_file: str, *, branch: str) -> ReadingPage:
-    """The page of `source_file`; UnknownRepository / UnknownFile saying what exists."""
+def reading_page(
+    db: ConnOrPool, repository: str, source_file: str, *, branch: str | None
+) -> ReadingPage:
+    """The page of `source_file` (`branch` None: the repository's default branch);
+    UnknownRepository / UnknownFile saying what exists."""
     with R.connection(db) as conn:  # one connection for the four queries of a page
         node = N.get_node(conn, source_file, repository=repository, branch=branch)
-        tree = N.outline(conn, repository, node.work, branch=branch)
+        on = node.branch  # the branch it was found on, for the page and its lookups
+        tree = N.outline(conn, repository, node.work, branch=on)
         work = tree.works[0] if tree.works else None
-        path = _path_to(tree.works, source_file) if work else None
+        path = _path_to(tree.works, node.source_file) if work else None
         if work is None or path is None:  # indexed but not in the tree: never expected
             raise UnknownFile(f"{source_file} is not in the outline of its work {node.work!r}")
         here = path[-1]
         summary = None
-        if node.level == 0 and here.source_file and here.source_file != source_file:
-            found = N.file_rows_many(conn, [(repository, here.source_file)], branch)
+        if node.level == 0 and here.source_file and here.source_file != node.source_file:
+            found = N.file_rows_many(conn, [(repository, here.source_file)], on)
             summary = found.get((repository, here.source_file))
     page = ReadingPage(
         repository=repository,
-        branch=branch,
+        branch=on,
         node=node,
         work_title=work.title,
         crumbs=[Crumb(e.title, e.source_file or e.text_file) for e in path],
         summary=summary,
         hashes={c.citation.chunk_index: paragraph_hash(c.text) for c in node.chunks},
     )
-    if node.level == 1 and here.text_file and here.text_file != source_file:
+    if node.level == 1 and here.text_file and here.text_file != node.source_file:
         page.text_file = here.text_file
     if node.level >= 2 or here.kind != "chapter":
         page.entry = here
