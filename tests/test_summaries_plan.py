@@ -244,6 +244,19 @@ def test_empty_prompt_file_is_an_error_naming_it(corpus_root: Path) -> None:
     assert errors and errors[0].path == "prompts/1.md" and "empty prompt" in errors[0].message
 
 
+def test_a_prompt_that_is_a_symbolic_link_is_an_error_naming_it(corpus_root: Path) -> None:
+    """From git a link reads as its target's path, which would have become the prompt."""
+    (corpus_root / "prompts").mkdir()
+    (corpus_root / "mine.md").write_text("Résumez fidèlement.\n", "utf-8")
+    (corpus_root / "prompts" / "1.md").symlink_to("../mine.md")
+    fake = FakeSummarizer()
+    result = run(corpus_root, fake)
+    errors = [p for p in result.problems if p.severity == "error"]
+    assert errors and errors[0].path == "prompts/1.md", result.problems
+    assert "symbolic link" in errors[0].message and errors[0].user
+    assert all(r.prompt != "../mine.md" for r in fake.history)
+
+
 def test_long_context_algorithm_reads_full_chapters(corpus_root: Path) -> None:
     (corpus_root / "glossator.toml").write_text(
         '[summaries]\nalgorithm = "long-context"\n', "utf-8"

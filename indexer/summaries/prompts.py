@@ -70,6 +70,14 @@ class Prompts:
             return self._cache[path]
         prompt = None
         if self.source.exists(path):
+            if self.source.is_symlink(path):
+                # read from git, a link's content is its target's path: that would be
+                # the prompt (the corpus reader refuses links for the same reason)
+                raise CorpusError(
+                    path,
+                    "a symbolic link: links are not followed; replace it with the prompt file "
+                    "itself",
+                )
             doc = frontmatter.read(path, self.source.read(path))
             text = doc.body.strip()
             if not text:
