@@ -240,3 +240,23 @@ def test_closed_reads_refuse_then_log_in(service):
         out = c.post("/-/logout", data={"csrf": csrf}, follow_redirects=False)
         assert out.status_code == 303
         assert c.get("/search", params={"q": "chandelles"}).status_code == 401
+
+
+def test_a_database_that_does_not_answer_is_one_line_and_503():
+    from psycopg_pool import ConnectionPool
+
+    from search.service import SearchService
+
+    # nothing listens on port 1: every checkout fails within the pool's timeout
+    pool = ConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", open=False, timeout=2)
+    pool.open(wait=False)
+    try:
+        service = SearchService(pool, embedder=None)
+        with client_for(service) as c:
+            page = c.get("/search", params={"q": "chandelles", "mode": "bm25"})
+            assert page.status_code == 503 and "The database does not answer" in page.text
+            assert page.text.count('class="error"') == 1 and "Traceback" not in page.text
+            api = c.get("/api/search", params={"q": "chandelles", "mode": "bm25"})
+            assert api.status_code == 503 and api.json()["error"]
+    finally:
+        pool.close()

@@ -43,7 +43,7 @@ from starlette.staticfiles import StaticFiles
 from core.errors import GlossatorError
 from search.errors import BadQuery, UnknownFile, UnknownRepository
 from search.service import SearchService
-from search.web.access import Readers
+from search.web.access import SESSION_COOKIE, Readers, csrf_token, remember_csrf
 from search.web.markdown import BookText
 from store.errors import describe_failure
 
@@ -105,8 +105,6 @@ class WebBase:
         return given or None
 
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
-        from search.web.access import SESSION_COOKIE, csrf_token, remember_csrf
-
         csrf = csrf_token(request)
         body = self.env.get_template(template).render(
             request_path=request.url.path,
@@ -133,13 +131,10 @@ class WebBase:
             return build()
         except (GlossatorError, psycopg.OperationalError) as e:
             status = status_of(e)
-            message = (
-                describe_failure(e)
-                if status == 503 and not isinstance(e, GlossatorError)
-                else str(e)
-            )
-            if status == 503:
-                message = self.problem() or message
+            if isinstance(e, GlossatorError):
+                message = str(e)
+            else:  # the database: down, restarting, full (the supervisor knows first)
+                message = self.problem() or describe_failure(e)
             if html:
                 return self.error_page(request, status, message)
             return self.json({"error": message}, status)

@@ -15,7 +15,6 @@ from search import nodes as N
 from search import rows as R
 from search.engine import index_freshness
 from search.mcp_views import NO_HIT, index_lines, ref_of
-from search.options import MAX_QUERY_CHARS
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope
 from search.tools import agent_search
@@ -288,4 +287,4 @@ class Pages:
         return response
 
 
-__all__ = ["MAX_QUERY_CHARS", "Pages"]
+__all__ = ["Pages"]
