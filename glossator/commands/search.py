@@ -399,31 +399,23 @@ def _print_eval(console: Console, title: str, reports: list[Any], k: int, by_kin
         )
     console.print(table)
     if by_kind:
-        kinds = Table(title="MRR / recall / top-1 by kind")
-        kinds.add_column("kind")
-        for r in reports:
-            kinds.add_column(r.name, justify="right")
-        for kind in reports[0].by_kind:
-            n = reports[0].by_kind[kind]["n"]
-            kinds.add_row(
-                f"{kind} ({n:.0f})",
-                *(
-                    "{mrr:.3f} / {recall:.3f} / {top1:.3f}".format(**r.by_kind[kind])
-                    for r in reports
-                ),
-            )
-        console.print(kinds)
-        langs = Table(title="MRR / recall / top-1 by query language")
-        langs.add_column("language")
-        for r in reports:
-            langs.add_column(r.name, justify="right")
-        for lang in reports[0].by_lang:
-            n = reports[0].by_lang[lang]["n"]
-            langs.add_row(
-                f"{lang} ({n:.0f})",
-                *(
-                    "{mrr:.3f} / {recall:.3f} / {top1:.3f}".format(**r.by_lang[lang])
-                    for r in reports
-                ),
-            )
-        console.print(langs)
+        console.print(_breakdown(reports, "by_kind", "kind", "kind"))
+        console.print(_breakdown(reports, "by_lang", "query language", "language"))
+
+
+def _breakdown(reports: list[Any], attr: str, label: str, column: str) -> Table:
+    """MRR / recall / top-1 of each report for each key of its `attr` (by_kind,
+    by_lang), in the first report's order."""
+    table = Table(title=f"MRR / recall / top-1 by {label}")
+    table.add_column(column)
+    for r in reports:
+        table.add_column(r.name, justify="right")
+    for key, first in getattr(reports[0], attr).items():
+        table.add_row(
+            f"{key} ({first['n']:.0f})",
+            *(
+                "{mrr:.3f} / {recall:.3f} / {top1:.3f}".format(**getattr(r, attr)[key])
+                for r in reports
+            ),
+        )
+    return table

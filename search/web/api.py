@@ -31,7 +31,6 @@ from search import nodes as N
 from search import rows as R
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.errors import BadQuery, UnknownFile
-from search.tools import agent_search
 from search.web import params as Q
 from search.web.app import SECURITY_HEADERS, WebBase
 
@@ -43,17 +42,7 @@ class Api:
     def search(self, request: Request) -> Response:
         def build() -> Response:
             args = Q.SearchArgs.parse(request.query_params)
-            response = agent_search(
-                self.base.service,
-                args.query,
-                k=args.k,
-                mode=args.mode,
-                level=args.level,
-                work=args.work,
-                repository=args.repository,
-                branch=self.base.branch(args.branch),
-                max_per_chapter=args.max_per_chapter,
-            )
+            response = self.base.search(args)
             form = answer_format(request, ("json", "text", "response"))
             if form == "response":
                 return self.base.json(asdict(response))

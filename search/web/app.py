@@ -42,9 +42,12 @@ from starlette.staticfiles import StaticFiles
 
 from core.errors import GlossatorError
 from search.errors import BadQuery, UnknownFile, UnknownRepository
+from search.results import SearchResponse
 from search.service import SearchService
+from search.tools import agent_search
 from search.web.access import SESSION_COOKIE, Readers, csrf_token, remember_csrf
 from search.web.markdown import BookText
+from search.web.params import SearchArgs
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
@@ -103,6 +106,21 @@ class WebBase:
     def branch(given: str | None) -> str | None:
         # None: each repository's default branch (search.scope), as in the MCP tools
         return given or None
+
+    def search(self, args: SearchArgs) -> SearchResponse:
+        """The MCP search tool's search (search.tools.agent_search) for a page's or the
+        API's parsed arguments."""
+        return agent_search(
+            self.service,
+            args.query,
+            k=args.k,
+            mode=args.mode,
+            level=args.level,
+            work=args.work,
+            repository=args.repository,
+            branch=self.branch(args.branch),
+            max_per_chapter=args.max_per_chapter,
+        )
 
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
         csrf = csrf_token(request)

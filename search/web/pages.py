@@ -17,7 +17,6 @@ from search.engine import index_freshness
 from search.mcp_views import NO_HIT, index_lines, ref_of
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope
-from search.tools import agent_search
 from search.web import access as A
 from search.web import params as Q
 from search.web.app import SECURITY_HEADERS, WebBase, safe_next
@@ -143,17 +142,7 @@ class Pages:
             if not params.get("q", "").strip():
                 return self.base.page(request, "search.html", form=form, response=None)
             args = Q.SearchArgs.parse(params)
-            response = agent_search(
-                self.base.service,
-                args.query,
-                k=args.k,
-                mode=args.mode,
-                level=args.level,
-                work=args.work,
-                repository=args.repository,
-                branch=self.base.branch(args.branch),
-                max_per_chapter=args.max_per_chapter,
-            )
+            response = self.base.search(args)
             marks = query_words(args.query)
             return self.base.page(
                 request,
