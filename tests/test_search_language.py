@@ -51,7 +51,14 @@ def test_every_judged_question_is_detected_in_its_language() -> None:
     detector = L.LanguageDetector()
     wrong = [
         (q["lang"], detector.detect(str(q["query"])), q["query"])
-        for name in ("queries-inferno.jsonl", "offtopic-inferno.jsonl", "offtopic.jsonl")
+        for name in (
+            "queries-inferno.jsonl",
+            "offtopic-inferno.jsonl",
+            "offtopic.jsonl",
+            "queries-grimm.jsonl",
+            "offtopic-grimm.jsonl",
+            "offtopic-example-near.jsonl",
+        )
         for q in _lines(name)
         if detector.detect(str(q["query"])) not in (q["lang"], None)
     ]
