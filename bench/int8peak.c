@@ -1,0 +1,156 @@
+/* The CPU's int8 multiply-add peak, measured: bench/embed.py compiles this file with
+ * the C compiler at bench time (`cc -O2 -shared -fPIC`) and calls it through ctypes,
+ * once on one thread and once on every core (one Python thread per core: ctypes
+ * releases the GIL).
+ *
+ * Each kernel runs `iters` rounds of CHAINS independent accumulator chains, so the
+ * loop is bound by the instruction's throughput, not its latency; the operands stay in
+ * registers (no memory traffic). It returns the int8 multiply-adds done, the caller
+ * divides by the wall time. One multiply-add counts as 2 int8 operations (the
+ * convention of "TOPS" figures and of bench/embed.py's engine counts).
+ *
+ *   kernel 1  AVX-512 VNNI  vpdpbusd zmm   64 multiply-adds an instruction
+ *   kernel 2  AVX-VNNI      vpdpbusd ymm   32                  (VEX encoding)
+ *   kernel 3  AVX2          vpmaddubsw + vpmaddwd + vpaddd: 32 per three instructions
+ *   kernel 4  NEON dotprod  sdot v.4s      16                  (aarch64 only)
+ *
+ * gl_peak_supported(k) says whether this CPU runs kernel k (cpuid through the
+ * compiler's builtins; on aarch64, the hwcap bit), so a kernel is never run where it
+ * would fault. A kernel this compiler cannot build returns -1 from gl_peak_run.
+ */
+#include <stdint.h>
+
+#define CHAINS 12
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+
+int gl_peak_supported(int k) {
+    __builtin_cpu_init();
+    switch (k) {
+    case 1: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+#if defined(__GNUC__) && (__GNUC__ >= 11 || (defined(__clang_major__) && __clang_major__ >= 12))
+    case 2: return __builtin_cpu_supports("avxvnni");
+#endif
+    case 3: return __builtin_cpu_supports("avx2");
+    default: return 0;
+    }
+}
+
+/* The loops are written in assembly so that every compiler emits the same 12
+ * independent instructions an iteration and no register copies (gcc 12 spills an array
+ * of accumulators into copies at -O2). */
+#define ACC12(R) R "0", R "1", R "2", R "3", R "4", R "5", R "6", R "7", R "8", R "9", R "10", R "11"
+
+__attribute__((target("avx512f,avx512vnni"))) static int64_t run_avx512vnni(int64_t iters) {
+    int64_t n = iters;
+    __asm__ volatile(
+        "vpternlogd $0xff, %%zmm30, %%zmm30, %%zmm30\n\t" /* all ones: -1 signed, 255 unsigned */
+        "vpabsb %%zmm30, %%zmm31\n\t"
+        "1:\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm0\n\t"  "vpdpbusd %%zmm30, %%zmm31, %%zmm1\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm2\n\t"  "vpdpbusd %%zmm30, %%zmm31, %%zmm3\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm4\n\t"  "vpdpbusd %%zmm30, %%zmm31, %%zmm5\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm6\n\t"  "vpdpbusd %%zmm30, %%zmm31, %%zmm7\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm8\n\t"  "vpdpbusd %%zmm30, %%zmm31, %%zmm9\n\t"
+        "vpdpbusd %%zmm30, %%zmm31, %%zmm10\n\t" "vpdpbusd %%zmm30, %%zmm31, %%zmm11\n\t"
+        "dec %0\n\t"
+        "jnz 1b\n\t"
+        : "+r"(n)
+        :
+        : ACC12("xmm"), "xmm30", "xmm31", "cc");
+    return iters * CHAINS * 64;
+}
+
+#if defined(__GNUC__) && (__GNUC__ >= 11 || (defined(__clang_major__) && __clang_major__ >= 12))
+__attribute__((target("avx2,avxvnni"))) static int64_t run_avxvnni(int64_t iters) {
+    int64_t n = iters;
+    __asm__ volatile(
+        "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"
+        "vpabsb %%ymm14, %%ymm15\n\t"
+        "1:\n\t"
+        "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm0\n\t"  "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm1\n\t"
+        "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm2\n\t"  "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm3\n\t"
+        "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm4\n\t"  "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm5\n\t"
+        "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm6\n\t"  "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm7\n\t"
+        "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm8\n\t"  "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm9\n\t"
+        "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm10\n\t" "%{vex%} vpdpbusd %%ymm14, %%ymm15, %%ymm11\n\t"
+        "dec %0\n\t"
+        "jnz 1b\n\t"
+        : "+r"(n)
+        :
+        : ACC12("xmm"), "xmm14", "xmm15", "cc");
+    return iters * CHAINS * 32;
+}
+#define HAVE_AVXVNNI 1
+#endif
+
+/* AVX2 has no int8 dot product: vpmaddubsw (u8 x s8 -> pairs summed in int16),
+ * vpmaddwd by ones (-> int32), vpaddd, on 4 independent chains of three (12 registers);
+ * 32 multiply-adds per chain step. Operands 1 x -1 keep the int16 sums from saturating. */
+__attribute__((target("avx2"))) static int64_t run_avx2(int64_t iters) {
+    int64_t n = iters;
+    __asm__ volatile(
+        "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"  /* -1 as s8 */
+        "vpabsb %%ymm14, %%ymm15\n\t"              /* 1 as u8 */
+        "vpabsw %%ymm14, %%ymm13\n\t"              /* 1 as int16 */
+        "1:\n\t"
+        "vpmaddubsw %%ymm14, %%ymm15, %%ymm0\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm1\n\t"
+        "vpmaddubsw %%ymm14, %%ymm15, %%ymm2\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm3\n\t"
+        "vpmaddwd %%ymm13, %%ymm0, %%ymm4\n\t"    "vpmaddwd %%ymm13, %%ymm1, %%ymm5\n\t"
+        "vpmaddwd %%ymm13, %%ymm2, %%ymm6\n\t"    "vpmaddwd %%ymm13, %%ymm3, %%ymm7\n\t"
+        "vpaddd %%ymm4, %%ymm8, %%ymm8\n\t"       "vpaddd %%ymm5, %%ymm9, %%ymm9\n\t"
+        "vpaddd %%ymm6, %%ymm10, %%ymm10\n\t"     "vpaddd %%ymm7, %%ymm11, %%ymm11\n\t"
+        "dec %0\n\t"
+        "jnz 1b\n\t"
+        : "+r"(n)
+        :
+        : ACC12("xmm"), "xmm13", "xmm14", "xmm15", "cc");
+    return iters * 4 * 32;
+}
+
+int64_t gl_peak_run(int k, int64_t iters) {
+    if (!gl_peak_supported(k)) return -1;
+    switch (k) {
+    case 1: return run_avx512vnni(iters);
+#ifdef HAVE_AVXVNNI
+    case 2: return run_avxvnni(iters);
+#endif
+    case 3: return run_avx2(iters);
+    default: return -1;
+    }
+}
+
+#elif defined(__aarch64__)
+#include <arm_neon.h>
+#include <sys/auxv.h>
+#ifndef HWCAP_ASIMDDP
+#define HWCAP_ASIMDDP (1 << 20)
+#endif
+
+int gl_peak_supported(int k) { return k == 4 && (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) != 0; }
+
+__attribute__((target("+dotprod"))) static int64_t run_sdot(int64_t iters) {
+    int8x16_t a = vdupq_n_s8(3), b = vdupq_n_s8(-2);
+    int32x4_t acc[CHAINS];
+    for (int c = 0; c < CHAINS; c++) acc[c] = vdupq_n_s32(c);
+    for (int64_t i = 0; i < iters; i++) {
+        for (int c = 0; c < CHAINS; c++) acc[c] = vdotq_s32(acc[c], a, b);
+        __asm__ volatile("" : "+w"(a), "+w"(b));
+    }
+    int32x4_t s = acc[0];
+    for (int c = 1; c < CHAINS; c++) s = vaddq_s32(s, acc[c]);
+    volatile int sink = vaddvq_s32(s);
+    (void)sink;
+    return iters * CHAINS * 16;
+}
+
+int64_t gl_peak_run(int k, int64_t iters) {
+    if (!gl_peak_supported(k)) return -1;
+    return run_sdot(iters);
+}
+
+#else
+int gl_peak_supported(int k) { (void)k; return 0; }
+int64_t gl_peak_run(int k, int64_t iters) { (void)k; (void)iters; return -1; }
+#endif
