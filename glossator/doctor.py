@@ -20,6 +20,7 @@ import psycopg
 from rich.table import Table
 
 from glossator.settings import Settings
+from store import commits, content, server
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -49,8 +50,8 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
     where = f"embedded in {db.pgdata}" if db.embedded else "GLOSSATOR_DATABASE_URL"
     out.append(Finding("database", "ok", f"reachable ({where})"))
     with psycopg.connect(db.conninfo) as conn:  # plain: pgvector may not be installed yet
-        exts = {r[0]: r[1] for r in conn.execute("SELECT extname, extversion FROM pg_extension")}
-        available = {r[0] for r in conn.execute("SELECT name FROM pg_available_extensions")}
+        exts = server.extensions(conn)
+        available = server.available_extensions(conn)
         for name in ("vector", "unaccent"):
             if name in exts:
                 out.append(Finding(f"extension {name}", "ok", f"version {exts[name]}"))
@@ -150,11 +151,7 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
         )
     if conn is None:
         return
-    rows = conn.execute(
-        "SELECT repository, branch, embedding_model, vector_dims(embedding), count(*) "
-        "FROM hierarchical_content_nodes WHERE embedding IS NOT NULL GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"
-    ).fetchall()
-    for repository, branch, model, dims, count in rows:
+    for repository, branch, model, dims, count in content.vector_counts(conn):
         if model == embedder.model and dims == embedder.dimension:
             yield Finding(
                 f"vectors {repository}@{branch}",
@@ -191,10 +188,7 @@ def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> I
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     indexed: dict[tuple[str, str], str] = {}
     if conn is not None:
-        indexed = {
-            (r, b): c
-            for r, b, c in conn.execute("SELECT repository, branch, commit FROM indexed_commits")
-        }
+        indexed = commits.indexed_map(conn)
     names = store.names() if store.root.exists() else []
     if not names:
         yield Finding(

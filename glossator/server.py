@@ -45,6 +45,7 @@ from search.web.access import Readers
 from search.web.app import WebReader
 from store.db import Database
 from store.errors import describe_failure
+from store.server import ping_async
 
 log = logging.getLogger(__name__)
 
@@ -155,7 +156,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
         try:
             pool = await db.open_async_pool()
             async with pool.connection(timeout=10) as conn:
-                await conn.execute("SELECT 1")
+                await ping_async(conn)
         except (psycopg.Error, PoolTimeout) as e:
             raise RuntimeError(describe_failure(e)) from None
 

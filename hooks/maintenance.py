@@ -21,6 +21,7 @@ from procrastinate import utils as pc_utils
 from hooks import runs
 from hooks.queue import TASK_NAME, defer_async
 from hooks.repositories import Repositories
+from store.server import server_clock
 from store.tips import record_heads, sync_tips
 
 log = logging.getLogger("hooks.service")  # one logger for the service's lines
@@ -95,11 +96,7 @@ class QueueMaintenance:
     def _database_clock(self) -> tuple[object, float]:
         """pg_postmaster_start_time() and the seconds since (a restart changes the first)."""
         with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
-            row = conn.execute(
-                "SELECT pg_postmaster_start_time(),"
-                " extract(epoch FROM now() - pg_postmaster_start_time())::float8"
-            ).fetchone()
-        return (row[0], float(row[1])) if row else (None, float("inf"))
+            return server_clock(conn)
 
     def _database_uptime(self) -> float:
         return self._database_clock()[1]

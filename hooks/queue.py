@@ -21,28 +21,25 @@ waits, `AlreadyEnqueued` simply means that job is the follow-up. A push brings a
 waiting retry forward and resets its count (new input deserves a try now). Every attempt is also recorded in `glossator_job_runs`
 (status, error, duration, what it did), because procrastinate keeps statuses and
 events but not why a job failed: that table is what `glossator status` and
-`GET /api/jobs` show.
+`GET /api/jobs` show. The statements on procrastinate's tables, and the reason each
+has no public call, are store.jobqueue's; those on the attempts, store.jobs'.
 """
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass
 from typing import Any
 
 import procrastinate
 import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
-from psycopg.rows import dict_row
 
+from store import commits, jobqueue, jobs
+from store.jobqueue import ensure_schema as ensure_schema  # its callers import it from here
 from store.tips import record_heads, record_tip
-
-log = logging.getLogger(__name__)
 
 TASK_NAME = "glossator.index_branch"
 QUEUE = "indexing"
-# pg_advisory_xact_lock key for applying procrastinate's schema ("glosproc").
-SCHEMA_LOCK = 0x676C6F7370726F63
 
 
 # After the quick retries, a branch that still fails is tried again at a slowing
@@ -82,19 +79,6 @@ def retry_strategy(retries: int) -> procrastinate.RetryStrategy | bool:
     if retries <= 0:
         return False
     return procrastinate.RetryStrategy(max_attempts=retries, exponential_wait=2)
-
-
-def ensure_schema(conninfo: str) -> bool:
-    """Apply procrastinate's schema once per database; True when it was applied now."""
-    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
-        row = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
-        if row and row[0]:
-            return False
-        schema = procrastinate.schema.SchemaManager.get_schema()
-        conn.execute(schema.encode("utf-8"))  # several statements, no parameters
-    log.info("procrastinate schema applied")
-    return True
 
 
 @dataclass(frozen=True)
@@ -151,18 +135,8 @@ def defer_sync(
     with psycopg.connect(conninfo, autocommit=True) as conn:
         if delay_s <= 0 and not failures:
             # a push: new input deserves a try now, and a fresh count of retries
-            conn.execute(
-                "UPDATE procrastinate_jobs SET scheduled_at = least(scheduled_at, now()),"
-                " args = args - 'failures' WHERE queueing_lock = %s AND status = 'todo'"
-                " AND (scheduled_at > now() OR args ? 'failures')",
-                (name,),
-            )
-        row = conn.execute(
-            "SELECT id FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' "
-            "ORDER BY id DESC LIMIT 1",
-            (name,),
-        ).fetchone()
-    return Enqueued(int(row[0]) if row else 0, True)
+            jobqueue.bring_forward(conn, name)
+        return Enqueued(jobqueue.waiting_job(conn, name), True)
 
 
 async def defer_async(app: procrastinate.App, repository: str, branch: str) -> Enqueued | None:
@@ -180,48 +154,7 @@ async def defer_async(app: procrastinate.App, repository: str, branch: str) -> E
 def last_problems(conninfo: str, repository: str, branch: str) -> tuple[int | None, list[str]]:
     """(job id, problems) of the last index of a branch (indexed_commits)."""
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-        row = conn.execute(
-            "SELECT job_id, problems FROM indexed_commits WHERE repository = %s AND branch = %s",
-            (repository, branch),
-        ).fetchone()
-    return (row[0], list(row[1] or [])) if row else (None, [])
-
-
-JOBS_SQL = """
-SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
-       j.args->>'branch' AS branch, j.attempts, j.scheduled_at,
-       coalesce((j.args->>'failures')::int, 0) AS failures,
-       (SELECT min(e.at) FROM procrastinate_events e
-         WHERE e.job_id = j.id AND e.type = 'deferred') AS queued_at,
-       (SELECT max(e.at) FROM procrastinate_events e
-         WHERE e.job_id = j.id AND e.type = 'started') AS started_at,
-       (SELECT max(e.at) FROM procrastinate_events e
-         WHERE e.job_id = j.id AND e.type IN ('succeeded', 'failed', 'cancelled', 'aborted'))
-         AS finished_at,
-       r.status AS run_status, r.error, r.tip, r.result_commit, r.stats, r.progress, r.worker
-  FROM procrastinate_jobs j
-  LEFT JOIN LATERAL (
-       SELECT status, error, tip, result_commit, stats, progress, worker FROM glossator_job_runs
-        WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1) r ON true
- WHERE j.task_name = %(task)s
-   AND (%(repository)s::text IS NULL OR j.args->>'repository' = %(repository)s)
-   AND (%(status)s::text IS NULL OR j.status::text = %(status)s)
-   AND (NOT %(problems)s OR r.status = 'problems')
- ORDER BY j.id DESC
- LIMIT %(limit)s
-"""
-
-FAILING_SQL = """
-SELECT repository, branch, job_id, status, error, tip, stats FROM (
-    SELECT DISTINCT ON (repository, branch) repository, branch, job_id, status, error, tip,
-           stats
-      FROM glossator_job_runs
-     WHERE finished_at IS NOT NULL
-       AND (%(repository)s::text IS NULL OR repository = %(repository)s)
-     ORDER BY repository, branch, started_at DESC) latest
- WHERE status IN ('failed', 'problems')
- ORDER BY repository, branch
-"""
+        return commits.last_index(conn, repository, branch)
 
 
 def failing_branches(
@@ -230,11 +163,10 @@ def failing_branches(
     """Branches whose latest finished attempt failed or met problems, with what to do:
     `awaits_push` (the pushed files are at fault: fix them and push), `gave_up` (no more
     retries until a push), otherwise it is retried by itself."""
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(FAILING_SQL, {"repository": repository})
-        rows = cur.fetchall()
     out = []
-    for r in rows:
+    for r in jobs.latest_finished(conn, repository):
+        if r["status"] not in ("failed", "problems"):
+            continue
         stats = r["stats"] or {}
         problems = list(stats.get("problems") or [])
         awaits_push = bool(stats.get("awaits_push_at")) and r["status"] == "problems"
@@ -296,19 +228,15 @@ def list_jobs(
     limit: int = 50,
 ) -> list[dict[str, Any]]:
     """Jobs, newest first: queued, running, done, failed, with errors and durations."""
-    raw_status = _raw_status(status)
-    with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(
-            JOBS_SQL,
-            {
-                "task": TASK_NAME,
-                "repository": repository,
-                "status": raw_status,
-                "problems": status == DONE_WITH_PROBLEMS,
-                "limit": limit,
-            },
-        )
-        return [_row(r) for r in cur.fetchall()]
+    rows = jobqueue.job_rows(
+        conn,
+        TASK_NAME,
+        repository=repository,
+        status=_raw_status(status),
+        problems=status == DONE_WITH_PROBLEMS,
+        limit=limit,
+    )
+    return [_row(r) for r in rows]
 
 
 async def list_jobs_async(
@@ -318,16 +246,12 @@ async def list_jobs_async(
     status: str | None = None,
     limit: int = 50,
 ) -> list[dict[str, Any]]:
-    raw_status = _raw_status(status)
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(
-            JOBS_SQL,
-            {
-                "task": TASK_NAME,
-                "repository": repository,
-                "status": raw_status,
-                "problems": status == DONE_WITH_PROBLEMS,
-                "limit": limit,
-            },
-        )
-        return [_row(r) for r in await cur.fetchall()]
+    rows = await jobqueue.job_rows_async(
+        conn,
+        TASK_NAME,
+        repository=repository,
+        status=_raw_status(status),
+        problems=status == DONE_WITH_PROBLEMS,
+        limit=limit,
+    )
+    return [_row(r) for r in rows]

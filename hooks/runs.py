@@ -1,17 +1,19 @@
-"""The job history (`glossator_job_runs`) and the queue's view of branches, in plain SQL.
+"""The job history and the queue's view of branches, for the hooks' callers that hold
+a conninfo (each opens its connection; the statements are in store/).
 
 Procrastinate keeps a job's status and events but not why it failed nor what it
-did; each attempt is a row here (store/migrations/010_job_runs.sql), written by
+did; each attempt is a row of `glossator_job_runs` (store.jobs), written by
 hooks.service around `BranchIndexer.run`, read by `glossator status` and
-`GET /api/jobs` through hooks.queue.JOBS_SQL.
+`GET /api/jobs` through hooks.queue.list_jobs.
 """
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import psycopg
+
+from store import commits, jobqueue, jobs
 
 
 def one_line(e: BaseException) -> str:
@@ -30,15 +32,7 @@ def record_start(
 ) -> None:
     """`worker`: the process running the attempt (hooks.jobthread.worker_name)."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(
-            """INSERT INTO glossator_job_runs
-                   (job_id, attempt, repository, branch, status, worker)
-               VALUES (%s, %s, %s, %s, 'running', %s)
-               ON CONFLICT (job_id, attempt) DO UPDATE
-               SET status = 'running', started_at = now(), finished_at = NULL, error = NULL,
-                   worker = EXCLUDED.worker""",
-            (job_id, attempt, repository, branch, worker),
-        )
+        jobs.start_run(conn, job_id, attempt, repository, branch, worker)
 
 
 def record_end(
@@ -53,30 +47,22 @@ def record_end(
     result_commit: str | None = None,
 ) -> None:
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        conn.execute(
-            """UPDATE glossator_job_runs
-               SET status = %s, error = %s, tip = %s, result_commit = %s, stats = %s,
-                   finished_at = now()
-               WHERE job_id = %s AND attempt = %s""",
-            (
-                status,
-                error,
-                tip,
-                result_commit,
-                json.dumps(stats) if stats is not None else None,
-                job_id,
-                attempt,
-            ),
+        jobs.end_run(
+            conn,
+            job_id,
+            attempt,
+            status,
+            error=error,
+            tip=tip,
+            stats=stats,
+            result_commit=result_commit,
         )
 
 
 def record_progress(conninfo: str, job_id: int, attempt: int, progress: dict[str, Any]) -> None:
     """What a running attempt is doing (hooks.progress; a few times a minute at most)."""
     with psycopg.connect(conninfo, autocommit=True, connect_timeout=5) as conn:
-        conn.execute(
-            "UPDATE glossator_job_runs SET progress = %s WHERE job_id = %s AND attempt = %s",
-            (json.dumps(progress), job_id, attempt),
-        )
+        jobs.run_progress(conn, job_id, attempt, progress)
 
 
 def record_interrupted(
@@ -86,45 +72,29 @@ def record_interrupted(
 
     `attempt`: only that one (the attempt the stalled job was at), never a later
     attempt another worker started meanwhile."""
-    conn.execute(
-        "UPDATE glossator_job_runs SET status = 'failed', error = %s, finished_at = now()"
-        " WHERE job_id = %s AND status = 'running' AND (%s::int IS NULL OR attempt = %s::int)",
-        (reason, job_id, attempt, attempt),
-    )
+    jobs.close_interrupted(conn, job_id, reason, attempt)
 
 
 def indexed_commits(conninfo: str) -> dict[tuple[str, str], str]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        rows = conn.execute("SELECT repository, branch, commit FROM indexed_commits").fetchall()
-    return {(r[0], r[1]): r[2] for r in rows}
+        return commits.indexed_map(conn)
 
 
 def incomplete_branches(conninfo: str) -> set[tuple[str, str]]:
     """Branches whose last index left problems (`indexed_commits.problems`)."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT repository, branch FROM indexed_commits WHERE problems <> '[]'::jsonb"
-        ).fetchall()
-    return {(r[0], r[1]) for r in rows}
+        return commits.incomplete(conn)
 
 
 def busy_locks(conninfo: str, task_name: str) -> set[str]:
     """`<repo>/<branch>` of every branch with a job waiting or running."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT DISTINCT lock FROM procrastinate_jobs"
-            " WHERE task_name = %s AND status IN ('todo', 'doing') AND lock IS NOT NULL",
-            (task_name,),
-        ).fetchall()
-    return {r[0] for r in rows}
+        return jobqueue.busy_locks(conn, task_name)
 
 
 def job_statuses(conninfo: str, job_ids: list[int]) -> dict[int, str]:
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT id, status::text FROM procrastinate_jobs WHERE id = ANY(%s)", (job_ids,)
-        ).fetchall()
-    return {int(r[0]): r[1] for r in rows}
+        return jobqueue.job_statuses(conn, job_ids)
 
 
 def given_up(conninfo: str) -> dict[tuple[str, str], str | None]:
@@ -132,16 +102,12 @@ def given_up(conninfo: str) -> dict[tuple[str, str], str | None]:
     only problems of the pushed files (`awaits_push_at`), and the tip it stopped at:
     reconciliation leaves them alone until the tip moves."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        rows = conn.execute(
-            """SELECT DISTINCT ON (repository, branch) repository, branch, stats
-                 FROM glossator_job_runs WHERE finished_at IS NOT NULL
-                ORDER BY repository, branch, started_at DESC"""
-        ).fetchall()
+        rows = jobs.latest_finished(conn)
     out: dict[tuple[str, str], str | None] = {}
-    for repository, branch, stats in rows:
-        stats = stats or {}
+    for r in rows:
+        stats = r["stats"] or {}
         if stats.get("gave_up"):
-            out[(repository, branch)] = stats.get("gave_up_at")
+            out[(r["repository"], r["branch"])] = stats.get("gave_up_at")
         elif stats.get("awaits_push_at"):
-            out[(repository, branch)] = stats["awaits_push_at"]
+            out[(r["repository"], r["branch"])] = stats["awaits_push_at"]
     return out

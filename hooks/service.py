@@ -21,7 +21,7 @@ workers. Every worker also runs recovery and reconciliation; both are safe to
 run concurrently (below).
 
 Recovery. A job that was running when its process died stays `doing` in
-procrastinate_jobs, and its `lock` would block every later job of its branch.
+procrastinate's jobs table, and its `lock` would block every later job of its branch.
 Procrastinate finds such jobs by their worker's stale heartbeat; we look at
 start-up (immediately when this is the only worker of an embedded database,
 which no other process can share: its data directory is locked) and then

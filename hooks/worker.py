@@ -48,7 +48,6 @@ from typing import Any
 
 import psycopg
 import pygit2
-from psycopg.types.json import Jsonb
 
 from core.vocabulary import SIDECAR_SUFFIX
 from hooks.commits import changed_files, commit_changes, commit_message, move_ref
@@ -62,6 +61,7 @@ from indexer.embedders.base import BaseEmbedder
 from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
 from indexer.summaries.base import Summarizer
+from store import commits, content
 from store.loader import md_path, sync_files
 from store.tips import move_tip
 from store.tree import sync_tree
@@ -171,11 +171,7 @@ class BranchIndexer:
         self, conn: psycopg.Connection, repository: str, branch: str
     ) -> tuple[str | None, list[str]]:
         """The commit the rows equal, and the problems its index left (empty: complete)."""
-        row = conn.execute(
-            "SELECT commit, problems FROM indexed_commits WHERE repository = %s AND branch = %s",
-            (repository, branch),
-        ).fetchone()
-        return (row[0], list(row[1] or [])) if row else (None, [])
+        return commits.indexed_state(conn, repository, branch)
 
     def run(
         self,
@@ -341,10 +337,7 @@ class BranchIndexer:
         with self.pool.connection() as conn, conn.transaction():
             # Serialise with any other writer of this branch's record (belt and braces:
             # the queue already runs one job per branch).
-            conn.execute(
-                "SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))",
-                (f"{repository}/{branch}",),
-            )
+            commits.lock_branch(conn, repository, branch)
             current, left = self.indexed_state(conn, repository, branch)
             refused = [p for p in left if p.startswith("rows:")]
             if (
@@ -387,15 +380,8 @@ class BranchIndexer:
                     outcome.problems.append("rows: " + _problem_line(p))
                 elif isinstance(p, Problem):
                     outcome.warnings.append(_problem_line(p))
-            conn.execute(
-                """INSERT INTO indexed_commits
-                       (repository, branch, commit, job_id, indexed_at, problems)
-                   VALUES (%s, %s, %s, %s, now(), %s)
-                   ON CONFLICT (repository, branch)
-                   DO UPDATE SET commit = EXCLUDED.commit, job_id = EXCLUDED.job_id,
-                                 indexed_at = EXCLUDED.indexed_at,
-                                 problems = EXCLUDED.problems""",
-                (repository, branch, target, job_id, Jsonb(outcome.problems[:MAX_PROBLEMS])),
+            commits.record_indexed(
+                conn, repository, branch, target, job_id, outcome.problems[:MAX_PROBLEMS]
             )
         outcome.loaded = list(result.loaded)
         outcome.deleted = list(result.deleted)
@@ -405,24 +391,17 @@ class BranchIndexer:
 
     def _drop_branch(self, repository: str, branch: str, outcome: Outcome) -> None:
         with self.pool.connection() as conn, conn.transaction():
-            files = conn.execute(
-                "SELECT DISTINCT source_file FROM hierarchical_content_nodes"
-                " WHERE repository = %s AND branch = %s",
-                (repository, branch),
-            ).fetchall()
+            files = content.branch_files(conn, repository, branch)
             sync_files(
                 conn,
                 repository=repository,
                 branch=branch,
                 source=MemorySource({}),
                 changed=[],
-                deleted=[r[0] for r in files],
+                deleted=files,
             )
-            conn.execute(
-                "DELETE FROM indexed_commits WHERE repository = %s AND branch = %s",
-                (repository, branch),
-            )
-        outcome.deleted = [r[0] for r in files]
+            commits.forget_indexed(conn, repository, branch)
+        outcome.deleted = files
         outcome.note = "branch deleted: rows dropped"
 
 

@@ -26,7 +26,7 @@ from glossator.commands.base import out_console
 from glossator.commands.common import err_console, json_option, progress_bar, report
 from glossator.settings import Settings
 from indexer.source import DirectorySource
-from store import migrations
+from store import content, migrations, server, vectors
 from store.keyword import choose_backend
 from store.tree import sync_tree
 
@@ -110,17 +110,10 @@ def status(ctx: click.Context, as_json: bool) -> None:
         info = database.info()
         with database.connect() as conn:
             version = max(migrations.applied(conn), default=0)
-            rows = conn.execute(
-                "SELECT repository, branch, level, node_type, coalesce(embedding_model, '—'),"
-                " count(*) FROM hierarchical_content_nodes GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5"
-            ).fetchall()
-            indexes = conn.execute(
-                "SELECT embedding_model, dimension, index_name FROM vector_indexes ORDER BY 1"
-            ).fetchall()
+            rows = content.row_counts(conn)
+            indexes = [(m, d, n) for m, (d, n) in sorted(vectors.registered(conn).items())]
             backend = choose_backend(conn).name
-            files = conn.execute(
-                "SELECT repository, branch, count(*) FROM loaded_files GROUP BY 1, 2 ORDER BY 1, 2"
-            ).fetchall()
+            files = content.loaded_file_counts(conn)
     kind = "embedded" if info.embedded else "external"
     if as_json:
         keys = ("repository", "branch", "level", "node_type", "model", "rows")
@@ -166,10 +159,7 @@ def pg_search(ctx: click.Context) -> None:
     from store.pgsearch import PgSearchBackend
 
     with wiring.database(_settings(ctx), share=True) as database, database.connect() as conn:
-        available = conn.execute(
-            "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
-        ).fetchone()
-        if not available:
+        if "pg_search" not in server.available_extensions(conn):
             err.print(
                 "[red]error:[/red] pg_search is not installed on this server: use ParadeDB "
                 "(the paradedb/paradedb image) or install pg_search; the SQL BM25 stays in use"

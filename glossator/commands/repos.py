@@ -149,22 +149,18 @@ def _read_status(
     interval: float,
 ) -> tuple[list[dict[str, Any]], list[Any], list[dict[str, Any]]]:
     from hooks.queue import failing_branches, list_jobs
+    from store import commits, jobqueue, jobs
 
     if follow:
         _follow(conninfo, repository, interval)
     with psycopg.connect(conninfo, autocommit=True) as conn:
-        exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
         rows = (
             list_jobs(conn, repository=repository, status=status_filter, limit=limit)
-            if exists and exists[0]
+            if jobqueue.queue_exists(conn)
             else []
         )
-        indexed = conn.execute(
-            "SELECT repository, branch, commit, indexed_at FROM indexed_commits"
-            " ORDER BY repository, branch"
-        ).fetchall()
-        runs = conn.execute("SELECT to_regclass('glossator_job_runs')").fetchone()
-        failing = failing_branches(conn, repository=repository) if runs and runs[0] else []
+        indexed = commits.indexed_list(conn)
+        failing = failing_branches(conn, repository=repository) if jobs.runs_exist(conn) else []
     return rows, indexed, failing
 
 
@@ -229,12 +225,16 @@ def _follow(conninfo: str, repository: str | None, interval: float) -> None:
     import time
 
     from hooks.queue import list_jobs
+    from store import jobqueue
 
     last: dict[int, str] = {}
     while True:
         with psycopg.connect(conninfo, autocommit=True) as conn:
-            exists = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
-            rows = list_jobs(conn, repository=repository, limit=50) if exists and exists[0] else []
+            rows = (
+                list_jobs(conn, repository=repository, limit=50)
+                if jobqueue.queue_exists(conn)
+                else []
+            )
         pending = [r for r in rows if r["status"] in ("queued", "running")]
         for r in reversed(rows):
             line = f"job {r['id']} {r['repository']}/{r['branch']}: {r['status']} {job_detail(r)}"

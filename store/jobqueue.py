@@ -1,0 +1,209 @@
+"""The procrastinate adapter: the one module that names procrastinate's tables.
+
+    ensure_schema(conninfo)                 # procrastinate's schema, once per database
+    queue_exists(conn)                      # whether it is there (a CLI before `serve`)
+    bring_forward(conn, "livre/main")       # a push: the waiting job runs now, count reset
+    waiting_job(conn, "livre/main")         # id of the job that waits for that lock
+    job_rows(conn, task, ...)               # jobs with their events and latest attempt
+    busy_locks(conn, task)                  # `lock` of every job waiting or running
+    job_statuses(conn, [1, 2])              # id → status
+    cancel_waiting(conn, "livre")           # a deleted repository's queued jobs: gone
+    running_jobs(conn, "livre")             # ids of its jobs a worker runs now
+    forget_jobs(conn, "livre")              # its jobs no worker runs: gone
+
+Everything else goes through procrastinate's public API (`App.configure_task(...).defer`,
+`JobManager.finish_job_by_id_async`, `retry_job_by_id_async`, `list_jobs_async`…, in
+hooks/). What is here has no public call:
+
+- procrastinate issues #1446 and #1543 (both open): a job retried by procrastinate goes
+  back to `todo` on the *same* row, which violates the queueing lock's unique index
+  (`procrastinate_jobs_queueing_lock_idx_v1`) when a push queued another job meanwhile;
+  the error is raised while the worker records the outcome, the job stays `doing` and
+  its `lock` blocks the branch for good. So Glossator never lets procrastinate retry
+  (hooks.queue: a failed job ends `failed`, its follow-up is a *new* job deferred with a
+  delay and `failures` in its arguments). A push must then bring that delayed follow-up
+  forward and reset its count: procrastinate has no call that reschedules a waiting job
+  or changes its arguments (`retry_job` takes a `doing` or `failed` job), hence
+  `bring_forward`.
+- the job list joins procrastinate's jobs and events with our attempts
+  (`glossator_job_runs`, store.jobs) in one query: `list_jobs` returns neither events
+  nor a join, and one query per job would make `glossator status` N+1.
+- a deleted repository's jobs are found by their arguments (`args->>'repository'`):
+  `list_jobs` filters by lock, queue, task and status only, and `delete_old_jobs` by age,
+  not by job.
+- `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock, because
+  several processes (the server, `glossator worker`, a CLI) may start on a fresh database
+  at once and procrastinate's `apply_schema` is not idempotent.
+
+Each function runs its statements on the caller's connection (autocommit or within
+the caller's transaction).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import procrastinate
+import psycopg
+from psycopg.rows import dict_row
+
+log = logging.getLogger(__name__)
+
+# pg_advisory_xact_lock key for applying procrastinate's schema ("glosproc").
+SCHEMA_LOCK = 0x676C6F7370726F63
+
+
+def ensure_schema(conninfo: str) -> bool:
+    """Apply procrastinate's schema once per database; True when it was applied now."""
+    with psycopg.connect(conninfo, autocommit=True) as conn, conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
+        if queue_exists(conn):
+            return False
+        schema = procrastinate.schema.SchemaManager.get_schema()
+        conn.execute(schema.encode("utf-8"))  # several statements, no parameters
+    log.info("procrastinate schema applied")
+    return True
+
+
+def queue_exists(conn: Any) -> bool:
+    """Whether procrastinate's schema is applied (a command run before the first `serve`)."""
+    row = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
+    return bool(row and row[0])
+
+
+def bring_forward(conn: Any, queueing_lock: str) -> None:
+    """The job waiting under `queueing_lock`, if delayed or a follow-up, runs now with a
+    fresh count of retries (a push: new input deserves a try now; module docstring)."""
+    conn.execute(
+        "UPDATE procrastinate_jobs SET scheduled_at = least(scheduled_at, now()),"
+        " args = args - 'failures' WHERE queueing_lock = %s AND status = 'todo'"
+        " AND (scheduled_at > now() OR args ? 'failures')",
+        (queueing_lock,),
+    )
+
+
+def waiting_job(conn: Any, queueing_lock: str) -> int:
+    """Id of the job waiting under `queueing_lock` (0: none waits now)."""
+    row = conn.execute(
+        "SELECT id FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' "
+        "ORDER BY id DESC LIMIT 1",
+        (queueing_lock,),
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+JOBS_SQL = """
+SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
+       j.args->>'branch' AS branch, j.attempts, j.scheduled_at,
+       coalesce((j.args->>'failures')::int, 0) AS failures,
+       (SELECT min(e.at) FROM procrastinate_events e
+         WHERE e.job_id = j.id AND e.type = 'deferred') AS queued_at,
+       (SELECT max(e.at) FROM procrastinate_events e
+         WHERE e.job_id = j.id AND e.type = 'started') AS started_at,
+       (SELECT max(e.at) FROM procrastinate_events e
+         WHERE e.job_id = j.id AND e.type IN ('succeeded', 'failed', 'cancelled', 'aborted'))
+         AS finished_at,
+       r.status AS run_status, r.error, r.tip, r.result_commit, r.stats, r.progress, r.worker
+  FROM procrastinate_jobs j
+  LEFT JOIN LATERAL (
+       SELECT status, error, tip, result_commit, stats, progress, worker FROM glossator_job_runs
+        WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1) r ON true
+ WHERE j.task_name = %(task)s
+   AND (%(repository)s::text IS NULL OR j.args->>'repository' = %(repository)s)
+   AND (%(status)s::text IS NULL OR j.status::text = %(status)s)
+   AND (NOT %(problems)s OR r.status = 'problems')
+ ORDER BY j.id DESC
+ LIMIT %(limit)s
+"""
+
+
+def _jobs_params(
+    task: str, repository: str | None, status: str | None, problems: bool, limit: int
+) -> dict[str, Any]:
+    return {
+        "task": task,
+        "repository": repository,
+        "status": status,
+        "problems": problems,
+        "limit": limit,
+    }
+
+
+def job_rows(
+    conn: psycopg.Connection,
+    task: str,
+    *,
+    repository: str | None = None,
+    status: str | None = None,
+    problems: bool = False,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """Jobs of `task`, newest first, each with its events' times and its latest attempt
+    (`status`: procrastinate's; `problems`: only attempts that met problems)."""
+    with conn.cursor(row_factory=dict_row) as cur:
+        cur.execute(JOBS_SQL, _jobs_params(task, repository, status, problems, limit))
+        return cur.fetchall()
+
+
+async def job_rows_async(
+    conn: psycopg.AsyncConnection,
+    task: str,
+    *,
+    repository: str | None = None,
+    status: str | None = None,
+    problems: bool = False,
+    limit: int = 50,
+) -> list[dict[str, Any]]:
+    """`job_rows` on an async connection (the web API)."""
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(JOBS_SQL, _jobs_params(task, repository, status, problems, limit))
+        return await cur.fetchall()
+
+
+def busy_locks(conn: Any, task: str) -> set[str]:
+    """`lock` of every job of `task` waiting or running."""
+    rows = conn.execute(
+        "SELECT DISTINCT lock FROM procrastinate_jobs"
+        " WHERE task_name = %s AND status IN ('todo', 'doing') AND lock IS NOT NULL",
+        (task,),
+    ).fetchall()
+    return {r[0] for r in rows}
+
+
+def job_statuses(conn: Any, job_ids: list[int]) -> dict[int, str]:
+    rows = conn.execute(
+        "SELECT id, status::text FROM procrastinate_jobs WHERE id = ANY(%s)", (job_ids,)
+    ).fetchall()
+    return {int(r[0]): r[1] for r in rows}
+
+
+# A job names its repository in its arguments (hooks.queue.defer_sync).
+_JOBS_OF = "args->>'repository' = %s"
+
+
+def cancel_waiting(conn: Any, repository: str) -> list[int]:
+    """Remove the repository's queued jobs; their ids."""
+    rows = conn.execute(
+        f"DELETE FROM procrastinate_jobs WHERE status = 'todo' AND {_JOBS_OF} RETURNING id",
+        (repository,),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def running_jobs(conn: Any, repository: str) -> list[int]:
+    """Ids of the repository's jobs a worker runs now."""
+    rows = conn.execute(
+        f"SELECT id FROM procrastinate_jobs WHERE status = 'doing' AND {_JOBS_OF} ORDER BY id",
+        (repository,),
+    ).fetchall()
+    return [int(r[0]) for r in rows]
+
+
+def forget_jobs(conn: Any, repository: str) -> int:
+    """Remove the repository's jobs that no worker runs (a running one is never removed
+    under its worker: procrastinate would fail to record its end); how many went."""
+    cur = conn.execute(
+        f"DELETE FROM procrastinate_jobs WHERE status <> 'doing' AND {_JOBS_OF}", (repository,)
+    )
+    return int(cur.rowcount)
