@@ -1,0 +1,56 @@
+"""store/schema.sql is the schema the migrations leave (store/schema.py)."""
+
+from __future__ import annotations
+
+import difflib
+
+import psycopg
+
+from store import schema
+
+
+def test_schema_sql_is_what_the_migrations_leave(db_url: str) -> None:
+    with psycopg.connect(db_url, autocommit=True) as conn:  # the migrated template's copy
+        now = schema.describe(conn)
+    kept = schema.SCHEMA_FILE.read_text()
+    if kept != now:
+        diff = "".join(
+            list(
+                difflib.unified_diff(
+                    kept.splitlines(True), now.splitlines(True), "store/schema.sql", "migrated"
+                )
+            )[:60]
+        )
+        raise AssertionError(
+            f"store/schema.sql is not the migrated schema: run `{schema.REGENERATE}` "
+            f"and commit it\n{diff}"
+        )
+
+
+def test_the_description_sees_each_kind_of_object(db_url: str) -> None:
+    """A change made after the migrations shows in the description (it would not pass
+    the comparison above unnoticed), and so do procrastinate's tables' absence and a
+    dropped column."""
+    with psycopg.connect(db_url, autocommit=True) as conn:
+        before = schema.describe(conn)
+        conn.execute("CREATE TABLE schema_probe (a int PRIMARY KEY, b text DEFAULT 'x')")
+        conn.execute("CREATE INDEX schema_probe_b ON schema_probe (b)")
+        conn.execute(
+            "CREATE FUNCTION schema_probe_f() RETURNS trigger LANGUAGE plpgsql"
+            " AS $$ BEGIN RETURN NEW; END $$"
+        )
+        conn.execute(
+            "CREATE TRIGGER schema_probe_t BEFORE INSERT ON schema_probe"
+            " FOR EACH ROW EXECUTE FUNCTION schema_probe_f()"
+        )
+        conn.execute("ALTER TABLE indexed_commits DROP COLUMN problems")
+        after = schema.describe(conn)
+    assert (
+        "CREATE TABLE schema_probe (\n    a integer NOT NULL,\n    b text DEFAULT 'x'::text"
+        in after
+    )
+    assert "CREATE INDEX schema_probe_b ON public.schema_probe USING btree (b);" in after
+    assert "FUNCTION public.schema_probe_f()" in after
+    assert "CREATE TRIGGER schema_probe_t BEFORE INSERT ON public.schema_probe" in after
+    assert "    problems jsonb" in before and "    problems jsonb" not in after
+    assert "procrastinate" not in before
