@@ -115,7 +115,7 @@ class QueueMaintenance:
             due = {k: v for k, v in self._returned.items() if now - v[0] >= older_than}
         if not due:
             return 0
-        statuses = await asyncio.to_thread(runs.job_statuses, self.conninfo, list(due))
+        statuses = await self._job_statuses(list(due))
         closed = 0
         for job_id, (_, ok) in due.items():
             if statuses.get(job_id) == "doing":
@@ -160,7 +160,7 @@ class QueueMaintenance:
                 recovered += 1
                 log.warning("job %s was running in a process that died: queued again", job.id)
             except Exception:
-                statuses = await asyncio.to_thread(runs.job_statuses, self.conninfo, [job.id])
+                statuses = await self._job_statuses([job.id])
                 if statuses.get(job.id) != "doing":
                     continue  # another worker recovered it first
                 # Another job of the branch already waits (queueing lock): that one will
@@ -170,6 +170,23 @@ class QueueMaintenance:
                 )
                 log.warning("job %s was running in a process that died: superseded", job.id)
         return recovered
+
+    async def _job_statuses(self, job_ids: list[int]) -> dict[int, str]:
+        """procrastinate's status of each job still there (its public `list_jobs`)."""
+        out: dict[int, str] = {}
+        for job_id in job_ids:
+            for job in await self.app.job_manager.list_jobs_async(id=job_id):
+                if job.id is not None and job.status is not None:
+                    out[job.id] = str(getattr(job.status, "value", job.status))
+        return out
+
+    async def _busy_locks(self) -> set[str]:
+        """`<repo>/<branch>` of every branch with an indexing job waiting or running."""
+        busy: set[str] = set()
+        for status in ("todo", "doing"):
+            jobs = await self.app.job_manager.list_jobs_async(task=TASK_NAME, status=status)
+            busy.update(job.lock for job in jobs if job.lock)
+        return busy
 
     def _close_interrupted_run(self, job_id: int, attempt: int) -> None:
         with psycopg.connect(self.conninfo, autocommit=True) as conn:
@@ -199,7 +216,7 @@ class QueueMaintenance:
         whose last index left problems (not fully indexed)."""
         indexed = await asyncio.to_thread(runs.indexed_commits, self.conninfo)
         incomplete = await asyncio.to_thread(runs.incomplete_branches, self.conninfo)
-        busy = await asyncio.to_thread(runs.busy_locks, self.conninfo, TASK_NAME)
+        busy = await self._busy_locks()
         tips = await asyncio.to_thread(self._sync_tips)
         abandoned = await asyncio.to_thread(runs.given_up, self.conninfo)
         todo: list[tuple[str, str]] = []

@@ -132,11 +132,12 @@ def defer_sync(
             return Enqueued(task.defer(**args), False)
         except AlreadyEnqueued:
             pass
-    with psycopg.connect(conninfo, autocommit=True) as conn:
         if delay_s <= 0 and not failures:
             # a push: new input deserves a try now, and a fresh count of retries
-            jobqueue.bring_forward(conn, name)
-        return Enqueued(jobqueue.waiting_job(conn, name), True)
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                jobqueue.bring_forward(conn, name)
+        waiting = app.job_manager.list_jobs(queueing_lock=name, status="todo")
+    return Enqueued(max((job.id for job in waiting if job.id is not None), default=0), True)
 
 
 async def defer_async(app: procrastinate.App, repository: str, branch: str) -> Enqueued | None:

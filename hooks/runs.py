@@ -13,7 +13,7 @@ from typing import Any
 
 import psycopg
 
-from store import commits, jobqueue, jobs
+from store import commits, jobs
 
 
 def one_line(e: BaseException) -> str:
@@ -84,17 +84,6 @@ def incomplete_branches(conninfo: str) -> set[tuple[str, str]]:
     """Branches whose last index left problems (`indexed_commits.problems`)."""
     with psycopg.connect(conninfo, autocommit=True) as conn:
         return commits.incomplete(conn)
-
-
-def busy_locks(conninfo: str, task_name: str) -> set[str]:
-    """`<repo>/<branch>` of every branch with a job waiting or running."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        return jobqueue.busy_locks(conn, task_name)
-
-
-def job_statuses(conninfo: str, job_ids: list[int]) -> dict[int, str]:
-    with psycopg.connect(conninfo, autocommit=True) as conn:
-        return jobqueue.job_statuses(conn, job_ids)
 
 
 def given_up(conninfo: str) -> dict[tuple[str, str], str | None]:

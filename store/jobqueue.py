@@ -3,17 +3,15 @@
     ensure_schema(conninfo)                 # procrastinate's schema, once per database
     queue_exists(conn)                      # whether it is there (a CLI before `serve`)
     bring_forward(conn, "livre/main")       # a push: the waiting job runs now, count reset
-    waiting_job(conn, "livre/main")         # id of the job that waits for that lock
     job_rows(conn, task, ...)               # jobs with their events and latest attempt
-    busy_locks(conn, task)                  # `lock` of every job waiting or running
-    job_statuses(conn, [1, 2])              # id → status
     cancel_waiting(conn, "livre")           # a deleted repository's queued jobs: gone
     running_jobs(conn, "livre")             # ids of its jobs a worker runs now
     forget_jobs(conn, "livre")              # its jobs no worker runs: gone
 
-Everything else goes through procrastinate's public API (`App.configure_task(...).defer`,
-`JobManager.finish_job_by_id_async`, `retry_job_by_id_async`, `list_jobs_async`…, in
-hooks/). What is here has no public call:
+Everything else goes through procrastinate's public API, in hooks/:
+`App.configure_task(...).defer` / `defer_async`, `JobManager.list_jobs` (the job
+waiting under a lock, a job's status, the branches busy), `finish_job_by_id_async`,
+`retry_job_by_id_async`, `get_stalled_jobs`. What is here has no public call:
 
 - procrastinate issues #1446 and #1543 (both open): a job retried by procrastinate goes
   back to `todo` on the *same* row, which violates the queueing lock's unique index
@@ -33,7 +31,9 @@ hooks/). What is here has no public call:
   not by job.
 - `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock, because
   several processes (the server, `glossator worker`, a CLI) may start on a fresh database
-  at once and procrastinate's `apply_schema` is not idempotent.
+  at once and procrastinate's `apply_schema` is not idempotent; `queue_exists` is the
+  same test as `JobManager.check_connection`, on a plain connection (`glossator status`
+  opens no App).
 
 Each function runs its statements on the caller's connection (autocommit or within
 the caller's transaction).
@@ -81,16 +81,6 @@ def bring_forward(conn: Any, queueing_lock: str) -> None:
         " AND (scheduled_at > now() OR args ? 'failures')",
         (queueing_lock,),
     )
-
-
-def waiting_job(conn: Any, queueing_lock: str) -> int:
-    """Id of the job waiting under `queueing_lock` (0: none waits now)."""
-    row = conn.execute(
-        "SELECT id FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo' "
-        "ORDER BY id DESC LIMIT 1",
-        (queueing_lock,),
-    ).fetchone()
-    return int(row[0]) if row else 0
 
 
 JOBS_SQL = """
@@ -159,23 +149,6 @@ async def job_rows_async(
     async with conn.cursor(row_factory=dict_row) as cur:
         await cur.execute(JOBS_SQL, _jobs_params(task, repository, status, problems, limit))
         return await cur.fetchall()
-
-
-def busy_locks(conn: Any, task: str) -> set[str]:
-    """`lock` of every job of `task` waiting or running."""
-    rows = conn.execute(
-        "SELECT DISTINCT lock FROM procrastinate_jobs"
-        " WHERE task_name = %s AND status IN ('todo', 'doing') AND lock IS NOT NULL",
-        (task,),
-    ).fetchall()
-    return {r[0] for r in rows}
-
-
-def job_statuses(conn: Any, job_ids: list[int]) -> dict[int, str]:
-    rows = conn.execute(
-        "SELECT id, status::text FROM procrastinate_jobs WHERE id = ANY(%s)", (job_ids,)
-    ).fetchall()
-    return {int(r[0]): r[1] for r in rows}
 
 
 # A job names its repository in its arguments (hooks.queue.defer_sync).
