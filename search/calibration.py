@@ -57,6 +57,7 @@ from search.options import QueryVector
 from search.relevance import Signals, judge, measure
 from search.results import Hit
 from search.tuning import REPORT_CENTRE_WEIGHT, REPORT_COVERAGE_WEIGHT, RelevanceGate
+from store.content import sample_paragraphs
 
 # The method's version, part of a kept calibration's state (search.service): raise it
 # when a change here moves the figures, so that kept ones are measured again.
@@ -149,21 +150,9 @@ PROBES: dict[str, tuple[str, ...]] = {
     ),
 }
 
-# the passages standing for the corpus's questions: one per chapter first, in a fixed
-# hash order, paragraphs long enough to hold a sentence
-_PSEUDO_SQL = """
-SELECT repository, source_file, chunk_index, content
-  FROM (SELECT h.repository, h.source_file, h.chunk_index, h.content,
-               row_number() OVER (PARTITION BY h.repository, h.source_file
-                                  ORDER BY md5(h.source_file || ':' || h.chunk_index)) AS nth
-          FROM hierarchical_content_nodes h
-         WHERE (h.repository, h.branch) IN
-               (SELECT * FROM unnest(%(repositories)s::text[], %(branches)s::text[]))
-           AND h.level = 0
-           AND length(h.content) >= 80) AS p
- ORDER BY nth, md5(source_file || ':' || chunk_index)
- LIMIT %(n)s
-"""
+# the passages standing for the corpus's questions (store.content.sample_paragraphs):
+# one per chapter first, in a fixed hash order, paragraphs long enough to hold a sentence
+PSEUDO_MIN_CHARS = 80
 
 _SENTENCE_END = re.compile(r"(?<=[.!?;:»”])\s")
 
@@ -265,14 +254,7 @@ def calibrate(
     """Measure the corpus's own questions and the probes with `score` (the context pack's
     own search and signals, one row left out) and place the gate (module docstring);
     `scope`: the (repository, branch) pairs the pack reads (search.scope)."""
-    rows = conn.execute(
-        _PSEUDO_SQL,
-        {
-            "repositories": [r for r, _ in scope],
-            "branches": [b for _, b in scope],
-            "n": n * 2,
-        },
-    ).fetchall()
+    rows = sample_paragraphs(conn, scope, n * 2, min_chars=PSEUDO_MIN_CHARS)
     own: list[float] = []
     texts: list[str] = []
     for repo, source_file, chunk, content in rows:

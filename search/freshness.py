@@ -20,10 +20,12 @@ note says so, whatever the status.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime
 
 import psycopg
 
 from search.results import Freshness, FreshnessStatus
+from store import commits
 from store.tips import tips as recorded_tips
 
 
@@ -34,15 +36,11 @@ def freshness(
     names = list(dict.fromkeys(repositories))
     if not names:
         return []
-    indexed = {}
+    indexed: dict[str, tuple[str | None, datetime | None]] = {}
     problems: dict[str, list[str]] = {}
-    for r, c, at, p in conn.execute(
-        "SELECT repository, commit, indexed_at, problems FROM indexed_commits "
-        "WHERE branch = %s AND repository = ANY(%s)",
-        (branch, names),
-    ).fetchall():
-        indexed[r] = (c, at)
-        problems[r] = list(p or [])
+    for repository, commit_, indexed_at, left in commits.indexed_on(conn, branch, names):
+        indexed[repository] = (commit_, indexed_at)
+        problems[repository] = left
     branches = recorded_tips(conn, names)
     out = []
     for name in names:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
+from psycopg.rows import class_row
 
 from indexer.corpus import humanize
 from indexer.lang import strip_summary_suffix
@@ -22,6 +22,9 @@ from search import rows as R
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Node, Outline, OutlineEntry
 from search.scope import resolve as resolve_scope
+from store import nodes as store_nodes
+
+_ROW = class_row(R.Row)  # store.nodes.COLUMNS, read as search.rows.Row
 
 EXCERPT_CHARS = 300
 
@@ -68,12 +71,7 @@ def get_parent(
         if parent is None:
             return None
         repo, branch = rows[0].repository, rows[0].branch
-        found = R.select(
-            conn,
-            "repository = %s AND branch = %s AND source_file = %s",
-            (repo, branch, parent),
-            "chunk_index",
-        )
+        found = store_nodes.file_rows(conn, repo, branch, parent, _ROW)
     if not found:
         raise UnknownFile(
             f"the parent of {source_file}, {parent}, is not indexed on branch {branch!r} "
@@ -117,16 +115,8 @@ def children_rows(
     pairs = list(dict.fromkeys(parents))
     if not pairs:
         return []
-    return R.select(
-        conn,
-        "(repository, branch, parent_source_file) IN "
-        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
-        (
-            [p[0] for p in pairs],
-            [R.branch_for(branch, p[0]) for p in pairs],
-            [p[1] for p in pairs],
-        ),
-        "repository, source_file, chunk_index",
+    return store_nodes.children_rows(
+        conn, [(p[0], R.branch_for(branch, p[0]), p[1]) for p in pairs], _ROW
     )
 
 
@@ -138,16 +128,8 @@ def file_rows_many(
     pairs = list(dict.fromkeys(files))
     if not pairs:
         return {}
-    found = R.select(
-        conn,
-        "(repository, branch, source_file) IN "
-        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[]))",
-        (
-            [p[0] for p in pairs],
-            [R.branch_for(branch, p[0]) for p in pairs],
-            [p[1] for p in pairs],
-        ),
-        "repository, source_file, chunk_index",
+    found = store_nodes.files_rows(
+        conn, [(p[0], R.branch_for(branch, p[0]), p[1]) for p in pairs], _ROW
     )
     return {(n.repository, n.source_file): n for n in R.group_files(found)}
 
@@ -160,30 +142,13 @@ def neighbours(
     if not wanted:
         return {}
     w = sorted(wanted)
-    found = R.select(
-        conn,
-        "(repository, branch, source_file, chunk_index) IN "
-        "(SELECT * FROM unnest(%s::text[], %s::text[], %s::text[], %s::int[]))",
-        (
-            [x[0] for x in w],
-            [R.branch_for(branch, x[0]) for x in w],
-            [x[1] for x in w],
-            [x[2] for x in w],
-        ),
+    found = store_nodes.chunk_rows(
+        conn, [(x[0], R.branch_for(branch, x[0]), x[1], x[2]) for x in w], _ROW
     )
     return {(r.repository, r.source_file, r.chunk_index): R.chunk(r) for r in found}
 
 
 # -- outline -----------------------------------------------------------------------
-
-_OUTLINE_SQL = f"""
-SELECT repository, source_file, parent_source_file, level, node_type, work, heading_path,
-       count(*) AS chunks,
-       min(content) FILTER (WHERE chunk_index = 0) AS first_text
-FROM {R.TABLE}
-WHERE {R.PAIRS} {{extra}}
-GROUP BY repository, source_file, parent_source_file, level, node_type, work, heading_path
-"""
 
 
 def outline(
@@ -199,15 +164,11 @@ def outline(
     appears (titled from its text's heading), and a part without a summary.md
     gets its folder's name.
     """
-    extra = ""
     with R.connection(conn_or_pool) as conn:
         scope = resolve_scope(conn, repository, branch)
-        params: dict[str, Any] = R.pairs_params(scope.pairs)
-        if work is not None:  # as typed, or in the other Unicode normalization (R.spellings)
-            extra += " AND work = ANY(%(work)s)"
-            params["work"] = R.spellings(work)
-        with conn.cursor(row_factory=dict_row) as cur:
-            files = cur.execute(_OUTLINE_SQL.format(extra=extra).encode(), params).fetchall()
+        # the work as typed, or in the other Unicode normalization (R.spellings)
+        spelt = R.spellings(work) if work is not None else None
+        files = store_nodes.outline_files(conn, scope.pairs, spelt)
     if work is not None and not files:
         raise UnknownFile(
             f"no work named {work!r} is indexed on {scope.described}"

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import psycopg
-from psycopg import sql
 
 from search import rows as R
 from search.results import Chunk
@@ -38,35 +36,18 @@ def best_paragraphs(
     pairs = list(dict.fromkeys(summaries))
     if not pairs or per_chapter <= 0:
         return {}
-    cast = sql.SQL(store_vectors.cast_type(dimension))
-    q = np.asarray(query_vector, dtype=np.float32)
-    query = sql.SQL(
-        "SELECT id, repository, parent_source_file, "
-        "(embedding::{cast}) <=> %(q)s::{cast} AS distance "
-        "FROM hierarchical_content_nodes "
-        "WHERE embedding_model = %(model)s AND level = 0 "
-        "AND (repository, branch, parent_source_file) IN "
-        "(SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
-    ).format(cast=cast)
-    if dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
-        from pgvector import HalfVector
-
-        q = HalfVector(q)  # type: ignore[assignment]
-    found = conn.execute(
-        query,
-        {
-            "q": q,
-            "model": model,
-            "branches": [R.branch_for(branch, p[0]) for p in pairs],
-            "repos": [p[0] for p in pairs],
-            "files": [p[1] for p in pairs],
-        },
-    ).fetchall()
+    found = store_vectors.chapter_distances(
+        conn,
+        model,
+        dimension,
+        query_vector,
+        [(p[0], R.branch_for(branch, p[0]), p[1]) for p in pairs],
+    )
     best: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for i, repository, parent, distance in sorted(found, key=lambda r: (r[3], r[0])):
         kept = best.setdefault((repository, parent), [])
         if len(kept) < per_chapter:
-            kept.append((int(i), 1.0 - float(distance)))
+            kept.append((i, 1.0 - distance))
     rows = R.by_ids(conn, [i for kept in best.values() for i, _ in kept])
     return {
         key: [(R.chunk(rows[i]), round(cos, 6)) for i, cos in kept if i in rows]

@@ -45,6 +45,7 @@ from search.scope import resolve as resolve_scope
 from search.stages import ms
 from search.tuning import TUNING, RelevanceGate, Tuning
 from store.calibrations import load_calibration, save_calibration
+from store.commits import indexed_of
 
 log = logging.getLogger(__name__)
 
@@ -230,12 +231,7 @@ class SearchService:
     def calibration_state(self, conn: psycopg.Connection, pairs: Sequence[tuple[str, str]]) -> str:
         """What a calibration of the (repository, branch) `pairs` stands on (see
         `calibration`), as a digest."""
-        commits = conn.execute(
-            'SELECT repository, branch, "commit", indexed_at::text FROM indexed_commits'
-            " WHERE (repository, branch) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
-            " ORDER BY 1, 2",
-            ([r for r, _ in pairs], [b for _, b in pairs]),
-        ).fetchall()
+        commits = indexed_of(conn, pairs)
         method = (C.METHOD, repr(self.tuning), repr(self.defaults.replace(query_lang=None)))
         return hashlib.sha256(repr((sorted(pairs), commits, method)).encode()).hexdigest()
 

@@ -40,8 +40,12 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import psycopg
+from pgvector import HalfVector
 from psycopg import sql
 
 from indexer.errors import CorpusError
@@ -147,3 +151,40 @@ def nearest_sql(model: str, dimension: int, *, where: sql.Composable | None = No
         "SELECT id, {expr} AS distance FROM hierarchical_content_nodes WHERE {cond} "
         "ORDER BY {expr} LIMIT %(k)s"
     ).format(expr=expr, cond=cond)
+
+
+def chapter_distances(
+    conn: psycopg.Connection,
+    model: str,
+    dimension: int,
+    query_vector: Any,
+    chapters: Sequence[tuple[str, str, str]],
+) -> list[tuple[int, str, str, float]]:
+    """(id, repository, parent_source_file, cosine distance to `query_vector`) of every
+    paragraph of `model` in the (repository, branch, parent summary file) `chapters`.
+
+    Exact distances over the chapters' rows (the `hcn_parent` index finds them), not
+    through the HNSW index: a chapter has tens of paragraphs (search.passages)."""
+    cast = sql.SQL(cast_type(dimension))
+    query = sql.SQL(
+        "SELECT id, repository, parent_source_file, "
+        "(embedding::{cast}) <=> %(q)s::{cast} AS distance "
+        "FROM hierarchical_content_nodes "
+        "WHERE embedding_model = %(model)s AND level = 0 "
+        "AND (repository, branch, parent_source_file) IN "
+        "(SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
+    ).format(cast=cast)
+    q: Any = np.asarray(query_vector, dtype=np.float32)
+    if dimension > HNSW_VECTOR_MAX_DIMS:
+        q = HalfVector(q)
+    rows = conn.execute(
+        query,
+        {
+            "q": q,
+            "model": model,
+            "repos": [c[0] for c in chapters],
+            "branches": [c[1] for c in chapters],
+            "files": [c[2] for c in chapters],
+        },
+    ).fetchall()
+    return [(int(r[0]), r[1], r[2], float(r[3])) for r in rows]

@@ -8,6 +8,7 @@ core/ may read it too (it is the vocabulary every layer shares); no module there
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -139,4 +140,126 @@ def test_the_settings_check_sees_what_it_looks_for(tmp_path: Path) -> None:
         ("parameter settings", 2),
         ("settings.embedder", 3),
         ("settings.summarizer", 6),
+    ]
+
+
+# -- store/ owns SQL (issue 24 item 5) ------------------------------------------------
+# No package but store/ runs a statement or holds SQL text; only store/jobqueue.py names
+# procrastinate's tables. import-linter sees imports, not `conn.execute("SELECT …")`, so
+# this reads the code: a call of `.execute(` / `.executemany(` / `.cursor(`, a string
+# (not a docstring) that is a statement (SELECT, INSERT INTO, DELETE FROM, UPDATE … SET)
+# or names one of our tables (store/schema.sql) beside FROM / JOIN / INTO / WHERE, and
+# any string naming `procrastinate_…`.
+SQL_CHECKED = ("core", "gitserver", "glossator", "hooks", "indexer", "search")
+PROCRASTINATE_ADAPTER = "store/jobqueue.py"
+
+# Files still holding SQL, with who removes it; each entry goes when its file is clean
+# (test_sql_debts_are_still_owed fails on a stale one: delete it then).
+SQL_DEBTS: dict[str, str] = {
+    "search/relevance.py": "pgsretire (issue 24.4): the gate's document frequencies "
+    "read the term tables; they move to store/ with the bm25 index",
+    "search/retrieval.py": "pgsretire (issue 24.4) and pgsrank: the catalogue read "
+    "from bm25_corpus and the vector query's planner settings move to store/",
+    "search/rows.py": "pgsretire (issue 24.4): the row reader (select, by_ids, "
+    "file_rows and the path lookups) moves to store/nodes.py beside search.nodes' reads",
+}
+
+_STATEMENT = re.compile(r"\b(SELECT|INSERT INTO|DELETE FROM)\b|\bUPDATE \w+ SET\b")
+_CLAUSE = re.compile(r"\b(FROM|JOIN|INTO|WHERE)\b")
+
+
+def _tables() -> re.Pattern[str]:
+    names = re.findall(
+        r"^CREATE (?:UNLOGGED )?TABLE (\w+)", (ROOT / "store/schema.sql").read_text(), re.M
+    )
+    assert names, "store/schema.sql lists no table"
+    return re.compile(r"\b(" + "|".join(sorted(names)) + r")\b")
+
+
+def sql_sites(path: Path, tables: re.Pattern[str], *, store: bool = False) -> list[str]:
+    """`line: what` of each statement call, SQL string and procrastinate table name in a
+    module (`store`: a module of store/, where only procrastinate's names count)."""
+    tree = ast.parse(path.read_text(), str(path))
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if (
+            not store
+            and isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in {"execute", "executemany", "cursor"}
+        ):
+            found.append((node.lineno, f".{node.func.attr}("))
+        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+            continue
+        if id(node) in docstrings:
+            continue
+        text = node.value
+        if "procrastinate_" in text:
+            found.append((node.lineno, f"names procrastinate's table ({text.strip()[:40]!r})"))
+        elif not store and (
+            _STATEMENT.search(text) or (tables.search(text) and _CLAUSE.search(text))
+        ):
+            found.append((node.lineno, f"SQL {' '.join(text.split())[:40]!r}"))
+    return [f"{line}: {what}" for line, what in sorted(found)]
+
+
+def _all_sql_sites() -> dict[str, list[str]]:
+    tables = _tables()
+    sites: dict[str, list[str]] = {}
+    for package in (*SQL_CHECKED, "store"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            if rel == PROCRASTINATE_ADAPTER:
+                continue
+            if found := sql_sites(path, tables, store=package == "store"):
+                sites[rel] = found
+    return sites
+
+
+def test_no_sql_outside_store() -> None:
+    unexpected = {p: s for p, s in _all_sql_sites().items() if p not in SQL_DEBTS}
+    assert not unexpected, (
+        "SQL outside store/ (a named function of store/ runs it: store/commits.py, "
+        f"store/jobs.py…; procrastinate's tables only in {PROCRASTINATE_ADAPTER}): "
+        + "; ".join(f"{p}: {', '.join(s)}" for p, s in sorted(unexpected.items()))
+    )
+
+
+def test_sql_debts_are_still_owed() -> None:
+    sites = _all_sql_sites()
+    paid = [p for p in SQL_DEBTS if p not in sites]
+    assert not paid, f"no SQL left in {paid}: remove them from SQL_DEBTS in tests/test_layers.py"
+
+
+def test_the_sql_check_sees_what_it_looks_for(tmp_path: Path) -> None:
+    sample = tmp_path / "m.py"
+    sample.write_text(
+        '"""SELECT * FROM indexed_commits in a docstring is prose."""\n'
+        "def f(conn):\n"
+        "    conn.execute('SELECT 1')\n"
+        "    with conn.cursor() as cur:\n"
+        "        cur.executemany(Q, [])\n"
+        "Q = 'UPDATE indexed_commits SET commit = %s'\n"
+        "T = 'the jobs table: procrastinate_jobs'\n"
+        "OK = {'vector_indexes': 1, 'message': 'select a branch from the list'}\n"
+    )
+    tables = re.compile(r"\b(indexed_commits|vector_indexes)\b")
+    assert sql_sites(sample, tables) == [
+        "3: .execute(",
+        "3: SQL 'SELECT 1'",
+        "4: .cursor(",
+        "5: .executemany(",
+        "6: SQL 'UPDATE indexed_commits SET commit = %s'",
+        "7: names procrastinate's table ('the jobs table: procrastinate_jobs')",
+    ]
+    assert sql_sites(sample, tables, store=True) == [
+        "7: names procrastinate's table ('the jobs table: procrastinate_jobs')"
     ]
