@@ -22,7 +22,7 @@ schema. `pg_get_functiondef`, `pg_get_indexdef`, `pg_get_triggerdef` and
 `pg_get_constraintdef` print what the server stores, the same way every time.
 
 Without `--url`, the command starts a throwaway embedded PostgreSQL in a temporary
-directory (store.embedded), migrates an empty database and describes it; tests/
+directory (store.db.Database), migrates its empty database and describes it; tests/
 test_store_schema.py compares the file with a freshly migrated database and names
 this command when they differ.
 """
@@ -221,8 +221,8 @@ def describe(conn: Any) -> str:
 
 
 def migrated_schema(admin_conninfo: str) -> str:
-    """Migrate a new empty database on the server `admin_conninfo` names, describe it,
-    drop it."""
+    """Migrate a new empty database on the server `admin_conninfo` names (its role needs
+    CREATEDB), describe it, drop it."""
     from psycopg import sql
 
     from store.db import with_dbname
@@ -242,6 +242,23 @@ def migrated_schema(admin_conninfo: str) -> str:
             )
 
 
+def embedded_schema() -> str:
+    """The migrated schema on a throwaway embedded server (a new data directory): the
+    migrations only, no keyword index made at start (`keyword_backend="sql"`)."""
+    from store.db import Database, DatabaseConfig
+
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-schema-"))
+    db = Database(DatabaseConfig(data_dir=tmp, keyword_backend="sql"), pool_min=1, pool_max=1)
+    try:
+        db.start(migrate=False)
+        with psycopg.connect(db.conninfo, autocommit=True) as c:
+            migrations.migrate(c)
+            return describe(c)
+    finally:
+        db.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m store.schema", description=__doc__.split("\n")[0]
@@ -251,18 +268,7 @@ def main(argv: list[str] | None = None) -> int:
         "--url", help="an admin connection string (CREATEDB); default: a throwaway embedded server"
     )
     args = parser.parse_args(argv)
-    if args.url:
-        text = migrated_schema(args.url)
-    else:
-        from store.embedded import _get_server
-
-        tmp = Path(tempfile.mkdtemp(prefix="glossator-schema-"))
-        server = _get_server(tmp / "pgdata")
-        try:
-            text = migrated_schema(server.get_uri("postgres"))
-        finally:
-            server.cleanup()
-            shutil.rmtree(tmp, ignore_errors=True)
+    text = migrated_schema(args.url) if args.url else embedded_schema()
     if args.write:
         SCHEMA_FILE.write_text(text)
         print(f"wrote {SCHEMA_FILE}", file=sys.stderr)

@@ -5,14 +5,23 @@ from __future__ import annotations
 import difflib
 
 import psycopg
+import pytest
 
-from store import schema
+from store import schema, server
+from tests.plugins.db import PgServer
 
 
-def test_schema_sql_is_what_the_migrations_leave(db_url: str) -> None:
+def test_schema_sql_is_what_the_migrations_leave(db_url: str, pg_server: PgServer) -> None:
     with psycopg.connect(db_url, autocommit=True) as conn:  # the migrated template's copy
         now = schema.describe(conn)
+        unaccent = "unaccent" in server.available_extensions(conn)
     kept = schema.SCHEMA_FILE.read_text()
+    if not pg_server.embedded and unaccent != ("CREATE EXTENSION unaccent;" in kept):
+        # migrations 001 and 003 build the text search pipeline with or without unaccent
+        pytest.skip(
+            "GLOSSATOR_TEST_DATABASE_URL's server differs from the embedded one on "
+            "unaccent, which the migrations branch on; store/schema.sql is the embedded one's"
+        )
     if kept != now:
         diff = "".join(
             list(
