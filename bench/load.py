@@ -128,8 +128,9 @@ QUERIES = (
 
 
 @contextmanager
-def database(url: str | None = None) -> Iterator[str]:
-    """A fresh database on `url`'s server, GLOSSATOR_DATABASE_URL's, or a throwaway embedded one."""
+def database(url: str | None = None, template: str | None = None) -> Iterator[str]:
+    """A fresh database on `url`'s server, GLOSSATOR_DATABASE_URL's, or a throwaway embedded one
+    (a copy of the database `template` when given: nobody may be connected to it)."""
     url = url or os.environ.get("GLOSSATOR_DATABASE_URL")
     tmp = server = None
     if not url:
@@ -138,7 +139,11 @@ def database(url: str | None = None) -> Iterator[str]:
         url = server.get_uri("postgres")
     name = f"glossator_bench_{uuid.uuid4().hex[:8]}"
     with psycopg.connect(url, autocommit=True) as c:
-        c.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        c.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template or "template1")
+            )
+        )
     try:
         yield with_dbname(url, name)
     finally:

@@ -175,8 +175,9 @@ class Settings(BaseSettings):
     )
     keyword_backend: Annotated[KeywordBackend, one_of(KeywordBackend)] = Field(
         "sql",  # measured side by side: bench/RESULTS.md, "Keyword backends" (issue 17)
-        description="Keyword BM25: sql (any PostgreSQL) or pg_search (ParadeDB's; its index "
-        "is made at start).",
+        description="Keyword BM25: sql (any PostgreSQL), pg_search (ParadeDB's; its index "
+        "is made at start) or fts (PostgreSQL's own text search, for a server without "
+        "pg_search: store/fts.py).",
     )
     bm25_weight: Float = Field(
         1.0,  # equal weights, plain RRF: no measurement on more than one book says otherwise

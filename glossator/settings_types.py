@@ -91,7 +91,7 @@ Flag = Annotated[bool, BeforeValidator(_bool)]
 Dir = Annotated[Path, BeforeValidator(_path)]
 Secret = Annotated[SecretStr, BeforeValidator(_strip)]
 Tokens = Annotated[tuple[SecretStr, ...], BeforeValidator(_tokens)]
-KeywordBackend = Literal["sql", "pg_search"]
+KeywordBackend = Literal["sql", "pg_search", "fts"]
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 Niceness = Annotated[int, BeforeValidator(_strip), AfterValidator(_nice)]
 

@@ -61,7 +61,7 @@ from indexer.embedders.base import BaseEmbedder
 from indexer.errors import Problem
 from indexer.source import FileSource, MemorySource
 from indexer.summaries.base import Summarizer
-from store import commits, content
+from store import commits, content, segments
 from store.loader import md_path, sync_files
 from store.tips import move_tip
 from store.tree import sync_tree
@@ -386,8 +386,40 @@ class BranchIndexer:
         outcome.loaded = list(result.loaded)
         outcome.deleted = list(result.deleted)
         outcome.rows = result.rows
+        if result.loaded or result.deleted:
+            self._maintain(repository, branch)
         if progress is not None:
             progress.loaded(files["done"], files["total"], result.rows)
+
+    def _maintain(self, repository: str, branch: str) -> None:
+        """After a job that changed rows, committed: merge the pg_search segments its
+        writes left (store.segments.maintain; bench/reloads.py measured why). A failure
+        costs search speed, never the job: logged, and autovacuum comes later."""
+        started = time.perf_counter()
+        try:
+            with self.pool.connection() as conn:
+                conn.autocommit = True
+                try:
+                    ran = segments.maintain(conn)
+                finally:
+                    conn.autocommit = False
+        except psycopg.Error as e:
+            log.warning(
+                "%s/%s: index maintenance after the load failed (%s: %s); searches may be "
+                "slower until autovacuum runs",
+                repository,
+                branch,
+                type(e).__name__,
+                e.sqlstate,
+            )
+            return
+        if ran:
+            log.info(
+                "%s/%s: BM25 index segments merged in %.2f s",
+                repository,
+                branch,
+                time.perf_counter() - started,
+            )
 
     def _drop_branch(self, repository: str, branch: str, outcome: Outcome) -> None:
         with self.pool.connection() as conn, conn.transaction():

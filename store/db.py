@@ -45,7 +45,7 @@ from psycopg import conninfo as pg_conninfo
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from core.masking import mask
-from store import embedded, migrations
+from store import embedded, fts, migrations
 from store.embedded import _get_server
 from store.errors import DatabaseError, DataDirLocked, ServerUnsuitable
 from store.pgsearch import enable_if_available
@@ -93,7 +93,7 @@ class DatabaseConfig:
 
     data_dir: Path
     url: str | None = None
-    keyword_backend: str = "sql"  # or "pg_search" (ParadeDB's BM25; see the module doc)
+    keyword_backend: str = "sql"  # or "pg_search" (ParadeDB's BM25) or "fts" (store.fts)
 
     @property
     def embedded(self) -> bool:
@@ -160,6 +160,8 @@ class Database:
                         log.info("database migrated: %s", ", ".join(applied))
                     if self.config.keyword_backend == "pg_search":
                         _enable_pg_search(conn)
+                    elif self.config.keyword_backend == "fts":  # no pg_search: store.fts
+                        fts.enable(conn)
         except psycopg.OperationalError as e:
             self._stop_embedded()
             where = "the embedded PostgreSQL" if self.embedded else mask(conninfo)

@@ -1,6 +1,6 @@
 """Keyword search: real Okapi BM25 over PostgreSQL's text search, or ParadeDB's pg_search.
 
-    backend = choose_backend(conn)             # PgSearchBackend if its index exists, else SqlBm25
+    backend = choose_backend(conn)             # PgSearchBackend, store.fts.FtsBackend or SqlBm25
     hits = backend.search(conn, "chandelles soleil lumière", repository="bastiat",
                           branch="main", filters={"level": 0}, k=10)   # [(row id, score), …]
 
@@ -84,6 +84,9 @@ class KeywordBackend(ABC):
     """Ranks rows of a repository's branch for a text query; one method to implement."""
 
     name: str = "?"
+    # what a user of this backend should know, said by `glossator db status` and
+    # `glossator doctor` ("" when nothing): store.fts's lower quality at scale
+    caveat: str = ""
 
     @abstractmethod
     def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
@@ -204,27 +207,32 @@ class SqlBm25(KeywordBackend):
 
 
 # What `choose_backend` needs, as two columns a caller can put in a SELECT of its own
-# (search asks them together with the branch's repositories: one round trip, not three).
-# The index name is store.pgsearch.INDEX_NAME.
+# (search asks them together with the branch's repositories: one round trip, not three):
+# pg_search's extension with its index (store.pgsearch.INDEX_NAME), and the GIN index
+# on the rows' tsvectors (store.fts.INDEX_NAME) that PostgreSQL's own text search uses.
 BACKEND_COLUMNS = (
-    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_search'),"
-    " to_regclass('hcn_bm25') IS NOT NULL"
+    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_search')"
+    " AND to_regclass('hcn_bm25') IS NOT NULL,"
+    " to_regclass('hcn_tsv') IS NOT NULL"
 )
 
 
-def backend_for(has_extension: bool, has_index: bool) -> KeywordBackend:
-    """The backend for what `BACKEND_COLUMNS` found: pg_search with its index, else SQL BM25."""
-    if has_extension:
+def backend_for(pg_search: bool, text_search: bool) -> KeywordBackend:
+    """The backend for what `BACKEND_COLUMNS` found: pg_search with its index; else
+    PostgreSQL's text search with its GIN index (store.fts); else the SQL BM25."""
+    if pg_search:
         from store.pgsearch import PgSearchBackend
 
-        if has_index:
-            return PgSearchBackend()
-        log.info("pg_search is installed but has no BM25 index: run `glossator db pg-search`")
+        return PgSearchBackend()
+    if text_search:
+        from store.fts import FtsBackend
+
+        return FtsBackend()
     return SqlBm25()
 
 
 def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
-    """pg_search when the extension and its index are there, else the SQL BM25 (one query)."""
+    """pg_search, PostgreSQL's text search or the SQL BM25, by what is there (one query)."""
     row = conn.execute(f"SELECT {BACKEND_COLUMNS}").fetchone()
     return backend_for(bool(row and row[0]), bool(row and row[1]))
 

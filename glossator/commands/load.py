@@ -112,7 +112,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
             version = max(migrations.applied(conn), default=0)
             rows = content.row_counts(conn)
             indexes = [(m, d, n) for m, (d, n) in sorted(vectors.registered(conn).items())]
-            backend = choose_backend(conn).name
+            chosen = choose_backend(conn)
+            backend, caveat = chosen.name, chosen.caveat
             files = content.loaded_file_counts(conn)
     kind = "embedded" if info.embedded else "external"
     if as_json:
@@ -124,6 +125,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             "schema_version": version,
             "code_schema_version": migrations.code_version(),
             "keyword_backend": backend,
+            "keyword_caveat": caveat or None,
             "files": [{"repository": r, "branch": b, "loaded": n} for r, b, n in files],
             "rows": [dict(zip(keys, r, strict=True)) for r in rows],
             "vector_indexes": [{"model": m, "dimension": d, "name": n} for m, d, n in indexes],
@@ -135,7 +137,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     if info.data_dir is not None:
         out.print(f"data dir:  {info.data_dir}")
     out.print(f"schema:    version {version} (this Glossator knows {migrations.code_version()})")
-    out.print(f"keyword:   {backend}")
+    out.print(f"keyword:   {backend}" + (f" [yellow]({caveat})[/yellow]" if caveat else ""))
     for repository, branch, n in files:
         out.print(f"files:     {repository}/{branch}: {n} loaded")
     table = Table(title="rows")
