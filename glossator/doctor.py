@@ -107,7 +107,27 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
                     "upgrade glossator",
                 )
             )
+        out.append(_keyword_finding(conn))
     return out, db
+
+
+def _keyword_finding(conn: psycopg.Connection) -> Finding:
+    """Which engine ranks keywords (store.keyword.choose_backend), its caveat said plainly."""
+    from store.keyword import choose_backend
+
+    try:
+        backend = choose_backend(conn)
+    except psycopg.Error:  # no schema yet: the migrations finding says so
+        conn.rollback()
+        return Finding("keyword search", "warn", "no schema yet", "start `glossator serve` once")
+    if backend.caveat:
+        return Finding(
+            "keyword search",
+            "warn",
+            f"{backend.name}: {backend.caveat}",
+            "use ParadeDB's image (docker-compose.yml) or install pg_search on that server",
+        )
+    return Finding("keyword search", "ok", backend.name)
 
 
 # The provider a stored model name comes from (its prefix; indexer.embedders).

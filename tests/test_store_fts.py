@@ -15,6 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
+from glossator.doctor import run
 from search.retrieval import Filters, keyword
 from store import fts
 from store.db import Database, DatabaseConfig
@@ -173,3 +174,14 @@ def test_db_status_says_which_backend_and_what_it_costs(db_url: str, tmp_path: P
     data = json.loads(as_json.output)
     assert data["keyword_backend"] == "postgres-fts"
     assert data["keyword_caveat"] == fts.CAVEAT
+
+
+def test_doctor_says_the_fallback_and_its_cost(db_settings, db_url: str, tmp_path: Path) -> None:
+    settings = db_settings.replace(repos_dir=tmp_path / "repos", embedder="fake")
+    assert {f.check: f for f in run(settings)}["keyword search"].status == "ok"  # SQL BM25
+    with psycopg.connect(db_url, autocommit=True) as conn:  # what `Database.start()` makes
+        fts.enable(conn)
+    keyword_search = {f.check: f for f in run(settings)}["keyword search"]
+    assert keyword_search.status == "warn"
+    assert keyword_search.detail == f"postgres-fts: {fts.CAVEAT}"
+    assert "pg_search" in keyword_search.fix
