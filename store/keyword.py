@@ -106,6 +106,9 @@ class KeywordBackend(ABC):
     # statements run around a search's queries, in their round trip and transaction
     # (settings local to it: see store.pgsearch)
     around: tuple[str, str] | None = None
+    # psycopg prepares a statement run 5 times (None: its default); False: never, so
+    # that PostgreSQL plans every execution with its values (store.pgsearch)
+    prepare: bool | None = None
 
     def search(
         self,
@@ -139,7 +142,9 @@ class KeywordBackend(ABC):
         with conn.pipeline(), own:
             if self.around:
                 conn.execute(self.around[0])
-            cursors = [conn.execute(*stmt) if stmt else None for stmt in stmts]
+            cursors = [
+                conn.execute(*stmt, prepare=self.prepare) if stmt else None for stmt in stmts
+            ]
             if self.around:
                 conn.execute(self.around[1])
         return [

@@ -83,6 +83,12 @@ class PgSearchBackend(KeywordBackend):
     # example (2 workers reading 4 segments in 5 ms each), against < 1 ms for the
     # scan itself (bench/RESULTS.md, issue 24 latency). The setting is local to the
     # search's transaction and put back after it, as retrieval.vector does enable_sort.
+    # Never a prepared statement: after five executions PostgreSQL may switch to a
+    # generic plan, where pg_search gets the query and the filters as parameters, and
+    # on the example's 85-segment index (a push into an index made first) a query took
+    # ~2 s against ~0.1 s planned with its values (bench/RESULTS.md, issue 24). The
+    # plan costs ~1-1.5 ms each time instead.
+    prepare = False
     around = (
         "SELECT set_config('glossator.parallel',"
         " current_setting('max_parallel_workers_per_gather'), true),"
