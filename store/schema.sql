@@ -1,4 +1,4 @@
--- The schema store/migrations/ leave, at version 26. Generated: do not edit.
+-- The schema store/migrations/ leave, at version 33. Generated: do not edit.
 -- Regenerate with `.venv/bin/python -m store.schema --write` (store/schema.py); tests/test_store_schema.py checks it.
 
 -- extensions
@@ -577,6 +577,15 @@ BEGIN
     ADD CONSTRAINT bm25_chapter_terms_pkey PRIMARY KEY USING INDEX bm25_chapter_terms_next_pkey;
   ALTER INDEX bm25_chapter_terms_next_chapter RENAME TO bm25_chapter_terms_chapter;
 END
+$function$;
+
+CREATE OR REPLACE FUNCTION public.glossator_lexeme_text(tsv tsvector)
+ RETURNS text
+ LANGUAGE sql
+ IMMUTABLE PARALLEL SAFE
+AS $function$
+  SELECT coalesce(string_agg(u.lexeme, ' ' ORDER BY p.pos, u.lexeme), '')
+    FROM unnest(tsv) AS u, unnest(coalesce(u.positions, '{1}'::smallint[])) AS p(pos)
 $function$;
 
 CREATE OR REPLACE FUNCTION public.glossator_ts_config(lang text)
