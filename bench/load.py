@@ -62,11 +62,13 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from indexer.embedders.fake import hashed_vector  # noqa: E402
 from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: E402
 from indexer.source import MemorySource  # noqa: E402
-from store import migrations  # noqa: E402
+from store import fts, migrations  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
 from store.db import _get_server, configure_connection, with_dbname  # noqa: E402
+from store.fts import FtsBackend  # noqa: E402
 from store.keyword import K1, B, SqlBm25  # noqa: E402
 from store.loader import COPY_COLUMNS  # noqa: E402
 from store.tree import sync_tree  # noqa: E402
@@ -155,8 +157,11 @@ def database(url: str | None = None, template: str | None = None) -> Iterator[st
             shutil.rmtree(tmp, ignore_errors=True)
 
 
-def synthetic(rows: int, per_file: int = 100, seed: int = 7) -> MemorySource:
-    """`rows` paragraphs of Bastiat's sentences reshuffled, `per_file` per file, no vectors."""
+def synthetic(
+    rows: int, per_file: int = 100, seed: int = 7, dimension: int | None = None
+) -> MemorySource:
+    """`rows` paragraphs of Bastiat's sentences reshuffled, `per_file` per file; no vectors,
+    or (`dimension`) the fake embedder's hashed vectors of that size."""
     rng = random.Random(seed)
     sentences = []
     for path in sorted(EXAMPLE_DIR.glob("corpus/**/source.md")):
@@ -168,9 +173,13 @@ def synthetic(rows: int, per_file: int = 100, seed: int = 7) -> MemorySource:
         n = min(per_file, rows - f * per_file)
         texts = [" ".join(rng.sample(sentences, rng.randint(1, 4))) for _ in range(n)]
         md = "\n\n".join(texts) + "\n"
-        chunks = [Chunk(i, len(t.split()), t) for i, t in enumerate(texts)]
+        chunks = [
+            Chunk(i, len(t.split()), t, hashed_vector(t, dimension) if dimension else None)
+            for i, t in enumerate(texts)
+        ]
         manifest = Manifest(
             path, file_hash(md.encode()), None, f"Synthétique > {f}", 0, "source", n,
+            embedding_model=f"fake/hash-{dimension}" if dimension else None, dimension=dimension,
             extra={"work": "synthetique", "lang": "fr"},
         )  # fmt: skip
         files[path] = md.encode()
@@ -406,8 +415,10 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
         conn.autocommit = True
         conn.execute("VACUUM ANALYZE hierarchical_content_nodes")
         conn.autocommit = False
-        ours, theirs = SqlBm25(), PgSearchBackend()
-        a_ms, b_ms, overlap = [], [], []
+        fts.enable(conn)  # PostgreSQL's own text search too (store.fts), same rows
+        conn.commit()
+        ours, theirs, fallback = SqlBm25(), PgSearchBackend(), FtsBackend()
+        a_ms, b_ms, c_ms, overlap = [], [], [], []
         for warm in (True, False):
             for q in queries:
                 t0 = time.perf_counter()
@@ -415,9 +426,12 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
                 t1 = time.perf_counter()
                 b = theirs.search(conn, q, repository="synthetic", k=10)
                 t2 = time.perf_counter()
+                fallback.search(conn, q, repository="synthetic", k=10)
+                t3 = time.perf_counter()
                 if not warm:
                     a_ms.append((t1 - t0) * 1000)
                     b_ms.append((t2 - t1) * 1000)
+                    c_ms.append((t3 - t2) * 1000)
                     union = {i for i, _ in a} | {i for i, _ in b}
                     common = {i for i, _ in a} & {i for i, _ in b}
                     overlap.append(len(common) / max(1, min(10, len(union))))
@@ -434,7 +448,48 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
         "sql_p95": pct(a_ms, 95),
         "pgs_p50": pct(b_ms, 50),
         "pgs_p95": pct(b_ms, 95),
+        "fts_p50": pct(c_ms, 50),
+        "fts_p95": pct(c_ms, 95),
         "overlap": statistics.mean(overlap),
+    }
+
+
+def pgsearch_load(url: str, rows: int, dimension: int = 384) -> dict[str, Any]:
+    """The loader against a bare binary COPY on a server with pg_search, index work inside.
+
+    The BM25 index exists before the load (as `Database.start()` makes it on an empty
+    database), so every COPY writes into it; the rows carry `dimension`-d vectors, so
+    the load ends with the model's HNSW index build (store.vectors), inside the timed
+    `sync_tree`. The floor is one binary COPY of the very same rows into a bare table.
+    """
+    from store.pgsearch import enable_if_available
+
+    t0 = time.perf_counter()
+    synth = synthetic(rows, dimension=dimension)
+    build_s = time.perf_counter() - t0
+    with database(url) as db_url, psycopg.connect(db_url) as conn:
+        conn.autocommit = True
+        migrations.migrate(conn)
+        assert enable_if_available(conn), "pg_search could not be enabled"
+        conn.autocommit = False
+        configure_connection(conn)
+        n, load_s, kind = load(conn, "synthetic", synth)
+        hnsw = conn.execute("SELECT count(*) FROM vector_indexes").fetchone()
+        fn, floor_s = floor_copy(conn, "bench_floor", repository="synthetic")
+        v = conn.info.server_version
+        ext = conn.execute(
+            "SELECT extversion FROM pg_extension WHERE extname = 'pg_search'"
+        ).fetchone()
+    return {
+        "server": f"PostgreSQL {v // 10000}.{v % 10000}, pg_search {ext[0] if ext else '?'}",
+        "rows": n,
+        "load_s": load_s,
+        "kind": kind,
+        "hnsw": bool(hnsw and hnsw[0]),
+        "floor_rows": fn,
+        "floor_s": floor_s,
+        "build_s": build_s,
+        "ratio": (n / load_s) / (fn / floor_s),
     }
 
 
@@ -446,6 +501,8 @@ def pgsearch_lines(rows: int, pg: dict[str, Any]) -> list[str]:
         f"| {rows:,} | pg_search | {pg['pgs_p50']:.1f} | {pg['pgs_p95']:.1f}"
         f" | index built after the load in {pg['index_s']:.1f} s; top-10 overlap"
         f" with SqlBm25 {pg['overlap'] * 100:.0f} % |",
+        f"| {rows:,} | postgres-fts (store.fts, GIN on the tsvectors) | {pg['fts_p50']:.1f}"
+        f" | {pg['fts_p95']:.1f} | same server and rows; the fallback without pg_search |",
     ]
 
 
@@ -469,6 +526,11 @@ def main() -> None:
         "--only-pgsearch",
         action="store_true",
         help="only the pg_search part (run beside a --no-pgsearch run: each takes a core)",
+    )
+    parser.add_argument(
+        "--pgsearch-load",
+        action="store_true",
+        help="only the loader against a bare COPY on pg_search, bm25 and HNSW work inside",
     )
     parser.add_argument(
         "--incremental",
@@ -498,6 +560,20 @@ def main() -> None:
         pg17 = PgembedServer.start()
         pgsearch_url = pg17.uri()
     try:
+        if args.pgsearch_load:
+            assert pgsearch_url, "--pgsearch-load needs the pg_search server"
+            say(
+                "| rows | loader s (bm25 + HNSW inside) | bare binary COPY s | loader / floor | how |"
+            )
+            say("|---:|---:|---:|---:|---|")
+            for rows in args.rows:
+                r = pgsearch_load(pgsearch_url, rows)
+                say(
+                    f"| {r['rows']:,} | {r['load_s']:.1f} | {r['floor_s']:.1f} | {r['ratio']:.3f}"
+                    f" | {r['server']}, 384-d vectors{LOAD_KIND[r['kind']]},"
+                    f" HNSW built: {r['hnsw']}; sidecars made in {r['build_s']:.0f} s (not timed) |"
+                )
+            return
         if args.only_pgsearch:
             assert pgsearch_url, "--only-pgsearch needs the pg_search server"
             say("| rows | engine | p50 ms | p95 ms | note |")

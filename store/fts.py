@@ -35,7 +35,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from store.keyword import QUERY_LEXEMES, Filters, KeywordBackend, filter_sql
+from store.keyword import CORPUS_STATS, QUERY_LEXEMES, Filters, KeywordBackend, filter_sql
 
 log = logging.getLogger(__name__)
 
@@ -46,19 +46,11 @@ CAVEAT = (
     "on large corpora (bench/RESULTS.md); install pg_search (ParadeDB) for those"
 )
 
-# N and avgdl of the (repository, branch): the catalogue's counts over every
-# configuration the branch uses.
-_STATS = """
-stats AS (
-    SELECT sum(n_docs)::float8 AS n, sum(total_len)::float8 / nullif(sum(n_docs), 0) AS avgdl
-      FROM bm25_corpus WHERE repository = %(repository)s AND branch = %(branch)s
-)"""
-
 _QUERY = (
     "WITH"
     + QUERY_LEXEMES
     + ","
-    + _STATS
+    + CORPUS_STATS
     + """,
 tsq AS (
     -- the lexemes ORed, each quoted as tsquery syntax wants (no configuration applied again)

@@ -180,14 +180,20 @@ q AS (
      WHERE c.repository = %(repository)s AND c.branch = %(branch)s
 )"""
 
-_SQL_BM25 = (
-    "WITH"
-    + QUERY_LEXEMES
-    + """,
+# N and avgdl of the (repository, branch), over every configuration it uses: the CTE
+# `stats` of the BM25 queries computed here (store.fts's too).
+CORPUS_STATS = """
 stats AS (
     SELECT sum(n_docs)::float8 AS n, sum(total_len)::float8 / nullif(sum(n_docs), 0) AS avgdl
       FROM bm25_corpus WHERE repository = %(repository)s AND branch = %(branch)s
-),
+)"""
+
+_SQL_BM25 = (
+    "WITH"
+    + QUERY_LEXEMES
+    + ","
+    + CORPUS_STATS
+    + """,
 matched AS MATERIALIZED (
     -- the rows holding each query lexeme, with tf and length, from the inverted index
     -- (migration 012): index-only scans, no row read
