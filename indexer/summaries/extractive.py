@@ -501,14 +501,20 @@ def select(sentences: list[Sentence], budget_tokens: int, lang: str = "fr") -> l
     chosen: list[int] = []
     redundancy = np.zeros(len(sentences))
     used = 0
-    remaining = set(eligible)
-    while remaining:
-        # ties break on reading order, so the result never depends on set iteration
-        best = max(
-            sorted(remaining),
-            key=lambda i: RELEVANCE * relevance[i] - (1 - RELEVANCE) * redundancy[i],
-        )
-        remaining.discard(best)
+    # Maximal marginal relevance, one numpy pass a pick instead of a Python loop over the
+    # remaining sentences (a whole book's level summary reads thousands: that loop was
+    # quadratic in Python, bench/book.py --profile). The same float64 operations on the
+    # same values, so the same picks; argmax takes the first of equal scores, i.e. ties
+    # break on reading order, as before.
+    remaining = np.zeros(len(sentences), dtype=bool)
+    remaining[eligible] = True
+    size = np.array(sizes)
+    while remaining.any():
+        if not (size[remaining] <= budget_tokens - used).any():
+            break  # nothing left fits: every later pick would be skipped
+        score = RELEVANCE * relevance - (1 - RELEVANCE) * redundancy
+        best = int(np.argmax(np.where(remaining, score, -np.inf)))
+        remaining[best] = False
         if used + sizes[best] > budget_tokens:
             continue
         chosen.append(best)
