@@ -493,6 +493,47 @@ def pgsearch_load(url: str, rows: int, dimension: int = 384) -> dict[str, Any]:
     }
 
 
+def where_time_goes(url: str, rows: int, dimension: int = 384) -> list[tuple[str, float]]:
+    """`pgsearch_load`'s load, then each part alone on the same rows (rolled back): seconds."""
+    from store.pgsearch import enable_if_available
+
+    synth = synthetic(rows, dimension=dimension)
+    with database(url) as db_url, psycopg.connect(db_url) as conn:
+        conn.autocommit = True
+        migrations.migrate(conn)
+        assert enable_if_available(conn), "pg_search could not be enabled"
+        conn.autocommit = False
+        configure_connection(conn)
+        n, load_s, _ = load(conn, "synthetic", synth)
+        _, floor_s = floor_copy(conn, "bench_floor", repository="synthetic")
+        conn.execute("ALTER TABLE bench_floor ADD COLUMN id bigserial")
+        conn.commit()
+        cols = ", ".join(c for c, _ in COPY_COLUMNS)
+        out = [("the whole load (sync_tree)", load_s), ("bare binary COPY (floor)", floor_s)]
+        for name, stmt in (
+            ("the rows' tsvectors alone (glossator_tsvector)",
+             "SELECT count(glossator_tsvector(ts_config, content)) FROM hierarchical_content_nodes"),
+            ("INSERT ... SELECT into a twin table with only the tsv trigger",
+             "CREATE TABLE twin (LIKE hierarchical_content_nodes INCLUDING DEFAULTS);"
+             " CREATE TRIGGER fill BEFORE INSERT ON twin FOR EACH ROW"
+             " EXECUTE FUNCTION hcn_fill_text_search();"
+             f" INSERT INTO twin ({cols}) SELECT {cols} FROM hierarchical_content_nodes"),
+            ("HNSW build over the vectors (CREATE INDEX)",
+             f"CREATE INDEX bench_hnsw ON bench_floor"
+             f" USING hnsw ((embedding::vector({dimension})) vector_cosine_ops)"),
+            ("bm25 index over the rows (CREATE INDEX)",
+             "CREATE INDEX bench_bm25 ON bench_floor USING bm25 (id,"
+             " (content::pdb.simple('stemmer=french', 'ascii_folding=true')),"
+             " (repository::pdb.literal)) WITH (key_field = 'id')"),
+        ):  # fmt: skip
+            conn.commit()
+            started = time.perf_counter()
+            conn.execute(stmt)
+            out.append((name, time.perf_counter() - started))
+            conn.rollback()
+    return [(f"{name} ({n:,} rows)" if i == 0 else name, s) for i, (name, s) in enumerate(out)]
+
+
 def pgsearch_lines(rows: int, pg: dict[str, Any]) -> list[str]:
     return [
         f"| {rows:,} | SqlBm25 on {pg['server']} | {pg['sql_p50']:.1f}"
@@ -533,6 +574,11 @@ def main() -> None:
         help="only the loader against a bare COPY on pg_search, bm25 and HNSW work inside",
     )
     parser.add_argument(
+        "--where",
+        action="store_true",
+        help="where --pgsearch-load's time goes: each part alone on the same rows (first size)",
+    )
+    parser.add_argument(
         "--incremental",
         action="store_true",
         help="also load the first size file by file (bulk off), against the bulk load",
@@ -560,6 +606,14 @@ def main() -> None:
         pg17 = PgembedServer.start()
         pgsearch_url = pg17.uri()
     try:
+        if args.where:
+            assert pgsearch_url, "--where needs the pg_search server"
+            parts = where_time_goes(pgsearch_url, args.rows[0])
+            say("| part | seconds | share of the load |")
+            say("|---|---:|---:|")
+            for name, seconds in parts:
+                say(f"| {name} | {seconds:.1f} | {seconds / parts[0][1] * 100:.0f} % |")
+            return
         if args.pgsearch_load:
             assert pgsearch_url, "--pgsearch-load needs the pg_search server"
             say(
