@@ -198,6 +198,12 @@ class Settings(BaseSettings):
         description="CPU niceness added to indexing jobs (0-19; 0 on a host shared with "
         "other work).",
     )
+    warm_gate: Flag = Field(
+        True,  # a request should never pay the ~50 searches of a calibration (search.warming)
+        description="After each indexing job, measure the branch's relevance gate in the "
+        "worker (search.warming) so that no context request pays it; false: the first "
+        "context pack after a push measures it.",
+    )
     log_level: Annotated[LogLevel, one_of(LogLevel, lambda s: s.strip().upper())] = Field(
         "INFO",  # glossator.cli.log_level: INFO for serve, WARNING for commands when unset
         description="Logging level: DEBUG, INFO, WARNING, ERROR (unset: INFO for serve, "

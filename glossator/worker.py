@@ -75,7 +75,16 @@ def _service(
         summarizer=get_summarizer(settings),
         index_fn=index_fn,
     )
+    indexed = None
+    if settings.warm_gate:
+        from glossator.search_service import search_service
+        from search.warming import GateWarmer
+
+        # its own search service: the gate it measures is kept in PostgreSQL, where
+        # every server process reads it (search.warming)
+        indexed = GateWarmer(search_service(settings, db.pool, reranker=None).warm)
     return IndexingService(
+        indexed=indexed,
         conninfo=db.conninfo,
         store=store,
         indexer=indexer,

@@ -53,7 +53,7 @@ import logging
 import threading
 import time
 import traceback
-from typing import Any
+from typing import Any, Protocol
 
 import procrastinate
 import psycopg
@@ -94,6 +94,16 @@ class JobFailed(RuntimeError):
     """Raised to procrastinate for a failed attempt: one line, the follow-up already queued."""
 
 
+class Indexed(Protocol):
+    """Told of each branch a job indexed, once its rows are loaded and the job recorded
+    (search.warming.GateWarmer: warms the relevance gate so that no request pays it).
+    `notify` must return at once; `close` is called when the service stops."""
+
+    def notify(self, repository: str, branch: str) -> None: ...
+
+    def close(self, timeout: float = 10.0) -> None: ...
+
+
 class IndexingService(QueueMaintenance):
     def __init__(
         self,
@@ -108,9 +118,12 @@ class IndexingService(QueueMaintenance):
         slow_retry_s: float = SLOW_RETRY_S,
         job_nice: int = JOB_NICE,
         name: str | None = None,
+        indexed: Indexed | None = None,
     ) -> None:
         """`exclusive_database`: no other worker can use this database (the embedded
-        one, whose only worker this is), so every job `doing` at start is an orphan."""
+        one, whose only worker this is), so every job `doing` at start is an orphan.
+        `indexed` is told of every branch a job indexed (see `Indexed`)."""
+        self.indexed = indexed
         self.conninfo = conninfo
         self.name = name or worker_name()
         self.store = store
@@ -243,6 +256,8 @@ class IndexingService(QueueMaintenance):
             result_commit=outcome.indexed,
             stats=stats,
         )
+        if self.indexed is not None and outcome.indexed is not None and not outcome.moved:
+            self.indexed.notify(repository, branch)
 
     def _record_end(self, job_id: int, attempt: int, status: str, **fields: Any) -> None:
         """runs.record_end, or kept for flush_unrecorded when the database is down."""
@@ -309,6 +324,9 @@ class IndexingService(QueueMaintenance):
         self._tasks.append(asyncio.create_task(self._watch_stalled(), name="glossator-stalled"))
 
     async def stop(self) -> None:
+        if self.indexed is not None:
+            # a warming under way gives up at its next search (search.warming)
+            await asyncio.to_thread(self.indexed.close)
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

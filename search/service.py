@@ -33,6 +33,7 @@ import psycopg
 from cachetools import LRUCache
 
 from search import calibration as C
+from search import rows as R
 from search.context import ContextPack, check_budget, pack_search
 from search.context import context as build_context
 from search.engine import search as run_search
@@ -59,6 +60,9 @@ QUERY_CACHE_SIZE = 256
 # measured again. 64: more scopes (repository x branch x work x model) than a server
 # is asked about between two pushes.
 CALIBRATION_CACHE_SIZE = 64
+
+# A warming pack's budget (`warm`): its passages are thrown away, only the gate is kept.
+MIN_WARM_BUDGET = 50
 
 
 class SearchService:
@@ -169,6 +173,32 @@ class SearchService:
         min_relevance: float | None = None,
     ) -> ContextPack:
         """`search.context.context` with the question embedded once for all its steps."""
+        return self._context(question, budget, repository, branch, work, min_relevance, None)
+
+    def warm(self, repository: str, branch: str, stop: Callable[[], bool] | None = None) -> None:
+        """Measure and keep the gates a `context` pack on `repository`@`branch` would
+        measure, so that no request pays them (search.warming): the repository's own, and
+        when `branch` is its default branch, the unfiltered one (every repository). A
+        pack for one everyday probe question makes each: the request's own path, so the
+        scope and languages are the ones a request reads. `stop()` true: give up
+        (C.Abandoned) between two of the calibration's searches."""
+        question = C.PROBES["en"][0]
+        self._context(question, MIN_WARM_BUDGET, repository, branch, None, None, stop)
+        with R.connection(self.conn_or_pool) as conn:
+            default = resolve_scope(conn, repository, None).pairs
+        if (repository, branch) in default and self.defaults.branch is None:
+            self._context(question, MIN_WARM_BUDGET, None, None, None, None, stop)
+
+    def _context(
+        self,
+        question: str,
+        budget: int,
+        repository: str | None,
+        branch: str | None,
+        work: str | None,
+        min_relevance: float | None,
+        stop: Callable[[], bool] | None,
+    ) -> ContextPack:
         check_budget(budget)
         question = check_query(question)
         branch = branch if branch is not None else self.defaults.branch
@@ -185,7 +215,9 @@ class SearchService:
             reranker=self.reranker,
             options=options,
             tuning=self.tuning,
-            corpus_gate=lambda conn, langs: self.corpus_gate(conn, langs, repository, branch, work),
+            corpus_gate=lambda conn, langs: self.corpus_gate(
+                conn, langs, repository, branch, work, stop
+            ),
         )
 
     def calibration(
@@ -195,6 +227,7 @@ class SearchService:
         repository: str | None,
         branch: str | None,
         work: str | None,
+        stop: Callable[[], bool] | None = None,
     ) -> C.Calibration:
         """The gate calibrated on the corpus searched (search.calibration): from this
         process's cache, else from the database (store.calibrations: one measured by
@@ -205,9 +238,17 @@ class SearchService:
         scope's `state` holds: the (repository, branch) pairs it reads (search.scope: the
         one named, or every repository for an unfiltered call), their indexed commits and what the
         measure depends on (the method's version, the tuning, the search defaults). A
-        push to another repository leaves a repository's calibration valid."""
+        push to another repository leaves a repository's calibration valid. A named
+        repository's scope names the branch it resolves to, so that a call without a
+        branch and one naming the default branch share one calibration.
+
+        When the calibration cannot be measured (the embedder fails: a provider model
+        out of reach), the gate is None with the reason: the pack says "uncalibrated"
+        rather than "found"; nothing is kept, the next pack tries again."""
         model = self.embedder.model
         pairs = resolve_scope(conn, repository, branch).pairs  # the branches the pack reads
+        if repository is not None and len(pairs) == 1:
+            branch = pairs[0][1]
         scope = (model, branch, repository, work, languages)
         state = self.calibration_state(conn, pairs)
         with self._gates_lock:
@@ -218,7 +259,13 @@ class SearchService:
         if stored is not None:
             cal = C.Calibration.from_json(stored)
         else:
-            cal = self._measure(conn, languages, repository, branch, pairs, work, model)
+            try:
+                cal = self._measure(conn, languages, repository, branch, pairs, work, model, stop)
+            except C.Abandoned:
+                raise
+            except Exception as exc:  # the embedder, mostly: a provider out of reach
+                log.warning("the relevance gate could not be calibrated with %s: %s", model, exc)
+                return C.unmeasured(model, languages, exc)
             try:
                 with conn.transaction():  # a savepoint: a failed write spoils no pack
                     save_calibration(conn, scope, state, cal.to_json())
@@ -244,6 +291,7 @@ class SearchService:
         pairs: Sequence[tuple[str, str]],
         work: str | None,
         model: str,
+        stop: Callable[[], bool] | None = None,
     ) -> C.Calibration:
         log.info(
             "calibrating the relevance gate of %s@%s for %s (once per indexed state, then "
@@ -273,6 +321,7 @@ class SearchService:
             model=model,
             scope=pairs,
             languages=languages,
+            stop=stop,
         )
 
     def corpus_gate(
@@ -282,7 +331,15 @@ class SearchService:
         repository: str | None,
         branch: str | None,
         work: str | None,
-    ) -> tuple[RelevanceGate | None, str, float | None]:
+        stop: Callable[[], bool] | None = None,
+    ) -> tuple[RelevanceGate | None, str, tuple[float, float] | None]:
         """`search.context.CorpusGate` for the service's embedder."""
-        cal = self.calibration(conn, languages, repository, branch, work)
-        return cal.gate, cal.reason, cal.uncertain_from
+        cal = self.calibration(conn, languages, repository, branch, work, stop)
+        if cal.uncertain_from is None:
+            return cal.gate, cal.reason, None
+        cross = cal.uncertain_from_cross
+        return (
+            cal.gate,
+            cal.reason,
+            (cal.uncertain_from, cal.uncertain_from if cross is None else cross),
+        )

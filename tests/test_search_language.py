@@ -133,8 +133,10 @@ def test_the_gate_is_calibrated_from_the_corpus(
     for q, p in zip(plain, packs, strict=True):
         print(f"  foreign {p.relevance.score:.4f} {p.relevance.verdict:16} {q['query']}")
     assert cal.gate is not None and margins["threshold"] is not None
-    # above the whole null, below the corpus's own median
-    assert margins["null_max"] < margins["threshold"] < margins["own_median"]  # type: ignore[operator]
+    # above the whole everyday null, and "found" above every question of the book's
+    # kind that the book does not answer (its own, their chapter left out)
+    assert margins["null_max"] < margins["threshold"]  # type: ignore[operator]
+    assert margins["near_max"] is not None and margins["threshold"] >= margins["near_max"]  # type: ignore[operator]
     assert all(not p.found and p.chapters == [] for p in packs), [p.message for p in packs]
     assert all(
         p.relevance.gate == "corpus" and p.relevance.verdict == "nothing relevant" for p in packs
