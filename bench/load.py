@@ -67,11 +67,12 @@ from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: 
 from indexer.source import MemorySource  # noqa: E402
 from store import fts, migrations  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
-from store.db import _get_server, configure_connection, with_dbname  # noqa: E402
+from store.db import configure_connection, with_dbname  # noqa: E402
 from store.fts import FtsBackend  # noqa: E402
 from store.keyword import K1, B, SqlBm25  # noqa: E402
 from store.loader import COPY_COLUMNS  # noqa: E402
 from store.tree import sync_tree  # noqa: E402
+from tests.pg18_server import get_server as _get_server  # noqa: E402
 from tests.store_sidecars import EXAMPLE_DIR, example_source  # noqa: E402
 
 SECTION = "## Load and BM25 (bench/load.py)"

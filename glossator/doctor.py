@@ -21,6 +21,7 @@ from rich.table import Table
 
 from glossator.settings import Settings
 from store import commits, content, server
+from store.embedded import REBUILD_MARKER
 
 Status = Literal["ok", "warn", "fail"]
 
@@ -108,6 +109,16 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
                 )
             )
         out.append(_keyword_finding(conn))
+    if db.embedded and (db.pgdata.parent / REBUILD_MARKER).is_file():
+        out.append(
+            Finding(
+                "embedded data",
+                "warn",
+                "a data directory of another PostgreSQL version was moved aside; its rows are "
+                "not rebuilt from the sidecars yet",
+                "run `glossator db status` (or `glossator serve`) once: it rebuilds them",
+            )
+        )
     return out, db
 
 

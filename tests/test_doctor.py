@@ -7,6 +7,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from gitserver.repos import RepoStore
@@ -29,7 +30,10 @@ def _push_tree(store: RepoStore, name: str, tree: Path) -> str:
     return run_git("rev-parse", "HEAD").stdout.strip()
 
 
-def test_healthy_then_each_problem_named_with_its_fix(db_settings, database, conn, tmp_path):
+@pytest.mark.pg_backends("postgres", "pg_search")
+def test_healthy_then_each_problem_named_with_its_fix(
+    db_settings, database, conn, tmp_path, pg_server
+):
     settings = db_settings.replace(repos_dir=tmp_path / "repos", embedder="fake")
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     store.create("bastiat")
@@ -41,6 +45,9 @@ def test_healthy_then_each_problem_named_with_its_fix(db_settings, database, con
     assert findings["database"].status == "ok"
     assert findings["extension vector"].status == "ok"
     assert findings["migrations"].status == "ok"
+    keyword = findings["keyword search"]  # which engine, said plainly
+    expected = "pg_search" if pg_server.backend == "pg_search" else "sql-bm25"
+    assert (keyword.status, keyword.detail) == ("ok", expected)
     assert findings["embedder"].status == "ok"
     assert findings["jobs"].status == "warn" and "glossator serve" in findings["jobs"].fix
     # never indexed: a warning that says how the server catches up

@@ -6,6 +6,7 @@ import json
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
@@ -22,7 +23,8 @@ def write_tree(root: Path, files: dict[str, bytes]) -> Path:
     return root
 
 
-def test_load_then_status(db_url: str, tmp_path: Path) -> None:
+@pytest.mark.pg_backends("postgres", "pg_search")
+def test_load_then_status(db_url: str, pg_server, tmp_path: Path) -> None:
     tree = write_tree(tmp_path / "corpus-repo", example_files())
     env = {"GLOSSATOR_DATABASE_URL": db_url, "GLOSSATOR_DATA_DIR": str(tmp_path / "data")}
     runner = CliRunner()
@@ -64,11 +66,14 @@ def test_load_then_status(db_url: str, tmp_path: Path) -> None:
         "(external)" in out
         and f"schema:    version {version} (this Glossator knows {version})" in out
     )
-    assert "bastiat/main: 85 loaded" in out and "keyword:   sql-bm25" in out
+    # the keyword engine of the server's databases (tests/plugins/db.py)
+    keyword = "pg_search" if pg_server.backend == "pg_search" else "sql-bm25"
+    assert "bastiat/main: 85 loaded" in out and f"keyword:   {keyword}\n" in out
     assert "section_summary" in out and "fake/hash-32" in out and "HNSW index" in out
     as_json = runner.invoke(main, ["db", "status", "--json"], env=env)
     data = json.loads(as_json.output)
     assert data["server"]["kind"] == "external" and data["schema_version"] == version
+    assert data["keyword_backend"] == keyword and data["kept_data_dirs"] == []
     assert {"repository": "bastiat", "branch": "main", "loaded": 85} in data["files"]
     assert any(r["node_type"] == "section_summary" for r in data["rows"])
 

@@ -22,7 +22,8 @@ from pgvector import Vector
 
 from store import migrations
 from store.db import Database, DatabaseConfig
-from store.errors import DataDirLocked, SchemaTooNew, ServerUnsuitable
+from store.errors import DataDirLocked, SchemaTooNew
+from store.keyword import choose_backend
 
 
 def test_migrations_rerun_is_noop(conn: psycopg.Connection) -> None:
@@ -67,10 +68,21 @@ def test_an_old_text_of_a_migration_is_up_to_date_without_a_warning(
     assert "001_init.sql changed after it was applied" in caplog.text
 
 
-def test_pg_search_backend_asked_of_a_server_without_it(db_url: str, tmp_path: Path) -> None:
+@pytest.mark.pg_backends("postgres")
+def test_pg_search_backend_asked_of_a_server_without_it(
+    db_url: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The default (pg_search) on a server without it (PostgreSQL 18 here, a managed
+    service for real) starts with a warning saying what ranks keywords instead."""
     config = DatabaseConfig(tmp_path / "data", db_url, keyword_backend="pg_search")
-    with pytest.raises(ServerUnsuitable, match=r"KEYWORD_BACKEND is pg_search.*ParadeDB"):
-        Database(config).start()
+    with (
+        caplog.at_level(logging.WARNING, logger="store.db"),
+        Database(config) as db,
+        db.connect() as c,
+    ):
+        assert choose_backend(c).name == "sql-bm25"
+    [line] = [r.getMessage() for r in caplog.records if "pg_search" in r.getMessage()]
+    assert "has no pg_search extension" in line and "SQL BM25" in line and "ParadeDB" in line
 
 
 def test_newer_database_is_refused(conn: psycopg.Connection) -> None:

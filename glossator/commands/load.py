@@ -26,7 +26,7 @@ from glossator.commands.base import out_console
 from glossator.commands.common import err_console, json_option, progress_bar, report
 from glossator.settings import Settings
 from indexer.source import DirectorySource
-from store import content, migrations, server, vectors
+from store import content, embedded, migrations, server, vectors
 from store.keyword import choose_backend
 from store.tree import sync_tree
 
@@ -116,6 +116,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
             backend, caveat = chosen.name, chosen.caveat
             files = content.loaded_file_counts(conn)
     kind = "embedded" if info.embedded else "external"
+    # an embedded PostgreSQL 18 directory moved aside for 17 (store.embedded), kept
+    aside = embedded.kept_aside(info.data_dir) if info.data_dir is not None else []
     if as_json:
         keys = ("repository", "branch", "level", "node_type", "model", "rows")
         data = {
@@ -126,6 +128,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
             "code_schema_version": migrations.code_version(),
             "keyword_backend": backend,
             "keyword_caveat": caveat or None,
+            "kept_data_dirs": [str(p) for p in aside],
             "files": [{"repository": r, "branch": b, "loaded": n} for r, b, n in files],
             "rows": [dict(zip(keys, r, strict=True)) for r in rows],
             "vector_indexes": [{"model": m, "dimension": d, "name": n} for m, d, n in indexes],
@@ -136,6 +139,8 @@ def status(ctx: click.Context, as_json: bool) -> None:
     out.print(f"address:   {info.address}  database: {info.database}")
     if info.data_dir is not None:
         out.print(f"data dir:  {info.data_dir}")
+    for path in aside:
+        out.print(f"kept:      {path} (another PostgreSQL version's; delete it by hand)")
     out.print(f"schema:    version {version} (this Glossator knows {migrations.code_version()})")
     out.print(f"keyword:   {backend}" + (f" [yellow]({caveat})[/yellow]" if caveat else ""))
     for repository, branch, n in files:

