@@ -562,7 +562,13 @@ class Encoder:
     def _run(self, sess: Any, batch: list[Window]) -> np.ndarray:
         """Mean of the last hidden states over each window's own tokens."""
         lengths = np.array([len(x.ids) for x in batch], np.int32)
-        ids = np.full((len(batch), int(lengths.max())), self.weights.pad, np.int64)
+        width = int(lengths.max())
+        if self.runtime == "openvino":
+            # OpenVINO's attention takes another path for short rows (seen below 16
+            # tokens): padded to a multiple of 32, a window has the same width alone
+            # and in any batch, so its vector keeps its bytes
+            width = -(-width // QK) * QK
+        ids = np.full((len(batch), width), self.weights.pad, np.int64)
         for row, window in enumerate(batch):
             ids[row, : len(window.ids)] = window.ids
         feed = {"embeddings": self.weights.embed(ids), "lengths": lengths}
