@@ -58,7 +58,7 @@ STOP_TIMEOUT_S = 60.0
 SOCKET_PATH_MAX = 107
 REBUILD_MARKER = "postgres.rebuild"
 # The server's own settings, given on its command line at every start (restart too)
-SETTINGS = {
+OPTIONS = {
     "listen_addresses": "''",  # no TCP: the socket only
     "shared_preload_libraries": "pg_search",
 }
@@ -73,13 +73,13 @@ class EmbeddedServer:
         install: Path,
         socket_dir: Path,
         user: str | None,
-        settings: Mapping[str, str],
+        options: Mapping[str, str],
     ) -> None:
         self.pgdata = pgdata
         self.install = install
         self.socket_dir = socket_dir
         self.user = user
-        self.settings = dict(settings)
+        self.options = dict(options)  # PostgreSQL's -c options
         self.log = pgdata / "log"
         self.replaced: Path | None = None  # an old data directory moved aside, not rebuilt yet
         self.attached = False  # found running (left by a killed process), not started here
@@ -92,7 +92,7 @@ class EmbeddedServer:
         pgdata: Path,
         *,
         install: Path | None = None,
-        settings: Mapping[str, str] | None = None,
+        options: Mapping[str, str] | None = None,
         timeout: float = START_TIMEOUT_S,
     ) -> EmbeddedServer:
         """initdb when new (or after moving another major version's directory aside),
@@ -106,7 +106,7 @@ class EmbeddedServer:
         if user is not None:
             _open_to(user, install, pgdata)
         server = cls(
-            pgdata, install, _socket_dir(pgdata, user), user, {**SETTINGS, **(settings or {})}
+            pgdata, install, _socket_dir(pgdata, user), user, {**OPTIONS, **(options or {})}
         )
         marker = pgdata.parent / REBUILD_MARKER
         if replaced is not None:
@@ -131,8 +131,8 @@ class EmbeddedServer:
         )  # fmt: skip
 
     def _options(self) -> list[str]:
-        settings = {**self.settings, "unix_socket_directories": f"'{self.socket_dir}'"}
-        return ["-o", " ".join(f"-c {k}={v}" for k, v in settings.items())]
+        options = {**self.options, "unix_socket_directories": f"'{self.socket_dir}'"}
+        return ["-o", " ".join(f"-c {k}={v}" for k, v in options.items())]
 
     def _pg_ctl_start(self, timeout: float) -> None:
         self._run(

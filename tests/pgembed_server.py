@@ -39,7 +39,7 @@ class PgembedServer:
         directory = directory or Path(tempfile.mkdtemp(prefix="glossator-pgs-"))
         directory.chmod(0o755)  # its system user (as root) goes through it to the data
         try:
-            server = EmbeddedServer.start(directory / "data", settings=THROWAWAY)
+            server = EmbeddedServer.start(directory / "data", options=THROWAWAY)
         except BaseException:
             shutil.rmtree(directory, ignore_errors=True)
             raise
