@@ -18,7 +18,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,21 +35,6 @@ from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git,
 from tests.plugins.corpus import make_small_corpus
 
 TOKEN = "tok"
-
-
-@pytest.fixture
-def private_dir() -> Iterator[Path]:
-    """Outside pytest's tmp root, which a concurrent session may reset to 0700 (the
-    embedded server runs as its own user when the tests run as root)."""
-    path = Path(tempfile.mkdtemp(prefix="glossator-test-supervised-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        for pidfile in path.glob("**/postmaster.pid"):  # a failed test's server: stop it
-            with contextlib.suppress(ValueError, OSError):
-                os.kill(int(pidfile.read_text().split()[0]), signal.SIGINT)
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def embedded_settings(root: Path) -> Settings:

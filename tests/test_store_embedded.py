@@ -4,17 +4,12 @@ that came before, moved aside and its rows rebuilt from the repositories' sideca
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
-import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -31,21 +26,6 @@ from tests.pg18_server import get_server as pg18_server
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example"
-
-
-@pytest.fixture
-def private_dir() -> Iterator[Path]:
-    """Outside pytest's tmp root, which a concurrent session may reset to 0700 (the
-    embedded server runs as its own user when the tests run as root)."""
-    path = Path(tempfile.mkdtemp(prefix="glossator-test-emb-"))
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        for pidfile in path.glob("**/postmaster.pid"):  # a failed test's server: stop it
-            with contextlib.suppress(ValueError, OSError):
-                os.kill(int(pidfile.read_text().split()[0]), signal.SIGINT)
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def cli(data_dir: Path, repos_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -25,6 +25,8 @@ Fixtures:
 - `database` (function): a started `store.db.Database` on `db_url` (migrations
   already applied, so `start()` is a no-op check); `.pool` and
   `await database.open_async_pool()` work; stopped after the test.
+- `private_dir` (function): a 0755 directory outside pytest's tmp root for a test's own
+  embedded server; a failed test's postmaster is stopped, the directory removed.
 - `conn` (function): a psycopg connection to `db_url`, pgvector registered,
   autocommit off; closed after the test.
 
@@ -37,9 +39,11 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
+import signal
 import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -210,3 +214,19 @@ def conn(db_url: str) -> Iterator[psycopg.Connection]:
         yield c
     finally:
         c.close()
+
+
+@pytest.fixture
+def private_dir() -> Iterator[Path]:
+    """A directory for a test's own embedded server (data directory, repositories): outside
+    pytest's tmp root, which a concurrent session may reset to 0700 (the embedded server
+    runs as its own user when the tests run as root). A failed test's server is stopped."""
+    path = Path(tempfile.mkdtemp(prefix="glossator-test-private-"))
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        for pidfile in path.glob("**/postmaster.pid"):
+            with contextlib.suppress(ValueError, OSError):
+                os.kill(int(pidfile.read_text().split()[0]), signal.SIGINT)
+        shutil.rmtree(path, ignore_errors=True)
