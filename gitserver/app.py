@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from core.throttle import Throttle, wait_words
 from gitserver import backend
 from gitserver.auth import (
     REALM,
@@ -65,6 +66,15 @@ HealthCheck = Callable[[], Awaitable[None]]
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 
+def _throttled(wait: float) -> Response:
+    log.warning("refused a request from a throttled address: too many wrong tokens")
+    return PlainTextResponse(
+        f"too many wrong tokens from this address: try again in {wait_words(wait)}\n",
+        status_code=429,
+        headers={"Retry-After": str(int(wait) + 1)},
+    )
+
+
 def _unauthorized(access: Access) -> Response:
     what = "pushing" if access is Access.PUSH else "reading"
     return PlainTextResponse(
@@ -85,8 +95,11 @@ class GitServer:
         admin_token: str | None = None,
         hook_env: Mapping[str, str] | None = None,
         post_receive: PostReceiveHandler | None = None,
+        throttle: Throttle | None = None,
     ) -> None:
         self.store = store
+        # wrong tokens a client address (core.throttle): shared with the web reader's logins
+        self.throttle = throttle if throttle is not None else Throttle()
         self.policy = policy
         self.admin_token = admin_token
         # Environment for git http-backend and through it the hooks (database URL…).
@@ -116,7 +129,11 @@ class GitServer:
             )
         access = required_access(rest, request.query_params.get("service"))
         credentials = basic_credentials(request.headers)
+        wait = self._held(request, credentials is not None)
+        if wait:
+            return _throttled(wait)
         if not self.policy.allows(access, credentials):
+            self._failed(request, credentials is not None)
             log.info(
                 "refused %s of %s: %s",
                 access.value,
@@ -216,12 +233,26 @@ class GitServer:
     def read_refusal(self, request: Request) -> Response | None:
         """None when the read policy lets `request` in (Basic or Bearer token)."""
         credentials = read_credentials(request.headers)
+        wait = self._held(request, credentials is not None)
+        if wait:
+            return _throttled(wait)
         if self.policy.allows(Access.READ, credentials):
             return None
+        self._failed(request, credentials is not None)
         log.info(
             "refused read of %s: %s", request.url.path, "bad token" if credentials else "no token"
         )
         return _unauthorized(Access.READ)
+
+    def _held(self, request: Request, presented: bool) -> float:
+        """Seconds a request presenting credentials waits (0: none); anonymous never does."""
+        if not presented:
+            return 0.0
+        return self.throttle.retry_after(request.client.host if request.client else "unknown")
+
+    def _failed(self, request: Request, presented: bool) -> None:
+        if presented:
+            self.throttle.failed(request.client.host if request.client else "unknown")
 
     def guarded(self, endpoint: Endpoint) -> Endpoint:
         async def guarded_endpoint(request: Request) -> Response:
@@ -236,7 +267,12 @@ class GitServer:
                 {"error": "admin routes are disabled: set GLOSSATOR_ADMIN_TOKEN on the server"},
                 status_code=403,
             )
-        if not token_matches(bearer_token(request.headers), (self.admin_token,)):
+        given = bearer_token(request.headers)
+        wait = self._held(request, given is not None)
+        if wait:
+            return _throttled(wait)
+        if not token_matches(given, (self.admin_token,)):
+            self._failed(request, given is not None)
             return JSONResponse(
                 {"error": "admin token required (Authorization: Bearer <GLOSSATOR_ADMIN_TOKEN>)"},
                 status_code=401,
@@ -301,11 +337,17 @@ def create_app(
     health_checks: Sequence[HealthCheck] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     post_receive: PostReceiveHandler | None = None,
+    throttle: Throttle | None = None,
 ) -> Starlette:
     """The ASGI app. `extra_routes` come before the git routes (which match `/<name>/…`).
     `post_receive`: what a push's post-receive hook asks of the server (HOOK_CALLBACK)."""
     server = GitServer(
-        store, policy, admin_token=admin_token, hook_env=hook_env, post_receive=post_receive
+        store,
+        policy,
+        admin_token=admin_token,
+        hook_env=hook_env,
+        post_receive=post_receive,
+        throttle=throttle,
     )
 
     async def healthz(request: Request) -> Response:

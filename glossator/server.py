@@ -30,6 +30,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from core.throttle import Throttle
 from gitserver.app import create_app
 from gitserver.auth import Access, Credentials, Policy, read_credentials
 from gitserver.repos import RepoStore
@@ -75,9 +76,11 @@ def _mcp_app(settings: Settings, service: SearchService) -> Any | None:
     )
 
 
-def readers(policy: Policy) -> Readers:
-    """The web reader's read policy: clone's (gitserver.auth), with its login sessions."""
+def readers(policy: Policy, throttle: Throttle) -> Readers:
+    """The web reader's read policy: clone's (gitserver.auth), with its login sessions, and
+    the git server's throttle of wrong tokens."""
     return Readers(
+        throttle=throttle,
         open=policy.anonymous_read,
         token_ok=lambda token: policy.allows(Access.READ, Credentials("", token)),
         headers_ok=lambda headers: (
@@ -86,14 +89,16 @@ def readers(policy: Policy) -> Readers:
     )
 
 
-def web_reader(service: SearchService, db: Database, policy: Policy, problem: Any) -> WebReader:
+def web_reader(
+    service: SearchService, db: Database, policy: Policy, throttle: Throttle, problem: Any
+) -> WebReader:
     """Pages and the JSON API over the search service; the jobs from the queue."""
 
     def jobs(limit: int) -> list[dict[str, Any]]:
         with db.pool.connection(timeout=10) as conn:
             return list_jobs(conn, limit=limit)
 
-    return WebReader(service, readers(policy), jobs=jobs, problem=problem)
+    return WebReader(service, readers(policy, throttle), jobs=jobs, problem=problem)
 
 
 def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = None) -> Starlette:
@@ -111,7 +116,8 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
     service = search_service(settings, db)  # MCP and the web reader share its query cache
     mcp = _mcp_app(settings, service)
     policy = auth_policy(settings)
-    web = web_reader(service, db, policy, lambda: supervisor.problem)
+    throttle = Throttle()  # wrong tokens an address, at every door (core.throttle)
+    web = web_reader(service, db, policy, throttle, lambda: supervisor.problem)
     state: dict[str, Any] = {}
 
     async def jobs(request: Request) -> Response:
@@ -226,6 +232,7 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
         health_checks=[db_ok],
         lifespan=lifespan,
         post_receive=post_receive,
+        throttle=throttle,
     )
     state["supervisor"] = supervisor
     app.state.service = state

@@ -38,11 +38,12 @@ def store(tmp_path: Path) -> RepoStore:
     return RepoStore(tmp_path / "repos", data_dir=tmp_path / "data")
 
 
-def make_app(store: RepoStore, *, anonymous_read: bool = True):
+def make_app(store: RepoStore, *, anonymous_read: bool = True, throttle=None):
     return create_app(
         store,
         Policy(push_tokens=(TOKEN,), read_tokens=(READ,), anonymous_read=anonymous_read),
         admin_token=ADMIN,
+        throttle=throttle,
     )
 
 
@@ -355,6 +356,31 @@ def test_closed_reads_need_a_token(store: RepoStore, tmp_path: Path) -> None:
         assert anonymous.returncode != 0
         assert git("ls-remote", server.url("livre", token=READ)).returncode == 0
         assert git("ls-remote", server.url("livre", token=TOKEN)).returncode == 0
+
+
+def test_wrong_tokens_are_throttled_with_real_git(store: RepoStore, tmp_path: Path) -> None:
+    """A guesser's wrong tokens: after the throttle's allowance, 429 with Retry-After, even
+    for the right token, from that address (core.throttle); anonymous probes never count."""
+    from core.throttle import Throttle
+
+    store.create("livre")
+    throttle = Throttle(allowed=3)  # the default's 10, smaller to keep the test short
+    with ServerThread(make_app(store, anonymous_read=False, throttle=throttle)) as server:
+        for _ in range(5):  # anonymous: refused, never counted
+            assert git("ls-remote", server.url("livre"), check=False).returncode != 0
+        assert git("ls-remote", server.url("livre", token=READ)).returncode == 0
+        for n in range(3):
+            bad = git("ls-remote", server.url("livre", token=f"guess{n}"), check=False)
+            assert bad.returncode != 0 and "429" not in bad.stderr
+        held = git("ls-remote", server.url("livre", token=READ), check=False)
+        assert held.returncode != 0 and "429" in held.stderr, held.stderr
+        r = httpx.get(
+            server.url("livre") + "/info/refs",
+            params={"service": "git-upload-pack"},
+            auth=("x", READ),
+        )
+        assert r.status_code == 429 and int(r.headers["retry-after"]) > 60
+        assert "too many wrong tokens" in r.text and READ not in r.text
 
 
 def test_large_push_streams_through(store: RepoStore, tmp_path: Path) -> None:

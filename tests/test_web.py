@@ -260,3 +260,39 @@ def test_a_database_that_does_not_answer_is_one_line_and_503():
             assert api.status_code == 503 and api.json()["error"]
     finally:
         pool.close()
+
+
+def test_wrong_tokens_are_throttled_per_address(service):
+    """After FAILURES_ALLOWED wrong tokens an address gets 429 with Retry-After, in the form
+    and in an Authorization header alike, and even the right token then waits; the window
+    is a sliding one (Throttle's own clock, stepped by hand below)."""
+    from core.throttle import FAILURE_WINDOW, FAILURES_ALLOWED, Throttle
+
+    with client_for(service, open_=False, jobs=lambda n: []) as c:
+        csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/-/login").text)[1]
+        for _ in range(FAILURES_ALLOWED - 1):
+            bad = c.post("/-/login", data={"token": "wrong", "csrf": csrf, "next": "/"})
+            assert bad.status_code == 401
+        api = c.get("/api/search", params={"q": "x"}, headers={"Authorization": "Bearer nope"})
+        assert api.status_code == 401  # the last failure allowed
+        late = c.post("/-/login", data={"token": READ_TOKEN, "csrf": csrf, "next": "/"})
+        assert late.status_code == 429 and SESSION_COOKIE not in late.cookies
+        assert "Too many wrong tokens" in late.text and int(late.headers["Retry-After"]) > 60
+        api = c.get(
+            "/api/search",
+            params={"q": "chandelles"},
+            headers={"Authorization": f"Bearer {READ_TOKEN}"},
+        )
+        assert api.status_code == 429 and "Too many wrong tokens" in api.json()["error"]
+        assert "groups" not in api.text
+    # the window slides: the oldest failure leaving it frees one try
+    t = Throttle()
+    for i in range(FAILURES_ALLOWED):
+        t.failed("10.0.0.1", now=100.0 + i)
+    assert t.retry_after("10.0.0.1", now=110.0) == pytest.approx(FAILURE_WINDOW - 10.0)
+    assert t.retry_after("10.0.0.2", now=110.0) == 0.0  # another address is not held
+    assert t.retry_after("10.0.0.1", now=100.0 + FAILURE_WINDOW + 0.5) == 0.0
+    small = Throttle(kept=3)
+    for n in range(5):
+        small.failed(f"10.0.1.{n}", now=1.0)
+    assert len(small._failures) == 3  # bounded: the stalest addresses go

@@ -12,6 +12,14 @@ how tokens change, ends every session). HttpOnly (no script reads it), SameSite=
 (no other site's page sends it), Secure over HTTPS, Path=/. Logging out revokes the
 nonce for the rest of the process (a bounded set) and clears the cookie.
 
+Failed logins are throttled per client address (`core.throttle.Throttle`, shared with the
+git server by the composition root): after its `allowed` wrong tokens within its window, that address gets 429 with Retry-After
+until the oldest failure leaves the window, whether it typed the token into the form or
+sent it in an Authorization header. A right token does not lift it early (else a guesser
+holding one cheap session could keep trying); a read with a valid session or token is never
+refused by it. Behind a reverse proxy every client shares the proxy's address: the limit
+then applies to them together (documented in the README).
+
 Forms that change state (log in, log out) carry a CSRF token: the double-submit of a
 random value held in a cookie of its own and in a hidden field, compared in constant
 time, plus the Origin header, when the browser sends one, naming this server.
@@ -27,16 +35,23 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
+
+from core.throttle import Throttle
 
 SESSION_COOKIE = "glossator_session"
 CSRF_COOKIE = "glossator_csrf"
 # A working day and a night: a reader logs in once a day, a stolen laptop's cookie dies.
 SESSION_SECONDS = 12 * 3600
 REVOKED_KEPT = 10_000  # logged-out nonces remembered; beyond, the oldest (mostly expired) go
+
+
+def client_address(request: Request) -> str:
+    return request.client.host if request.client else "unknown"
 
 
 @dataclass
@@ -47,14 +62,28 @@ class Readers:
     token_ok: Callable[[str], bool]
     headers_ok: Callable[[Headers], bool]
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    throttle: Throttle = field(default_factory=Throttle)
     _revoked: OrderedDict[str, None] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def allowed(self, request: Request) -> bool:
         """Whether `request` may read: open reads, a token in its headers, or a session."""
-        if self.open or self.headers_ok(request.headers):
-            return True
-        return self.session_ok(request.cookies.get(SESSION_COOKIE))
+        return self.verdict(request) == "read"
+
+    def verdict(self, request: Request) -> Literal["read", "refused", "throttled"]:
+        """`allowed`, telling a refusal from a throttled address (module doc).
+
+        A token sent in the headers that is not one counts as a failed login."""
+        if self.open or self.session_ok(request.cookies.get(SESSION_COOKIE)):
+            return "read"
+        if "authorization" not in request.headers:
+            return "refused"
+        if self.throttle.retry_after(client_address(request)):
+            return "throttled"
+        if self.headers_ok(request.headers):
+            return "read"
+        self.throttle.failed(client_address(request))
+        return "refused"
 
     # -- sessions ----------------------------------------------------------------------
 

@@ -41,11 +41,18 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from core.errors import GlossatorError
+from core.throttle import wait_words
 from search.errors import BadQuery, UnknownFile, UnknownRepository
 from search.results import SearchResponse
 from search.service import SearchService
 from search.tools import agent_search
-from search.web.access import SESSION_COOKIE, Readers, csrf_token, remember_csrf
+from search.web.access import (
+    SESSION_COOKIE,
+    Readers,
+    client_address,
+    csrf_token,
+    remember_csrf,
+)
 from search.web.markdown import BookText
 from search.web.params import SearchArgs
 from store.errors import describe_failure
@@ -143,7 +150,12 @@ class WebBase:
 
     def answer(self, request: Request, html: bool, build: Callable[[], Response]) -> Response:
         """The one boundary (module doc)."""
-        if not self.readers.allowed(request):
+        verdict = self.readers.verdict(request)
+        if verdict == "throttled":
+            return self.throttled(
+                request, html, self.readers.throttle.retry_after(client_address(request))
+            )
+        if verdict == "refused":
             return self.refused(request, html)
         try:
             return build()
@@ -170,6 +182,17 @@ class WebBase:
             401,
         )
         response.headers["WWW-Authenticate"] = 'Basic realm="Glossator", charset="UTF-8"'
+        return response
+
+    def throttled(self, request: Request, html: bool, wait: float, **context: Any) -> Response:
+        """429: too many wrong tokens from this address lately (search.web.access.Throttle)."""
+        log.warning("refused a login from a throttled address: too many wrong tokens")
+        message = f"Too many wrong tokens from this address: try again in {wait_words(wait)}."
+        if html:
+            response = self.page(request, "login.html", 429, message=message, **context)
+        else:
+            response = self.json({"error": message}, 429)
+        response.headers["Retry-After"] = str(int(wait) + 1)
         return response
 
 

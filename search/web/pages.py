@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qs, quote
@@ -22,6 +23,8 @@ from search.web import params as Q
 from search.web.app import SECURITY_HEADERS, WebBase, safe_next
 from search.web.markdown import query_words
 from search.web.reading import chunk_link, read_url, reading_page
+
+log = logging.getLogger(__name__)
 
 HOME_JOBS = 5  # the last jobs the home page shows; /jobs shows JOBS_PAGE
 JOBS_PAGE = 50
@@ -249,9 +252,15 @@ class Pages:
                 next=target,
                 message="The form expired or came from another site: log in again.",
             )
+        address = A.client_address(request)
+        wait = self.base.readers.throttle.retry_after(address)
+        if wait:
+            return self.base.throttled(request, True, wait, next=target)
         token = form.get("token", "")
         ok = bool(token) and "\x00" not in token and len(token) <= 1000
         if not ok or not await run_in_threadpool(self.base.readers.token_ok, token):
+            self.base.readers.throttle.failed(address)
+            log.info("refused a login: wrong token")
             return self.base.page(
                 request,
                 "login.html",
