@@ -61,7 +61,7 @@ def hook_environment(settings: Settings, db: Database) -> dict[str, str]:
     }
 
 
-def _mcp_app(settings: Settings, service: SearchService) -> Any | None:
+def _mcp_app(settings: Settings, service: SearchService, throttle: Throttle) -> Any | None:
     """MCP over the search service, which embeds queries with its own embedder (the
     worker's counts stay the worker's) and owns the query cache and the engine lock."""
     if importlib.util.find_spec("search.mcp_http") is None:
@@ -73,6 +73,7 @@ def _mcp_app(settings: Settings, service: SearchService) -> Any | None:
         token=reveal(settings.mcp_token) or None,
         host=settings.host,
         log_level=settings.log_level,
+        throttle=throttle,
     )
 
 
@@ -114,9 +115,9 @@ def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = No
     supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan
     embedder = get_embedder(settings)
     service = search_service(settings, db)  # MCP and the web reader share its query cache
-    mcp = _mcp_app(settings, service)
-    policy = auth_policy(settings)
     throttle = Throttle()  # wrong tokens an address, at every door (core.throttle)
+    mcp = _mcp_app(settings, service, throttle)
+    policy = auth_policy(settings)
     web = web_reader(service, db, policy, throttle, lambda: supervisor.problem)
     state: dict[str, Any] = {}
 

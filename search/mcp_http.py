@@ -32,6 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from core.throttle import Throttle, wait_words
 from search.mcp_server import LogLevel, build_server
 from search.service import SearchService
 
@@ -43,9 +44,18 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 class McpHttpApp:
     """ASGI app: bearer-token check, then the SDK's streamable HTTP transport."""
 
-    def __init__(self, server: MCPServer, *, token: str | None, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self,
+        server: MCPServer,
+        *,
+        token: str | None,
+        host: str = "127.0.0.1",
+        throttle: Throttle | None = None,
+    ) -> None:
         self.server = server
         self._token = token.encode("utf-8") if token else None
+        # wrong tokens a client address (core.throttle), shared with git and the web reader
+        self._throttle = throttle if throttle is not None else Throttle()
         # DNS-rebinding protection (Host/Origin must be local) only makes sense when
         # listening on loopback; behind a real host name the bearer token guards.
         security = (
@@ -71,20 +81,34 @@ class McpHttpApp:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not self._authorized(scope):
-            await _unauthorized(send)
-            return
+        if scope["type"] == "http" and self._token is not None:
+            given = _bearer(scope)
+            address = (scope.get("client") or ("unknown", 0))[0]
+            wait = self._throttle.retry_after(address) if given is not None else 0.0
+            if wait:
+                log.warning("refused an MCP request from a throttled address")
+                await _refuse(
+                    send,
+                    429,
+                    f"too many wrong tokens from this address: try again in {wait_words(wait)}",
+                    [(b"retry-after", str(int(wait) + 1).encode())],
+                )
+                return
+            if given is None or not hmac.compare_digest(given, self._token):
+                if given is not None:
+                    self._throttle.failed(address)
+                await _unauthorized(send)
+                return
         await self._inner(scope, receive, send)
 
-    def _authorized(self, scope: Scope) -> bool:
-        if self._token is None:
-            return True
-        for name, value in scope.get("headers", []):
-            if name == b"authorization":
-                scheme, _, given = value.partition(b" ")
-                if scheme.lower() == b"bearer":
-                    return hmac.compare_digest(given.strip(), self._token)
-        return False
+
+def _bearer(scope: Scope) -> bytes | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            scheme, _, given = value.partition(b" ")
+            if scheme.lower() == b"bearer":
+                return given.strip()
+    return None
 
 
 class _Unslashed:
@@ -102,20 +126,32 @@ class _Unslashed:
 
 
 async def _unauthorized(send: Send) -> None:
-    body = json.dumps(
-        {
-            "error": "unauthorized",
-            "message": "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp",
-        }
-    ).encode()
+    await _refuse(
+        send,
+        401,
+        "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp",
+        [(b"www-authenticate", b'Bearer realm="glossator-mcp"')],
+        error="unauthorized",
+    )
+
+
+async def _refuse(
+    send: Send,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]],
+    *,
+    error: str = "too many wrong tokens",
+) -> None:
+    body = json.dumps({"error": error, "message": message}).encode()
     await send(
         {
             "type": "http.response.start",
-            "status": 401,
+            "status": status,
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
-                (b"www-authenticate", b'Bearer realm="glossator-mcp"'),
+                *headers,
             ],
         }
     )
@@ -128,6 +164,9 @@ def mcp_http_app(
     token: str | None,
     host: str = "127.0.0.1",
     log_level: LogLevel = "INFO",
+    throttle: Throttle | None = None,
 ) -> McpHttpApp:
     """The `/mcp/` app over a search service; `token` None: no bearer token asked."""
-    return McpHttpApp(build_server(service, log_level=log_level), token=token, host=host)
+    return McpHttpApp(
+        build_server(service, log_level=log_level), token=token, host=host, throttle=throttle
+    )

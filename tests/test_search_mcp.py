@@ -342,6 +342,29 @@ def test_http_refuses_a_missing_or_wrong_token(http_server):
         assert "GLOSSATOR_MCP_TOKEN" in r.json()["message"]
 
 
+def test_http_throttles_wrong_tokens(search_settings, search_pool):
+    """After the throttle's allowance of wrong bearer tokens, 429 with Retry-After, even for
+    the right token, from that address (core.throttle); no token at all never counts."""
+    from core.throttle import Throttle
+
+    service = search_service(search_settings, search_pool, embedder=None, reranker=None)
+    mcp = mcp_http_app(service, token="s3cret-token", throttle=Throttle(allowed=2))
+    host_app = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan())
+    body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+    with ServerThread(host_app, lifespan="on") as server:
+        url = f"{server.base}/mcp/"
+        for _ in range(3):
+            assert httpx.post(url, json=body, timeout=10).status_code == 401
+        for n in range(2):
+            bad = httpx.post(url, json=body, headers={"Authorization": f"Bearer g{n}"}, timeout=10)
+            assert bad.status_code == 401
+        held = httpx.post(
+            url, json=body, headers={"Authorization": "Bearer s3cret-token"}, timeout=10
+        )
+        assert held.status_code == 429 and int(held.headers["retry-after"]) > 60
+        assert "too many wrong tokens" in held.json()["message"]
+
+
 async def test_http_client_with_the_token(http_server):
     http = httpx2.AsyncClient(headers={"Authorization": "Bearer s3cret-token"}, timeout=60)
     async with http, Client(streamable_http_client(http_server, http_client=http)) as client:
