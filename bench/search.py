@@ -389,7 +389,7 @@ def planner_choices(conn, queries_vec, model: str, dim: int) -> list[tuple[str, 
     rows) for three scopes at the large size: the whole branch (the HNSW index by
     `search.retrieval.index_always`), the large repository, and the small one among
     the large (the planner's choice; an exact scan through the filter index is right)."""
-    from search.retrieval import VECTOR_SETTINGS, Filters, ef_search, index_always, vector
+    from search.retrieval import Filters, ef_search, index_always, vector
 
     out = []
     qs = [np.asarray(q, dtype=np.float32) for q in queries_vec[:20]]  # exact scans are slow
@@ -402,7 +402,8 @@ def planner_choices(conn, queries_vec, model: str, dim: int) -> list[tuple[str, 
         knn = store_vectors.nearest_sql(model, dim, where=where)
         with conn.transaction(force_rollback=True):
             conn.execute(
-                VECTOR_SETTINGS, (str(ef_search(50)), "off" if index_always(flt) else "on")
+                store_vectors.VECTOR_SETTINGS,
+                (str(ef_search(50)), "off" if index_always(flt) else "on"),
             )
             plan = "\n".join(
                 r[0]

@@ -15,13 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import psycopg
-from pgvector import HalfVector
 from psycopg import sql
 
 from core.vocabulary import DEFAULT_BRANCH
 from search import language as L
+from store import catalogue as store_catalogue
 from store import keyword as store_keyword
 from store import vectors as store_vectors
 
@@ -135,31 +134,14 @@ def keyword_split(
     # the backend and the repositories searched with their languages: one query, in a
     # pipeline so that the BEGIN opening a search's transaction goes with it
     scope = dict(filters.scope) if filters.scope is not None else None
-    with conn.pipeline():
-        if scope is not None:  # the (repository, branch) pairs of search.scope
-            cur = conn.execute(
-                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
-                " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
-                " FROM bm25_corpus WHERE (repository, branch) IN"
-                " (SELECT * FROM unnest(%s::text[], %s::text[]))"
-                " GROUP BY repository ORDER BY repository)",
-                (list(scope), list(scope.values())),
-            )
-        else:
-            cur = conn.execute(
-                f"SELECT {store_keyword.BACKEND_COLUMNS}, ARRAY(SELECT repository || ' ' ||"
-                " string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
-                " FROM bm25_corpus WHERE branch = %s"
-                " AND (%s::text IS NULL OR repository = %s::text)"
-                " GROUP BY repository ORDER BY repository)",
-                (filters.branch, filters.repository, filters.repository),
-            )
-    row = cur.fetchone()
-    languages = dict(entry.split(" ", 1) for entry in (row[2] if row else []))
-    backend = store_keyword.backend_for(bool(row and row[0]), bool(row and row[1]))
+    catalogue = store_catalogue.corpus_languages(
+        conn, scope=scope, branch=filters.branch, repository=filters.repository
+    )
+    languages = catalogue.languages
+    backend = store_keyword.backend_for(catalogue.pg_search, catalogue.text_search)
     away = L.foreign(
         query_lang,
-        {r: [L.config_language(c) for c in cfgs.split(",")] for r, cfgs in languages.items()},
+        {r: [L.config_language(c) for c in cfgs] for r, cfgs in languages.items()},
     )
     # a foreign repository is searched for the question's content words: the stop
     # words of the question's own language would be taken for words of the book's
@@ -174,7 +156,7 @@ def keyword_split(
         for repository in languages
     ]
     rankings = backend.search_many(conn, requests, filters=filters.as_store_filters(), k=depth)
-    groups: dict[tuple[bool, str], list[tuple[int, float]]] = {}
+    groups: dict[tuple[bool, tuple[str, ...]], list[tuple[int, float]]] = {}
     for (repository, language), found in zip(languages.items(), rankings, strict=True):
         groups.setdefault((repository in away, language), []).extend(found)
     out: tuple[list[tuple[int, float]], list[tuple[int, float]]] = ([], [])
@@ -190,31 +172,9 @@ def keyword_split(
     return KeywordRankings(out[0], out[1], away, content)
 
 
-# Settings of the vector query, local to it. Without filters narrower than the branch
-# (the MCP tools' default), the query is planned with sorts priced out, so the model's
-# HNSW index (the one path that returns rows in distance order) is used at any size.
-# PostgreSQL's estimate of the alternative, an exact scan, leaves out detoasting every
-# row's vector (3 TOAST pages each): on the example's 1,985 rows it prices that scan
-# below the index although it takes 6 ms against the index's ~2.4 ms (recall@10 0.99
-# against the exact scan, bench/RESULTS.md "Latency"). With a repository, work, level
-# or node type filter the planner keeps the choice: it knows how few rows the filter
-# keeps, and for a small repository among large ones the exact scan through the filter
-# index is the right plan.
-VECTOR_SETTINGS = (
-    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
-    " set_config('hnsw.ef_search', %s, true), set_config('enable_sort', %s, true)"
-)
-# enable_sort as it was, kept for the transaction's later statements
-SAVE_ENABLE_SORT = (
-    "SELECT set_config('glossator.enable_sort', current_setting('enable_sort'), true)"
-)
-RESTORE_ENABLE_SORT = (
-    "SELECT set_config('enable_sort', current_setting('glossator.enable_sort'), true)"
-)
-
-
 def index_always(filters: Filters) -> bool:
-    """True when the vector query's scope is the whole branch: the HNSW index is the plan."""
+    """True when the vector query's scope is the whole branch: the HNSW index is the plan
+    (the query is planned with sorts priced out: store.vectors.VECTOR_SETTINGS says why)."""
     return (
         filters.repository is None
         and filters.work is None
@@ -250,21 +210,16 @@ def vector(
     if len(query_vector) != dimension:
         raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")
     where, params = filters.where()
-    q: Any = np.asarray(query_vector, dtype=np.float32)
-    if dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
-        q = HalfVector(q)  # the index casts to halfvec(N) above 2,000 dimensions
-    params.update(q=q, k=depth)
-    # One round trip: the settings, the query and the restoring of enable_sort go in one
-    # pipeline. Not a savepoint rolled back: psycopg forgets its prepared statements on
-    # any ROLLBACK, and every statement of every search would be planned again (+1-2 ms).
-    # The hnsw.* settings last to the end of the transaction (only HNSW scans read them).
-    with conn.pipeline(), conn.transaction():
-        conn.execute(SAVE_ENABLE_SORT)
-        conn.execute(
-            VECTOR_SETTINGS, (str(ef_search(depth)), "off" if index_always(filters) else "on")
-        )
-        cur = conn.execute(store_vectors.nearest_sql(model, dimension, where=where), params)
-        conn.execute(RESTORE_ENABLE_SORT)
-    found = cur.fetchall()
+    found = store_vectors.nearest(
+        conn,
+        model,
+        dimension,
+        query_vector,
+        where=where,
+        params=params,
+        k=depth,
+        ef_search=ef_search(depth),
+        sorts=not index_always(filters),
+    )
     found.sort(key=lambda r: r[1])
-    return [(int(i), 1.0 - float(d)) for i, d in found]
+    return [(i, 1.0 - d) for i, d in found]

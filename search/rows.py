@@ -1,7 +1,7 @@
-"""Reading rows of `hierarchical_content_nodes` into the result types.
+"""The indexed rows as search reads them (`Row`), and the result types made of them.
 
-Everything here is a parameterised SELECT; nothing writes. `connection()`
-accepts what callers have at hand (a connection, a pool, or a started
+The statements are store.nodes' (read through `class_row(Row)`); nothing writes.
+`connection()` accepts what callers have at hand (a connection, a pool, or a started
 `store.db.Database`) so the typed functions take one `conn_or_pool` argument.
 """
 
@@ -20,20 +20,14 @@ from psycopg_pool import ConnectionPool
 from indexer.corpus import folder_order
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Citation, Node
+from store import nodes as store_nodes
 
 ConnOrPool = Any  # psycopg.Connection | ConnectionPool | store.db.Database
-
-COLUMNS = (
-    "id, repository, branch, level, node_type, source_file, parent_source_file, chunk_index, "
-    "heading_path, content, content_token_count, work, line_start, line_end, "
-    "embedding_model IS NOT NULL AS vectorized"
-)
-TABLE = "hierarchical_content_nodes"
 
 
 @dataclass(frozen=True, slots=True)
 class Row:
-    """One row of the table as search reads it (the columns of `COLUMNS`)."""
+    """One row of the table as search reads it (the columns of store.nodes.COLUMNS)."""
 
     id: int
     repository: str
@@ -74,25 +68,15 @@ def connection(conn_or_pool: ConnOrPool) -> Iterator[psycopg.Connection]:
         yield conn
 
 
-def select(
-    conn: psycopg.Connection,
-    where: str,
-    params: Sequence[Any] | Mapping[str, Any],
-    order: str = "",
-) -> list[Row]:
-    """Rows matching a WHERE clause built by this package from constants (values are parameters)."""
-    sql = f"SELECT {COLUMNS} FROM {TABLE} WHERE {where}"
-    if order:
-        sql += f" ORDER BY {order}"
-    with conn.cursor(row_factory=class_row(Row)) as cur:
-        return cur.execute(sql.encode(), params).fetchall()
+_ROW = class_row(Row)  # store.nodes.COLUMNS, read as Row
 
 
 def by_ids(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, Row]:
+    """The rows of `ids` that exist, by id (no query for none)."""
     ids = list(ids)
     if not ids:
         return {}
-    return {r.id: r for r in select(conn, "id = ANY(%s)", (ids,))}
+    return {r.id: r for r in store_nodes.rows_by_id(conn, ids, _ROW)}
 
 
 Branches = str | Mapping[str, str]  # one branch for every repository, or each one's
@@ -188,19 +172,10 @@ def resolve_work(
     names them in the message (search.scope.Scope.described). Asked only when a search found nothing, so a page of hits
     pays no extra query."""
     check_text("work", work)
-    pairs = PAIRS
-    params = {**pairs_params(scope), "work": spellings(work)}
-    found = conn.execute(
-        f"SELECT work FROM {TABLE} WHERE {pairs} AND work = ANY(%(work)s) LIMIT 1", params
-    ).fetchone()
-    if found:
-        return str(found[0])
-    works = [
-        r[0]
-        for r in conn.execute(
-            f"SELECT DISTINCT work FROM {TABLE} WHERE {pairs} ORDER BY 1 LIMIT 20", params
-        )
-    ]
+    found = store_nodes.stored_work(conn, scope, spellings(work))
+    if found is not None:
+        return found
+    works = store_nodes.works(conn, scope)
     repositories = sorted({r for r, _ in scope})
     known = f"; indexed works: {', '.join(works)}" if works else ""
     raise UnknownFile(
@@ -209,16 +184,6 @@ def resolve_work(
         + known
         + " (works are the folder names under corpus/; outline lists them)"
     )
-
-
-PAIRS = (
-    "(repository, branch) IN (SELECT * FROM unnest(%(repositories)s::text[],"
-    " %(branches)s::text[]))"
-)  # the (repository, branch) pairs a request reads (search.scope), as named parameters
-
-
-def pairs_params(scope: Sequence[tuple[str, str]]) -> dict[str, Any]:
-    return {"repositories": [r for r, _ in scope], "branches": [b for _, b in scope]}
 
 
 def file_rows(
@@ -235,17 +200,15 @@ def file_rows(
         raise UnknownFile(
             "source_file must be a repository-relative path such as corpus/…/source.md"
         )
-    params = pairs_params(scope)
-    where = f"source_file = %(file)s AND {PAIRS}"
-    rows = select(conn, where, {**params, "file": source_file}, "repository, chunk_index")
-    if not rows and (stored := _stored_spelling(conn, source_file, params)):
+    rows = store_nodes.scoped_file_rows(conn, scope, source_file, _ROW)
+    if not rows and (stored := _stored_spelling(conn, source_file, scope)):
         # the same path in another Unicode normalization (a folder pushed in NFD, asked in NFC)
-        rows = select(conn, where, {**params, "file": stored}, "repository, chunk_index")
-    if not rows and (full := _unique_suffix(conn, source_file, params)):
+        rows = store_nodes.scoped_file_rows(conn, scope, stored, _ROW)
+    if not rows and (full := _unique_suffix(conn, source_file, scope)):
         # a path relative to the folder a search page's group header names
-        rows = select(conn, where, {**params, "file": full}, "repository, chunk_index")
+        rows = store_nodes.scoped_file_rows(conn, scope, full, _ROW)
     if not rows:
-        raise UnknownFile(_unknown_file_message(conn, source_file, params, read))
+        raise UnknownFile(_unknown_file_message(conn, source_file, scope, read))
     repos = sorted({r.repository for r in rows})
     if len(repos) > 1:
         raise UnknownFile(
@@ -269,7 +232,7 @@ def spellings(text: str) -> list[str]:
 
 
 def _stored_spelling(
-    conn: psycopg.Connection, source_file: str, params: dict[str, Any]
+    conn: psycopg.Connection, source_file: str, scope: Sequence[tuple[str, str]]
 ) -> str | None:
     """The path as stored when it differs from `source_file` only by Unicode normalization.
 
@@ -277,61 +240,34 @@ def _stored_spelling(
     path mixing both (one folder NFD, another NFC), PostgreSQL's normalize() over the
     files read: a scan, paid only when the file was not found otherwise."""
     others = spellings(source_file)[1:]
-    if others:
-        found = conn.execute(
-            f"SELECT source_file FROM {TABLE} WHERE {PAIRS} AND source_file = ANY(%(others)s)"
-            " LIMIT 1",
-            {**params, "others": others},
-        ).fetchone()
-        if found:
-            return str(found[0])
+    if others and (found := store_nodes.stored_path(conn, scope, others)) is not None:
+        return found
     if source_file.isascii():
         return None  # an ASCII path has one spelling in every form
-    found = conn.execute(
-        f"SELECT source_file FROM {TABLE} WHERE {PAIRS}"
-        " AND normalize(source_file, NFC) = %(nfc)s LIMIT 1",
-        {**params, "nfc": normalize("NFC", source_file)},
-    ).fetchone()
-    return str(found[0]) if found else None
+    return store_nodes.normalized_path(conn, scope, normalize("NFC", source_file))
 
 
 def _unique_suffix(
-    conn: psycopg.Connection, source_file: str, params: dict[str, Any]
+    conn: psycopg.Connection, source_file: str, scope: Sequence[tuple[str, str]]
 ) -> str | None:
-    """The one indexed file whose path ends with `/source_file`, if exactly one does."""
+    """The one indexed file whose path ends with `/source_file` (in either Unicode
+    normalization), if exactly one does."""
     tail = source_file.strip().lstrip("/")
     if not tail or tail.startswith("corpus/"):
         return None
-    found = _files_ending(conn, "/" + tail, params, limit=2)
+    found = store_nodes.paths_ending(conn, scope, spellings("/" + tail), limit=2)
     return found[0] if len(found) == 1 else None
 
 
-def _files_ending(
-    conn: psycopg.Connection, tail: str, params: dict[str, Any], limit: int
-) -> list[str]:
-    """Up to `limit` indexed files whose path ends with `tail` in either Unicode
-    normalization (LIKE's wildcards escaped)."""
-    patterns = [
-        "%" + t.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_")
-        for t in spellings(tail)
-    ]
-    rows = conn.execute(
-        f"SELECT DISTINCT source_file FROM {TABLE} WHERE source_file LIKE ANY(%(patterns)s)"
-        f" AND {PAIRS} ORDER BY 1 LIMIT %(limit)s",
-        {**params, "patterns": patterns, "limit": limit},
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
 def _unknown_file_message(
-    conn: psycopg.Connection, source_file: str, params: dict[str, Any], read: str
+    conn: psycopg.Connection, source_file: str, scope: Sequence[tuple[str, str]], read: str
 ) -> str:
-    repositories = sorted(set(params["repositories"]))
+    repositories = sorted({r for r, _ in scope})
     where = f" in repository {repositories[0]!r}" if len(repositories) == 1 else ""
     message = f"{source_file} is not indexed{where} on {read}"
     # suggest files that end like the one asked for (a path given without its prefix)
     tail = "/".join(source_file.strip("/").split("/")[-2:])
-    close = _files_ending(conn, tail, params, limit=3)
+    close = store_nodes.paths_ending(conn, scope, spellings(tail), limit=3)
     if close:
         message += "; did you mean " + " or ".join(close) + "?"
     else:

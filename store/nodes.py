@@ -1,11 +1,21 @@
-"""Reading the indexed rows by file, parent and chunk (`hierarchical_content_nodes`,
-migration 001), for search.nodes (get_node, get_parent, get_children, outline).
+"""Reading the indexed rows by id, file, parent and chunk (`hierarchical_content_nodes`,
+migration 001), for search.rows and search.nodes (get_node, get_parent, get_children,
+outline).
 
+    rows_by_id(conn, [17, 42], row)                                   # a ranking's rows
     file_rows(conn, "livre", "main", "corpus/w/01/source.md", row)    # one file, in order
     children_rows(conn, [("livre", "main", "corpus/w/summary.md")], row)
     files_rows(conn, [("livre", "main", "corpus/w/01/source.md")], row)
     chunk_rows(conn, [("livre", "main", "corpus/w/01/source.md", 3)], row)
     outline_files(conn, [("livre", "main")], works=None)              # one dict per file
+
+and, among the (repository, branch) `pairs` a request reads (search.scope):
+
+    scoped_file_rows(conn, pairs, "corpus/w/01/source.md", row)  # by repository, chunk
+    stored_path(conn, pairs, ["corpus/é/…", "corpus/é/…"])       # the spelling stored
+    normalized_path(conn, pairs, "corpus/é/…")                   # the same, scanning (NFC)
+    paths_ending(conn, pairs, ["/01/source.md"], limit=3)        # suffix matches
+    stored_work(conn, pairs, ["Œuvre"]), works(conn, pairs)      # a work as stored, all
 
 `row` is the caller's psycopg row factory over `COLUMNS` (search.rows.Row through
 `class_row`): search owns its result types, store its statements. Nothing here writes.
@@ -37,6 +47,11 @@ def _select(
         query += f" ORDER BY {order}"
     with conn.cursor(row_factory=row) as cur:
         return cur.execute(query.encode(), params).fetchall()
+
+
+def rows_by_id(conn: psycopg.Connection, ids: Sequence[int], row: RowFactory[T]) -> list[T]:
+    """The rows of `ids` that exist, in no order."""
+    return _select(conn, row, "id = ANY(%s)", (list(ids),))
 
 
 def file_rows(
@@ -124,3 +139,97 @@ GROUP BY repository, source_file, parent_source_file, level, node_type, work, he
 """
     with conn.cursor(row_factory=dict_row) as cur:
         return cur.execute(query.encode(), params).fetchall()
+
+
+# the (repository, branch) pairs a request reads (search.scope), as named parameters
+_PAIRS = (
+    "(repository, branch) IN (SELECT * FROM unnest(%(repositories)s::text[], %(branches)s::text[]))"
+)
+
+
+def _pairs(pairs: Sequence[tuple[str, str]]) -> dict[str, Any]:
+    return {"repositories": [r for r, _ in pairs], "branches": [b for _, b in pairs]}
+
+
+def scoped_file_rows(
+    conn: psycopg.Connection,
+    pairs: Sequence[tuple[str, str]],
+    source_file: str,
+    row: RowFactory[T],
+) -> list[T]:
+    """Every row of `source_file` in the (repository, branch) `pairs`, by repository and
+    chunk (one path may be indexed in several repositories)."""
+    return _select(
+        conn,
+        row,
+        f"source_file = %(file)s AND {_PAIRS}",
+        {**_pairs(pairs), "file": source_file},
+        "repository, chunk_index",
+    )
+
+
+def stored_path(
+    conn: psycopg.Connection, pairs: Sequence[tuple[str, str]], spellings: Sequence[str]
+) -> str | None:
+    """The first of `spellings` (one path's Unicode normalizations) stored in `pairs`
+    (the index on source_file answers), else None."""
+    found = conn.execute(
+        f"SELECT source_file FROM hierarchical_content_nodes WHERE {_PAIRS}"
+        " AND source_file = ANY(%(others)s) LIMIT 1",
+        {**_pairs(pairs), "others": list(spellings)},
+    ).fetchone()
+    return str(found[0]) if found else None
+
+
+def normalized_path(
+    conn: psycopg.Connection, pairs: Sequence[tuple[str, str]], nfc: str
+) -> str | None:
+    """A path stored in `pairs` whose NFC form is `nfc` (PostgreSQL's normalize(): a
+    path mixing NFC and NFD folders), else None. A scan of the pairs' rows."""
+    found = conn.execute(
+        f"SELECT source_file FROM hierarchical_content_nodes WHERE {_PAIRS}"
+        " AND normalize(source_file, NFC) = %(nfc)s LIMIT 1",
+        {**_pairs(pairs), "nfc": nfc},
+    ).fetchone()
+    return str(found[0]) if found else None
+
+
+def paths_ending(
+    conn: psycopg.Connection, pairs: Sequence[tuple[str, str]], tails: Sequence[str], limit: int
+) -> list[str]:
+    """Up to `limit` paths stored in `pairs` that end with one of `tails` (taken
+    literally: LIKE's wildcards escaped), in order."""
+    patterns = [
+        "%" + t.replace("\\", "\\\\").replace("%", r"\%").replace("_", r"\_") for t in tails
+    ]
+    rows = conn.execute(
+        "SELECT DISTINCT source_file FROM hierarchical_content_nodes"
+        f" WHERE source_file LIKE ANY(%(patterns)s) AND {_PAIRS} ORDER BY 1 LIMIT %(limit)s",
+        {**_pairs(pairs), "patterns": patterns, "limit": limit},
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def stored_work(
+    conn: psycopg.Connection, pairs: Sequence[tuple[str, str]], spellings: Sequence[str]
+) -> str | None:
+    """The first of `spellings` (one work's Unicode normalizations) that a row of `pairs`
+    belongs to, else None."""
+    found = conn.execute(
+        f"SELECT work FROM hierarchical_content_nodes WHERE {_PAIRS}"
+        " AND work = ANY(%(work)s) LIMIT 1",
+        {**_pairs(pairs), "work": list(spellings)},
+    ).fetchone()
+    return str(found[0]) if found else None
+
+
+def works(conn: psycopg.Connection, pairs: Sequence[tuple[str, str]]) -> list[str]:
+    """The first 20 works (by name) that rows of `pairs` belong to (an error message's)."""
+    return [
+        r[0]
+        for r in conn.execute(
+            f"SELECT DISTINCT work FROM hierarchical_content_nodes WHERE {_PAIRS}"
+            " ORDER BY 1 LIMIT 20",
+            _pairs(pairs),
+        )
+    ]

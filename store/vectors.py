@@ -153,6 +153,64 @@ def nearest_sql(model: str, dimension: int, *, where: sql.Composable | None = No
     ).format(expr=expr, cond=cond)
 
 
+# Settings of the vector query (`nearest`), local to it. Without filters narrower than the
+# branch (the MCP tools' default, search.retrieval.index_always), the query is planned
+# with sorts priced out, so the model's HNSW index (the one path that returns rows in
+# distance order) is used at any size.
+# PostgreSQL's estimate of the alternative, an exact scan, leaves out detoasting every
+# row's vector (3 TOAST pages each): on the example's 1,985 rows it prices that scan
+# below the index although it takes 6 ms against the index's ~2.4 ms (recall@10 0.99
+# against the exact scan, bench/RESULTS.md "Latency"). With a repository, work, level
+# or node type filter the planner keeps the choice: it knows how few rows the filter
+# keeps, and for a small repository among large ones the exact scan through the filter
+# index is the right plan. Parameters: ef_search, enable_sort ('off' or 'on').
+VECTOR_SETTINGS = (
+    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+    " set_config('hnsw.ef_search', %s, true), set_config('enable_sort', %s, true)"
+)
+# enable_sort as it was, kept for the transaction's later statements
+SAVE_ENABLE_SORT = (
+    "SELECT set_config('glossator.enable_sort', current_setting('enable_sort'), true)"
+)
+RESTORE_ENABLE_SORT = (
+    "SELECT set_config('enable_sort', current_setting('glossator.enable_sort'), true)"
+)
+
+
+def nearest(
+    conn: psycopg.Connection,
+    model: str,
+    dimension: int,
+    query_vector: Any,
+    *,
+    where: sql.Composable,
+    params: dict[str, Any],
+    k: int,
+    ef_search: int,
+    sorts: bool,
+) -> list[tuple[int, float]]:
+    """(id, cosine distance) of the `k` rows of `model` nearest `query_vector` among those
+    `where` keeps (its named `params`), as the index scan returns them: relaxed order
+    (pgvector 0.8 `hnsw.iterative_scan`: it goes on until `k` rows pass the filters), so
+    the caller sorts. `ef_search`: the HNSW candidate list; `sorts` False plans the query
+    with sorts priced out (`VECTOR_SETTINGS`), True leaves the plan to the planner.
+
+    One round trip: the settings, the query and the restoring of enable_sort go in one
+    pipeline. Not a savepoint rolled back: psycopg forgets its prepared statements on
+    any ROLLBACK, and every statement of every search would be planned again (+1-2 ms).
+    The hnsw.* settings last to the end of the transaction (only HNSW scans read them).
+    """
+    q: Any = np.asarray(query_vector, dtype=np.float32)
+    if dimension > HNSW_VECTOR_MAX_DIMS:
+        q = HalfVector(q)  # the index casts to halfvec(N) above 2,000 dimensions
+    with conn.pipeline(), conn.transaction():
+        conn.execute(SAVE_ENABLE_SORT)
+        conn.execute(VECTOR_SETTINGS, (str(ef_search), "on" if sorts else "off"))
+        cur = conn.execute(nearest_sql(model, dimension, where=where), {**params, "q": q, "k": k})
+        conn.execute(RESTORE_ENABLE_SORT)
+    return [(int(i), float(d)) for i, d in cur.fetchall()]
+
+
 def chapter_distances(
     conn: psycopg.Connection,
     model: str,

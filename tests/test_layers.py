@@ -158,10 +158,6 @@ PROCRASTINATE_ADAPTER = "store/jobqueue.py"
 SQL_DEBTS: dict[str, str] = {
     "search/relevance.py": "pgsretire (issue 24.4): the gate's document frequencies "
     "read the term tables; they move to store/ with the bm25 index",
-    "search/retrieval.py": "pgsretire (issue 24.4) and pgsrank: the catalogue read "
-    "from bm25_corpus and the vector query's planner settings move to store/",
-    "search/rows.py": "pgsretire (issue 24.4): the row reader (select, by_ids, "
-    "file_rows and the path lookups) moves to store/nodes.py beside search.nodes' reads",
 }
 
 _STATEMENT = re.compile(r"\b(SELECT|INSERT INTO|DELETE FROM)\b|\bUPDATE \w+ SET\b")
