@@ -11,6 +11,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Failed logins: 10 in 15 minutes a client address. Not measured on anything: a person
@@ -56,6 +57,12 @@ class Throttle:
             self._failures.move_to_end(address)
             while len(self._failures) > self.kept:
                 self._failures.popitem(last=False)
+
+
+def client_host(client: Sequence[object] | None) -> str:
+    """The address a throttle counts: an ASGI scope's `client` (host, port), or a
+    Starlette `request.client`; "unknown" when the server gives none."""
+    return str(client[0]) if client else "unknown"
 
 
 def wait_words(seconds: float) -> str:

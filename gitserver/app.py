@@ -29,7 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from core.throttle import Throttle, wait_words
+from core.throttle import Throttle, client_host, wait_words
 from gitserver import backend
 from gitserver.auth import (
     REALM,
@@ -248,11 +248,11 @@ class GitServer:
         """Seconds a request presenting credentials waits (0: none); anonymous never does."""
         if not presented:
             return 0.0
-        return self.throttle.retry_after(request.client.host if request.client else "unknown")
+        return self.throttle.retry_after(client_host(request.client))
 
     def _failed(self, request: Request, presented: bool) -> None:
         if presented:
-            self.throttle.failed(request.client.host if request.client else "unknown")
+            self.throttle.failed(client_host(request.client))
 
     def guarded(self, endpoint: Endpoint) -> Endpoint:
         async def guarded_endpoint(request: Request) -> Response:

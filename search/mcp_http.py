@@ -32,7 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from core.throttle import Throttle, wait_words
+from core.throttle import Throttle, client_host, wait_words
 from search.mcp_server import LogLevel, build_server
 from search.service import SearchService
 
@@ -83,7 +83,7 @@ class McpHttpApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and self._token is not None:
             given = _bearer(scope)
-            address = (scope.get("client") or ("unknown", 0))[0]
+            address = client_host(scope.get("client"))
             wait = self._throttle.retry_after(address) if given is not None else 0.0
             if wait:
                 log.warning("refused an MCP request from a throttled address")

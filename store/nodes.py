@@ -168,17 +168,29 @@ def scoped_file_rows(
     )
 
 
+def _first(
+    conn: psycopg.Connection,
+    pairs: Sequence[tuple[str, str]],
+    column: str,
+    condition: str,
+    params: dict[str, Any],
+) -> str | None:
+    """`column` of the first row of `pairs` meeting `condition`, else None."""
+    found = conn.execute(
+        f"SELECT {column} FROM hierarchical_content_nodes WHERE {_PAIRS} AND {condition} LIMIT 1",
+        {**_pairs(pairs), **params},
+    ).fetchone()
+    return str(found[0]) if found else None
+
+
 def stored_path(
     conn: psycopg.Connection, pairs: Sequence[tuple[str, str]], spellings: Sequence[str]
 ) -> str | None:
     """The first of `spellings` (one path's Unicode normalizations) stored in `pairs`
     (the index on source_file answers), else None."""
-    found = conn.execute(
-        f"SELECT source_file FROM hierarchical_content_nodes WHERE {_PAIRS}"
-        " AND source_file = ANY(%(others)s) LIMIT 1",
-        {**_pairs(pairs), "others": list(spellings)},
-    ).fetchone()
-    return str(found[0]) if found else None
+    return _first(
+        conn, pairs, "source_file", "source_file = ANY(%(others)s)", {"others": list(spellings)}
+    )
 
 
 def normalized_path(
@@ -186,12 +198,7 @@ def normalized_path(
 ) -> str | None:
     """A path stored in `pairs` whose NFC form is `nfc` (PostgreSQL's normalize(): a
     path mixing NFC and NFD folders), else None. A scan of the pairs' rows."""
-    found = conn.execute(
-        f"SELECT source_file FROM hierarchical_content_nodes WHERE {_PAIRS}"
-        " AND normalize(source_file, NFC) = %(nfc)s LIMIT 1",
-        {**_pairs(pairs), "nfc": nfc},
-    ).fetchone()
-    return str(found[0]) if found else None
+    return _first(conn, pairs, "source_file", "normalize(source_file, NFC) = %(nfc)s", {"nfc": nfc})
 
 
 def paths_ending(
@@ -215,12 +222,7 @@ def stored_work(
 ) -> str | None:
     """The first of `spellings` (one work's Unicode normalizations) that a row of `pairs`
     belongs to, else None."""
-    found = conn.execute(
-        f"SELECT work FROM hierarchical_content_nodes WHERE {_PAIRS}"
-        " AND work = ANY(%(work)s) LIMIT 1",
-        {**_pairs(pairs), "work": list(spellings)},
-    ).fetchone()
-    return str(found[0]) if found else None
+    return _first(conn, pairs, "work", "work = ANY(%(work)s)", {"work": list(spellings)})
 
 
 def works(conn: psycopg.Connection, pairs: Sequence[tuple[str, str]]) -> list[str]:

@@ -41,7 +41,7 @@ from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 
-from core.throttle import Throttle
+from core.throttle import Throttle, client_host
 
 SESSION_COOKIE = "glossator_session"
 CSRF_COOKIE = "glossator_csrf"
@@ -51,7 +51,7 @@ REVOKED_KEPT = 10_000  # logged-out nonces remembered; beyond, the oldest (mostl
 
 
 def client_address(request: Request) -> str:
-    return request.client.host if request.client else "unknown"
+    return client_host(request.client)
 
 
 @dataclass
