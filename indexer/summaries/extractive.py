@@ -461,41 +461,114 @@ def split_sentences(paragraph: str, lang: str = "fr") -> list[str]:
 
 
 def words(sentence: str, lang: str = "fr") -> list[str]:
-    stop = stopwords(lang)
+    return _content_words(_WORD.findall(sentence), stopwords(lang))
+
+
+def _content_words(tokens: list[str], stop: frozenset[str]) -> list[str]:
     return [
         w
-        for w in (t.lower().replace("’", "'") for t in _WORD.findall(sentence))
+        for w in (t.lower().replace("’", "'") for t in tokens)
         if w not in stop and len(w) > 1 and w.split("'")[-1] not in stop
     ]
 
 
-def _tfidf(sentences: list[Sentence], lang: str = "fr") -> np.ndarray:
+# Above this many sentence x vocabulary cells (128 MB of float64) the TF-IDF vectors are
+# kept sparse. The dense matrix's products sum in BLAS's order, the sparse ones in another:
+# equal scores (sentences whose words weigh alike: 28 and 29 of the example's introduction)
+# then differ in their last bit the other way, and the tie goes to the other sentence. So
+# below the bound the vectors stay dense, the very operations summaries were made with (the
+# example's 44 committed summaries regenerate word for word, tests/test_summaries_select.py);
+# above it, where the matrix took gigabytes (a whole book's level summary of ~30,000
+# sentences, bench/book.py on the KJV: 4.8 GB, a third of the index's time), sparse.
+DENSE_CELLS = 1 << 24
+
+
+@dataclass(frozen=True)
+class _Vectors:
+    """The sentences' TF-IDF vectors, unit length: dense (`matrix`), or sparse (row `rows[k]`
+    holds `values[k]` in column `columns[k]`, sorted by row then column)."""
+
+    count: int
+    width: int
+    matrix: np.ndarray | None
+    rows: np.ndarray
+    columns: np.ndarray
+    values: np.ndarray
+
+    def centroid(self) -> np.ndarray:
+        if self.matrix is not None:
+            return self.matrix.mean(axis=0)
+        total = np.bincount(self.columns, weights=self.values, minlength=self.width)
+        return total.astype(np.float64) / self.count
+
+    def dot(self, dense: np.ndarray) -> np.ndarray:
+        """Each sentence's dot product with a vector over the vocabulary."""
+        if self.matrix is not None:
+            return self.matrix @ dense
+        products = self.values * dense[self.columns]
+        return np.bincount(self.rows, weights=products, minlength=self.count).astype(np.float64)
+
+    def row(self, i: int) -> np.ndarray:
+        if self.matrix is not None:
+            return self.matrix[i]
+        out = np.zeros(self.width)
+        start, stop = np.searchsorted(self.rows, [i, i + 1])
+        out[self.columns[start:stop]] = self.values[start:stop]
+        return out
+
+
+def _tfidf(rows: list[list[str]], dense_cells: int = DENSE_CELLS) -> _Vectors:
+    """The vectors of sentences given as their content words.
+
+    tf is sublinear (log1p of the count: a repeated word counts, not linearly), idf
+    smoothed (log((1 + n) / (1 + df)) + 1), each row scaled to unit length. The counts
+    are gathered sparse either way (no Python loop over a matrix's cells)."""
     vocab: dict[str, int] = {}
-    rows = [words(s.text, lang) for s in sentences]
-    for row in rows:
-        for w in row:
-            vocab.setdefault(w, len(vocab))
-    matrix = np.zeros((len(rows), max(1, len(vocab))), dtype=np.float64)
+    row_ids: list[int] = []
+    column_ids: list[int] = []
     for i, row in enumerate(rows):
         for w in row:
-            matrix[i, vocab[w]] += 1.0
-    df = (matrix > 0).sum(axis=0)
+            row_ids.append(i)
+            column_ids.append(vocab.setdefault(w, len(vocab)))
+    width = max(1, len(vocab))
+    # one entry per (sentence, word) with its count, sorted by row, then column
+    keys = np.array(row_ids, dtype=np.int64) * width + np.array(column_ids, dtype=np.int64)
+    unique, counts = np.unique(keys, return_counts=True)
+    row_of, column_of = np.divmod(unique, width)
+    if len(rows) * width <= dense_cells:
+        matrix = np.zeros((len(rows), width), dtype=np.float64)
+        matrix[row_of, column_of] = counts  # small integers: exact, as += 1.0 made them
+        df = (matrix > 0).sum(axis=0)
+        idf = np.log((1 + len(rows)) / (1 + df)) + 1.0
+        matrix = np.log1p(matrix) * idf
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        matrix = matrix / np.where(norms == 0, 1.0, norms)
+        return _Vectors(len(rows), width, matrix, row_of, column_of, counts)
+    df = np.bincount(column_of, minlength=width)
     idf = np.log((1 + len(rows)) / (1 + df)) + 1.0
-    matrix = np.log1p(matrix) * idf  # sublinear tf: a repeated word counts, not linearly
-    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-    return matrix / np.where(norms == 0, 1.0, norms)
+    values = np.log1p(counts.astype(np.float64)) * idf[column_of]
+    norms = np.sqrt(np.bincount(row_of, weights=values * values, minlength=len(rows)))
+    values = values / np.where(norms == 0, 1.0, norms)[row_of]
+    return _Vectors(len(rows), width, None, row_of, column_of, values)
 
 
-def select(sentences: list[Sentence], budget_tokens: int, lang: str = "fr") -> list[Sentence]:
+def select(
+    sentences: list[Sentence],
+    budget_tokens: int,
+    lang: str = "fr",
+    dense_cells: int = DENSE_CELLS,
+) -> list[Sentence]:
     """The central, diverse sentences that fit `budget_tokens`, in reading order."""
     if not sentences:
         return []
-    vectors = _tfidf(sentences, lang)
-    centroid = vectors.mean(axis=0)
+    stop = stopwords(lang)
+    tokens = [_WORD.findall(s.text) for s in sentences]  # once: the words and MIN_WORDS
+    vectors = _tfidf([_content_words(t, stop) for t in tokens], dense_cells)
+    centroid = vectors.centroid()
     norm = float(np.linalg.norm(centroid))
-    relevance = vectors @ (centroid / norm) if norm else np.zeros(len(sentences))
+    relevance = vectors.dot(centroid / norm) if norm else np.zeros(len(sentences))
     sizes = [count_tokens(s.text) + 1 for s in sentences]
-    eligible = [i for i, s in enumerate(sentences) if len(_WORD.findall(s.text)) >= MIN_WORDS]
+    eligible = [i for i, t in enumerate(tokens) if len(t) >= MIN_WORDS]
     if not eligible:
         eligible = list(range(len(sentences)))
     chosen: list[int] = []
@@ -519,7 +592,7 @@ def select(sentences: list[Sentence], budget_tokens: int, lang: str = "fr") -> l
             continue
         chosen.append(best)
         used += sizes[best]
-        redundancy = np.maximum(redundancy, vectors @ vectors[best])
+        redundancy = np.maximum(redundancy, vectors.dot(vectors.row(best)))
     return [sentences[i] for i in sorted(chosen)]
 
 
