@@ -100,9 +100,13 @@ async def round_trips(url: str, queries: list[str], rounds: int) -> tuple[list[f
 
 
 async def side_by_side(
-    urls: dict[str, str], queries: list[str], rounds: int
+    urls: dict[str, str],
+    queries: list[str],
+    rounds: int,
+    stages: dict[str, dict[str, list[float]]] | None = None,
 ) -> dict[str, tuple[list[float], list[float]]]:
-    """Round trips to every server for each query, the servers' order alternating."""
+    """Round trips to every server for each query, the servers' order alternating;
+    `stages` (when given) gets each server's timings by stage (embed, keyword…)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -129,7 +133,11 @@ async def side_by_side(
                     out[name][0].append((time.perf_counter() - t) * 1000)
                     if result.is_error:
                         raise SystemExit(f"search failed on {name}: {result.content}")
-                    out[name][1].append(result.meta["glossator/timings_ms"]["total"])
+                    timings = result.meta["glossator/timings_ms"]
+                    out[name][1].append(timings["total"])
+                    if stages is not None:
+                        for stage, ms in timings.items():
+                            stages.setdefault(name, {}).setdefault(stage, []).append(ms)
     return out
 
 
@@ -272,8 +280,11 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
             push_example(server, tmp / side)
         with psycopg.connect(embedded_uri(tmp / "tree" / "data")) as conn:
             segments = segment_count(conn)
+        stages: dict[str, dict[str, list[float]]] = {}
         found = asyncio.run(
-            side_by_side({s: f"{srv.base}/mcp/" for s, srv in servers.items()}, queries, rounds)
+            side_by_side(
+                {s: f"{srv.base}/mcp/" for s, srv in servers.items()}, queries, rounds, stages
+            )
         )
         load_end = os.getloadavg()
     print(f"{len(queries)} queries x {rounds} rounds, each to {names['rev']} and this tree in turn")
@@ -290,6 +301,16 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
             f"| {names[side]} | {statistics.median(trips):.1f} | {pct(trips, 0.95):.1f} |"
             f" {statistics.median(server_ms):.1f} | {pct(server_ms, 0.95):.1f} |"
         )
+    print(
+        "\nthe search's stages as the servers time them (p50 ms; a stage a search skips counts 0):"
+    )
+    print(f"| stage | {names['rev']} | {names['tree']} |")
+    print("|---|---:|---:|")
+    n = len(found["tree"][0])
+    for stage in dict.fromkeys([*stages["rev"], *stages["tree"]]):
+        cells = [stages[side].get(stage, []) for side in ("rev", "tree")]
+        shown = [f"{statistics.median(c + [0.0] * (n - len(c))):.2f}" for c in cells]
+        print(f"| {stage} | {shown[0]} | {shown[1]} |")
     ratio = statistics.median(found["tree"][0]) / statistics.median(found["rev"][0])
     print(f"MCP p50 this tree / {rev}: **{ratio:.2f}×**")
 
