@@ -54,7 +54,11 @@ How a pack is made:
    point), so a question near the line can go either way.
 
    Once a pack is made, every candidate row takes part, in the search's order.
-4. Packing, coverage first (`_pack`): every candidate chapter's best passage,
+4. Chapter evidence the rows miss (`_chapters_by_summary`): the rows are capped per
+   chapter, so 20 of them reach 7-8 chapters; the chapters whose summaries are nearest
+   the question (one vector ranking over level 1, the query's vector already made) and
+   that no row comes from join the candidates, at most `EXTRA_CHAPTERS`, after them,
+   climbed down to their best paragraphs. Then packing, coverage first (`_pack`): every candidate chapter's best passage,
    then those chapters' summaries, then their second passages, and so on; each
    goes in if it fits what is left of the budget. Tokens are the stored `content_token_count` (cl100k), the same
    counts the indexer wrote, so the total is known without re-tokenising.
@@ -264,12 +268,14 @@ def context(
             relevance.verdict = "uncalibrated"
         elif not found_relevant:
             relevance.verdict = "nothing relevant"
+        given = found_relevant or uncertain
+        hits = response.hits
+        if given:
+            hits = hits + _chapters_by_summary(
+                conn, question, query_vector, hits, repository, branch, work, options, tuning
+            )
         kept = _candidates(
-            conn,
-            response.hits if found_relevant or uncertain else [],
-            query_vector,
-            scope.branches,
-            packing.climb_down,
+            conn, hits if given else [], query_vector, scope.branches, packing.climb_down
         )
         summaries = N.file_rows_many(
             conn,
@@ -358,6 +364,62 @@ def _candidates(
                 seen.add(key)
                 out.append((chunk, sim))
     return out
+
+
+# How many chapters the chapter-summary ranking may add to a pack's candidates (step 4):
+# set by design, not swept on data (the judged sets measure what it does: bench/gate.py).
+EXTRA_CHAPTERS = 5
+
+
+def _chapters_by_summary(
+    conn: psycopg.Connection,
+    question: str,
+    vector: QueryVector,
+    hits: list[Hit],
+    repository: str | None,
+    branch: str | None,
+    work: str | None,
+    options: SearchOptions | None,
+    tuning: Tuning,
+) -> list[Hit]:
+    """Chapter evidence the candidate rows miss: the chapters whose summaries are
+    nearest the question (one vector ranking over level 1) and that no candidate row
+    comes from, at most `EXTRA_CHAPTERS`, as summary hits (step 2 climbs them down).
+    The pack's rows are capped per chapter, so 20 rows reach 7-8 chapters; on a book
+    of eleven tales or cantos the judged one was missing from them as often as not
+    when a pack missed it (bench/gate.py)."""
+    held = {(h.citation.repository, _folder(h.citation.source_file)) for h in hits}
+    base = options or SearchOptions()
+    ranked = search(
+        conn,
+        question,
+        base.replace(
+            mode="vector",
+            k=len(held) + EXTRA_CHAPTERS,
+            repository=repository,
+            branch=branch,
+            work=work,
+            level=1,
+            node_type=None,
+            max_per_file=1,
+            max_per_chapter=1,
+            climb_down=0,
+            with_parent=False,
+            with_children=False,
+            with_neighbours=False,
+            rerank=False,
+        ),
+        query_vector=vector,
+        tuning=tuning,
+    ).hits
+    extra = [
+        h for h in ranked if (h.citation.repository, _folder(h.citation.source_file)) not in held
+    ]
+    return extra[:EXTRA_CHAPTERS]
+
+
+def _folder(source_file: str) -> str:
+    return source_file.rsplit("/", 1)[0]
 
 
 def _summary_file(source_file: str) -> str:
