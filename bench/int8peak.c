@@ -13,6 +13,9 @@
  *   kernel 2  AVX-VNNI      vpdpbusd ymm   32                  (VEX encoding)
  *   kernel 3  AVX2          vpmaddubsw + vpmaddwd + vpaddd: 32 per three instructions
  *   kernel 4  NEON dotprod  sdot v.4s      16                  (aarch64 only)
+ *   kernel 5  AMX           tdpbssd        16 x 16 x 64 = 16,384 a tile instruction,
+ *                           4 accumulator tiles (Sapphire Rapids and later; Linux
+ *                           grants the tile state on request: arch_prctl)
  *
  * gl_peak_supported(k) says whether this CPU runs kernel k (cpuid through the
  * compiler's builtins; on aarch64, the hwcap bit), so a kernel is never run where it
@@ -25,9 +28,23 @@
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* AMX-TILE and AMX-INT8 (cpuid leaf 7: EDX bits 24, 25), and the kernel's permission to
+ * use the tile data (ARCH_REQ_XCOMP_PERM for XFEATURE_XTILEDATA, Linux 5.16+): without it
+ * the first tile instruction faults. */
+static int amx_usable(void) {
+    unsigned a, b, c, d;
+    __asm__ volatile("cpuid" : "=a"(a), "=b"(b), "=c"(c), "=d"(d) : "a"(7), "c"(0));
+    if (!((d >> 24) & 1) || !((d >> 25) & 1)) return 0;
+    return syscall(SYS_arch_prctl, 0x1023 /* ARCH_REQ_XCOMP_PERM */, 18) == 0;
+}
+
 int gl_peak_supported(int k) {
     __builtin_cpu_init();
     switch (k) {
+    case 5: return amx_usable();
     case 1: return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
 #if defined(__GNUC__) && (__GNUC__ >= 11 || (defined(__clang_major__) && __clang_major__ >= 12))
     case 2: return __builtin_cpu_supports("avxvnni");
@@ -109,9 +126,52 @@ __attribute__((target("avx2"))) static int64_t run_avx2(int64_t iters) {
     return iters * 4 * 32;
 }
 
+#if defined(__GNUC__) && __GNUC__ >= 11
+/* Tiles 0-3 accumulate (16 rows of 16 int32), 4-5 hold A and 6-7 B (16 rows of 64 int8):
+ * 4 independent tdpbssd an iteration, each 16 x 16 x 64 multiply-adds. */
+__attribute__((target("amx-tile,amx-int8"))) static int64_t run_amx(int64_t iters) {
+    static __thread int8_t data[2][16 * 64] __attribute__((aligned(64)));
+    struct {
+        uint8_t palette, start;
+        uint8_t reserved[14];
+        uint16_t colsb[16];
+        uint8_t rows[16];
+    } __attribute__((packed, aligned(64))) config = {0};
+    config.palette = 1;
+    for (int t = 0; t < 8; t++) {
+        config.colsb[t] = 64;
+        config.rows[t] = 16;
+    }
+    for (int i = 0; i < 16 * 64; i++) {
+        data[0][i] = 1;
+        data[1][i] = -1;
+    }
+    __asm__ volatile("ldtilecfg %0" : : "m"(config));
+    __asm__ volatile(
+        "tilezero %%tmm0\n\t" "tilezero %%tmm1\n\t" "tilezero %%tmm2\n\t" "tilezero %%tmm3\n\t"
+        "tileloadd (%0,%2,1), %%tmm4\n\t" "tileloadd (%0,%2,1), %%tmm5\n\t"
+        "tileloadd (%1,%2,1), %%tmm6\n\t" "tileloadd (%1,%2,1), %%tmm7\n\t"
+        : : "r"(data[0]), "r"(data[1]), "r"((int64_t)64) : "memory");
+    int64_t n = iters;
+    __asm__ volatile(
+        "1:\n\t"
+        "tdpbssd %%tmm6, %%tmm4, %%tmm0\n\t" "tdpbssd %%tmm7, %%tmm4, %%tmm1\n\t"
+        "tdpbssd %%tmm6, %%tmm5, %%tmm2\n\t" "tdpbssd %%tmm7, %%tmm5, %%tmm3\n\t"
+        "dec %0\n\t"
+        "jnz 1b\n\t"
+        : "+r"(n) : : "cc");
+    __asm__ volatile("tilerelease" ::: "memory");
+    return iters * 4 * 16 * 16 * 64;
+}
+#define HAVE_AMX 1
+#endif
+
 int64_t gl_peak_run(int k, int64_t iters) {
     if (!gl_peak_supported(k)) return -1;
     switch (k) {
+#ifdef HAVE_AMX
+    case 5: return run_amx(iters);
+#endif
     case 1: return run_avx512vnni(iters);
 #ifdef HAVE_AVXVNNI
     case 2: return run_avxvnni(iters);

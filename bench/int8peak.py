@@ -37,7 +37,14 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SOURCE = Path(__file__).with_name("int8peak.c")
-KERNELS = {1: "AVX-512 VNNI", 2: "AVX-VNNI", 3: "AVX2 (vpmaddubsw)", 4: "NEON dotprod"}
+# best first: the order kernels() returns them in
+KERNELS = {
+    5: "AMX (tdpbssd)",
+    1: "AVX-512 VNNI",
+    2: "AVX-VNNI",
+    3: "AVX2 (vpmaddubsw)",
+    4: "NEON dotprod",
+}
 
 
 @dataclass(frozen=True)
