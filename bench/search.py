@@ -37,8 +37,9 @@ Quality mode (issue 22: every judged set, ours beside vector-only and BM25-only)
     .venv/bin/python bench/search.py --quality [--gutenberg DIR] [--fusion NAME=VALUE ...]
 
 loads every judged book (example/, bench/books/inferno, bench/books/grimm and, when
-given, a corpus holding Frankenstein and Pride and Prejudice with their sidecars:
-bench/queries-gutenberg.jsonl's books, imported from ../shared/corpus-sources/gutenberg)
+given, bench/books/gutenberg: Frankenstein and Pride and Prejudice with their sidecars,
+bench/queries-gutenberg.jsonl's books; it is its own run, because pg_search's corpus
+statistics span every repository and 2,996 more English rows move the other sets)
 into a throwaway embedded PostgreSQL, each its own repository, with the settings'
 keyword backend (pg_search by default), and runs `glossator eval`'s modes on each
 set's queries (search.evaluation, the query's language detected as the search service
@@ -564,7 +565,7 @@ def main() -> None:
     ap.add_argument(
         "--gutenberg",
         type=Path,
-        help="--quality: a corpus holding Frankenstein and Pride and Prejudice with sidecars",
+        help="--quality: also bench/books/gutenberg (Frankenstein, Pride and Prejudice)",
     )
     ap.add_argument(
         "--fusion",
