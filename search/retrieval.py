@@ -116,7 +116,8 @@ def keyword_split(
     depth: int,
     query_lang: str | None = None,
 ) -> KeywordRankings:
-    """BM25 ranking from the store's keyword backend (pg_search when set up, else SQL BM25):
+    """BM25 ranking from the store's keyword backend (pg_search when set up, else
+    PostgreSQL's own text search, store.fts):
     (the rows of repositories in the query's language, those of the others).
 
     BM25's statistics are per repository and branch, so each repository of the

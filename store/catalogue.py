@@ -1,23 +1,39 @@
-"""What a search reads before it ranks: the keyword backend that is set up and, for each
-repository searched, the text search configurations its rows use.
+"""The catalogue of what is loaded, and the chapter documents: written by the loader.
+
+    deltas = Deltas()                       # per text search configuration: (rows, length)
+    deltas.add(removed_rows(conn, …))       # the rows a DELETE dropped (store.loader)
+    apply(conn, repository, branch, deltas, files=[…])   # branch_languages, chapter_documents
+
+`branch_languages` (migration 034) holds, per (repository, branch, text search
+configuration), the number of rows and their total length as BM25 counts it
+(`doc_len`): the catalogue search reads (which repositories a branch has, in which
+languages: search/retrieval.py, store.tips, store.removal) and N / avgdl of
+PostgreSQL's text search BM25 (store.fts, store.keyword.CORPUS_STATS). It replaced
+`bm25_corpus`, which statement triggers kept; the loader now writes the same figures
+in the load's transaction: the rows each DELETE drops (its RETURNING), the rows of the
+files loaded (one aggregate at the end), one upsert per configuration. Every write
+to the rows' table goes through store.loader (store.removal too), so the figures
+stay exact; `rebuild` computes them again from the rows (tests, repairs).
+
+`chapter_documents` holds one document per chapter (the paragraphs of one
+source.md) for the chapter BM25 (store.chapters); `glossator_chapter_documents`
+(migration 034) makes the touched files' chapters again from their rows.
 
     found = corpus_languages(conn, scope={"livre": "main"})        # the pairs of search.scope
     found = corpus_languages(conn, branch="main", repository=None)  # every repository's branch
     found.languages        # {"livre": ("french",), …}, by repository
     found.pg_search, found.text_search                               # store.keyword.backend_for
 
-The catalogue of repositories, branches and languages is `bm25_corpus` today (one row
-per (repository, branch, ts_config), kept exact by the term tables' triggers, migration
-002): `corpus_languages` is the one function that reads it for search, so the body is
-what changes when the catalogue does. The backend's two flags (store.keyword's
-BACKEND_COLUMNS) come in the same statement, sent in a pipeline: with the BEGIN that
-opens a search's transaction it is one round trip (search.retrieval.keyword_split).
+`corpus_languages` is the one function that reads the catalogue for search. The
+backend's two flags (store.keyword's BACKEND_COLUMNS) come in the same statement, sent
+in a pipeline: with the BEGIN that opens a search's transaction it is one round trip
+(search.retrieval.keyword_split).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 
 import psycopg
 
@@ -26,7 +42,7 @@ from store.keyword import BACKEND_COLUMNS
 # each repository as 'repository config,config…' (configs sorted), repositories in order
 _LANGUAGES = (
     "ARRAY(SELECT repository || ' ' || string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
-    " FROM bm25_corpus WHERE {where} GROUP BY repository ORDER BY repository)"
+    " FROM branch_languages WHERE {where} GROUP BY repository ORDER BY repository)"
 )
 _IN_SCOPE = f"SELECT {BACKEND_COLUMNS}, " + _LANGUAGES.format(
     where="(repository, branch) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
@@ -66,3 +82,125 @@ def corpus_languages(
         name, configs = entry.split(" ", 1)
         languages[name] = tuple(configs.split(","))
     return CorpusLanguages(bool(row and row[0]), bool(row and row[1]), languages)
+
+
+
+@dataclass
+class Deltas:
+    """Rows and length added (negative: removed) per text search configuration."""
+
+    by_config: dict[str, list[int]] = field(default_factory=dict)
+
+    def add(self, rows: Iterable[tuple[str, int, int]], sign: int = 1) -> None:
+        for config, n, length in rows:
+            entry = self.by_config.setdefault(config, [0, 0])
+            entry[0] += sign * int(n)
+            entry[1] += sign * int(length)
+
+    def merge(self, other: Deltas) -> None:
+        self.add(((c, n, length) for c, (n, length) in other.by_config.items()))
+
+
+def delete_rows(
+    conn: psycopg.Connection, repository: str, branch: str, source_file: str
+) -> list[tuple[str, int, int]]:
+    """DELETE a file's rows; what they were per configuration (rows, length)."""
+    return [
+        (str(c), int(n), int(length))
+        for c, n, length in conn.execute(
+            "WITH d AS (DELETE FROM hierarchical_content_nodes"
+            " WHERE repository = %s AND branch = %s AND source_file = %s"
+            " RETURNING ts_config, doc_len)"
+            " SELECT ts_config::text, count(*), coalesce(sum(doc_len), 0) FROM d GROUP BY 1",
+            (repository, branch, source_file),
+        ).fetchall()
+    ]
+
+
+def loaded_rows(
+    conn: psycopg.Connection, repository: str, branch: str, files: list[str]
+) -> list[tuple[str, int, int]]:
+    """The rows of `files` per configuration (rows, length): one aggregate."""
+    if not files:
+        return []
+    return [
+        (str(c), int(n), int(length))
+        for c, n, length in conn.execute(
+            "SELECT ts_config::text, count(*), coalesce(sum(doc_len), 0)"
+            " FROM hierarchical_content_nodes"
+            " WHERE repository = %s AND branch = %s AND source_file = ANY(%s) GROUP BY 1",
+            (repository, branch, files),
+        ).fetchall()
+    ]
+
+
+def apply(
+    conn: psycopg.Connection,
+    repository: str,
+    branch: str,
+    deltas: Deltas,
+    files: list[str],
+) -> None:
+    """The catalogue's figures moved by `deltas`, and the chapters of `files` made again."""
+    changes = [(c, n, length) for c, (n, length) in sorted(deltas.by_config.items()) if n or length]
+    if changes:
+        # ORDER BY: concurrent loaders lock the catalogue's rows in one order (no deadlock)
+        conn.execute(
+            "INSERT INTO branch_languages AS b (repository, branch, ts_config, n_docs, total_len)"
+            " SELECT %s, %s, c::regconfig, n, len"
+            "   FROM unnest(%s::text[], %s::bigint[], %s::bigint[]) AS d(c, n, len) ORDER BY c"
+            " ON CONFLICT (repository, branch, ts_config) DO UPDATE"
+            "   SET n_docs = b.n_docs + excluded.n_docs,"
+            "       total_len = b.total_len + excluded.total_len",
+            (
+                repository,
+                branch,
+                [c for c, _, _ in changes],
+                [n for _, n, _ in changes],
+                [length for _, _, length in changes],
+            ),
+        )
+        conn.execute(
+            "DELETE FROM branch_languages WHERE repository = %s AND branch = %s AND n_docs <= 0",
+            (repository, branch),
+        )
+    if files:
+        conn.execute(
+            "SELECT glossator_chapter_documents(%s, %s, %s)", (repository, branch, sorted(files))
+        )
+
+
+def rebuild(conn: psycopg.Connection) -> None:
+    """Both tables computed again from the rows (what migration 034 does once)."""
+    conn.execute("DELETE FROM branch_languages")
+    conn.execute(
+        "INSERT INTO branch_languages (repository, branch, ts_config, n_docs, total_len)"
+        " SELECT repository, branch, ts_config, count(*), sum(doc_len)"
+        " FROM hierarchical_content_nodes GROUP BY 1, 2, 3"
+    )
+    for repository, branch in conn.execute(
+        "SELECT DISTINCT repository, branch FROM hierarchical_content_nodes"
+        " UNION SELECT DISTINCT repository, branch FROM chapter_documents"
+    ).fetchall():
+        files = [
+            f
+            for (f,) in conn.execute(
+                "SELECT DISTINCT source_file FROM hierarchical_content_nodes"
+                " WHERE repository = %s AND branch = %s AND level = 0"
+                " UNION SELECT source_file FROM chapter_documents"
+                " WHERE repository = %s AND branch = %s",
+                (repository, branch, repository, branch),
+            ).fetchall()
+        ]
+        apply(conn, repository, branch, Deltas(), files)
+
+
+def branch_languages(conn: psycopg.Connection) -> list[tuple[str, str, str, int, int]]:
+    """Every catalogue row (repository, branch, configuration, rows, length), sorted."""
+    return [
+        (str(r), str(b), str(c), int(n), int(length))
+        for r, b, c, n, length in conn.execute(
+            "SELECT repository, branch, ts_config::text, n_docs, total_len"
+            " FROM branch_languages ORDER BY 1, 2, 3"
+        ).fetchall()
+    ]

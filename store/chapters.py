@@ -15,13 +15,17 @@ row of the chapter inherits in fusion.
 
 Chapter BM25 is the same Okapi BM25 as `store.keyword` (k1 1.2, b 0.75, Lucene's
 idf) with a chapter — every paragraph (level 0) of one `source.md` — as the
-document: tf sums the paragraphs' counts, |D| their lengths; N and avgdl are
-counted over the chapters of the (repository, branch), df over the chapters
-that contain the term. It reads the inverted index that triggers keep per
-chapter (`bm25_chapters`, `bm25_chapter_terms`: migration 011), so a query
-looks up its few lexemes instead of re-reading every paragraph. Summaries are level-1 rows; their cosine is computed for
-all of them (one per chapter: a few hundred for a large book), exactly, without
-the HNSW index, so no chapter is missed by an approximate scan.
+document: tf sums the paragraphs' counts, |D| their lengths. A chapter is one row
+of `chapter_documents` (migration 034, written by the loader: store.catalogue),
+its paragraphs' lexemes one after the other. With pg_search (`engine`
+"pg_search") its bm25 index over those lexemes scores them (N and avgdl of the
+whole index, as for the rows: store.pgsearch); without it (store.fts) the
+formula is computed in SQL over the paragraphs the rows' GIN index matches,
+with the chapters' lengths from `chapter_documents`: N and avgdl are counted
+over the chapters of the (repository, branch), df over the chapters that
+contain the term. Summaries are level-1 rows; their cosine is computed for all
+of them (one per chapter: a few hundred for a large book), exactly, without the
+HNSW index, so no chapter is missed by an approximate scan.
 
 Both queries run as one statement (one round trip). The `work` filter narrows
 the chapters; other filters (level, node type) do not apply here, since they
@@ -31,6 +35,7 @@ choose rows, and the engine only gives chapter evidence to rows of a chapter.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,25 +45,60 @@ from pgvector import HalfVector
 from psycopg import sql
 
 from core.vocabulary import DEFAULT_BRANCH
+from store import pgsearch
 from store import vectors as store_vectors
 from store.keyword import K1, QUERY_LEXEMES, B
 
+# pg_search: the chapters' bm25 index (migration 034), as store.pgsearch queries the rows'
+_PG_SEARCH = (
+    "WITH"
+    + QUERY_LEXEMES
+    + """,
+keyword AS (
+    SELECT 'keyword'::text AS kind, c.source_file, pdb.score(c.id)::float8 AS score
+      FROM chapter_documents c
+     WHERE c.lexemes ||| (SELECT coalesce(string_agg(lexeme, ' '), '') FROM q)
+       AND c.repository = %(repository)s AND c.branch = %(branch)s AND {work_c}
+     ORDER BY score DESC, c.id
+     LIMIT %(depth)s
+)
+SELECT kind, source_file, score FROM keyword
+{summaries}
+"""
+)
+
+# PostgreSQL's text search (store.fts): tf from the paragraphs the rows' GIN index
+# matches (a paragraph's tsvector counts every occurrence; a whole chapter's would not:
+# at most 256 positions a lexeme), |D|, N and avgdl from the chapters' rows
 _SQL = (
     "WITH"
     + QUERY_LEXEMES
     + """,
 stats AS (
     SELECT count(*)::float8 AS n, avg(doc_len)::float8 AS avgdl
-      FROM bm25_chapters WHERE repository = %(repository)s AND branch = %(branch)s
+      FROM chapter_documents WHERE repository = %(repository)s AND branch = %(branch)s
+),
+tsq AS (
+    SELECT string_agg('''' || replace(replace(lexeme, '\\', '\\\\'), '''', '''''') || '''',
+                      ' | ')::tsquery AS query,
+           array_agg(lexeme) AS lexemes
+      FROM q
+),
+paragraphs AS MATERIALIZED (
+    SELECT h.source_file, h.tsv
+      FROM hierarchical_content_nodes h, tsq
+     WHERE h.tsv @@ tsq.query AND h.level = 0
+       AND h.repository = %(repository)s AND h.branch = %(branch)s
 ),
 matched AS MATERIALIZED (
-    -- LATERAL: one primary-key lookup per query lexeme, whatever the statistics say
-    SELECT c.source_file, c.doc_len, t.lexeme, t.tf::float8 AS tf, c.work
-      FROM q CROSS JOIN LATERAL (
-           SELECT lexeme, chapter_id, tf FROM bm25_chapter_terms WHERE lexeme = q.lexeme
-           ) AS t
-      JOIN bm25_chapters c ON c.id = t.chapter_id
-     WHERE c.repository = %(repository)s AND c.branch = %(branch)s
+    SELECT c.source_file, c.doc_len, t.lexeme, t.tf, c.work
+      FROM (SELECT p.source_file, u.lexeme, sum(cardinality(u.positions))::float8 AS tf
+              FROM paragraphs p, tsq, unnest(p.tsv) AS u
+             WHERE u.lexeme = ANY(tsq.lexemes)
+             GROUP BY 1, 2) AS t
+      JOIN chapter_documents c
+        ON c.repository = %(repository)s AND c.branch = %(branch)s
+       AND c.source_file = t.source_file
 ),
 df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme),
 keyword AS (
@@ -98,6 +138,15 @@ class ChapterEvidence:
     summary: list[tuple[str, float]] = field(default_factory=list)
 
 
+def _has_chapter_index(conn: psycopg.Connection) -> bool:
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_search')"
+        " AND to_regclass(%s) IS NOT NULL",
+        (pgsearch.CHAPTER_INDEX,),
+    ).fetchone()
+    return bool(row and row[0])
+
+
 def chapter_of_file(source_file: str) -> str:
     """A chapter is a folder: its source.md and summary.md share it."""
     return source_file.rsplit("/", 1)[0]
@@ -114,8 +163,12 @@ def chapter_evidence(
     branch: str = DEFAULT_BRANCH,
     work: str | None = None,
     depth: int = 20,
+    engine: str | None = None,
 ) -> ChapterEvidence:
-    """Chapter BM25 and (given a query vector) the summaries' cosines, in one statement."""
+    """Chapter BM25 and (given a query vector) the summaries' cosines, in one statement.
+
+    `engine`: "pg_search" or "postgres-fts" (store.keyword's backend names); None:
+    pg_search when the chapters' bm25 index is there (one more query)."""
     if depth < 1:
         raise ValueError("depth must be at least 1")
     params: dict[str, Any] = {
@@ -142,9 +195,26 @@ def chapter_evidence(
         summaries = sql.SQL(_SUMMARIES).format(
             cast=sql.SQL(store_vectors.cast_type(dimension)), work=work_sql
         )
-    stmt = sql.SQL(_SQL).format(work=work_c, summaries=summaries)
+    if engine is None:
+        engine = "pg_search" if _has_chapter_index(conn) else "postgres-fts"
     found = ChapterEvidence()
-    for kind, source_file, score in conn.execute(stmt, params).fetchall():
+    if engine == "pg_search":
+        work_pg = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")
+        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg, summaries=summaries)
+        backend = pgsearch.PgSearchBackend
+        # as store.pgsearch runs the rows' query: never prepared, no parallel workers
+        own = conn.transaction() if conn.autocommit else nullcontext()
+        with conn.pipeline(), own:
+            if backend.around:
+                conn.execute(backend.around[0])
+            cur = conn.execute(stmt, params, prepare=False)
+            if backend.around:
+                conn.execute(backend.around[1])
+        rows = cur.fetchall()
+    else:
+        stmt = sql.SQL(_SQL).format(work=work_c, summaries=summaries)
+        rows = conn.execute(stmt, params).fetchall()
+    for kind, source_file, score in rows:
         ranking = found.keyword if kind == "keyword" else found.summary
         ranking.append((chapter_of_file(source_file), float(score)))
     # UNION ALL keeps no order: best first, ties by name (deterministic)

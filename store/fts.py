@@ -5,8 +5,8 @@
     enable(conn)                               # its GIN index, made at start (idempotent)
 
 For a PostgreSQL that offers no ParadeDB pg_search (a managed service: RDS,
-Cloud SQL, Azure…). No term tables, no statement triggers, nothing kept beside
-the rows: the rows' own `tsv` (their work's text search configuration: the
+Cloud SQL, Azure…): `Database.start()` falls back to it, with a warning. No term
+tables, no statement triggers: the rows' own `tsv` (their work's text search configuration: the
 language's stop words, unaccent, its Snowball stemmer, migrations 002/003/021,
 filled as each row is written) under a GIN index (`hcn_tsv`), and Okapi BM25
 computed at query time over the rows that match,
@@ -14,17 +14,18 @@ computed at query time over the rows that match,
     score(D, Q) = Σ_{t ∈ Q} idf(t) · tf(t, D) · (k1 + 1) / (tf(t, D) + k1 · (1 − b + b · |D| / avgdl))
 
 with store.keyword's K1, B and Lucene's idf, the query's distinct lexemes (through
-each configuration the branch uses) ORed, as `SqlBm25` does. tf(t, D) and |D|
-are read from each matching row's tsvector, df(t) counted over the matching rows,
-N and avgdl are the branch's (the catalogue). So on the example it ranks as the
-SQL BM25 does (bench/RESULTS.md); what is lower is its cost at scale: a query
+each configuration the branch uses) ORed. tf(t, D) and |D| are read from each
+matching row's tsvector, df(t) counted over the matching rows, N and avgdl are
+the branch's (the catalogue, `branch_languages`). So on the example it ranked as
+the retired SQL BM25 did, exactly (bench/RESULTS.md); what is lower is its cost at scale: a query
 reads the tsvector of every row holding one of its terms (a common word in 10⁶
 paragraphs: hundreds of thousands of rows), where pg_search's index answers a
 top-k from its own postings. `glossator doctor`, `glossator db status` and the
 README say so.
 
-Phrases (« … ») are matched by store.phrases on the same tsvectors, whatever the
-backend.
+Chapters (store.chapters) are ranked the same way, from the paragraphs the GIN
+index matches and the chapters' lengths (`chapter_documents`). Phrases (« … ») are matched by
+store.phrases on the same tsvectors, whatever the backend.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from store.keyword import CORPUS_STATS, QUERY_LEXEMES, Filters, KeywordBackend, 
 
 log = logging.getLogger(__name__)
 
-INDEX_NAME = "hcn_tsv"  # the name migration 001 gave it, and 027 again
+INDEX_NAME = "hcn_tsv"  # the name migration 001 gave it
 CAVEAT = (
     "PostgreSQL's own text search: this server has no pg_search. Same BM25 ranking on a "
     "book, but each query reads every row holding one of its words: slower than pg_search "
@@ -94,7 +95,17 @@ class FtsBackend(KeywordBackend):
     """Okapi BM25 over the rows' tsvectors, matched by PostgreSQL's GIN index (no pg_search)."""
 
     name = "postgres-fts"
-    caveat = CAVEAT
+
+    def __init__(self, indexed: bool = True) -> None:
+        # without its GIN index (made by Database.start(): `enable`) a query scans the
+        # branch's rows; `db status` and `doctor` say so
+        self.indexed = indexed
+        self.caveat = CAVEAT + (
+            ""
+            if indexed
+            else f". Its GIN index {INDEX_NAME} is missing: `glossator serve` "
+            "(or any command that starts the database) makes it"
+        )
 
     def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
         keep, params = filter_sql(filters, "h")

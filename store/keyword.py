@@ -1,27 +1,24 @@
-"""Keyword search: real Okapi BM25 over PostgreSQL's text search, or ParadeDB's pg_search.
+"""Keyword search: ParadeDB's pg_search, or BM25 over PostgreSQL's own text search.
 
-    backend = choose_backend(conn)             # PgSearchBackend, store.fts.FtsBackend or SqlBm25
+    backend = choose_backend(conn)             # PgSearchBackend or store.fts.FtsBackend
     hits = backend.search(conn, "chandelles soleil lumière", repository="bastiat",
                           branch="main", filters={"level": 0}, k=10)   # [(row id, score), …]
 
-`SqlBm25` (the default, any PostgreSQL with our schema) scores
+Both rank with Okapi BM25,
 
     score(D, Q) = Σ_{t ∈ Q} idf(t) · tf(t, D) · (k1 + 1) / (tf(t, D) + k1 · (1 − b + b · |D| / avgdl))
     idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))        (Lucene's, never negative)
 
 with k1 = 1.2, b = 0.75. A document is one row; its terms are the lexemes of
 its `tsv` (its work's text search configuration: the language's stop
-words, unaccent, then its stemmer) and |D| its lexeme count (`doc_len`). The
-corpus is the (repository, branch): N and avgdl come from `bm25_corpus`, which
-triggers keep exact in every transaction. tf(t, D) and |D| come from
-`bm25_row_terms` (migration 012), one entry per (row, lexeme) that statement
-triggers derive from the rows' tsvectors in the same transaction: the query's
-lexemes are index-only lookups there, and df(t) is counted in the query itself
-over the entries found, so there are no per-term statistics to drift. (Reading
-each matching row's tsvector instead took ~5 ms on the example against ~1.4 ms,
-with the same top 10 for all 85 judged queries.) Filters (work, level,
-node_type…) narrow the results, never the statistics, so a score does not
-depend on the filters asked for.
+words, unaccent, then its stemmer) and |D| its lexeme count (`doc_len`).
+pg_search (store.pgsearch) indexes those lexemes in its bm25 index; without it
+store.fts computes the formula over the rows its GIN index matches, with N and
+avgdl of the (repository, branch) from the catalogue (`branch_languages`,
+written by the loader: store.catalogue). Filters (work, level, node_type…)
+narrow the results, never the statistics, so a score does not depend on the
+filters asked for. (The SQL BM25 over term tables kept by triggers, the default
+until migration 034, is retired: issue 24.)
 
 Query parsing: the text goes through `glossator_tsvector` (the function the
 rows' trigger uses: stop words, unaccent, stemmer) with each configuration the
@@ -175,77 +172,18 @@ class KeywordBackend(ABC):
 QUERY_LEXEMES = """
 q AS (
     SELECT DISTINCT l.lexeme
-      FROM bm25_corpus c,
+      FROM branch_languages c,
            unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s::text))) AS l(lexeme)
      WHERE c.repository = %(repository)s AND c.branch = %(branch)s
 )"""
 
 # N and avgdl of the (repository, branch), over every configuration it uses: the CTE
-# `stats` of the BM25 queries computed here (store.fts's too).
+# `stats` of store.fts's BM25 query.
 CORPUS_STATS = """
 stats AS (
     SELECT sum(n_docs)::float8 AS n, sum(total_len)::float8 / nullif(sum(n_docs), 0) AS avgdl
-      FROM bm25_corpus WHERE repository = %(repository)s AND branch = %(branch)s
+      FROM branch_languages WHERE repository = %(repository)s AND branch = %(branch)s
 )"""
-
-_SQL_BM25 = (
-    "WITH"
-    + QUERY_LEXEMES
-    + ","
-    + CORPUS_STATS
-    + """,
-matched AS MATERIALIZED (
-    -- the rows holding each query lexeme, with tf and length, from the inverted index
-    -- (migration 012): index-only scans, no row read
-    SELECT t.row_id AS id, t.lexeme, t.tf::float8 AS tf, t.doc_len
-      FROM q CROSS JOIN LATERAL (
-           SELECT row_id, lexeme, tf, doc_len FROM bm25_row_terms
-            WHERE lexeme = q.lexeme AND repository = %(repository)s AND branch = %(branch)s
-           ) AS t
-),
-df AS (SELECT lexeme, count(*)::float8 AS df FROM matched GROUP BY lexeme),
-scored AS (
-    SELECT m.id,
-           sum(ln(1 + (s.n - d.df + 0.5) / (d.df + 0.5))
-               * m.tf * (%(k1)s::float8 + 1)
-               / (m.tf + %(k1)s::float8 * (1 - %(b)s::float8 + %(b)s::float8 * m.doc_len / s.avgdl))
-           ) AS score
-      FROM matched m JOIN df d USING (lexeme) CROSS JOIN stats s
-     GROUP BY m.id
-)
-SELECT sc.id, sc.score
-  FROM scored sc {rows}
- WHERE {keep}
- ORDER BY sc.score DESC, sc.id
- LIMIT %(k)s
-"""
-)
-
-
-class SqlBm25(KeywordBackend):
-    """Okapi BM25 in SQL over the rows' lexemes (bm25_row_terms, kept by triggers from
-    the tsvectors; works on any PostgreSQL with our schema)."""
-
-    name = "sql-bm25"
-
-    def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
-        keep, params = filter_sql(filters, "h")
-        # the filter columns live in the rows: read those of the scored rows only
-        rows = sql.SQL("JOIN hierarchical_content_nodes h ON h.id = sc.id" if params else "")
-        return sql.SQL(_SQL_BM25).format(keep=keep, rows=rows), params
-
-    def lexemes(
-        self, conn: psycopg.Connection, text: str, *, repository: str, branch: str
-    ) -> list[str]:
-        """The terms a query is searched for (for explanations and tests)."""
-        rows = conn.execute(
-            "SELECT DISTINCT l FROM bm25_corpus c,"
-            " unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %s::text))) AS l"
-            " WHERE c.repository = %s AND c.branch = %s ORDER BY l",
-            (text, repository, branch),
-        ).fetchall()
-        return [r[0] for r in rows]
-
 
 # What `choose_backend` needs, as two columns a caller can put in a SELECT of its own
 # (search asks them together with the branch's repositories: one round trip, not three):
@@ -259,21 +197,21 @@ BACKEND_COLUMNS = (
 
 
 def backend_for(pg_search: bool, text_search: bool) -> KeywordBackend:
-    """The backend for what `BACKEND_COLUMNS` found: pg_search with its index; else
-    PostgreSQL's text search with its GIN index (store.fts); else the SQL BM25."""
+    """The backend for what `BACKEND_COLUMNS` found: pg_search with its index, else
+    PostgreSQL's own text search (store.fts), with its GIN index (`text_search`) or,
+    until `Database.start()` makes it, without (same ranking, each query scanning the
+    branch's rows). There is no third engine: a plain PostgreSQL is the fallback's."""
     if pg_search:
         from store.pgsearch import PgSearchBackend
 
         return PgSearchBackend()
-    if text_search:
-        from store.fts import FtsBackend
+    from store.fts import FtsBackend
 
-        return FtsBackend()
-    return SqlBm25()
+    return FtsBackend(indexed=text_search)
 
 
 def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
-    """pg_search, PostgreSQL's text search or the SQL BM25, by what is there (one query)."""
+    """pg_search or PostgreSQL's text search, by what is there (one query)."""
     row = conn.execute(f"SELECT {BACKEND_COLUMNS}").fetchone()
     return backend_for(bool(row and row[0]), bool(row and row[1]))
 

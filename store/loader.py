@@ -22,14 +22,13 @@ refused, named in `LoadResult.problems`, when its sidecar is missing or
 malformed, its chunk count disagrees with the manifest, a vector has the wrong
 dimension, or its `parent_source_file` has no sidecar.
 
-tsv, doc_len and ts_config are computed by the database (migrations 002-003),
-the BM25 corpus statistics follow in the same transaction, and a model's
-first rows get its HNSW index at the end of the batch (store.vectors).
-
-Bulk loads (a first load, a model change, a whole tree: store.bulk) write the
-term entries once after the last COPY instead of statement by statement; same
-entries, same scores; `bulk=True/False` forces it, `rebuild=False` keeps the
-term tables. A push of a few files stays incremental.
+tsv, doc_len and ts_config are computed by the database (migrations 002-003).
+In the same transaction the loader keeps the catalogue (`branch_languages`: rows
+and length per configuration, from each DELETE's RETURNING and one aggregate over
+the files loaded) and makes the touched files' chapter documents again
+(store.catalogue, migration 034); a model's first rows get its HNSW index at the
+end of the batch (store.vectors). Keyword search reads the rows through pg_search's
+bm25 index, or their tsvectors under a GIN index (store.fts): no term table to fill.
 """
 
 from __future__ import annotations
@@ -48,8 +47,7 @@ from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
 from indexer.errors import CorpusError, Problem
 from indexer.sidecar import Sidecar, loads, validate
 from indexer.source import FileSource
-from store import bulk as bulk_mod
-from store import vectors
+from store import catalogue, vectors
 
 log = logging.getLogger(__name__)
 
@@ -91,8 +89,6 @@ class LoadResult:
     rows: int = 0
     problems: list[Problem] = field(default_factory=list)
     seconds: float = 0.0
-    bulk: bool = False  # the term indexes were built once at the end (see the module doc)
-    rebuilt: bool = False  # ...as new term tables (the branch holds most rows: migration 024)
 
     @property
     def ok(self) -> bool:
@@ -103,7 +99,6 @@ class LoadResult:
         return (
             f"{len(self.loaded)} files loaded ({self.rows} rows), {len(self.skipped)} unchanged, "
             f"{len(self.deleted)} deleted, {errors} refused, in {self.seconds:.2f} s"
-            + (" (bulk, term tables rebuilt)" if self.rebuilt else " (bulk)" if self.bulk else "")
         )
 
 
@@ -153,37 +148,34 @@ def sync_files(
     changed: Iterable[str],
     deleted: Iterable[str],
     progress: Progress | None = None,
-    bulk: bool | None = None,
-    rebuild: bool | None = None,
 ) -> LoadResult:
-    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`.
-
-    `bulk`: build the term indexes once at the end (None: when `bulk_load` says so).
-    `rebuild`: a bulk load builds new term tables (None: when the branch holds at
-    least half the rows; False: never, the entries are inserted).
-    """
+    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`."""
     started = time.perf_counter()
     result = LoadResult()
     # other files of the corpus (glossator.toml, images) have no rows: ignored
     changed_md = list(dict.fromkeys(md_path(p) for p in changed if md_path(p).endswith(".md")))
     deleted_md = list(dict.fromkeys(md_path(p) for p in deleted if md_path(p).endswith(".md")))
+    removed = catalogue.Deltas()  # the rows each DELETE dropped (the catalogue's figures)
     with conn.transaction():
         for path in deleted_md:
-            if _delete_rows(conn, repository, branch, path):
+            if _delete_rows(conn, repository, branch, path, removed):
                 result.deleted.append(path)
             if progress:
                 progress(path)
         stored = stored_files(conn, repository, branch, changed_md)
-        if bulk is None:
-            bulk = bulk_mod.bulk_load(conn, repository, branch, len(changed_md))
-        result.bulk = bulk
-        if bulk:  # transaction-local: a failure rolls it back with the rest
-            conn.execute("SELECT set_config('glossator.bulk_load', 'on', true)")
         new_models: list[tuple[str, int]] = []
         for path in changed_md:
             try:
                 _sync_one(
-                    conn, repository, branch, source, path, stored.get(path), result, new_models
+                    conn,
+                    repository,
+                    branch,
+                    source,
+                    path,
+                    stored.get(path),
+                    result,
+                    new_models,
+                    removed,
                 )
             except CorpusError as e:
                 # INFO, not WARNING: each problem is returned and reported by the caller
@@ -204,16 +196,12 @@ def sync_files(
                 progress(path)
         for model, dimension in new_models:  # one build over the batch's rows (store.vectors)
             vectors.create_index(conn, model, dimension)
-        rebuilt = False
-        if bulk:  # last: a rebuild holds the term tables from its end until the commit
-            conn.execute("SELECT set_config('glossator.bulk_load', 'off', true)")
-            if result.loaded:
-                rebuilt = bulk_mod.write_entries(conn, repository, branch, result.loaded, rebuild)
-        result.rebuilt = rebuilt
-        if rebuilt:  # new term tables: no statistics yet
-            conn.execute(bulk_mod.ANALYZE_SQL)
-        else:
-            bulk_mod.analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
+        # the catalogue and the chapter documents, in the rows' transaction
+        deltas = catalogue.Deltas()
+        deltas.add(catalogue.loaded_rows(conn, repository, branch, result.loaded))
+        deltas.add(((c, n, length) for c, (n, length) in removed.by_config.items()), sign=-1)
+        catalogue.apply(conn, repository, branch, deltas, [*result.loaded, *result.deleted])
+        analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
@@ -228,13 +216,17 @@ def _sync_one(
     stored: _Stored | None,
     result: LoadResult,
     new_models: list[tuple[str, int]],
+    removed: catalogue.Deltas,
 ) -> None:
     side = sidecar_path(path)
+    # what this file's DELETE drops counts once its savepoint holds
+    dropped = catalogue.Deltas()
     if not source.exists(side):
         if not source.exists(path):  # both gone: the file was deleted
             if stored is not None:
                 with conn.transaction():
-                    _delete_rows(conn, repository, branch, path)
+                    _delete_rows(conn, repository, branch, path, dropped)
+                removed.merge(dropped)
                 result.deleted.append(path)
             return
         raise CorpusError(side, "sidecar is missing: run `glossator index` to generate it")
@@ -260,13 +252,14 @@ def _sync_one(
         # DELETE for a new file matters on a first load into an unanalysed table, where
         # the planner may scan the whole branch for each file
         if stored is not None:
-            _delete_rows(conn, repository, branch, path)
+            _delete_rows(conn, repository, branch, path, dropped)
         rows = _copy_rows(conn, repository, branch, path, sidecar)
         conn.execute(
             "INSERT INTO loaded_files (repository, branch, source_file, source_file_hash,"
             " sidecar_hash, embedding_model, chunk_count) VALUES (%s, %s, %s, %s, %s, %s, %s)",
             (repository, branch, path, m.source_file_hash, digest, m.embedding_model, rows),
         )
+    removed.merge(dropped)
     result.loaded.append(path)
     result.rows += rows
     if new_model:
@@ -293,18 +286,37 @@ def _check(side: str, path: str, sidecar: Sidecar, source: FileSource) -> None:
         )
 
 
-def _delete_rows(conn: psycopg.Connection, repository: str, branch: str, path: str) -> bool:
-    """Drop a file's rows and its `loaded_files` record; True if it had been loaded."""
-    conn.execute(
-        "DELETE FROM hierarchical_content_nodes"
-        " WHERE repository = %s AND branch = %s AND source_file = %s",
-        (repository, branch, path),
-    )
+def _delete_rows(
+    conn: psycopg.Connection,
+    repository: str,
+    branch: str,
+    path: str,
+    removed: catalogue.Deltas,
+) -> bool:
+    """Drop a file's rows (counted into `removed`) and its `loaded_files` record; True
+    if it had been loaded."""
+    removed.add(catalogue.delete_rows(conn, repository, branch, path))
     cur = conn.execute(
         "DELETE FROM loaded_files WHERE repository = %s AND branch = %s AND source_file = %s",
         (repository, branch, path),
     )
     return cur.rowcount > 0
+
+
+def analyze_if_stale(conn: psycopg.Connection, files: int) -> None:
+    """ANALYZE after a load that changed a good part of the corpus (as autovacuum
+    would, a minute later; the first searches after a first load would otherwise be
+    planned on empty-table estimates: sequential scans where an index is right). A
+    small edit does not pay for it. The chapter documents count the files seen.
+    """
+    if files <= 0:
+        return
+    row = conn.execute(
+        "SELECT reltuples FROM pg_class WHERE oid = 'chapter_documents'::regclass"
+    ).fetchone()
+    known = float(row[0]) if row else -1.0  # -1: never analysed
+    if known < 0 or files > 5 + 0.1 * known:
+        conn.execute("ANALYZE hierarchical_content_nodes, chapter_documents, branch_languages")
 
 
 def work_of(path: str, sidecar: Sidecar) -> str:

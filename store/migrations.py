@@ -77,12 +77,13 @@ def applied(conn: psycopg.Connection) -> dict[int, str]:
     return dict(conn.execute("SELECT version, checksum FROM schema_migrations").fetchall())
 
 
-def migrate(conn: psycopg.Connection) -> list[str]:
+def migrate(conn: psycopg.Connection, upto: int | None = None) -> list[str]:
     """Apply what is missing; return the names applied (empty when up to date).
 
     `conn` must not be inside a transaction: the run is its own transaction.
+    `upto`: stop after that version (the upgrade tests: a database of an older schema).
     """
-    migrations = available()
+    migrations = [m for m in available() if upto is None or m.version <= upto]
     newest = migrations[-1].version if migrations else 0
     done: list[str] = []
     with conn.transaction():

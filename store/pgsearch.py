@@ -11,14 +11,21 @@ does it by hand:
        (node_type::pdb.literal), level)
       WITH (key_field = 'id', mutable_segment_rows = 0);
 
+and the chapters' (`CHAPTER_INDEX`, migration 034: store.chapters' chapter BM25),
+
+    CREATE INDEX chapter_documents_bm25 ON chapter_documents USING bm25
+      (id, (lexemes::pdb.whitespace), (repository::pdb.literal),
+       (branch::pdb.literal), (work::pdb.literal))
+      WITH (key_field = 'id', mutable_segment_rows = 0);
+
 Each row is indexed in its own language: the indexed text is its lexemes
 (migration 033's `glossator_lexeme_text`: those of its `tsv`, in order, each as
 often as it occurs), which PostgreSQL's text search made with the row's
 configuration (migration 021: its language's stop words, unaccent, its
 Snowball stemmer; `simple` for a language without one). So every language
 PostgreSQL stems keeps its stemmer, French accents are folded, and the terms
-are exactly those the SQL BM25, the phrase check (store.phrases) and the gate
-see. A query is analysed the same way, with each configuration the
+are exactly those the fallback (store.fts), the phrase check (store.phrases)
+and the gate see. A query is analysed the same way, with each configuration the
 (repository, branch) uses (`store.keyword.QUERY_LEXEMES`), and its lexemes
 are matched as they are (the whitespace tokenizer only splits them).
 
@@ -36,7 +43,7 @@ of two repositories).
 
 A query is ParadeDB's match disjunction (`|||`: any of the terms, as BM25
 wants) scored by `pdb.score(id)` (pg_search ≥ 0.20's v2 API; checked with
-0.21.14). One difference from `SqlBm25`, ParadeDB's design: the corpus
+0.21.14). One difference from store.fts, ParadeDB's design: the corpus
 statistics are those of the whole index (every repository and branch).
 """
 
@@ -53,6 +60,13 @@ from store.keyword import QUERY_LEXEMES, Filters, KeywordBackend, filter_sql
 log = logging.getLogger(__name__)
 
 INDEX_NAME = "hcn_bm25"
+CHAPTER_INDEX = "chapter_documents_bm25"
+CHAPTER_INDEX_SQL = (
+    "CREATE INDEX {} ON chapter_documents USING bm25"
+    " (id, (lexemes::pdb.whitespace), (repository::pdb.literal),"
+    " (branch::pdb.literal), (work::pdb.literal))"
+    " WITH (key_field = 'id', mutable_segment_rows = 0)"
+)
 
 # The indexed expression, as the index has it (a query must spell it the same way).
 LEXEMES = "glossator_lexeme_text(h.tsv)"
@@ -102,13 +116,18 @@ class PgSearchBackend(KeywordBackend):
         return sql.SQL(_QUERY).format(keep=keep), params
 
     @staticmethod
-    def index_exists(conn: psycopg.Connection) -> bool:
-        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (INDEX_NAME,)).fetchone()
+    def index_exists(conn: psycopg.Connection, name: str = INDEX_NAME) -> bool:
+        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
         return bool(row and row[0])
 
     @staticmethod
     def create_index(conn: psycopg.Connection) -> bool:
-        """Make the pg_search index (and the extension) if missing; True when created now."""
+        """Make the pg_search indexes (and the extension) if missing: the rows' and the
+        chapters'; True when the rows' was created now."""
+        if not PgSearchBackend.index_exists(conn, CHAPTER_INDEX):
+            conn.execute("CREATE EXTENSION IF NOT EXISTS pg_search")
+            conn.execute(sql.SQL(CHAPTER_INDEX_SQL).format(sql.Identifier(CHAPTER_INDEX)))
+            log.info("created the pg_search BM25 index %s", CHAPTER_INDEX)
         if PgSearchBackend.index_exists(conn):
             return False
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_search")
@@ -129,7 +148,8 @@ def enable_if_available(conn: psycopg.Connection) -> bool:
     """Create the extension and index when the server offers pg_search; True if in use.
 
     A failure (no privilege, pg_search not in shared_preload_libraries…) is
-    logged and leaves the SQL BM25 in charge: keyword search keeps working.
+    logged and leaves PostgreSQL's own text search in charge (store.fts, whose
+    indexes the caller makes): keyword search keeps working.
     """
     offered = conn.execute(
         "SELECT 1 FROM pg_available_extensions WHERE name = 'pg_search'"
@@ -141,7 +161,8 @@ def enable_if_available(conn: psycopg.Connection) -> bool:
             PgSearchBackend.create_index(conn)
     except psycopg.Error as e:
         log.warning(
-            "pg_search is offered but could not be enabled (%s: %s); using the SQL BM25",
+            "pg_search is offered but could not be enabled (%s: %s); keyword search uses "
+            "PostgreSQL's own text search (postgres-fts)",
             type(e).__name__,
             e.sqlstate,
         )

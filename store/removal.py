@@ -4,8 +4,8 @@ repo delete`).
     rows = drop_repository(conn, "livre")     # in the caller's transaction
 
 The rows go through the loader (`sync_files` with every file deleted), branch by branch,
-so the BM25 term tables, the chapter tables and `loaded_files` lose their entries as a
-push that deletes the files would make them; then the branch records (indexed commits,
+so the catalogue (`branch_languages`), the chapter documents and `loaded_files` lose their
+entries as a push that deletes the files would make them; then the branch records (indexed commits,
 tips, HEAD). The queue's jobs are the push pipeline's (hooks.removal).
 """
 
@@ -24,7 +24,7 @@ def drop_repository(conn: psycopg.Connection, repository: str) -> int:
     ).fetchone() or (0,)
     branches = conn.execute(
         "SELECT DISTINCT branch FROM loaded_files WHERE repository = %s"
-        " UNION SELECT DISTINCT branch FROM bm25_corpus WHERE repository = %s ORDER BY 1",
+        " UNION SELECT DISTINCT branch FROM branch_languages WHERE repository = %s ORDER BY 1",
         (repository, repository),
     ).fetchall()
     for (branch,) in branches:

@@ -244,11 +244,11 @@ def migrated_schema(admin_conninfo: str) -> str:
 
 def embedded_schema() -> str:
     """The migrated schema on a throwaway embedded server (a new data directory): the
-    migrations only, no keyword index made at start (`keyword_backend="sql"`)."""
+    migrations only (`start(migrate=False)`: no keyword index made at start)."""
     from store.db import Database, DatabaseConfig
 
     tmp = Path(tempfile.mkdtemp(prefix="glossator-schema-"))
-    db = Database(DatabaseConfig(data_dir=tmp, keyword_backend="sql"), pool_min=1, pool_max=1)
+    db = Database(DatabaseConfig(data_dir=tmp, keyword_backend="fts"), pool_min=1, pool_max=1)
     try:
         db.start(migrate=False)
         with psycopg.connect(db.conninfo, autocommit=True) as c:

@@ -116,13 +116,13 @@ class DefaultBranch:
 def default_branches(conn: Any, fallback: str) -> dict[str, DefaultBranch]:
     """Every repository with rows or a recorded HEAD → its default branch: the branch its
     HEAD names (repository_heads), else its only indexed branch (rows loaded from a
-    folder on another branch), else `fallback`. `bm25_corpus` holds a row per
+    folder on another branch), else `fallback`. `branch_languages` holds a row per
     (repository, branch, language) with rows: a few rows to read, whatever the size."""
     out: dict[str, DefaultBranch] = {}
     for repository, head, indexed in conn.execute(
         "SELECT repository, h.branch, coalesce(i.branches, '{}')"
         " FROM (SELECT repository, array_agg(DISTINCT branch ORDER BY branch) AS branches"
-        "         FROM bm25_corpus GROUP BY repository) AS i"
+        "         FROM branch_languages GROUP BY repository) AS i"
         " FULL JOIN repository_heads h USING (repository) ORDER BY repository"
     ).fetchall():
         if head is not None:

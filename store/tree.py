@@ -70,8 +70,6 @@ def sync_tree(
     source: FileSource,
     progress: Progress | None = None,
     on_plan: Callable[[int], None] | None = None,
-    bulk: bool | None = None,
-    rebuild: bool | None = None,
 ) -> LoadResult:
     """Sync a whole corpus tree (the CLI): find what changed, then `sync_files`, one transaction.
 
@@ -80,9 +78,9 @@ def sync_tree(
     visited, for a progress bar.
     """
     if isinstance(db_or_conn, psycopg.Connection):
-        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan, bulk, rebuild)
+        return _sync_tree(db_or_conn, repository, branch, source, progress, on_plan)
     with db_or_conn.pool.connection() as conn:
-        return _sync_tree(conn, repository, branch, source, progress, on_plan, bulk, rebuild)
+        return _sync_tree(conn, repository, branch, source, progress, on_plan)
 
 
 def _sync_tree(
@@ -92,8 +90,6 @@ def _sync_tree(
     source: FileSource,
     progress: Progress | None,
     on_plan: Callable[[int], None] | None,
-    bulk: bool | None = None,
-    rebuild: bool | None = None,
 ) -> LoadResult:
     started = time.perf_counter()
     with conn.transaction():
@@ -108,8 +104,6 @@ def _sync_tree(
             changed=plan.changed,
             deleted=plan.deleted,
             progress=progress,
-            bulk=bulk,
-            rebuild=rebuild,
         )
     result.skipped[:0] = plan.unchanged
     result.problems[:0] = plan.warnings

@@ -39,8 +39,8 @@ def records(db_url: str, repository: str) -> dict[str, int]:
         for table, column in (
             ("hierarchical_content_nodes", "repository"),
             ("loaded_files", "repository"),
-            ("bm25_corpus", "repository"),
-            ("bm25_row_terms", "repository"),
+            ("branch_languages", "repository"),
+            ("chapter_documents", "repository"),
             ("indexed_commits", "repository"),
             ("branch_tips", "repository"),
             ("repository_heads", "repository"),

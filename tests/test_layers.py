@@ -155,10 +155,7 @@ PROCRASTINATE_ADAPTER = "store/jobqueue.py"
 
 # Files still holding SQL, with who removes it; each entry goes when its file is clean
 # (test_sql_debts_are_still_owed fails on a stale one: delete it then).
-SQL_DEBTS: dict[str, str] = {
-    "search/relevance.py": "pgsretire (issue 24.4): the gate's document frequencies "
-    "read the term tables; they move to store/ with the bm25 index",
-}
+SQL_DEBTS: dict[str, str] = {}
 
 _STATEMENT = re.compile(r"\b(SELECT|INSERT INTO|DELETE FROM)\b|\bUPDATE \w+ SET\b")
 _CLAUSE = re.compile(r"\b(FROM|JOIN|INTO|WHERE)\b")

