@@ -1,7 +1,7 @@
 """The catalogue of what is loaded, and the chapter documents: written by the loader.
 
     deltas = Deltas()                       # per text search configuration: (rows, length)
-    deltas.add(removed_rows(conn, …))       # the rows a DELETE dropped (store.loader)
+    deltas.add(delete_rows(conn, …))        # the rows a DELETE dropped (store.loader)
     apply(conn, repository, branch, deltas, files=[…])   # branch_languages, chapter_documents
 
 `branch_languages` (migration 034) holds, per (repository, branch, text search
@@ -82,7 +82,6 @@ def corpus_languages(
         name, configs = entry.split(" ", 1)
         languages[name] = tuple(configs.split(","))
     return CorpusLanguages(bool(row and row[0]), bool(row and row[1]), languages)
-
 
 
 @dataclass
