@@ -1,6 +1,7 @@
-"""Loading speed against a bare binary COPY, and SQL BM25, pg_search and `bm25s`, in one run.
+"""Loading speed against a bare binary COPY, and the BM25 engines (PostgreSQL's text search,
+pg_search, `bm25s`), in one run.
 
-    .venv/bin/python bench/load.py [--rows 200000 1000000] [--queries 50]
+    .venv/bin/python bench/load.py [--rows 200000 1000000] [--queries 50] [--incremental]
         [--pgsearch-url URL | --no-pgsearch | --only-pgsearch]
         [--write bench/RESULTS.md]
 
@@ -15,7 +16,8 @@ GLOSSATOR_DATABASE_URL; the bench makes and drops its own database there) and pr
    ones) and (b) a synthetic corpus of `--rows` paragraphs without vectors (the
    economical policy: paragraphs left to BM25), each against a plain binary
    COPY of the very same rows into a bare table (no index, no trigger): the floor;
-2. latency p50 / p95 of `store.fts.FtsBackend` (the SQL BM25 until migration 034) at that size over `--queries`
+2. latency p50 / p95 of `store.fts.FtsBackend` (the fallback without pg_search; the
+   SQL BM25 of the term tables until migration 034) at that size over `--queries`
    French queries, and of `bm25s` (method lucene, k1 = 1.2, b = 0.75) over the
    same texts with the same tokens: each row's lexemes repeated as often as the
    row's tsvector counts them, so both compute BM25 over identical bags of words;
@@ -31,8 +33,14 @@ fixed sizes, one pass over the queries after one warm-up pass. Not run in CI.
    store.fts against pg_search on that server.
 
 Each size is loaded into the embedded server alone (the previous size deleted
-first), as a first load (store.loader; the bulk modes of the term tables, and
-`--incremental` / `--compare-bulk` that compared them, went with them: migration 034).
+first), as a first load: one `sync_tree`, one transaction (store.tree).
+`--incremental` also loads the first size file by file before it, each file in a
+transaction of its own (`store.loader.sync_files` with one changed file, a push
+job's way: its rows, the catalogue's figures and its chapter document each time),
+against that whole-tree load of the same rows. (Until migration 034 it compared the
+term tables' bulk mode with their triggers; `--compare-bulk` went with the bulk
+mode.) Query latency after a push's single-file reloads, against a fresh index, is
+bench/reloads.py.
 """
 
 from __future__ import annotations
@@ -67,8 +75,9 @@ from store import fts, migrations  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
 from store.db import configure_connection, with_dbname  # noqa: E402
 from store.fts import FtsBackend  # noqa: E402
-from store.keyword import K1, B  # noqa: E402
-from store.loader import COPY_COLUMNS  # noqa: E402
+from store.keyword import K1, B, query_lexemes  # noqa: E402
+from store.loader import COPY_COLUMNS, sync_files  # noqa: E402
+from store.removal import drop_repository  # noqa: E402
 from store.tree import sync_tree  # noqa: E402
 from tests.pg18_server import get_server as _get_server  # noqa: E402
 from tests.store_sidecars import EXAMPLE_DIR, example_source  # noqa: E402
@@ -238,16 +247,16 @@ def floor_copy(
 
 
 def clear(conn: psycopg.Connection, repository: str) -> None:
-    """Drop a repository's rows, then VACUUM: the next load starts on clean tables."""
-    conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = %s", (repository,))
-    conn.execute("DELETE FROM loaded_files WHERE repository = %s", (repository,))
+    """Drop a repository's rows (store.removal: the catalogue and chapter documents with
+    them), then VACUUM: the next load starts on clean tables."""
+    drop_repository(conn, repository)
     conn.commit()
     conn.autocommit = True
     conn.execute("VACUUM")
     conn.autocommit = False
 
 
-LOAD_KIND = {"": ""}  # the bulk modes went with the term tables (migration 034)
+LOAD_KIND = {"": "", "file by file": " (file by file, a transaction each)"}
 
 
 def ceiling(conn: psycopg.Connection, repository: str) -> dict[str, float]:
@@ -257,7 +266,8 @@ def ceiling(conn: psycopg.Connection, repository: str) -> dict[str, float]:
     text search parser alone (`ts_parse`), the tsvector the rows' trigger computes
     (`glossator_tsvector`: parser, stop words, unaccent, stemmer), and the row
     term entries written into a bare table then indexed by CREATE INDEX (the
-    cheapest way to build the BM25 index bm25_row_terms holds). Together they
+    cheapest way to build a BM25 inverted index in SQL, as the term tables held
+    until migration 034). Together they
     bound a loader that computes tsvectors in the database (DESIGN: no client
     stores one) and keeps an inverted index, whatever its layout, on one core.
     """
@@ -294,12 +304,30 @@ def load(
     repository: str,
     source: MemorySource,
 ) -> tuple[int, float, str]:
-    """Rows, seconds, and "" (one way to load since migration 034)."""
+    """Rows, seconds, and "": the whole tree in one `sync_tree`, one transaction."""
     started = time.perf_counter()
     result = sync_tree(conn, repository=repository, source=source)
     conn.commit()
     assert result.ok, result.problems[:3]
     return result.rows, time.perf_counter() - started, ""
+
+
+def load_file_by_file(
+    conn: psycopg.Connection, repository: str, source: MemorySource
+) -> tuple[int, float, str]:
+    """Rows, seconds, and "file by file": each source.md in a transaction of its own
+    (`sync_files`, one changed file: what a push job that touched one file does)."""
+    paths = sorted(p for p in source.files if p.endswith(".md"))
+    rows = 0
+    started = time.perf_counter()
+    for path in paths:  # bounded: the source's files, once each
+        result = sync_files(
+            conn, repository=repository, branch="main", source=source, changed=[path], deleted=[]
+        )
+        conn.commit()
+        assert result.ok and result.loaded == [path], result.problems[:3]
+        rows += result.rows
+    return rows, time.perf_counter() - started, "file by file"
 
 
 def pct(values: list[float], q: float) -> float:
@@ -336,7 +364,7 @@ def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) 
     retriever = bm25s.BM25(k1=K1, b=B, method="lucene")
     retriever.index(docs, show_progress=False)
     index_seconds = time.perf_counter() - started
-    qtokens = [backend.lexemes(conn, q, repository=repository, branch="main") for q in queries]
+    qtokens = [query_lexemes(conn, q, repository=repository) for q in queries]
     sql_ms, lib_ms, chapter_ms, overlap, tied, score_diff = [], [], [], [], [], []
     position = {id_: n for n, id_ in enumerate(ids)}
     for warm in (True, False):
@@ -389,9 +417,10 @@ def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) 
 
 
 def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[str, float]:
-    """SqlBm25 and pg_search on one server with pg_search, same rows: latency and agreement.
+    """PostgreSQL's text search (store.fts) and pg_search on one server with pg_search, same
+    rows: latency and agreement.
 
-    The rows are loaded first (a bulk load), the pg_search index made after them, as
+    The rows are loaded first, the pg_search index made after them, as
     `glossator db pg-search` does on a loaded server."""
     from store.pgsearch import PgSearchBackend
 
@@ -410,21 +439,18 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
         conn.autocommit = False
         fts.enable(conn)  # PostgreSQL's own text search too (store.fts), same rows
         conn.commit()
-        ours, theirs, fallback = FtsBackend(), PgSearchBackend(), FtsBackend()
-        a_ms, b_ms, c_ms, overlap = [], [], [], []
+        fallback, theirs = FtsBackend(), PgSearchBackend()
+        a_ms, b_ms, overlap = [], [], []
         for warm in (True, False):
             for q in queries:
                 t0 = time.perf_counter()
-                a = ours.search(conn, q, repository="synthetic", k=10)
+                a = fallback.search(conn, q, repository="synthetic", k=10)
                 t1 = time.perf_counter()
                 b = theirs.search(conn, q, repository="synthetic", k=10)
                 t2 = time.perf_counter()
-                fallback.search(conn, q, repository="synthetic", k=10)
-                t3 = time.perf_counter()
                 if not warm:
                     a_ms.append((t1 - t0) * 1000)
                     b_ms.append((t2 - t1) * 1000)
-                    c_ms.append((t3 - t2) * 1000)
                     union = {i for i, _ in a} | {i for i, _ in b}
                     common = {i for i, _ in a} & {i for i, _ in b}
                     overlap.append(len(common) / max(1, min(10, len(union))))
@@ -437,12 +463,10 @@ def pgsearch_compare(url: str, synth: MemorySource, queries: list[str]) -> dict[
         "server": f"PostgreSQL {v // 10000}.{v % 10000}, pg_search {version[0] if version else '?'}",
         "index_s": index_s,
         "load_rows_s": n / load_s,
-        "sql_p50": pct(a_ms, 50),
-        "sql_p95": pct(a_ms, 95),
+        "fts_p50": pct(a_ms, 50),
+        "fts_p95": pct(a_ms, 95),
         "pgs_p50": pct(b_ms, 50),
         "pgs_p95": pct(b_ms, 95),
-        "fts_p50": pct(c_ms, 50),
-        "fts_p95": pct(c_ms, 95),
         "overlap": statistics.mean(overlap),
     }
 
@@ -529,14 +553,12 @@ def where_time_goes(url: str, rows: int, dimension: int = 384) -> list[tuple[str
 
 def pgsearch_lines(rows: int, pg: dict[str, Any]) -> list[str]:
     return [
-        f"| {rows:,} | SqlBm25 on {pg['server']} | {pg['sql_p50']:.1f}"
-        f" | {pg['sql_p95']:.1f} | same server as pg_search; loaded at"
-        f" {pg['load_rows_s']:,.0f} rows/s (accents folded in SQL) |",
+        f"| {rows:,} | postgres-fts (store.fts, GIN on the tsvectors) on {pg['server']}"
+        f" | {pg['fts_p50']:.1f} | {pg['fts_p95']:.1f} | same server as pg_search, the"
+        f" fallback without it; loaded at {pg['load_rows_s']:,.0f} rows/s |",
         f"| {rows:,} | pg_search | {pg['pgs_p50']:.1f} | {pg['pgs_p95']:.1f}"
         f" | index built after the load in {pg['index_s']:.1f} s; top-10 overlap"
-        f" with SqlBm25 {pg['overlap'] * 100:.0f} % |",
-        f"| {rows:,} | postgres-fts (store.fts, GIN on the tsvectors) | {pg['fts_p50']:.1f}"
-        f" | {pg['fts_p95']:.1f} | same server and rows; the fallback without pg_search |",
+        f" with postgres-fts {pg['overlap'] * 100:.0f} % |",
     ]
 
 
@@ -570,6 +592,11 @@ def main() -> None:
         "--where",
         action="store_true",
         help="where --pgsearch-load's time goes: each part alone on the same rows (first size)",
+    )
+    parser.add_argument(
+        "--incremental",
+        action="store_true",
+        help="also load the first size file by file (a transaction each), against one load",
     )
     args = parser.parse_args()
     # a SIGTERM must still stop the embedded server: run the cleanup of `database()`
@@ -624,6 +651,7 @@ def main() -> None:
         with database() as url, psycopg.connect(url) as conn:
             conn.autocommit = True
             migrations.migrate(conn)
+            fts.enable(conn)  # the fallback's GIN index, as Database.start() makes it here
             conn.autocommit = False
             configure_connection(conn)
             v = conn.info.server_version
@@ -642,8 +670,7 @@ def main() -> None:
                 f"| example, 384-d vectors + HNSW | {n:,} | {n / s:,.0f} | {sn / ss:,.0f}"
                 f" | {fn / fs:,.0f} | {(n / s) / (fn / fs):.2f} |"
             )
-            conn.execute("DELETE FROM hierarchical_content_nodes WHERE repository = 'example'")
-            conn.execute("DELETE FROM loaded_files WHERE repository = 'example'")
+            drop_repository(conn, "example")
             conn.commit()
             engines: list[str] = []
             for i, rows in enumerate(args.rows):
@@ -651,6 +678,10 @@ def main() -> None:
                 synth = synthetic(rows)
                 build_s = time.perf_counter() - t0
                 repo = f"synthetic{i}"
+                if args.incremental and i == 0:
+                    n, s, kind = load_file_by_file(conn, "incremental", synth)
+                    say(f"| synthetic, no vectors{LOAD_KIND[kind]} | {n:,} | {n / s:,.0f} | | | |")
+                    clear(conn, "incremental")
                 n, s, bulk = load(conn, repo, synth)
                 sn, ss = floor_copy(conn, "bench_same", same=True, repository=repo)
                 fn, fs = floor_copy(conn, "bench_floor", repository=repo)
@@ -678,13 +709,14 @@ def main() -> None:
                 conn.autocommit = False
                 r = bm25_compare(conn, repo, queries)
                 engines.append(
-                    f"| {rows:,} | SqlBm25 (row term index + SQL) | {r['sql_p50']:.1f}"
+                    f"| {rows:,} | postgres-fts (store.fts, GIN) | {r['sql_p50']:.1f}"
                     f" | {r['sql_p95']:.1f} | exact statistics, in the database |"
                 )
                 engines.append(
                     f"| {rows:,} | bm25s 0.3 (numpy, in memory) | {r['lib_p50']:.2f}"
                     f" | {r['lib_p95']:.2f} | index built in {r['lib_index_s']:.1f} s, held in RAM;"
-                    f" top-10 overlap with SqlBm25 {r['overlap'] * 100:.0f} % ({r['tied'] * 100:.0f} %"
+                    f" top-10 overlap with postgres-fts {r['overlap'] * 100:.0f} %"
+                    f" ({r['tied'] * 100:.0f} %"
                     f" counting ties), score gap {r['score_diff']:.1e} |"
                 )
                 engines.append(
@@ -693,9 +725,12 @@ def main() -> None:
                 )
                 if pgsearch_url:
                     engines += pgsearch_lines(rows, pgsearch_compare(pgsearch_url, synth, queries))
-                # the next size gets the server to itself; TRUNCATE, not DELETE, whose
-                # triggers take each of 10^6 rows' entries out of the term tables
-                conn.execute("TRUNCATE hierarchical_content_nodes, loaded_files")
+                # the next size gets the server to itself: TRUNCATE (the DELETE of 10^6
+                # rows is slow) of the rows and what the loader writes beside them
+                conn.execute(
+                    "TRUNCATE hierarchical_content_nodes, loaded_files, branch_languages,"
+                    " chapter_documents"
+                )
                 conn.commit()
                 for line in engines[-3:] if not pgsearch_url else engines[-5:]:
                     print(line, flush=True)  # as measured: a long run shows them early

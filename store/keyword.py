@@ -177,6 +177,20 @@ q AS (
      WHERE c.repository = %(repository)s AND c.branch = %(branch)s
 )"""
 
+
+def query_lexemes(
+    conn: psycopg.Connection, text: str, *, repository: str, branch: str = "main"
+) -> list[str]:
+    """The terms a query is searched for on the branch by store.fts (`QUERY_LEXEMES`:
+    through each configuration the branch's rows use), sorted: explanations, tests, and
+    bench/load.py's `bm25s` comparison over the same tokens."""
+    rows = conn.execute(
+        "WITH" + QUERY_LEXEMES + " SELECT lexeme FROM q ORDER BY 1",
+        {"text": text, "repository": repository, "branch": branch},
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
 # N and avgdl of the (repository, branch), over every configuration it uses: the CTE
 # `stats` of store.fts's BM25 query.
 CORPUS_STATS = """

