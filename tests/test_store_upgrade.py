@@ -25,16 +25,11 @@ from store.loader import _copy_rows, sidecar_digest, sidecar_path
 from store.pgsearch import enable_if_available
 from store.tree import sync_tree
 from tests.store_sidecars import DIM, MODEL, example
+from tests.test_store_chapters import QUERIES  # the chapter tests' questions
 
 pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
 
 REPO = "bastiat"
-QUERIES = (
-    "chandelles soleil lumière",
-    "la balance du commerce",
-    "travail national protection douane",
-    "pourquoi la disette n'enrichit pas un pays",
-)
 OLD_TABLES = ("bm25_corpus", "bm25_row_terms", "bm25_chapters", "bm25_chapter_terms")
 
 
