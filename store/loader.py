@@ -78,6 +78,17 @@ COPY_SQL = (
 
 Progress = Callable[[str], None]
 
+# pgvector builds an HNSW graph in memory while it fits in maintenance_work_mem, then
+# inserts the rest on disk, ~4x slower (its NOTICE "hnsw graph no longer fits into
+# maintenance_work_mem after N tuples"). An element took 2,252 bytes at 384 dimensions
+# (pgvector 0.8.2, m = 16: 8 MB held 3,725 of them; bench/RESULTS.md, issue 24): its
+# vector, 4 bytes a dimension, and ~700 bytes of neighbour lists; 1,024 leaves a margin.
+# store.vectors' 256 MB held ~119,000 such rows, so a 200,000-row first load went on
+# disk. The setting is local to the load's transaction and raised only; above the cap
+# the build goes on disk (slower, still right) rather than take more of the server's memory.
+HNSW_ELEMENT_OVERHEAD = 1024
+HNSW_MEMORY_CAP = 1 << 30
+
 
 @dataclass
 class LoadResult:
@@ -164,6 +175,7 @@ def sync_files(
                 progress(path)
         stored = stored_files(conn, repository, branch, changed_md)
         new_models: list[tuple[str, int]] = []
+        vector_rows: dict[str, int] = {}  # rows loaded with each model (its index's size)
         for path in changed_md:
             try:
                 _sync_one(
@@ -176,6 +188,7 @@ def sync_files(
                     result,
                     new_models,
                     removed,
+                    vector_rows,
                 )
             except CorpusError as e:
                 # INFO, not WARNING: each problem is returned and reported by the caller
@@ -195,6 +208,7 @@ def sync_files(
             if progress:
                 progress(path)
         for model, dimension in new_models:  # one build over the batch's rows (store.vectors)
+            _hnsw_memory(conn, vector_rows.get(model, 0), dimension)
             vectors.create_index(conn, model, dimension)
         # the catalogue and the chapter documents, in the rows' transaction
         deltas = catalogue.Deltas()
@@ -217,6 +231,7 @@ def _sync_one(
     result: LoadResult,
     new_models: list[tuple[str, int]],
     removed: catalogue.Deltas,
+    vector_rows: dict[str, int],
 ) -> None:
     side = sidecar_path(path)
     # what this file's DELETE drops counts once its savepoint holds
@@ -262,6 +277,8 @@ def _sync_one(
     removed.merge(dropped)
     result.loaded.append(path)
     result.rows += rows
+    if m.embedding_model is not None:
+        vector_rows[m.embedding_model] = vector_rows.get(m.embedding_model, 0) + rows
     if new_model:
         new_models.append((str(m.embedding_model), int(m.dimension or 0)))
 
@@ -301,6 +318,17 @@ def _delete_rows(
         (repository, branch, path),
     )
     return cur.rowcount > 0
+
+
+def _hnsw_memory(conn: psycopg.Connection, rows: int, dimension: int) -> None:
+    """Raise maintenance_work_mem, for the rest of the transaction, to what an HNSW graph
+    of `rows` vectors needs in memory (HNSW_ELEMENT_OVERHEAD), at most HNSW_MEMORY_CAP."""
+    wanted = min(HNSW_MEMORY_CAP, rows * (4 * dimension + HNSW_ELEMENT_OVERHEAD))
+    conn.execute(
+        "SELECT set_config('maintenance_work_mem', %(kb)s || 'kB', true)"
+        " WHERE pg_size_bytes(current_setting('maintenance_work_mem')) < %(bytes)s",
+        {"kb": str(wanted // 1024), "bytes": wanted},
+    )
 
 
 def analyze_if_stale(conn: psycopg.Connection, files: int) -> None:

@@ -1,4 +1,4 @@
--- The schema store/migrations/ leave, at version 34. Generated: do not edit.
+-- The schema store/migrations/ leave, at version 35. Generated: do not edit.
 -- Regenerate with `.venv/bin/python -m store.schema --write` (store/schema.py); tests/test_store_schema.py checks it.
 
 -- extensions
@@ -340,12 +340,34 @@ $function$;
 
 CREATE OR REPLACE FUNCTION public.glossator_tsvector(cfg regconfig, content text)
  RETURNS tsvector
- LANGUAGE sql
+ LANGUAGE plpgsql
  IMMUTABLE PARALLEL SAFE
 AS $function$
-    SELECT CASE WHEN cfg = 'glossator_fr'::regconfig THEN ts_delete(v, ARRAY['le', 'a'])
-                ELSE v END
-      FROM (SELECT glossator_fold_stem(glossator_stemmer(cfg), to_tsvector(cfg, content))) AS s(v)
+  DECLARE
+    dict regdictionary := glossator_stemmer(cfg);
+    v tsvector;
+  BEGIN
+    SELECT coalesce(string_agg(
+             '''' || replace(replace(s.lexeme, '\', '\\'), '''', '''''') || ''''
+             || CASE WHEN cardinality(u.positions) > 0
+                     THEN ':' || array_to_string(u.positions, ',') ELSE '' END,
+             ' '), '')::tsvector
+      INTO v
+      FROM unnest(to_tsvector(cfg, content)) AS u
+     CROSS JOIN LATERAL unnest(
+           CASE WHEN u.lexeme ~ '[0-9./@:]' THEN ARRAY[u.lexeme]
+                WHEN octet_length(u.lexeme) = length(u.lexeme) THEN ts_lexize(dict, u.lexeme)
+                WHEN u.lexeme ~ '^[\x01-\xff]*$' THEN ts_lexize(dict,
+                  replace(replace(replace(translate(u.lexeme,
+                    'ÀÁÂÃÄÅÇÈÉÊËÌÍÎÏÑÒÓÔÕÖØÙÚÛÜÝàáâãäåçèéêëìíîïñòóôõöøùúûüýÿ',
+                    'AAAAAACEEEEIIIINOOOOOOUUUUYaaaaaaceeeeiiiinoooooouuuuyy'),
+                    'æ', 'ae'), 'Æ', 'AE'), 'ß', 'ss'))
+                ELSE ts_lexize(dict, glossator_fold(u.lexeme)) END) AS s(lexeme);
+    IF cfg = 'glossator_fr'::regconfig THEN
+      v := ts_delete(v, ARRAY['le', 'a']);
+    END IF;
+    RETURN v;
+  END
   $function$;
 
 CREATE OR REPLACE FUNCTION public.hcn_fill_text_search()
