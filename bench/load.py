@@ -76,7 +76,7 @@ from store.chapters import chapter_evidence  # noqa: E402
 from store.db import configure_connection, with_dbname  # noqa: E402
 from store.fts import FtsBackend  # noqa: E402
 from store.keyword import K1, B, query_lexemes  # noqa: E402
-from store.loader import COPY_COLUMNS, sync_files  # noqa: E402
+from store.loader import COPY_COLUMNS, _hnsw_memory, sync_files  # noqa: E402
 from store.removal import drop_repository  # noqa: E402
 from store.tree import sync_tree  # noqa: E402
 from tests.pg18_server import get_server as _get_server  # noqa: E402
@@ -348,6 +348,23 @@ def load_file_by_file(
     return rows, time.perf_counter() - started, "file by file"
 
 
+def machine() -> str:
+    """The CPU model and the load average now (every figure is recorded with them)."""
+    model = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    one, five, fifteen = os.getloadavg()
+    return (
+        f"{model}, {os.cpu_count()} cores, load average {one:.1f} / {five:.1f} / {fifteen:.1f}"
+        f" at {time.strftime('%H:%M UTC', time.gmtime())}"
+    )
+
+
 def pct(values: list[float], q: float) -> float:
     return float(np.percentile(np.array(values), q))
 
@@ -572,10 +589,13 @@ def where_time_goes(url: str, rows: int, dimension: int = 384) -> list[tuple[str
              " (repository::pdb.literal)) WITH (key_field = 'id')"),
         ):  # fmt: skip
             conn.commit()
+            if "hnsw" in stmt:  # the memory the loader gives its own build (store.loader)
+                _hnsw_memory(conn, n, dimension)
             started = time.perf_counter()
             conn.execute(stmt)
             out.append((name, time.perf_counter() - started))
             conn.rollback()
+    # the floor's share of the load is the loader / floor ratio (same rows)
     return [(f"{name} ({n:,} rows)" if i == 0 else name, s) for i, (name, s) in enumerate(out)]
 
 
@@ -658,6 +678,8 @@ def main() -> None:
 
         pg17 = PgembedServer.start()
         pgsearch_url = pg17.uri()
+    say(f"command: bench/load.py {' '.join(sys.argv[1:])}")
+    say(f"machine: {machine()}")
     try:
         if args.where:
             assert pgsearch_url, "--where needs the pg_search server"
@@ -787,6 +809,7 @@ def main() -> None:
             for line in engines:
                 say(line)
     finally:
+        say(f"machine at the end: {machine()}")
         if pg17 is not None:
             pg17.stop()
         if args.write:
