@@ -28,7 +28,6 @@ one pass of reloads. Not run in CI.
 from __future__ import annotations
 
 import argparse
-import os
 import random
 import sys
 import time
@@ -41,7 +40,7 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.load import QUERIES, database, pct, synthetic  # noqa: E402
+from bench.load import QUERIES, database, machine, pct, synthetic  # noqa: E402
 from indexer.sidecar import Chunk, Sidecar, dumps, file_hash, loads  # noqa: E402
 from indexer.source import MemorySource  # noqa: E402
 from store import migrations  # noqa: E402
@@ -103,7 +102,7 @@ def _connect(url: str) -> psycopg.Connection:
 
 def run(server_url: str, rows: int, reloads: int) -> dict[str, Any]:
     synth = synthetic(rows)
-    out: dict[str, Any] = {"rows": rows, "reloads": reloads}
+    out: dict[str, Any] = {"rows": rows, "reloads": reloads, "machine": machine()}
     with database(server_url) as template:
         with psycopg.connect(template, autocommit=True) as conn:
             migrations.migrate(conn)
@@ -188,8 +187,7 @@ def lines(r: dict[str, Any], command: str) -> list[str]:
     return [
         f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, `{command}`:"
         f" {r['server']}, {r['rows']:,} synthetic paragraphs (100 a file), loaded once in"
-        f" {r['load_s']:.0f} s; AMD EPYC (2 cores, shared: load average"
-        f" {os.getloadavg()[0]:.1f} at the end).",
+        f" {r['load_s']:.0f} s; {r['machine']} at the start, {machine()} at the end.",
         "",
         "| index | BM25 p50 ms | p95 ms | p95 / fresh | segments | reload p50 / p95 ms |",
         "|---|---:|---:|---:|---:|---|",
