@@ -38,6 +38,7 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -166,54 +167,31 @@ def sync_files(
     # other files of the corpus (glossator.toml, images) have no rows: ignored
     changed_md = list(dict.fromkeys(md_path(p) for p in changed if md_path(p).endswith(".md")))
     deleted_md = list(dict.fromkeys(md_path(p) for p in deleted if md_path(p).endswith(".md")))
-    removed = catalogue.Deltas()  # the rows each DELETE dropped (the catalogue's figures)
+    load = _Load(conn, repository, branch, source, result)
     with conn.transaction():
         for path in deleted_md:
-            if _delete_rows(conn, repository, branch, path, removed):
+            if _delete_rows(conn, repository, branch, path, load.removed):
                 result.deleted.append(path)
             if progress:
                 progress(path)
         stored = stored_files(conn, repository, branch, changed_md)
-        new_models: list[tuple[str, int]] = []
-        vector_rows: dict[str, int] = {}  # rows loaded with each model (its index's size)
+        # a first load of many files: theirs copied in batches (see _copy_batch)
+        batching = sum(p not in stored for p in changed_md) >= BATCH_MIN_FILES
         for path in changed_md:
-            try:
-                _sync_one(
-                    conn,
-                    repository,
-                    branch,
-                    source,
-                    path,
-                    stored.get(path),
-                    result,
-                    new_models,
-                    removed,
-                    vector_rows,
-                )
-            except CorpusError as e:
-                # INFO, not WARNING: each problem is returned and reported by the caller
-                # (`glossator load` one line, the worker the job's problems); a warning
-                # here printed every refused file twice on a command's stderr
-                result.problems.append(Problem.from_error(e))
-                log.info("not loaded, previous rows kept: %s", e)
-            except OSError as e:
-                message = f"cannot read its sidecar ({type(e).__name__}: {e.strerror or e})"
-                result.problems.append(Problem(sidecar_path(path), message))
-                log.info("not loaded, previous rows kept: %s: %s", path, message)
-            except psycopg.Error as e:
-                # the savepoint rolled back: this file keeps its previous rows
-                message = f"the database refused this file ({type(e).__name__}: {e.sqlstate})"
-                result.problems.append(Problem(path, message))
-                log.info("not loaded, previous rows kept: %s: %s", path, message)
+            if batching and path not in stored:
+                _guarded(load, path, partial(load.queue, path))
+            else:
+                _guarded(load, path, partial(_sync_one, load, path, stored.get(path)))
             if progress:
                 progress(path)
-        for model, dimension in new_models:  # one build over the batch's rows (store.vectors)
-            _hnsw_memory(conn, vector_rows.get(model, 0), dimension)
+        load.flush()
+        for model, dimension in load.new_models:  # one build over the rows (store.vectors)
+            _hnsw_memory(conn, load.vector_rows.get(model, 0), dimension)
             vectors.create_index(conn, model, dimension)
         # the catalogue and the chapter documents, in the rows' transaction
         deltas = catalogue.Deltas()
         deltas.add(catalogue.loaded_rows(conn, repository, branch, result.loaded))
-        deltas.add(((c, n, length) for c, (n, length) in removed.by_config.items()), sign=-1)
+        deltas.add(((c, n, length) for c, (n, length) in load.removed.by_config.items()), sign=-1)
         catalogue.apply(conn, repository, branch, deltas, [*result.loaded, *result.deleted])
         analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
     result.seconds = time.perf_counter() - started
@@ -221,34 +199,156 @@ def sync_files(
     return result
 
 
-def _sync_one(
-    conn: psycopg.Connection,
-    repository: str,
-    branch: str,
-    source: FileSource,
-    path: str,
-    stored: _Stored | None,
-    result: LoadResult,
-    new_models: list[tuple[str, int]],
-    removed: catalogue.Deltas,
-    vector_rows: dict[str, int],
-) -> None:
-    side = sidecar_path(path)
-    # what this file's DELETE drops counts once its savepoint holds
-    dropped = catalogue.Deltas()
-    if not source.exists(side):
-        if not source.exists(path):  # both gone: the file was deleted
-            if stored is not None:
-                with conn.transaction():
-                    _delete_rows(conn, repository, branch, path, dropped)
-                removed.merge(dropped)
-                result.deleted.append(path)
+# A first load of at least BATCH_MIN_FILES new files copies them BATCH_ROWS rows at a time:
+# one COPY statement, one savepoint and one INSERT of their loaded_files records for many
+# files, instead of one of each per file. pg_search writes a segment per statement into
+# its index (mutable_segment_rows = 0, store.pgsearch), so a 200,000-row first load of
+# 100-row files wrote ~2,000 segments and merged them as it went; per-file statements
+# and savepoints cost the rest (bench/RESULTS.md, issue 24). A batch that fails (a
+# database error, a model's dimension refused) is rolled back to its savepoint and its
+# files loaded again one by one, each in its own savepoint: a bad file is reported and
+# the others load, as without batches. Edits (files already loaded) stay file by file.
+BATCH_MIN_FILES = 8
+BATCH_ROWS = 20_000
+
+
+@dataclass
+class _Load:
+    """One sync_files call: where it writes, what it did, and the files it has queued."""
+
+    conn: psycopg.Connection
+    repository: str
+    branch: str
+    source: FileSource
+    result: LoadResult
+    removed: catalogue.Deltas = field(default_factory=catalogue.Deltas)
+    new_models: list[tuple[str, int]] = field(default_factory=list)
+    vector_rows: dict[str, int] = field(default_factory=dict)  # rows loaded with each model
+    pending: list[tuple[str, str, Sidecar]] = field(default_factory=list)
+    pending_rows: int = 0
+
+    def loaded(self, path: str, sidecar: Sidecar, rows: int, new_model: bool) -> None:
+        m = sidecar.manifest
+        self.result.loaded.append(path)
+        self.result.rows += rows
+        if m.embedding_model is not None:
+            self.vector_rows[m.embedding_model] = self.vector_rows.get(m.embedding_model, 0) + rows
+        if new_model:
+            self.new_models.append((str(m.embedding_model), int(m.dimension or 0)))
+
+    def queue(self, path: str) -> None:
+        """A new file's sidecar read and checked, its rows left for the next batch."""
+        read = _read_sidecar(self.source, path)
+        if read is None:
             return
+        self.pending.append((path, *read))
+        self.pending_rows += len(read[1].chunks)
+        if self.pending_rows >= BATCH_ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        batch, self.pending, self.pending_rows = self.pending, [], 0
+        if not batch:
+            return
+        try:
+            with self.conn.transaction():  # a savepoint: all of the batch or none of it
+                news = _copy_batch(self, batch)
+        except (psycopg.Error, CorpusError) as e:
+            log.info("a batch of %d files failed (%s), loading them one by one", len(batch), e)
+            for path, _, _ in batch:
+                _guarded(self, path, partial(_sync_one, self, path, None))
+            return
+        for (path, _, sidecar), new_model in zip(batch, news, strict=True):
+            self.loaded(path, sidecar, len(sidecar.chunks), new_model)
+
+
+def _guarded(load: _Load, path: str, work: Callable[[], None]) -> None:
+    """Run one file's work; a refused file is a problem of the result, its rows kept."""
+    result = load.result
+    try:
+        work()
+    except CorpusError as e:
+        # INFO, not WARNING: each problem is returned and reported by the caller
+        # (`glossator load` one line, the worker the job's problems); a warning
+        # here printed every refused file twice on a command's stderr
+        result.problems.append(Problem.from_error(e))
+        log.info("not loaded, previous rows kept: %s", e)
+    except OSError as e:
+        message = f"cannot read its sidecar ({type(e).__name__}: {e.strerror or e})"
+        result.problems.append(Problem(sidecar_path(path), message))
+        log.info("not loaded, previous rows kept: %s: %s", path, message)
+    except psycopg.Error as e:
+        # the savepoint rolled back: this file keeps its previous rows
+        message = f"the database refused this file ({type(e).__name__}: {e.sqlstate})"
+        result.problems.append(Problem(path, message))
+        log.info("not loaded, previous rows kept: %s: %s", path, message)
+
+
+def _read_sidecar(source: FileSource, path: str) -> tuple[str, Sidecar] | None:
+    """The file's sidecar (its digest, parsed and checked); None when both it and its `.md`
+    are gone (a deletion)."""
+    side = sidecar_path(path)
+    if not source.exists(side):
+        if not source.exists(path):
+            return None
         raise CorpusError(side, "sidecar is missing: run `glossator index` to generate it")
     data = source.read(side)
-    digest = sidecar_digest(data)
     sidecar = loads(side, data)
     _check(side, path, sidecar, source)
+    return sidecar_digest(data), sidecar
+
+
+def _copy_batch(load: _Load, batch: list[tuple[str, str, Sidecar]]) -> list[bool]:
+    """New files' rows in one COPY and their records in one INSERT (the caller's savepoint);
+    for each file, whether its model was new."""
+    conn = load.conn
+    news = []
+    for path, _, sidecar in batch:
+        m = sidecar.manifest
+        news.append(
+            m.embedding_model is not None
+            and bool(m.dimension)
+            and vectors.register(
+                conn, m.embedding_model, int(m.dimension or 0), path=sidecar_path(path)
+            )
+        )
+    with conn.cursor() as cur, cur.copy(COPY_SQL) as copy:
+        copy.set_types([t for _, t in COPY_COLUMNS])
+        for path, _, sidecar in batch:
+            _write_rows(copy, load.repository, load.branch, path, sidecar)
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO loaded_files (repository, branch, source_file, source_file_hash,"
+            " sidecar_hash, embedding_model, chunk_count) VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            [
+                (
+                    load.repository,
+                    load.branch,
+                    path,
+                    s.manifest.source_file_hash,
+                    digest,
+                    s.manifest.embedding_model,
+                    len(s.chunks),
+                )
+                for path, digest, s in batch
+            ],
+        )
+    return news
+
+
+def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
+    conn, repository, branch = load.conn, load.repository, load.branch
+    # what this file's DELETE drops counts once its savepoint holds
+    dropped = catalogue.Deltas()
+    read = _read_sidecar(load.source, path)
+    if read is None:  # both gone: the file was deleted
+        if stored is not None:
+            with conn.transaction():
+                _delete_rows(conn, repository, branch, path, dropped)
+            load.removed.merge(dropped)
+            load.result.deleted.append(path)
+        return
+    digest, sidecar = read
     m = sidecar.manifest
     if (
         stored is not None
@@ -257,12 +357,14 @@ def _sync_one(
         and stored.embedding_model == m.embedding_model
         and stored.rows == m.chunk_count
     ):
-        result.skipped.append(path)
+        load.result.skipped.append(path)
         return
     new_model = False
     with conn.transaction():  # a savepoint: on any error this file keeps its previous rows
         if m.embedding_model is not None and m.dimension:
-            new_model = vectors.register(conn, m.embedding_model, int(m.dimension), path=side)
+            new_model = vectors.register(
+                conn, m.embedding_model, int(m.dimension), path=sidecar_path(path)
+            )
         # rows exist only beside their loaded_files record (same savepoint); skipping the
         # DELETE for a new file matters on a first load into an unanalysed table, where
         # the planner may scan the whole branch for each file
@@ -274,13 +376,8 @@ def _sync_one(
             " sidecar_hash, embedding_model, chunk_count) VALUES (%s, %s, %s, %s, %s, %s, %s)",
             (repository, branch, path, m.source_file_hash, digest, m.embedding_model, rows),
         )
-    removed.merge(dropped)
-    result.loaded.append(path)
-    result.rows += rows
-    if m.embedding_model is not None:
-        vector_rows[m.embedding_model] = vector_rows.get(m.embedding_model, 0) + rows
-    if new_model:
-        new_models.append((str(m.embedding_model), int(m.dimension or 0)))
+    load.removed.merge(dropped)
+    load.loaded(path, sidecar, rows, new_model)
 
 
 def _check(side: str, path: str, sidecar: Sidecar, source: FileSource) -> None:
@@ -364,34 +461,37 @@ def _copy_rows(
     sidecar: Sidecar,
 ) -> int:
     """One binary COPY of the file's chunks; vectors through pgvector's binary dumper."""
+    with conn.cursor() as cur, cur.copy(COPY_SQL) as copy:
+        copy.set_types([t for _, t in COPY_COLUMNS])
+        _write_rows(copy, repository, branch, path, sidecar)
+    return len(sidecar.chunks)
+
+
+def _write_rows(copy: Any, repository: str, branch: str, path: str, sidecar: Sidecar) -> None:
+    """The file's chunks as rows of an open binary COPY (COPY_COLUMNS)."""
     m = sidecar.manifest
     work = work_of(path, sidecar)
     lang = str(m.extra.get("lang") or "fr")
-    with conn.cursor() as cur, cur.copy(COPY_SQL) as copy:
-        copy.set_types([t for _, t in COPY_COLUMNS])
-        for c in sidecar.chunks:
-            embedding = (
-                np.asarray(c.embedding, dtype=np.float32) if c.embedding is not None else None
+    for c in sidecar.chunks:
+        embedding = np.asarray(c.embedding, dtype=np.float32) if c.embedding is not None else None
+        copy.write_row(
+            (
+                repository,
+                branch,
+                m.level,
+                m.parent_source_file,
+                m.node_type,
+                path,
+                m.source_file_hash,
+                c.chunk_index,
+                m.heading_path,
+                c.text,
+                c.content_token_count,
+                m.embedding_model if embedding is not None else None,
+                embedding,
+                work,
+                lang,
+                c.line_start,
+                c.line_end,
             )
-            copy.write_row(
-                (
-                    repository,
-                    branch,
-                    m.level,
-                    m.parent_source_file,
-                    m.node_type,
-                    path,
-                    m.source_file_hash,
-                    c.chunk_index,
-                    m.heading_path,
-                    c.text,
-                    c.content_token_count,
-                    m.embedding_model if embedding is not None else None,
-                    embedding,
-                    work,
-                    lang,
-                    c.line_start,
-                    c.line_end,
-                )
-            )
-    return len(sidecar.chunks)
+        )
