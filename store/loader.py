@@ -8,7 +8,9 @@ Paths name the Markdown files (`corpus/…/source.md`); a sidecar path
 ignored. The rows of a file
 are replaced as a unit: DELETE its rows, then one binary COPY of its chunks,
 inside a savepoint, so a file that fails (a bad sidecar, a database error)
-keeps its previous rows while the others load. `sync_files` runs inside the
+keeps its previous rows while the others load. A first load of many new files
+copies them in batches, one COPY and one savepoint for many files (BATCH_ROWS),
+and a batch that fails is loaded again file by file. `sync_files` runs inside the
 caller's transaction when one is open (the push job commits the rows with its
 `indexed_commits` record) and in its own transaction otherwise.
 
@@ -22,7 +24,8 @@ refused, named in `LoadResult.problems`, when its sidecar is missing or
 malformed, its chunk count disagrees with the manifest, a vector has the wrong
 dimension, or its `parent_source_file` has no sidecar.
 
-tsv, doc_len and ts_config are computed by the database (migrations 002-003).
+tsv, doc_len and ts_config are computed by the database (migrations 002-003;
+glossator_tsvector in PL/pgSQL since 035).
 In the same transaction the loader keeps the catalogue (`branch_languages`: rows
 and length per configuration, from each DELETE's RETURNING and one aggregate over
 the files loaded) and makes the touched files' chapter documents again
