@@ -133,7 +133,7 @@ def test_migration_034_on_a_loaded_database_keeps_search_the_same(pg_server) -> 
             assert n_docs == rows
             assert old.execute("SELECT count(*) FROM bm25_row_terms").fetchone()[0] > 10_000
             # the upgrade
-            assert migrations.migrate(old) == ["034_retire_term_tables.sql"]
+            assert migrations.migrate(old, upto=34) == ["034_retire_term_tables.sql"]
             chapter_index = old.execute(
                 "SELECT to_regclass('chapter_documents_bm25') IS NOT NULL"
             ).fetchone()
