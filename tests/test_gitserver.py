@@ -378,6 +378,7 @@ def test_wrong_tokens_are_throttled_with_real_git(store: RepoStore, tmp_path: Pa
             server.url("livre") + "/info/refs",
             params={"service": "git-upload-pack"},
             auth=("x", READ),
+            timeout=60,
         )
         assert r.status_code == 429 and int(r.headers["retry-after"]) > 60
         assert "too many wrong tokens" in r.text and READ not in r.text

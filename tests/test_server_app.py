@@ -31,7 +31,9 @@ def settings(db_settings: Any, tmp_path: Path) -> Any:
 def wait_done(base: str, repository: str, timeout: float = 120) -> list[dict[str, Any]]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        jobs = httpx.get(f"{base}/api/jobs", params={"repository": repository}).json()["jobs"]
+        jobs = httpx.get(f"{base}/api/jobs", params={"repository": repository}, timeout=120).json()[
+            "jobs"
+        ]
         if jobs and all(j["status"] in ("done", "failed") for j in jobs):
             return jobs
         time.sleep(0.2)
@@ -48,32 +50,32 @@ def test_start_up_reconciles_branches_pushed_while_down(settings: Any, tmp_path:
     assert "indexing not queued" in pushed.stderr
 
     with ServerThread(build_app(settings), lifespan="on") as server:
-        assert httpx.get(f"{server.base}/healthz").text == "ok\n"
+        assert httpx.get(f"{server.base}/healthz", timeout=120).text == "ok\n"
         [job] = wait_done(server.base, "horsligne")
         assert job["status"] == "done" and job["duration_s"] is not None
         assert job["result_commit"] == store.branches("horsligne")["main"]
         assert job["stats"]["loaded"]
         # run by `glossator worker`, the server's child process, not by this process
         assert job["worker"] and not job["worker"].endswith(f":{os.getpid()}"), job
-        bad = httpx.get(f"{server.base}/api/jobs", params={"status": "bogus"})
+        bad = httpx.get(f"{server.base}/api/jobs", params={"status": "bogus"}, timeout=120)
         assert bad.status_code == 400
         for path in ("/mcp/", "/mcp"):  # both served (no redirect), guarded by the token
-            assert httpx.post(f"{server.base}{path}", json={}).status_code == 401, path
-        root = httpx.get(f"{server.base}/")
+            assert httpx.post(f"{server.base}{path}", json={}, timeout=120).status_code == 401, path
+        root = httpx.get(f"{server.base}/", timeout=120)
         assert root.status_code == 200 and root.json()["endpoints"]["mcp"].startswith("/mcp ")
-        page = httpx.get(f"{server.base}/", headers={"Accept": "text/html"})
+        page = httpx.get(f"{server.base}/", headers={"Accept": "text/html"}, timeout=120)
         # a browser gets the web reader's home page (tests/test_web.py): the search form
         assert "<h1>Glossator</h1>" in page.text and '<input id="q" name="q"' in page.text
     # a restart with nothing new to index queues nothing
     with ServerThread(build_app(settings), lifespan="on") as server:
-        jobs = httpx.get(f"{server.base}/api/jobs").json()["jobs"]
+        jobs = httpx.get(f"{server.base}/api/jobs", timeout=120).json()["jobs"]
         assert [j["id"] for j in jobs] == [job["id"]]
     # anonymous reads off: /api/jobs (repository names, commits, errors) needs a token
     closed = settings.replace(anonymous_read=False, read_tokens=("lecture",))
     with ServerThread(build_app(closed), lifespan="on") as server:
-        refused = httpx.get(f"{server.base}/api/jobs")
+        refused = httpx.get(f"{server.base}/api/jobs", timeout=120)
         assert refused.status_code == 401 and "horsligne" not in refused.text
-        allowed = httpx.get(f"{server.base}/api/jobs", auth=("u", "lecture"))
+        allowed = httpx.get(f"{server.base}/api/jobs", auth=("u", "lecture"), timeout=120)
         assert allowed.status_code == 200 and allowed.json()["jobs"]
 
 
@@ -117,7 +119,9 @@ def test_lost_database_connections_are_one_line_then_recover(settings: Any, tmp_
         defer_sync(settings.database_url.get_secret_value(), "coupure", "main")
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            jobs = httpx.get(f"{server.base}/api/jobs", params={"repository": "coupure"}).json()
+            jobs = httpx.get(
+                f"{server.base}/api/jobs", params={"repository": "coupure"}, timeout=120
+            ).json()
             if len(jobs["jobs"]) >= 2 and jobs["jobs"][0]["status"] in ("done", "failed"):
                 break
             time.sleep(0.5)

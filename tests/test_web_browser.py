@@ -276,7 +276,9 @@ def test_bad_input_through_the_server(site: Site) -> None:
         r2 = httpx.get(site.base + path, headers={"Accept": "text/html"}, timeout=60)
         assert r2.status_code == status, (path, r2.text[:300])
         assert "Traceback" not in r2.text
-    api = httpx.get(site.base + "/api/search", params={"q": "chandelles soleil", "k": 3}).json()
+    api = httpx.get(
+        site.base + "/api/search", params={"q": "chandelles soleil", "k": 3}, timeout=120
+    ).json()
     assert api["groups"] and api["index"][0]["status"] == "current"
 
 
@@ -301,12 +303,12 @@ def test_closed_reads_with_a_login(browser: Any, pg_server: Any, tmp_path: Path)
             [job] = server.wait_idle(REPO, timeout=600, headers=bearer)
             assert job["status"] == "done", job
             for path in ("/search?q=travail", "/api/search?q=travail", "/jobs", "/api/outline"):
-                r = httpx.get(server.base + path, headers={"Accept": "text/html"})
+                r = httpx.get(server.base + path, headers={"Accept": "text/html"}, timeout=120)
                 assert r.status_code == 401, path
                 assert "travail" not in r.text.split("<main", 1)[-1].replace(
                     'value="/search?q=travail"', ""
                 ), path
-            ok = httpx.get(server.base + "/api/search?q=travail", headers=bearer)
+            ok = httpx.get(server.base + "/api/search?q=travail", headers=bearer, timeout=120)
             assert ok.status_code == 200 and ok.json()["groups"]
 
             page = browser.new_page()
