@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: setup demo test lint typecheck bench clean
+.PHONY: setup demo test test-fallback lint typecheck bench clean
 
 $(STAMP): pyproject.toml store/pginstall.py
 	$(PY) -m venv $(VENV)
@@ -24,6 +24,10 @@ demo: $(STAMP)
 ## The test suite (what .ci/run calls).
 test: $(STAMP)
 	$(BIN)/python -m pytest -q -p no:cacheprovider
+
+## The tests that take a database, on the fallback without pg_search (issue 24: its own job).
+test-fallback: $(STAMP)
+	GLOSSATOR_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider -m uses_database
 
 ## ruff, and the import contracts of pyproject.toml (docs/architecture.md: the layers).
 lint: $(STAMP)

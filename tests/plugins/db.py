@@ -106,10 +106,22 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "pg_backends(*names): run on these database backends (tests/plugins/db.py)"
     )
+    config.addinivalue_line(
+        "markers", "uses_database: takes a database through pg_backend (set by tests/plugins/db.py)"
+    )
     if DEFAULT_BACKEND not in BACKENDS:
         raise pytest.UsageError(
             f"GLOSSATOR_TEST_BACKEND={DEFAULT_BACKEND!r} is not a backend: use one of {BACKENDS}"
         )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Mark `uses_database` every test that takes a database through `pg_backend`:
+    `make test-fallback` runs those on the fallback (GLOSSATOR_TEST_BACKEND=postgres),
+    the rest has nothing that depends on the keyword backend."""
+    for item in items:
+        if "pg_backend" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.uses_database)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
