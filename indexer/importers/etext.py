@@ -60,7 +60,11 @@ _BOILERPLATE = re.compile(
     r"projekt gutenberg-de|"
     # transcribers' notes, in the languages of indexer.lang
     r"\[?transcriber'?s'? notes?|\[?note de transcription|\[?nota del trascrittore|"
-    r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o"
+    r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o|"
+    # the transcriber's table of the characters the file uses (Gutenberg's Divina
+    # Commedia, #1012: `TAVOLA DEI CARATTERI SPECIALI / TABLE OF SPECIAL CHARACTERS`)
+    r"(?:table|list) of (?:special )?characters|tavola dei caratteri|"
+    r"table des caract[eè]res|tabla de caracteres"
     r")",
     re.IGNORECASE,
 )
@@ -286,17 +290,24 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
         if drop[i] or not is_boilerplate(texts[i]):
             i += 1
             continue
-        if re.match(r"^\[?(?:transcriber|note de transcription|nota del tras|anmerkung|nota de)",
-                    texts[i], re.I):  # fmt: skip
+        if _NOTE.match(texts[i]):
             j = i + 1
             if texts[i].startswith("[") and "]" not in texts[i]:
                 while j < n and "]" not in texts[j - 1]:
                     j += 1
-            elif len(paras[i].lines) == 1 and len(texts[i]) < 60:
+            elif len(paras[i].lines) <= 2 and all(len(x.strip()) < 60 for x in paras[i].lines):
                 # a note's title (`Nota del Trascrittore`): its text follows, up to the next
-                # boilerplate or heading, three paragraphs at most
-                while j < min(n, i + 4) and not is_boilerplate(texts[j]) and not _heading(texts[j]):
+                # boilerplate or heading, three paragraphs of prose at most and any number
+                # of list lines (a table of characters: `à = a grave`)
+                prose = 0
+                while j < n and not is_boilerplate(texts[j]) and not _heading(texts[j]):
+                    listed = all(len(x.strip()) < LIST_LINE for x in paras[j].lines)
+                    prose += 0 if listed else 1
+                    if prose > 3:
+                        break
                     j += 1
+            if i > 0 and not drop[i - 1] and _RULE.match(texts[i - 1]):
+                i -= 1  # the rule that sets the note off the text (`- - - - -`)
             why = "a transcriber's note"
         elif i < n / 2:  # a licence card before the text: through its last card-like line
             j = _card_end(paras, texts, i)
@@ -325,6 +336,18 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
 # Lines inside a card that are none of its keys (`0: affidabilità bassa`): this many in a
 # row at most before the card is over
 CARD_GAP = 3
+
+
+_NOTE = re.compile(
+    r"^\[?(?:transcriber|note de transcription|nota del tras|anmerkung|nota de|"
+    r"(?:table|list) of (?:special )?characters|tavola dei caratteri|table des caract|"
+    r"tabla de caracteres)",
+    re.IGNORECASE,
+)
+# A line of a list or table, not of prose: shorter than any wrapped line (Gutenberg wraps
+# at 70-75 columns); a transcriber's note runs on over such lines
+LIST_LINE = 40
+_RULE = re.compile(r"^[-–—*_=.·•~ ]{3,}$")  # a typographic rule: `- - - - -`, `* * *`
 
 
 def _card_end(paras: list[_P], texts: list[str], i: int) -> int:

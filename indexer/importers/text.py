@@ -39,6 +39,7 @@ How a heading is told from the text (`headings.py` holds the patterns):
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -135,6 +136,10 @@ def decode(path: str, data: bytes, encoding: str | None = None) -> tuple[str, st
     return unicodedata.normalize("NFC", text), used.removesuffix("-sig")
 
 
+def _indented(line: str) -> bool:
+    return bool(line.strip()) and line[:1].isspace()
+
+
 def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     """The book between Gutenberg's START and END lines, and its header's fields."""
     lines = text.split("\n")
@@ -142,10 +147,14 @@ def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     if start is None:
         return text, {}
     fields: dict[str, str] = {}
-    for x in lines[:start]:
+    for n, x in enumerate(lines[:start]):
         m = _HEADER_KEY.match(x)
         if m and m.group(1).lower() not in fields:
-            fields[m.group(1).lower()] = m.group(2)
+            value = m.group(2)
+            if m.group(1) == "Author":  # `Author: Alexandre Dumas` / `        Auguste Maquet`
+                more = (y.strip() for y in itertools.takewhile(_indented, lines[n + 1 : start]))
+                value = ", ".join([value, *more])
+            fields[m.group(1).lower()] = value
     end = next((i for i in range(start + 1, len(lines)) if _END.match(lines[i])), len(lines))
     body = lines[start + 1 : end]
     while body and (not body[-1].strip() or _END_LINE.match(body[-1])):
@@ -225,7 +234,10 @@ def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
     for p in paras:
         h = H.parse(p.lines[0]) if len(p.lines) > 4 else None
         listed = h is not None and any(H.parse(x) is not None for x in p.lines[1:3])
-        if h is not None and h.label is not None and h.kind in ("chapter", "part") and not listed:
+        # (not a part named by its whole line, `Segunda parte del ingenioso caballero…`)
+        whole = h is not None and h.kind == "part" and h.title == smart_title(h.source)
+        split = h is not None and h.label is not None and h.kind in ("chapter", "part")
+        if split and not listed and not whole:
             out.append(_Para(p.lines[:1], p.line))
             out.append(_Para(p.lines[1:], p.line + 1))
         else:
@@ -241,12 +253,22 @@ def _line_width(paras: list[_Para]) -> int:
     return max(lengths[int(len(lengths) * 0.9)], 20)
 
 
+# A book whose lines run under this many characters (its 90th percentile) is not
+# hard-wrapped prose: Gutenberg wraps at 70-75 columns and a printed page's measure holds
+# 60-70 characters, so its line breaks are the author's (a poem: the Divina Commedia,
+# Gutenberg #1012: 41 in the fixture's excerpt)
+VERSE_WIDTH = 55
+
+
 def is_verse(para: _Para, width: int) -> bool:
     """Lines the author broke: all well short of the book's width, or short enough and
-    indented in turn (a stanza), or each starting in capitals (verse, an address)."""
+    indented in turn (a stanza), or each starting in capitals (verse, an address); every
+    paragraph of a book whose lines are all short (VERSE_WIDTH)."""
     lines = para.lines
     if len(lines) < 2:
         return False
+    if width < VERSE_WIDTH:
+        return True
     inner = [len(x.strip()) for x in lines[:-1]]
     if max(inner) < 0.7 * width:
         return True
@@ -298,11 +320,16 @@ def read_text(
     language = lang or _LANGUAGES.get(fields.get("language", "").split(",")[0].strip().lower())
     language = language or guess_language(text)
     heads = H.find(paras, {k for k, p in enumerate(paras) if cleaned.listed(p)})
-    card = {**cleaned.fields, **fields}
-    known = E.person_name(card["author"]) if card.get("author") else None
+    if cleaned.entries and cleaned.contents_first:
+        heads = _after_contents(heads, paras, cleaned.contents_line)
     chapters = any(h.heading.kind in ("chapter", "part") for h in heads)
     first = heads[0].index if heads else _title_page_end(paras)
-    page_title, author = E.title_and_author([p.text for p in paras[:first]][:12], known)
+    # `Title: Dom Casmurro` / `Author: Machado de Assis` at the head of a copy that lost
+    # Gutenberg's markers: the card's fields, not the title page's lines
+    page = [p for p in paras[:first] if not E.fields_of(["\n".join(p.lines)])]
+    card = {**E.fields_of(["\n".join(p.lines) for p in paras[:first]]), **cleaned.fields, **fields}
+    known = E.person_name(card["author"]) if card.get("author") else None
+    page_title, author = E.title_and_author([p.text for p in page][:12], known)
     title = card.get("title") or page_title or src.stem
     author = smart_title(author) if author else None
     work = Work(smart_title(_one_line(title)), author, L.code(language))
@@ -337,6 +364,17 @@ def read_text(
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
     return work
+
+
+def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:
+    """A part heading above a contents list that stands before the text, with no chapter
+    before that list, is the title page's (`LE COMTE DE MONTE-CRISTO / Alexandre Dumas /
+    Tome I (1845-1846)` / `Table des matières`, Gutenberg #17989): the volume a file holds,
+    not a part of it."""
+    before = [h for h in heads if paras[h.index].line < contents_line]
+    if any(h.heading.kind != "part" for h in before):
+        return heads
+    return heads[len(before) :]
 
 
 def _title_page_end(paras: list[_Para]) -> int:
