@@ -15,6 +15,7 @@ from indexer.corpus import read_corpus
 from indexer.importers.common import ImportSourceError
 from indexer.importers.headings import parse
 from indexer.importers.text import decode, read_text
+from indexer.importers.tree import Work
 from indexer.source import DirectorySource
 
 ETEXTS = Path(__file__).parent / "fixtures" / "etexts"
@@ -23,6 +24,10 @@ PRINCE = ETEXTS / "machiavelli-the-prince-pg1232-excerpt.txt"
 TOZZI = ETEXTS / "tozzi-con-gli-occhi-chiusi-excerpt.txt"
 PINOCCHIO = ETEXTS / "collodi-pinocchio-excerpt.txt"
 KAFKA = ETEXTS / "kafka-die-verwandlung-pg22367-excerpt.txt"
+DANTE = ETEXTS / "dante-divina-commedia-pg1012-excerpt.txt"
+QUIJOTE = ETEXTS / "cervantes-don-quijote-pg2000-excerpt.txt"
+CASMURRO = ETEXTS / "machado-dom-casmurro-excerpt.txt"
+MONTE_CRISTO = ETEXTS / "dumas-monte-cristo-pg17989-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -293,11 +298,28 @@ def test_pinocchio_in_markdown_bare_numerals_and_an_indice(tmp_path: Path) -> No
         ("LIBRO SEGUNDO", ("part", "Libro", "2", "")),
         ("III", ("chapter", None, "III", "")),
         ("I.", ("chapter", None, "I", "")),
+        ("Inferno • Canto XXXIV", ("chapter", "Canto", "XXXIV", "")),
+        ("Primera parte del ingenioso hidalgo don Quijote de la Mancha",
+         ("part", "Parte", "1", "Primera parte del ingenioso hidalgo don Quijote de la Mancha")),
+        ("Capítulo Primero. De lo que el cura", ("chapter", "Capítulo", "1", "De lo que el cura")),
+        ("Première partie", ("part", "Partie", "1", "")),
     ],
-)
+)  # fmt: skip
 def test_heading_numerals_in_the_books_languages(line: str, expected: tuple) -> None:
     h = parse(line)
     assert h is not None and (h.kind, h.label, h.number, h.title) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The first part of this deposition did not in the least interest me, but",  # Frankenstein
+        "Primera parte de la noche, y la segunda.",
+        "Salve • amigo",
+    ],
+)
+def test_lines_that_are_not_headings(line: str) -> None:
+    assert parse(line) is None
 
 
 def test_kafka_german_title_von_author_and_bare_numerals() -> None:
@@ -469,3 +491,174 @@ def test_a_utf16_or_utf32_etext_imports(tmp_path: Path, encoding: str) -> None:
     with pytest.raises(ImportSourceError, match="binary file"):  # NULs in the text itself
         (tmp_path / "nul.txt").write_bytes("Testo\x00binario\n".encode(encoding))
         read_text(tmp_path / "nul.txt", encoding=encoding)
+
+
+def _book(path: Path, title: str, author: str, lang: str) -> Work:
+    """The book at `path`, read with its title, author and language asserted."""
+    work = read_text(path)
+    assert (work.title, work.author, work.lang) == (title, author, lang)
+    return work
+
+
+def test_dante_running_heads_parts_without_a_label_verse_and_a_table_of_characters(
+    tmp_path: Path,
+) -> None:
+    """Gutenberg's Divina Commedia (Italian, #1012): `INFERNO` alone, then `Inferno • Canto I`
+    (the cantica as a running head before each canto), all of it verse indented by two
+    spaces, and a transcriber's `TAVOLA DEI CARATTERI SPECIALI` after the last line. The
+    book was one chapter (`found no chapter heading`), its tercets joined into prose."""
+    work = _book(DANTE, "La Divina Commedia di Dante", "Dante Alighieri", "it")
+    assert not work.pieces
+    assert [(p.title, [(s.number, s.title, s.meta) for s in p.sections]) for p in work.parts] == [
+        (
+            cantica,
+            [(n, f"Canto {n}", {"label": "Canto"}) for n in numbers],
+        )
+        for cantica, numbers in (
+            ("Inferno", ["I", "II", "III"]),
+            ("Purgatorio", ["I", "II", "III"]),
+            ("Paradiso", ["I", "XXXII", "XXXIII"]),
+        )
+    ]
+    first = work.parts[0].sections[0].body
+    assert first.startswith(
+        "Nel mezzo del cammin di nostra vita\nmi ritrovai per una selva oscura,\n"
+        "ché la diritta via era smarrita.\n\nAhi quanto"
+    )
+    last = work.parts[-1].sections[-1].body
+    assert last.rstrip().endswith(
+        "sì come rota ch’igualmente è mossa,\n\nl’amor che move il sole e l’altre stelle."
+    )
+    text = "".join(s.body for s in work.sections())
+    assert "CARATTERI" not in text and "= a grave" not in text and "- - -" not in text
+    assert "Produced by" not in text and "Inferno •" not in text
+    assert work.notes == [
+        "left out a transcriber's note (lines 233-270)",
+        "left out the title page before 'INFERNO' (2 paragraphs, lines 29-41)",
+    ]
+    dry = CliRunner().invoke(
+        main, ["corpus", "import", str(DANTE), str(tmp_path / "d"), "--dry-run"]
+    )
+    assert dry.exit_code == 0, dry.output
+    assert "would import 1 work(s), 3 parts, 9 chapters, 0 pieces" in dry.output
+
+
+QUIJOTE_PART_1 = [
+    ("1", "Que trata de la condición y ejercicio del famoso hidalgo don Quijote de la Mancha"),
+    ("II", "Que trata de la primera salida que de su tierra hizo el ingenioso don Quijote"),
+]
+
+
+def test_don_quijote_contents_without_a_title_two_parts_and_their_preliminaries(
+    tmp_path: Path,
+) -> None:
+    """Gutenberg's Don Quijote (Spanish, #2000): a contents list with no title (the
+    preliminaries' names, then each chapter's title without its number, Part II's under its
+    own heading); `Primera parte del ingenioso hidalgo…` and `Segunda parte…` as the parts,
+    each with its Tasa, Aprobaciones, Prólogo… before `Capítulo primero. Que trata…`. The
+    contents list was read as the text of a `Prólogo` piece and Part I's chapters ran into
+    Part II's preliminaries."""
+    work = _book(QUIJOTE, "Don Quijote", "Miguel de Cervantes Saavedra", "es")
+    assert [(s.number, s.title) for _, s in work.pieces] == [
+        (None, "Tasa"),
+        (None, "Testimonio de las erratas"),
+        (None, "Al libro de don Quijote de la Mancha"),
+    ]
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Primera parte del ingenioso hidalgo don Quijote de la Mancha", QUIJOTE_PART_1),
+        (
+            "Segunda parte del ingenioso caballero don Quijote de la Mancha",
+            [
+                (None, "Tasa"),
+                (None, "Fee de erratas"),
+                (None, "Aprobaciones"),
+                (None, "Prólogo al lector"),
+                (None, "Dedicatoria, al conde de Lemos"),
+                (
+                    "1",
+                    "De lo que el cura y el barbero pasaron con don Quijote cerca de su enfermedad",
+                ),
+            ],
+        ),
+    ]
+    sections = work.sections()
+    assert sections[2].body.startswith("Urganda la desconocida\nSi de llegarte a los bue-,\n")
+    assert sections[3].body.startswith("En un lugar de la Mancha, de cuyo nombre no quiero")
+    assert "-Nunca fuera caballero\nde damas tan bien servido\n" in sections[4].body  # verse
+    assert sections[4].body.rstrip().endswith("el deseo que tengo de serviros.")
+    assert sections[-1].body.rstrip().endswith("que tan tiernos estaban.")
+    text = "".join(s.body for s in sections)
+    assert "Que trata de la notable pendencia" not in text  # a contents entry, not text
+    assert work.notes == [
+        "left out a contents list without a title (84 entries, lines 41-261): "
+        "its entries are the headings of the text",
+        "left out the title page before 'TASA' (3 paragraphs, lines 27-37)",
+    ]
+    result = CliRunner().invoke(main, ["corpus", "import", str(QUIJOTE), str(tmp_path / "q")])
+    assert result.exit_code == 0, result.output
+    assert "2 parts, 8 chapters, 3 pieces" in result.output  # (part sections)
+    corpus = read_corpus(DirectorySource(tmp_path / "q"))
+    assert [p for p in corpus.problems if p.severity == "error"] == []
+    paths = [n.heading_path for n in corpus.in_reading_order() if n.level == 0]
+    assert len(paths) == 11 and paths[0] == "Don Quijote > Tasa"
+    assert paths[-1].startswith(
+        "Don Quijote > Segunda parte del ingenioso caballero don Quijote de la Mancha > "
+    )
+
+
+CASMURRO_CHAPTERS = [
+    ("I", "Do titulo"),
+    ("II", "Do livro"),
+    ("III", "A denuncia"),
+    ("IV", "Um dever amarissimo!"),
+    ("V", "O aggregado"),
+    ("VI", "Tio Cosme"),
+]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "cp1252", "latin-1"])
+def test_dom_casmurro_a_card_without_markers_numerals_with_and_without_period_and_titles(
+    tmp_path: Path, encoding: str
+) -> None:
+    """A copy of Gutenberg's Dom Casmurro (Portuguese) that kept `Title:` and `Author:` but
+    lost the START marker; a title page in capitals (`DOM CASMURRO / POR / MACHADO DE ASSIS
+    / …`); `I`, `II.`, `III` (with and without a period), each with a short title closed by
+    a full stop (`Do titulo.`). The work was titled `Title: Dom Casmurro` and the titles
+    were read as each chapter's first paragraph. Also as a Latin-1 / Windows-1252 file."""
+    src = tmp_path / "dom_casmurro.txt"
+    src.write_bytes(CASMURRO.read_text(encoding="utf-8").encode(encoding))
+    work = _book(src, "Dom Casmurro", "Machado de Assis", "pt")
+    assert [(s.number, s.title) for s in work.sections()] == CASMURRO_CHAPTERS
+    sections = work.sections()
+    assert sections[0].body.startswith("Uma noite destas, vindo da cidade para o Engenho Novo")
+    assert sections[3].body.startswith("José Dias amava os superlativos.")
+    assert "GARNIER" not in "".join(s.body for s in sections)
+    notes = [n for n in work.notes if not n.startswith("decoded as")]
+    assert notes == ["left out the title page before 'I' (11 paragraphs, lines 1-21)"]
+    if encoding != "utf-8":
+        assert "decoded as cp1252 (not UTF-8); pass --encoding to read it otherwise" in work.notes
+
+
+def test_monte_cristo_contents_with_an_author_line_and_a_tome_on_the_title_page() -> None:
+    """Gutenberg's Le comte de Monte-Cristo, Tome I (French, #17989): two authors in the
+    header (`Author: Alexandre Dumas` / `        Auguste Maquet`), `Tome I (1845-1846)` on
+    the title page above a `Table des matières` that opens with the author's name, and
+    bare numerals `I` with the title on the next paragraph. `Tome I` made a part titled
+    `(1845-1846)` and the second author was lost."""
+    work = _book(
+        MONTE_CRISTO, "Le comte de Monte-Cristo, Tome I", "Alexandre Dumas, Auguste Maquet", "fr"
+    )
+    assert not work.parts
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("I", "Marseille.--L'arrivée"),
+        ("II", "Le père et le fils"),
+        ("III", "Les Catalans"),
+    ]
+    sections = work.sections()
+    assert sections[0].body.startswith("Le 24 février 1815, la vigie de Notre-Dame")
+    assert sections[-1].body.rstrip().endswith("inouï.\n\nFIN DU TOME PREMIER")
+    assert "Table des matières" not in "".join(s.body for s in sections)
+    assert work.notes == [
+        "left out the contents list 'Table des matières' (32 entries, lines 38-72)",
+        "left out the title page before 'I' (3 paragraphs, lines 29-33)",
+    ]

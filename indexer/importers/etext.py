@@ -329,8 +329,85 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
         out.notes.append(f"left out {why} ({_span(paras, i, j)})")
         i = j
     _drop_contents(paras, texts, drop, out)
+    if not out.entries:
+        _drop_untitled_contents(paras, texts, drop, out)
     out.paras = [p for p, d in zip(paras, drop, strict=True) if not d]
     return out
+
+
+# A contents list without a title (Gutenberg's Don Quijote, #2000: the titles of the
+# preliminaries and of the 126 chapters, each on its own, before the text): short
+# paragraphs before the first chapter heading, at least this many of them (of three words
+# or more) repeated after the list as a heading or a heading's title, and at least half of
+# the list's paragraphs so repeated
+MIN_UNTITLED_ENTRIES = 3
+ENTRY_MAX_LINES = 4
+ENTRY_MAX_CHARS = 300
+
+
+def _drop_untitled_contents(
+    paras: list[_P], texts: list[str], drop: list[bool], out: Cleaned[_P]
+) -> None:
+    from indexer.importers.headings import parse
+
+    n = len(paras)
+    keys = [comparable(t) for t in texts]
+    later: dict[str, list[int]] = {}  # a key → the paragraphs that say it, as text or title
+    limit = headed = n // 2
+    for k, p in enumerate(paras):
+        if drop[k] or len(p.lines) > ENTRY_MAX_LINES:
+            continue
+        later.setdefault(keys[k], []).append(k)
+        h = parse(p.lines[0])
+        if h is not None and h.label is not None and h.kind in ("chapter", "part"):
+            limit = headed = min(limit, k)
+            title = " ".join([h.title, *(x.strip() for x in p.lines[1:])]).strip()
+            later.setdefault(comparable(title), []).append(k)
+
+    def entry(k: int) -> bool:
+        return not drop[k] and len(paras[k].lines) <= ENTRY_MAX_LINES \
+            and len(texts[k]) <= ENTRY_MAX_CHARS  # fmt: skip
+
+    k = 0
+    while k < limit:
+        if not entry(k):
+            k += 1
+            continue
+        run_end = k
+        while run_end < n and entry(run_end):
+            run_end += 1
+        start = next(
+            (i for i in range(k, min(run_end, limit)) if any(j >= run_end for j in later[keys[i]])),
+            None,
+        )
+        if start is None:
+            k = run_end
+            continue
+        # the run ends where the text resumes; the short lines just before that which
+        # repeat an entry are the text's own first headings (`TASA`)
+        end = run_end
+        while end - 1 > start and keys[end - 1] in set(keys[start : end - 1]):
+            end -= 1
+        repeated = [
+            i for i in range(start, end)
+            if any(j >= end for j in later[keys[i]]) and len(texts[i].split()) >= 3
+        ]  # fmt: skip
+        # before the first labelled heading, the repeated entries are evidence enough;
+        # elsewhere (a book of bare numerals) half the list must be repeated
+        share = start < headed or 2 * len(repeated) >= end - start
+        if len(repeated) >= MIN_UNTITLED_ENTRIES and share:
+            entries = [x for i in range(start, end) for x in _entries(paras[i])]
+            for i in range(start, end):
+                drop[i] = True
+            out.entries.extend(entries)
+            out.contents_line = paras[start].line
+            out.contents_first = True
+            out.notes.append(
+                f"left out a contents list without a title ({len(entries)} entries, "
+                f"{_span(paras, start, end)}): its entries are the headings of the text"
+            )
+            return
+        k = run_end
 
 
 # Lines inside a card that are none of its keys (`0: affidabilità bassa`): this many in a

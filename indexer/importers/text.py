@@ -50,7 +50,7 @@ from indexer.importers import etext as E
 from indexer.importers import headings as H
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
 from indexer.importers.selection import Selection
-from indexer.importers.titles import smart_title
+from indexer.importers.titles import clean_title, smart_title
 from indexer.importers.tree import Part, Section, Work
 
 # Gutenberg's markers (www.gutenberg.org/help/: "*** START OF THE PROJECT GUTENBERG
@@ -322,6 +322,7 @@ def read_text(
     heads = H.find(paras, {k for k, p in enumerate(paras) if cleaned.listed(p)})
     if cleaned.entries and cleaned.contents_first:
         heads = _after_contents(heads, paras, cleaned.contents_line)
+    heads = _entry_case(heads, cleaned.entries)
     chapters = any(h.heading.kind in ("chapter", "part") for h in heads)
     first = heads[0].index if heads else _title_page_end(paras)
     # `Title: Dom Casmurro` / `Author: Machado de Assis` at the head of a copy that lost
@@ -364,6 +365,23 @@ def read_text(
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
     return work
+
+
+def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
+    """A heading in capitals that repeats a contents entry takes the entry's case: `FEE DE
+    ERRATAS` is `Fee de erratas` in Don Quijote's contents, not `Fee de Erratas`."""
+    by_key = {E.comparable(x): x for x in entries}
+    out = []
+    for f in heads:
+        h = f.heading
+        letters = [c for c in h.source if c.isalpha()]
+        entry = by_key.get(E.comparable(h.title), "") if h.kind == "piece" else ""
+        # only its case differs (`YOUTH — Æt. 1-25` is not The Prince's `YOUTH Æt. 1-25`)
+        same = " ".join(entry.split()).casefold() == " ".join(h.source.split()).casefold()
+        if entry and same and sum(c.isupper() for c in letters) >= 0.7 * len(letters):
+            f = H.Found(f.index, h.with_title(clean_title(entry)), f.consumed)
+        out.append(f)
+    return out
 
 
 def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:
@@ -412,6 +430,7 @@ def _assemble(
     in_work = False
     seen_part = False
     skipping = False
+    opening = False  # after a part heading, before its first chapter
     for n, found in enumerate(heads):
         end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
         body = paras[found.index + found.consumed : end]
@@ -422,6 +441,7 @@ def _assemble(
             seen_part = True
             skipping = selection.excluded(title)  # an excluded part takes its chapters along
             part, in_work = (None, False) if skipping else (Part(title), False)
+            opening = True
             intro = _section(title, None, {}, body, width, path)
             if part is not None and intro.body.strip():  # text under the part before a chapter
                 work.notes.append(f"the text under {h.source!r} is kept as its first section")
@@ -437,10 +457,19 @@ def _assemble(
         if not section.body.strip():
             work.notes.append(f"left out {h.source!r} (line {paras[found.index].line}): no text")
             continue
+        if h.kind == "piece" and part is not None and opening and parts_wanted:
+            # a piece between a part's heading and its first chapter is the part's own
+            # (the Tasa, Aprobaciones and Prólogo of Don Quijote's Segunda parte)
+            part.sections.append(section)
+            if not in_work:
+                work.add_part(part)
+                in_work = True
+            continue
         if h.kind == "piece" or part is None or not parts_wanted:
             part = None if h.kind == "piece" else part
             work.add_piece(section)
             continue
+        opening = False
         part.sections.append(section)
         if not in_work:
             work.add_part(part)
