@@ -28,6 +28,7 @@ DANTE = ETEXTS / "dante-divina-commedia-pg1012-excerpt.txt"
 QUIJOTE = ETEXTS / "cervantes-don-quijote-pg2000-excerpt.txt"
 CASMURRO = ETEXTS / "machado-dom-casmurro-excerpt.txt"
 MONTE_CRISTO = ETEXTS / "dumas-monte-cristo-pg17989-excerpt.txt"
+UNRAT = ETEXTS / "mann-professor-unrat-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -662,3 +663,24 @@ def test_monte_cristo_contents_with_an_author_line_and_a_tome_on_the_title_page(
         "left out the contents list 'Table des matières' (32 entries, lines 38-72)",
         "left out the title page before 'I' (3 paragraphs, lines 29-33)",
     ]
+
+
+def test_professor_unrat_a_centred_title_page_author_title_genre(tmp_path: Path) -> None:
+    """Heinrich Mann's Professor Unrat (German, Kurt Wolff's edition) as a scanning
+    project's plain text: a title page centred by spaces (`Heinrich Mann` / `Professor
+    Unrat / oder / Das Ende eines Tyrannen` / `Roman` / the publisher), a bare `I`, a
+    quotation set in indented lines, `*  *  *` between scenes. The work was titled after
+    its author line and the title page, read as running text for its `oder`, was the
+    chapter's first paragraphs. The excerpt keeps chapter I only: one chapter, a warning."""
+    work = _book(UNRAT, "Professor Unrat oder Das Ende eines Tyrannen", "Heinrich Mann", "de")
+    assert [(s.number, s.title) for s in work.sections()] == [(None, work.title)]
+    body = work.sections()[0].body
+    assert body.startswith("Da er Raat hieß, nannte die ganze Schule ihn Unrat.")
+    assert "»Johanna: Es waren drei Gebete, die du tatst;\nGib wohl acht, Dauphin," in body
+    assert "Kurt Wolff" not in body and "Roman" not in body.split("\n\n")[0]
+    assert work.notes[0] == "left out the title page before the text (8 paragraphs, lines 1-26)"
+    assert work.notes[1].startswith("warning: found no chapter heading")
+    result = CliRunner().invoke(main, ["corpus", "import", str(UNRAT), str(tmp_path / "u")])
+    assert result.exit_code == 0, result.output
+    summary = (tmp_path / "u" / "corpus").glob("*/summary.md")
+    assert "author: Heinrich Mann" in next(summary).read_text(encoding="utf-8")

@@ -178,6 +178,13 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
     if len(texts) > 1 and _INITIALS.match(texts[0]) and not _BY.match(texts[1]):
         author = author or texts[0]
         texts = texts[1:] if _comparable(texts[0]) != _comparable(texts[1]) else texts
+    genre = next((k for k, x in enumerate(texts) if k and _GENRE.match(x)), None)
+    if genre is not None and not _BY.match(texts[genre - 1]):
+        # `Heinrich Mann / Professor Unrat oder Das Ende eines Tyrannen / Roman`: the genre
+        # is printed under the title, and a name above the title is the author's
+        if genre >= 2 and not author and _NAME.match(texts[genre - 2]):
+            author = texts[genre - 2]
+        return texts[genre - 1], author
     rest: list[str] = []
     i = 0
     while i < len(texts):
@@ -194,6 +201,17 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
         rest = [x for x in rest if key not in (_comparable(x), _comparable(person_name(x)))]
     title = rest[0] if rest else texts[0]
     return title, author
+
+
+# The genre a title page prints under the title, in the languages of indexer.lang
+_GENRE = re.compile(
+    r"^(?:(?:ein |a |un |une |uno |una |een )?(?:roman|novelle|erzählung|novel|romanzo|"
+    r"racconto|novella|novela|romance|novel·la|verhaal|conte|récit|nouvelle|märchen))"
+    r"\.?$",
+    re.IGNORECASE,
+)
+# a person's name: two to four capitalised words (`Heinrich Mann`, `E. T. A. Hoffmann`)
+_NAME = re.compile(r"^(?:[A-ZÀ-Ý][\w'’.-]*\.?\s+){1,3}[A-ZÀ-Ý][\w'’-]+$")
 
 
 def _comparable(text: str) -> str:
@@ -261,12 +279,20 @@ _ENTRY_START = re.compile(r"^\s*(?:[IVXLCDM]+|\d{1,3})\.?\s{2,}\S")
 _ENTRY_PAGE = re.compile(r"\S(?:\s{2,}|\s*\.{3,}\s*)(?:pag\.?\s*|p\.\s*|s\.\s*)?\d{1,4}\s*$", re.I)
 
 
+# A paragraph whose every line is indented this far is centred, not running text: prose
+# indents its first line by 2-5 spaces if at all (the Heinrich Mann fixture centres its
+# title page by 17 to 29)
+CENTRED_INDENT = 8
+
+
 def is_prose(p: _Para) -> bool:
     """Running text, not a list of entries or a heading: one long line, or wrapped lines
     of which one goes on in lower case (a list's entries each start a line anew), unless
     it reads as one contents entry (a leading numeral, a trailing page number)."""
     if _ENTRY_START.match(p.lines[0]) or _ENTRY_PAGE.search(p.lines[-1]):
         return False
+    if all(len(x) - len(x.lstrip()) >= CENTRED_INDENT for x in p.lines):
+        return False  # centred lines: a title page's (`Professor Unrat / oder / Das Ende…`)
     if len(p.lines) == 1:
         text = p.lines[0].strip()
         return len(text) > 200 or len(text.split()) > 40
