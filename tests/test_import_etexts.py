@@ -29,6 +29,7 @@ QUIJOTE = ETEXTS / "cervantes-don-quijote-pg2000-excerpt.txt"
 CASMURRO = ETEXTS / "machado-dom-casmurro-excerpt.txt"
 MONTE_CRISTO = ETEXTS / "dumas-monte-cristo-pg17989-excerpt.txt"
 UNRAT = ETEXTS / "mann-professor-unrat-excerpt.txt"
+UILENSPIEGEL = ETEXTS / "de-coster-uilenspiegel-pg11208-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -684,3 +685,34 @@ def test_professor_unrat_a_centred_title_page_author_title_genre(tmp_path: Path)
     assert result.exit_code == 0, result.output
     summary = (tmp_path / "u" / "corpus").glob("*/summary.md")
     assert "author: Heinrich Mann" in next(summary).read_text(encoding="utf-8")
+
+
+def test_uilenspiegel_front_pieces_in_capitals_a_note_call_and_a_book_in_words() -> None:
+    """De Coster's Uilenspiegel in Dutch (Gutenberg #11208's text, its header lost): a
+    centred title page `… / door / Charles de Coster / in het Vlaamsch vertaald door / …`;
+    a life of the author, his last moments and the owl's preface, each under a line in
+    capitals (`VOORREDE VAN DEN UIL [1]`, with a note's call); `EERSTE BOEK.`; bare `I.`.
+    All that went into one `Front matter` piece, the title page with it."""
+    work = _book(
+        UILENSPIEGEL,
+        "De legende en de heldhaftige, vroolijke en roemrijke daden van Uilenspiegel en "
+        "Lamme Goedzak in Vlaanderenland en elders",
+        "Charles de Coster",
+        "nl",
+    )
+    assert [(s.number, s.title) for _, s in work.pieces] == [
+        (None, "Korte Levensbeschrijving van Charles de Coster"),
+        (None, "De Laatste Oogenblikken van Charles de Coster"),
+        (None, "Voorrede van den Uil"),
+    ]
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Eerste Boek", [(n, f"Hoofdstuk {n}") for n in ("I", "II", "III", "IV")])
+    ]
+    pieces = [s for _, s in work.pieces]
+    assert pieces[0].body.startswith("Bewerkt naar Ch. Potvin, Francis Nautet enz.")
+    assert pieces[2].body.rstrip().endswith("zal van overblijven. [3]\n\nBubulus Bubb.")
+    assert work.parts[0].sections[0].body.startswith("In meimaand, als de hagedoorn in bloei")
+    assert work.notes == [
+        "left out the title page before 'KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER' "
+        "(6 paragraphs, lines 1-18)"
+    ]

@@ -38,8 +38,9 @@ _LIMINARY = re.compile(
     r"(?:preface|pr[ée]face|foreword|introduction|prologue|prolog|epilogue|[ée]pilogue|"
     r"afterword|postface|conclusion|appendix|annexe|dedication|d[ée]dicace|avant-propos|"
     r"avertissement|vorwort|einleitung|nachwort|note|notice|to the reader|au lecteur|"
-    r"pr[óo]logo|prefacio|prefazione|introducci[óo]n|introduzione|ep[íi]logo)"
-    r"(?:\s+(?:to|of|for|by|de|du|à|zur)\b.{0,60})?\s*[.:]?$",
+    r"pr[óo]logo|prefacio|prefazione|introducci[óo]n|introduzione|ep[íi]logo|"
+    r"voorrede|voorwoord|inleiding|nawoord|opdracht|pref[áa]cio|introdu[çc][ãa]o)"
+    r"(?:\s+(?:to|of|for|by|de|du|à|zur|van|von|del|della|di|do|da)\b.{0,60})?\s*[.:]?$",
     re.IGNORECASE,
 )
 _PAGE_ENTRY = re.compile(r"\S.*?(?:\s{2,}|\.{3,}\s*)(?:\d{1,4}|[ivxlcdm]{1,7})$", re.IGNORECASE)
@@ -96,7 +97,7 @@ def _number(raw: str) -> tuple[str, int] | None:
 
 def parse(line: str) -> Heading | None:
     """One line read as a heading, or None. `CHAPTER IV.`, `Letter 3`, `XII. TITLE`, `PREFACE`."""
-    text = " ".join(line.split()).rstrip("]").strip()
+    text = NOTE_CALL.sub("", " ".join(line.split())).rstrip("]").strip()
     if not text or _too_long(text):
         return None
     m = _LABELLED.match(text)
@@ -153,6 +154,8 @@ def parse(line: str) -> Heading | None:
 # A part's name before a labelled heading, set off by a bullet or a bar (not a dash: `Title
 # — Chapter` is rare, `Chapter 3 — Title` common): short, starting with a letter
 _RUNNING_HEAD = re.compile(r"^(?P<prefix>[^\W\d_][^•·|]{0,39}?)\s+[•·|]\s+(?P<rest>\S.*)$")
+# a note's call at the end of a heading: `VOORREDE VAN DEN UIL [1]` (Uilenspiegel)
+NOTE_CALL = re.compile(r"\s*\[\d{1,3}\]$")
 _SENTENCE = re.compile(r"[.!?;:,]\s*$")  # a heading ends without a sentence's full stop
 # `del`, `de la`, `of`…: a part heading whose number is followed by what it is part of
 # (not English `of`: `The first part of this deposition…` opens a sentence in Frankenstein)

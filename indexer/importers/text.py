@@ -340,6 +340,9 @@ def read_text(
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
     work.notes.extend(cleaned.notes)
     width = _line_width(paras)
+    if heads:  # (a title page has no running text under its lines in capitals)
+        heads = _front_titles(paras, first) + heads
+        first = heads[0].index
     front = paras[:first]
     front_text = "\n\n".join(p.text for p in front)
     if len(front_text) > TITLE_PAGE_CHARS:
@@ -365,6 +368,27 @@ def read_text(
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
     return work
+
+
+def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
+    """Before the first heading: a line in capitals of three words or more with running
+    text under it opens a piece
+    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`)."""
+
+    def caps(p: _Para) -> bool:
+        letters = [c for c in p.text if c.isalpha()]
+        return len(p.lines) == 1 and bool(letters) and not any(c.islower() for c in letters)
+
+    out = []
+    for k in range(first - 1):
+        text = paras[k].text.strip()
+        if not caps(paras[k]) or len(text.split()) < 3:
+            continue
+        under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : first])
+        if any(E.is_prose(p) for p in under):  # (`Bewerkt naar…` may stand between)
+            title = clean_title(H.NOTE_CALL.sub("", text))
+            out.append(H.Found(k, H.Heading("piece", None, None, None, title, text), 1))
+    return out
 
 
 def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
