@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.corpus import read_corpus
 from indexer.importers.common import ImportSourceError
+from indexer.importers.etext import title_and_author
 from indexer.importers.headings import parse
 from indexer.importers.text import decode, read_text
 from indexer.importers.tree import Work
@@ -716,3 +717,19 @@ def test_uilenspiegel_front_pieces_in_capitals_a_note_call_and_a_book_in_words()
         "left out the title page before 'KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER' "
         "(6 paragraphs, lines 1-18)"
     ]
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        # the shape of Professor Unrat's title page (the fixture above)
+        (["Heinrich Mann", "Professor Unrat oder Das Ende eines Tyrannen", "Roman"],
+         ("Professor Unrat oder Das Ende eines Tyrannen", "Heinrich Mann")),
+        # a genre line between title and `by`/`von`: the author still follows the word
+        (["The Awakening", "A Novel", "by Kate Chopin"], ("The Awakening", "Kate Chopin")),
+        (["Effi Briest", "Roman", "von Theodor Fontane"], ("Effi Briest", "Theodor Fontane")),
+    ],
+)  # fmt: skip
+def test_a_genre_line_under_the_title(page: list[str], expected: tuple[str, str]) -> None:
+    """Title-page shapes (lines, not files): the genre names the line above it the title."""
+    assert title_and_author(page) == expected

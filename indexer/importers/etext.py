@@ -179,12 +179,14 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
         author = author or texts[0]
         texts = texts[1:] if _comparable(texts[0]) != _comparable(texts[1]) else texts
     genre = next((k for k, x in enumerate(texts) if k and _GENRE.match(x)), None)
+    titled = ""
     if genre is not None and not _BY.match(texts[genre - 1]):
         # `Heinrich Mann / Professor Unrat oder Das Ende eines Tyrannen / Roman`: the genre
-        # is printed under the title, and a name above the title is the author's
+        # is printed under the title, and a name above the title is the author's (else
+        # the author is looked for as below: `Title / A Novel / by Author`)
+        titled = texts[genre - 1]
         if genre >= 2 and not author and _NAME.match(texts[genre - 2]):
-            author = texts[genre - 2]
-        return texts[genre - 1], author
+            return titled, texts[genre - 2]
     rest: list[str] = []
     i = 0
     while i < len(texts):
@@ -199,7 +201,7 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
     if author:
         key = _comparable(author)
         rest = [x for x in rest if key not in (_comparable(x), _comparable(person_name(x)))]
-    title = rest[0] if rest else texts[0]
+    title = titled or (rest[0] if rest else texts[0])
     return title, author
 
 

@@ -414,9 +414,12 @@ def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int
     Tome I (1845-1846)` / `Table des matières`, Gutenberg #17989): the volume a file holds,
     not a part of it."""
     before = [h for h in heads if paras[h.index].line < contents_line]
-    if any(h.heading.kind != "part" for h in before):
-        return heads
-    return heads[len(before) :]
+    after = heads[len(before) :]
+    if any(h.heading.kind != "part" for h in before) or any(
+        h.heading.kind == "part" for h in after
+    ):
+        return heads  # (a part of a book of parts stays one, its contents under it)
+    return after
 
 
 def _title_page_end(paras: list[_Para]) -> int:
