@@ -733,3 +733,27 @@ def test_uilenspiegel_front_pieces_in_capitals_a_note_call_and_a_book_in_words()
 def test_a_genre_line_under_the_title(page: list[str], expected: tuple[str, str]) -> None:
     """Title-page shapes (lines, not files): the genre names the line above it the title."""
     assert title_and_author(page) == expected
+
+
+def test_a_part_of_parts_goes_before_their_titles(tmp_path: Path) -> None:
+    """Constructed lines, not a file found (no copy of a book of tomes and books is among
+    the stored texts): the headings of Les Misérables (Gutenberg #17489, `Tome I`,
+    `Livre premier--Un juste`, `Chapitre I` / `Monsieur Myriel`). The corpus has one level
+    of parts; the tomes were dropped with no word. Now each book's part is titled after
+    its tome too, said once per tome."""
+    text = "En 1815, M. Charles-François-Bienvenu Myriel était évêque de Digne. " * 6
+    lines = ["TOME I", "", "FANTINE", "", "", "Livre premier--Un juste", "", ""]
+    lines += ["Chapitre I", "", "Monsieur Myriel", "", text, "", "", "Chapitre II", ""]
+    lines += ["Monsieur Myriel devient monseigneur Bienvenu", "", text, "", ""]
+    lines += ["Livre deuxième--La chute", "", "", "Chapitre I", "", "Le soir d'un jour", ""]
+    lines += [text, "", "", "TOME II", "", "COSETTE", "", "", "Livre premier--Waterloo", ""]
+    lines += ["", "Chapitre I", "", "Ce qu'on rencontre en venant de Nivelles", "", text]
+    src = tmp_path / "miserables.txt"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    work = read_text(src, lang="fr")
+    assert [(p.title, [s.title for s in p.sections]) for p in work.parts] == [
+        ("Fantine — Un juste", ["Monsieur Myriel", "Monsieur Myriel devient monseigneur Bienvenu"]),
+        ("Fantine — La chute", ["Le soir d'un jour"]),
+        ("Cosette — Waterloo", ["Ce qu'on rencontre en venant de Nivelles"]),
+    ]
+    assert "'TOME I' holds parts: its title goes before theirs" in work.notes

@@ -458,6 +458,7 @@ def _assemble(
     seen_part = False
     skipping = False
     opening = False  # after a part heading, before its first chapter
+    outer = ""  # a part of parts (`TOME I` / `FANTINE` over `LIVRE PREMIER`): its title
     for n, found in enumerate(heads):
         end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
         body = paras[found.index + found.consumed : end]
@@ -465,6 +466,14 @@ def _assemble(
         title = h.display if h.number is None or h.label else _bare_title(h, work.lang)
         if h.kind == "part" and parts_wanted:
             title = h.title or smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
+            nxt = heads[n + 1].heading if n + 1 < len(heads) else None
+            if nxt is not None and nxt.kind == "part" and nxt.label != h.label and not body:
+                # the corpus has one level of parts: the outer one's title goes before
+                # the title of each part it holds, said once
+                outer = title
+                work.notes.append(f"{h.source!r} holds parts: its title goes before theirs")
+                continue
+            title = f"{outer} — {title}" if outer else title
             seen_part = True
             skipping = selection.excluded(title)  # an excluded part takes its chapters along
             part, in_work = (None, False) if skipping else (Part(title), False)
