@@ -34,7 +34,9 @@ UNWRAPPED_LINE = 120
 LONG_BLOCK_LINES = 12
 
 _CONTENTS_TITLE = re.compile(
-    r"^(?:contents|table of contents|list of contents|table des mati[eè]res|sommaire|"
+    # (`TABLE` alone: French printers' contents at the end of a volume)
+    r"^(?:contents|table of contents|list of contents|table des mati[eè]res|sommaire|table|"
+    r"table des chapitres|table analytique|"
     r"inhalt|inhaltsverzeichnis|indice|[íi]ndice|indice generale|sommario|inhoud|"
     r"inhoudsopgave|sum[áa]rio|contenido|tabla de contenido|innehall|innhold|indhold)"
     r"\s*[.:]?$",
