@@ -547,7 +547,7 @@ def test_dante_running_heads_parts_without_a_label_verse_and_a_table_of_characte
 
 
 QUIJOTE_PART_1 = [
-    ("1", "Que trata de la condición y ejercicio del famoso hidalgo don Quijote de la Mancha"),
+    ("I", "Que trata de la condición y ejercicio del famoso hidalgo don Quijote de la Mancha"),
     ("II", "Que trata de la primera salida que de su tierra hizo el ingenioso don Quijote"),
 ]
 
@@ -578,7 +578,7 @@ def test_don_quijote_contents_without_a_title_two_parts_and_their_preliminaries(
                 (None, "Prólogo al lector"),
                 (None, "Dedicatoria, al conde de Lemos"),
                 (
-                    "1",
+                    "I",
                     "De lo que el cura y el barbero pasaron con don Quijote cerca de su enfermedad",
                 ),
             ],

@@ -285,9 +285,41 @@ def find(paras: Sequence[Para], listed: Collection[int] = ()) -> list[Found]:
         found = [f for f in found if f.heading.label is not None or f.heading.kind != "chapter"]
     else:
         found = _bare_sequence(found)
-    found = _with_running_parts(found, paras)
+    found = _in_the_books_numerals(_with_running_parts(found, paras))
     found = _with_listed(found, paras, listed)
     return _with_line_titles(_without_contents(found, paras), paras)
+
+
+def _in_the_books_numerals(found: list[Found]) -> list[Found]:
+    """`Capítulo primero` among `Capítulo II`, `Capítulo III`… (Don Quijote): a number in
+    words takes the book's numerals, roman when it writes roman ones and no digits."""
+    numbered = [f for f in found if f.heading.kind == "chapter" and f.heading.number]
+    roman = [f for f in numbered if roman_to_int(f.heading.number or "") is not None]
+    if not roman or any(_digits(f.heading.source) for f in numbered):
+        return found
+    out = []
+    for f in found:
+        h = f.heading
+        if h.kind == "chapter" and h.number and h.number.isdigit() and not _digits(h.source):
+            h = Heading(h.kind, h.label, _roman(int(h.number)), h.value, h.title, h.source,
+                        h.prefix)  # fmt: skip
+        out.append(Found(f.index, h, f.consumed))
+    return out
+
+
+def _digits(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def _roman(value: int) -> str:
+    out = ""
+    for n, letters in ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"),
+                       (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"),
+                       (4, "IV"), (1, "I")):  # fmt: skip
+        while value >= n:
+            out += letters
+            value -= n
+    return out
 
 
 def _with_running_parts(found: list[Found], paras: Sequence[Para]) -> list[Found]:
