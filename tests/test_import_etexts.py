@@ -13,8 +13,10 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.corpus import read_corpus
 from indexer.importers.common import ImportSourceError
+from indexer.importers.etext import title_and_author
 from indexer.importers.headings import parse
 from indexer.importers.text import decode, read_text
+from indexer.importers.tree import Work
 from indexer.source import DirectorySource
 
 ETEXTS = Path(__file__).parent / "fixtures" / "etexts"
@@ -23,6 +25,12 @@ PRINCE = ETEXTS / "machiavelli-the-prince-pg1232-excerpt.txt"
 TOZZI = ETEXTS / "tozzi-con-gli-occhi-chiusi-excerpt.txt"
 PINOCCHIO = ETEXTS / "collodi-pinocchio-excerpt.txt"
 KAFKA = ETEXTS / "kafka-die-verwandlung-pg22367-excerpt.txt"
+DANTE = ETEXTS / "dante-divina-commedia-pg1012-excerpt.txt"
+QUIJOTE = ETEXTS / "cervantes-don-quijote-pg2000-excerpt.txt"
+CASMURRO = ETEXTS / "machado-dom-casmurro-excerpt.txt"
+MONTE_CRISTO = ETEXTS / "dumas-monte-cristo-pg17989-excerpt.txt"
+UNRAT = ETEXTS / "mann-professor-unrat-excerpt.txt"
+UILENSPIEGEL = ETEXTS / "de-coster-uilenspiegel-pg11208-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -293,11 +301,28 @@ def test_pinocchio_in_markdown_bare_numerals_and_an_indice(tmp_path: Path) -> No
         ("LIBRO SEGUNDO", ("part", "Libro", "2", "")),
         ("III", ("chapter", None, "III", "")),
         ("I.", ("chapter", None, "I", "")),
+        ("Inferno • Canto XXXIV", ("chapter", "Canto", "XXXIV", "")),
+        ("Primera parte del ingenioso hidalgo don Quijote de la Mancha",
+         ("part", "Parte", "1", "Primera parte del ingenioso hidalgo don Quijote de la Mancha")),
+        ("Capítulo Primero. De lo que el cura", ("chapter", "Capítulo", "1", "De lo que el cura")),
+        ("Première partie", ("part", "Partie", "1", "")),
     ],
-)
+)  # fmt: skip
 def test_heading_numerals_in_the_books_languages(line: str, expected: tuple) -> None:
     h = parse(line)
     assert h is not None and (h.kind, h.label, h.number, h.title) == expected
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "The first part of this deposition did not in the least interest me, but",  # Frankenstein
+        "Primera parte de la noche, y la segunda.",
+        "Salve • amigo",
+    ],
+)
+def test_lines_that_are_not_headings(line: str) -> None:
+    assert parse(line) is None
 
 
 def test_kafka_german_title_von_author_and_bare_numerals() -> None:
@@ -469,3 +494,266 @@ def test_a_utf16_or_utf32_etext_imports(tmp_path: Path, encoding: str) -> None:
     with pytest.raises(ImportSourceError, match="binary file"):  # NULs in the text itself
         (tmp_path / "nul.txt").write_bytes("Testo\x00binario\n".encode(encoding))
         read_text(tmp_path / "nul.txt", encoding=encoding)
+
+
+def _book(path: Path, title: str, author: str, lang: str) -> Work:
+    """The book at `path`, read with its title, author and language asserted."""
+    work = read_text(path)
+    assert (work.title, work.author, work.lang) == (title, author, lang)
+    return work
+
+
+def test_dante_running_heads_parts_without_a_label_verse_and_a_table_of_characters(
+    tmp_path: Path,
+) -> None:
+    """Gutenberg's Divina Commedia (Italian, #1012): `INFERNO` alone, then `Inferno • Canto I`
+    (the cantica as a running head before each canto), all of it verse indented by two
+    spaces, and a transcriber's `TAVOLA DEI CARATTERI SPECIALI` after the last line. The
+    book was one chapter (`found no chapter heading`), its tercets joined into prose."""
+    work = _book(DANTE, "La Divina Commedia di Dante", "Dante Alighieri", "it")
+    assert not work.pieces
+    assert [(p.title, [(s.number, s.title, s.meta) for s in p.sections]) for p in work.parts] == [
+        (
+            cantica,
+            [(n, f"Canto {n}", {"label": "Canto"}) for n in numbers],
+        )
+        for cantica, numbers in (
+            ("Inferno", ["I", "II", "III"]),
+            ("Purgatorio", ["I", "II", "III"]),
+            ("Paradiso", ["I", "XXXII", "XXXIII"]),
+        )
+    ]
+    first = work.parts[0].sections[0].body
+    assert first.startswith(
+        "Nel mezzo del cammin di nostra vita\nmi ritrovai per una selva oscura,\n"
+        "ché la diritta via era smarrita.\n\nAhi quanto"
+    )
+    last = work.parts[-1].sections[-1].body
+    assert last.rstrip().endswith(
+        "sì come rota ch’igualmente è mossa,\n\nl’amor che move il sole e l’altre stelle."
+    )
+    text = "".join(s.body for s in work.sections())
+    assert "CARATTERI" not in text and "= a grave" not in text and "- - -" not in text
+    assert "Produced by" not in text and "Inferno •" not in text
+    assert work.notes == [
+        "left out a transcriber's note (lines 233-270)",
+        "left out the title page before 'INFERNO' (2 paragraphs, lines 29-41)",
+    ]
+    dry = CliRunner().invoke(
+        main, ["corpus", "import", str(DANTE), str(tmp_path / "d"), "--dry-run"]
+    )
+    assert dry.exit_code == 0, dry.output
+    assert "would import 1 work(s), 3 parts, 9 chapters, 0 pieces" in dry.output
+
+
+QUIJOTE_PART_1 = [
+    ("I", "Que trata de la condición y ejercicio del famoso hidalgo don Quijote de la Mancha"),
+    ("II", "Que trata de la primera salida que de su tierra hizo el ingenioso don Quijote"),
+]
+
+
+def test_don_quijote_contents_without_a_title_two_parts_and_their_preliminaries(
+    tmp_path: Path,
+) -> None:
+    """Gutenberg's Don Quijote (Spanish, #2000): a contents list with no title (the
+    preliminaries' names, then each chapter's title without its number, Part II's under its
+    own heading); `Primera parte del ingenioso hidalgo…` and `Segunda parte…` as the parts,
+    each with its Tasa, Aprobaciones, Prólogo… before `Capítulo primero. Que trata…`. The
+    contents list was read as the text of a `Prólogo` piece and Part I's chapters ran into
+    Part II's preliminaries."""
+    work = _book(QUIJOTE, "Don Quijote", "Miguel de Cervantes Saavedra", "es")
+    assert [(s.number, s.title) for _, s in work.pieces] == [
+        (None, "Tasa"),
+        (None, "Testimonio de las erratas"),
+        (None, "Al libro de don Quijote de la Mancha"),
+    ]
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Primera parte del ingenioso hidalgo don Quijote de la Mancha", QUIJOTE_PART_1),
+        (
+            "Segunda parte del ingenioso caballero don Quijote de la Mancha",
+            [
+                (None, "Tasa"),
+                (None, "Fee de erratas"),
+                (None, "Aprobaciones"),
+                (None, "Prólogo al lector"),
+                (None, "Dedicatoria, al conde de Lemos"),
+                (
+                    "I",
+                    "De lo que el cura y el barbero pasaron con don Quijote cerca de su enfermedad",
+                ),
+            ],
+        ),
+    ]
+    sections = work.sections()
+    assert sections[2].body.startswith("Urganda la desconocida\nSi de llegarte a los bue-,\n")
+    assert sections[3].body.startswith("En un lugar de la Mancha, de cuyo nombre no quiero")
+    assert "-Nunca fuera caballero\nde damas tan bien servido\n" in sections[4].body  # verse
+    assert sections[4].body.rstrip().endswith("el deseo que tengo de serviros.")
+    assert sections[-1].body.rstrip().endswith("que tan tiernos estaban.")
+    text = "".join(s.body for s in sections)
+    assert "Que trata de la notable pendencia" not in text  # a contents entry, not text
+    assert work.notes == [
+        "left out a contents list without a title (84 entries, lines 41-261): "
+        "its entries are the headings of the text",
+        "left out the title page before 'TASA' (3 paragraphs, lines 27-37)",
+    ]
+    result = CliRunner().invoke(main, ["corpus", "import", str(QUIJOTE), str(tmp_path / "q")])
+    assert result.exit_code == 0, result.output
+    assert "2 parts, 8 chapters, 3 pieces" in result.output  # (part sections)
+    corpus = read_corpus(DirectorySource(tmp_path / "q"))
+    assert [p for p in corpus.problems if p.severity == "error"] == []
+    paths = [n.heading_path for n in corpus.in_reading_order() if n.level == 0]
+    assert len(paths) == 11 and paths[0] == "Don Quijote > Tasa"
+    assert paths[-1].startswith(
+        "Don Quijote > Segunda parte del ingenioso caballero don Quijote de la Mancha > "
+    )
+
+
+CASMURRO_CHAPTERS = [
+    ("I", "Do titulo"),
+    ("II", "Do livro"),
+    ("III", "A denuncia"),
+    ("IV", "Um dever amarissimo!"),
+    ("V", "O aggregado"),
+    ("VI", "Tio Cosme"),
+]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "cp1252", "latin-1"])
+def test_dom_casmurro_a_card_without_markers_numerals_with_and_without_period_and_titles(
+    tmp_path: Path, encoding: str
+) -> None:
+    """A copy of Gutenberg's Dom Casmurro (Portuguese) that kept `Title:` and `Author:` but
+    lost the START marker; a title page in capitals (`DOM CASMURRO / POR / MACHADO DE ASSIS
+    / …`); `I`, `II.`, `III` (with and without a period), each with a short title closed by
+    a full stop (`Do titulo.`). The work was titled `Title: Dom Casmurro` and the titles
+    were read as each chapter's first paragraph. Also as a Latin-1 / Windows-1252 file."""
+    src = tmp_path / "dom_casmurro.txt"
+    src.write_bytes(CASMURRO.read_text(encoding="utf-8").encode(encoding))
+    work = _book(src, "Dom Casmurro", "Machado de Assis", "pt")
+    assert [(s.number, s.title) for s in work.sections()] == CASMURRO_CHAPTERS
+    sections = work.sections()
+    assert sections[0].body.startswith("Uma noite destas, vindo da cidade para o Engenho Novo")
+    assert sections[3].body.startswith("José Dias amava os superlativos.")
+    assert "GARNIER" not in "".join(s.body for s in sections)
+    notes = [n for n in work.notes if not n.startswith("decoded as")]
+    assert notes == ["left out the title page before 'I' (11 paragraphs, lines 1-21)"]
+    if encoding != "utf-8":
+        assert "decoded as cp1252 (not UTF-8); pass --encoding to read it otherwise" in work.notes
+
+
+def test_monte_cristo_contents_with_an_author_line_and_a_tome_on_the_title_page() -> None:
+    """Gutenberg's Le comte de Monte-Cristo, Tome I (French, #17989): two authors in the
+    header (`Author: Alexandre Dumas` / `        Auguste Maquet`), `Tome I (1845-1846)` on
+    the title page above a `Table des matières` that opens with the author's name, and
+    bare numerals `I` with the title on the next paragraph. `Tome I` made a part titled
+    `(1845-1846)` and the second author was lost."""
+    work = _book(
+        MONTE_CRISTO, "Le comte de Monte-Cristo, Tome I", "Alexandre Dumas, Auguste Maquet", "fr"
+    )
+    assert not work.parts
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("I", "Marseille.--L'arrivée"),
+        ("II", "Le père et le fils"),
+        ("III", "Les Catalans"),
+    ]
+    sections = work.sections()
+    assert sections[0].body.startswith("Le 24 février 1815, la vigie de Notre-Dame")
+    assert sections[-1].body.rstrip().endswith("inouï.\n\nFIN DU TOME PREMIER")
+    assert "Table des matières" not in "".join(s.body for s in sections)
+    assert work.notes == [
+        "left out the contents list 'Table des matières' (32 entries, lines 38-72)",
+        "left out the title page before 'I' (3 paragraphs, lines 29-33)",
+    ]
+
+
+def test_professor_unrat_a_centred_title_page_author_title_genre(tmp_path: Path) -> None:
+    """Heinrich Mann's Professor Unrat (German, Kurt Wolff's edition) as a scanning
+    project's plain text: a title page centred by spaces (`Heinrich Mann` / `Professor
+    Unrat / oder / Das Ende eines Tyrannen` / `Roman` / the publisher), a bare `I`, a
+    quotation set in indented lines, `*  *  *` between scenes. The work was titled after
+    its author line and the title page, read as running text for its `oder`, was the
+    chapter's first paragraphs. The excerpt keeps chapter I only: one chapter, a warning."""
+    work = _book(UNRAT, "Professor Unrat oder Das Ende eines Tyrannen", "Heinrich Mann", "de")
+    assert [(s.number, s.title) for s in work.sections()] == [(None, work.title)]
+    body = work.sections()[0].body
+    assert body.startswith("Da er Raat hieß, nannte die ganze Schule ihn Unrat.")
+    assert "»Johanna: Es waren drei Gebete, die du tatst;\nGib wohl acht, Dauphin," in body
+    assert "Kurt Wolff" not in body and "Roman" not in body.split("\n\n")[0]
+    assert work.notes[0] == "left out the title page before the text (8 paragraphs, lines 1-26)"
+    assert work.notes[1].startswith("warning: found no chapter heading")
+    result = CliRunner().invoke(main, ["corpus", "import", str(UNRAT), str(tmp_path / "u")])
+    assert result.exit_code == 0, result.output
+    summary = (tmp_path / "u" / "corpus").glob("*/summary.md")
+    assert "author: Heinrich Mann" in next(summary).read_text(encoding="utf-8")
+
+
+def test_uilenspiegel_front_pieces_in_capitals_a_note_call_and_a_book_in_words() -> None:
+    """De Coster's Uilenspiegel in Dutch (Gutenberg #11208's text, its header lost): a
+    centred title page `… / door / Charles de Coster / in het Vlaamsch vertaald door / …`;
+    a life of the author, his last moments and the owl's preface, each under a line in
+    capitals (`VOORREDE VAN DEN UIL [1]`, with a note's call); `EERSTE BOEK.`; bare `I.`.
+    All that went into one `Front matter` piece, the title page with it."""
+    work = _book(
+        UILENSPIEGEL,
+        "De legende en de heldhaftige, vroolijke en roemrijke daden van Uilenspiegel en "
+        "Lamme Goedzak in Vlaanderenland en elders",
+        "Charles de Coster",
+        "nl",
+    )
+    assert [(s.number, s.title) for _, s in work.pieces] == [
+        (None, "Korte Levensbeschrijving van Charles de Coster"),
+        (None, "De Laatste Oogenblikken van Charles de Coster"),
+        (None, "Voorrede van den Uil"),
+    ]
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Eerste Boek", [(n, f"Hoofdstuk {n}") for n in ("I", "II", "III", "IV")])
+    ]
+    pieces = [s for _, s in work.pieces]
+    assert pieces[0].body.startswith("Bewerkt naar Ch. Potvin, Francis Nautet enz.")
+    assert pieces[2].body.rstrip().endswith("zal van overblijven. [3]\n\nBubulus Bubb.")
+    assert work.parts[0].sections[0].body.startswith("In meimaand, als de hagedoorn in bloei")
+    assert work.notes == [
+        "left out the title page before 'KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER' "
+        "(6 paragraphs, lines 1-18)"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        # the shape of Professor Unrat's title page (the fixture above)
+        (["Heinrich Mann", "Professor Unrat oder Das Ende eines Tyrannen", "Roman"],
+         ("Professor Unrat oder Das Ende eines Tyrannen", "Heinrich Mann")),
+        # a genre line between title and `by`/`von`: the author still follows the word
+        (["The Awakening", "A Novel", "by Kate Chopin"], ("The Awakening", "Kate Chopin")),
+        (["Effi Briest", "Roman", "von Theodor Fontane"], ("Effi Briest", "Theodor Fontane")),
+    ],
+)  # fmt: skip
+def test_a_genre_line_under_the_title(page: list[str], expected: tuple[str, str]) -> None:
+    """Title-page shapes (lines, not files): the genre names the line above it the title."""
+    assert title_and_author(page) == expected
+
+
+def test_a_part_of_parts_goes_before_their_titles(tmp_path: Path) -> None:
+    """Constructed lines, not a file found (no copy of a book of tomes and books is among
+    the stored texts): the headings of Les Misérables (Gutenberg #17489, `Tome I`,
+    `Livre premier--Un juste`, `Chapitre I` / `Monsieur Myriel`). The corpus has one level
+    of parts; the tomes were dropped with no word. Now each book's part is titled after
+    its tome too, said once per tome."""
+    text = "En 1815, M. Charles-François-Bienvenu Myriel était évêque de Digne. " * 6
+    lines = ["TOME I", "", "FANTINE", "", "", "Livre premier--Un juste", "", ""]
+    lines += ["Chapitre I", "", "Monsieur Myriel", "", text, "", "", "Chapitre II", ""]
+    lines += ["Monsieur Myriel devient monseigneur Bienvenu", "", text, "", ""]
+    lines += ["Livre deuxième--La chute", "", "", "Chapitre I", "", "Le soir d'un jour", ""]
+    lines += [text, "", "", "TOME II", "", "COSETTE", "", "", "Livre premier--Waterloo", ""]
+    lines += ["", "Chapitre I", "", "Ce qu'on rencontre en venant de Nivelles", "", text]
+    src = tmp_path / "miserables.txt"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    work = read_text(src, lang="fr")
+    assert [(p.title, [s.title for s in p.sections]) for p in work.parts] == [
+        ("Fantine — Un juste", ["Monsieur Myriel", "Monsieur Myriel devient monseigneur Bienvenu"]),
+        ("Fantine — La chute", ["Le soir d'un jour"]),
+        ("Cosette — Waterloo", ["Ce qu'on rencontre en venant de Nivelles"]),
+    ]
+    assert "'TOME I' holds parts: its title goes before theirs" in work.notes

@@ -34,7 +34,9 @@ UNWRAPPED_LINE = 120
 LONG_BLOCK_LINES = 12
 
 _CONTENTS_TITLE = re.compile(
-    r"^(?:contents|table of contents|list of contents|table des mati[eè]res|sommaire|"
+    # (`TABLE` alone: French printers' contents at the end of a volume)
+    r"^(?:contents|table of contents|list of contents|table des mati[eè]res|sommaire|table|"
+    r"table des chapitres|table analytique|"
     r"inhalt|inhaltsverzeichnis|indice|[íi]ndice|indice generale|sommario|inhoud|"
     r"inhoudsopgave|sum[áa]rio|contenido|tabla de contenido|innehall|innhold|indhold)"
     r"\s*[.:]?$",
@@ -60,7 +62,11 @@ _BOILERPLATE = re.compile(
     r"projekt gutenberg-de|"
     # transcribers' notes, in the languages of indexer.lang
     r"\[?transcriber'?s'? notes?|\[?note de transcription|\[?nota del trascrittore|"
-    r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o"
+    r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o|"
+    # the transcriber's table of the characters the file uses (Gutenberg's Divina
+    # Commedia, #1012: `TAVOLA DEI CARATTERI SPECIALI / TABLE OF SPECIAL CHARACTERS`)
+    r"(?:table|list) of (?:special )?characters|tavola dei caratteri|"
+    r"table des caract[eè]res|tabla de caracteres"
     r")",
     re.IGNORECASE,
 )
@@ -174,6 +180,15 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
     if len(texts) > 1 and _INITIALS.match(texts[0]) and not _BY.match(texts[1]):
         author = author or texts[0]
         texts = texts[1:] if _comparable(texts[0]) != _comparable(texts[1]) else texts
+    genre = next((k for k, x in enumerate(texts) if k and _GENRE.match(x)), None)
+    titled = ""
+    if genre is not None and not _BY.match(texts[genre - 1]):
+        # `Heinrich Mann / Professor Unrat oder Das Ende eines Tyrannen / Roman`: the genre
+        # is printed under the title, and a name above the title is the author's (else
+        # the author is looked for as below: `Title / A Novel / by Author`)
+        titled = texts[genre - 1]
+        if genre >= 2 and not author and _NAME.match(texts[genre - 2]):
+            return titled, texts[genre - 2]
     rest: list[str] = []
     i = 0
     while i < len(texts):
@@ -188,8 +203,19 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
     if author:
         key = _comparable(author)
         rest = [x for x in rest if key not in (_comparable(x), _comparable(person_name(x)))]
-    title = rest[0] if rest else texts[0]
+    title = titled or (rest[0] if rest else texts[0])
     return title, author
+
+
+# The genre a title page prints under the title, in the languages of indexer.lang
+_GENRE = re.compile(
+    r"^(?:(?:ein |a |un |une |uno |una |een )?(?:roman|novelle|erzählung|novel|romanzo|"
+    r"racconto|novella|novela|romance|novel·la|verhaal|conte|récit|nouvelle|märchen))"
+    r"\.?$",
+    re.IGNORECASE,
+)
+# a person's name: two to four capitalised words (`Heinrich Mann`, `E. T. A. Hoffmann`)
+_NAME = re.compile(r"^(?:[A-ZÀ-Ý][\w'’.-]*\.?\s+){1,3}[A-ZÀ-Ý][\w'’-]+$")
 
 
 def _comparable(text: str) -> str:
@@ -257,12 +283,20 @@ _ENTRY_START = re.compile(r"^\s*(?:[IVXLCDM]+|\d{1,3})\.?\s{2,}\S")
 _ENTRY_PAGE = re.compile(r"\S(?:\s{2,}|\s*\.{3,}\s*)(?:pag\.?\s*|p\.\s*|s\.\s*)?\d{1,4}\s*$", re.I)
 
 
+# A paragraph whose every line is indented this far is centred, not running text: prose
+# indents its first line by 2-5 spaces if at all (the Heinrich Mann fixture centres its
+# title page by 17 to 29)
+CENTRED_INDENT = 8
+
+
 def is_prose(p: _Para) -> bool:
     """Running text, not a list of entries or a heading: one long line, or wrapped lines
     of which one goes on in lower case (a list's entries each start a line anew), unless
     it reads as one contents entry (a leading numeral, a trailing page number)."""
     if _ENTRY_START.match(p.lines[0]) or _ENTRY_PAGE.search(p.lines[-1]):
         return False
+    if all(len(x) - len(x.lstrip()) >= CENTRED_INDENT for x in p.lines):
+        return False  # centred lines: a title page's (`Professor Unrat / oder / Das Ende…`)
     if len(p.lines) == 1:
         text = p.lines[0].strip()
         return len(text) > 200 or len(text.split()) > 40
@@ -286,17 +320,24 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
         if drop[i] or not is_boilerplate(texts[i]):
             i += 1
             continue
-        if re.match(r"^\[?(?:transcriber|note de transcription|nota del tras|anmerkung|nota de)",
-                    texts[i], re.I):  # fmt: skip
+        if _NOTE.match(texts[i]):
             j = i + 1
             if texts[i].startswith("[") and "]" not in texts[i]:
                 while j < n and "]" not in texts[j - 1]:
                     j += 1
-            elif len(paras[i].lines) == 1 and len(texts[i]) < 60:
+            elif len(paras[i].lines) <= 2 and all(len(x.strip()) < 60 for x in paras[i].lines):
                 # a note's title (`Nota del Trascrittore`): its text follows, up to the next
-                # boilerplate or heading, three paragraphs at most
-                while j < min(n, i + 4) and not is_boilerplate(texts[j]) and not _heading(texts[j]):
+                # boilerplate or heading, three paragraphs of prose at most and any number
+                # of list lines (a table of characters: `à = a grave`)
+                prose = 0
+                while j < n and not is_boilerplate(texts[j]) and not _heading(texts[j]):
+                    listed = all(len(x.strip()) < LIST_LINE for x in paras[j].lines)
+                    prose += 0 if listed else 1
+                    if prose > 3:
+                        break
                     j += 1
+            if i > 0 and not drop[i - 1] and _RULE.match(texts[i - 1]):
+                i -= 1  # the rule that sets the note off the text (`- - - - -`)
             why = "a transcriber's note"
         elif i < n / 2:  # a licence card before the text: through its last card-like line
             j = _card_end(paras, texts, i)
@@ -318,13 +359,102 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
         out.notes.append(f"left out {why} ({_span(paras, i, j)})")
         i = j
     _drop_contents(paras, texts, drop, out)
+    if not out.entries:
+        _drop_untitled_contents(paras, texts, drop, out)
     out.paras = [p for p, d in zip(paras, drop, strict=True) if not d]
     return out
+
+
+# A contents list without a title (Gutenberg's Don Quijote, #2000: the titles of the
+# preliminaries and of the 126 chapters, each on its own, before the text): short
+# paragraphs before the first chapter heading, at least this many of them (of three words
+# or more) repeated after the list as a heading or a heading's title, and at least half of
+# the list's paragraphs so repeated
+MIN_UNTITLED_ENTRIES = 3
+ENTRY_MAX_LINES = 4
+ENTRY_MAX_CHARS = 300
+
+
+def _drop_untitled_contents(
+    paras: list[_P], texts: list[str], drop: list[bool], out: Cleaned[_P]
+) -> None:
+    from indexer.importers.headings import parse
+
+    n = len(paras)
+    keys = [comparable(t) for t in texts]
+    later: dict[str, list[int]] = {}  # a key → the paragraphs that say it, as text or title
+    limit = headed = n // 2
+    for k, p in enumerate(paras):
+        if drop[k] or len(p.lines) > ENTRY_MAX_LINES:
+            continue
+        later.setdefault(keys[k], []).append(k)
+        h = parse(p.lines[0])
+        if h is not None and h.label is not None and h.kind in ("chapter", "part"):
+            limit = headed = min(limit, k)
+            title = " ".join([h.title, *(x.strip() for x in p.lines[1:])]).strip()
+            later.setdefault(comparable(title), []).append(k)
+
+    def entry(k: int) -> bool:
+        return not drop[k] and len(paras[k].lines) <= ENTRY_MAX_LINES \
+            and len(texts[k]) <= ENTRY_MAX_CHARS  # fmt: skip
+
+    k = 0
+    while k < limit:
+        if not entry(k):
+            k += 1
+            continue
+        run_end = k
+        while run_end < n and entry(run_end):
+            run_end += 1
+        start = next(
+            (i for i in range(k, min(run_end, limit)) if any(j >= run_end for j in later[keys[i]])),
+            None,
+        )
+        if start is None:
+            k = run_end
+            continue
+        # the run ends where the text resumes; the short lines just before that which
+        # repeat an entry are the text's own first headings (`TASA`)
+        end = run_end
+        while end - 1 > start and keys[end - 1] in set(keys[start : end - 1]):
+            end -= 1
+        repeated = [
+            i for i in range(start, end)
+            if any(j >= end for j in later[keys[i]]) and len(texts[i].split()) >= 3
+        ]  # fmt: skip
+        # before the first labelled heading, the repeated entries are evidence enough;
+        # elsewhere (a book of bare numerals) half the list must be repeated
+        share = start < headed or 2 * len(repeated) >= end - start
+        if len(repeated) >= MIN_UNTITLED_ENTRIES and share:
+            entries = [x for i in range(start, end) for x in _entries(paras[i])]
+            for i in range(start, end):
+                drop[i] = True
+            out.entries.extend(entries)
+            out.contents_line = paras[start].line
+            out.contents_first = True
+            out.notes.append(
+                f"left out a contents list without a title ({len(entries)} entries, "
+                f"{_span(paras, start, end)}): its entries are the headings of the text"
+            )
+            return
+        k = run_end
 
 
 # Lines inside a card that are none of its keys (`0: affidabilità bassa`): this many in a
 # row at most before the card is over
 CARD_GAP = 3
+
+
+_NOTE = re.compile(
+    r"^\[?(?:transcriber|note de transcription|nota del tras|anmerkung|nota de|"
+    r"(?:table|list) of (?:special )?characters|tavola dei caratteri|table des caract|"
+    r"tabla de caracteres)",
+    re.IGNORECASE,
+)
+# A line of a list or table, not of prose: shorter than any wrapped line (Gutenberg wraps
+# at 70-75 columns); a transcriber's note runs on over such lines
+LIST_LINE = 40
+_RULE = re.compile(r"^[-–—*_=.·•~ ]{3,}$")  # a typographic rule: `- - - - -`, `* * *`
 
 
 def _card_end(paras: list[_P], texts: list[str], i: int) -> int:

@@ -38,8 +38,9 @@ _LIMINARY = re.compile(
     r"(?:preface|pr[ée]face|foreword|introduction|prologue|prolog|epilogue|[ée]pilogue|"
     r"afterword|postface|conclusion|appendix|annexe|dedication|d[ée]dicace|avant-propos|"
     r"avertissement|vorwort|einleitung|nachwort|note|notice|to the reader|au lecteur|"
-    r"pr[óo]logo|prefacio|prefazione|introducci[óo]n|introduzione|ep[íi]logo)"
-    r"(?:\s+(?:to|of|for|by|de|du|à|zur)\b.{0,60})?\s*[.:]?$",
+    r"pr[óo]logo|prefacio|prefazione|introducci[óo]n|introduzione|ep[íi]logo|"
+    r"voorrede|voorwoord|inleiding|nawoord|opdracht|pref[áa]cio|introdu[çc][ãa]o)"
+    r"(?:\s+(?:to|of|for|by|de|du|à|zur|van|von|del|della|di|do|da)\b.{0,60})?\s*[.:]?$",
     re.IGNORECASE,
 )
 _PAGE_ENTRY = re.compile(r"\S.*?(?:\s{2,}|\.{3,}\s*)(?:\d{1,4}|[ivxlcdm]{1,7})$", re.IGNORECASE)
@@ -67,9 +68,13 @@ class Heading:
     value: int | None  # the number's value
     title: str  # the heading's own title, "" when the book gives none on its line
     source: str  # the line as written
+    # the running head before it: `Inferno` in `Inferno • Canto I` (its part's name)
+    prefix: str = ""
 
     def with_title(self, title: str) -> Heading:
-        return Heading(self.kind, self.label, self.number, self.value, title, self.source)
+        return Heading(
+            self.kind, self.label, self.number, self.value, title, self.source, self.prefix
+        )
 
     @property
     def display(self) -> str:
@@ -92,7 +97,7 @@ def _number(raw: str) -> tuple[str, int] | None:
 
 def parse(line: str) -> Heading | None:
     """One line read as a heading, or None. `CHAPTER IV.`, `Letter 3`, `XII. TITLE`, `PREFACE`."""
-    text = " ".join(line.split()).rstrip("]").strip()
+    text = NOTE_CALL.sub("", " ".join(line.split())).rstrip("]").strip()
     if not text or _too_long(text):
         return None
     m = _LABELLED.match(text)
@@ -116,9 +121,14 @@ def parse(line: str) -> Heading | None:
         rest = m.group("rest")
         sep = _SEP.match(rest)
         title = rest[sep.end() :] if sep else rest
+        word = m.group("label")
+        kind = "part" if word.casefold() in PART_WORDS else "chapter"
+        if value is not None and kind == "part" and _OF.match(rest) and not _SENTENCE.search(rest):
+            # `Segunda parte del ingenioso caballero don Quijote de la Mancha`: the whole
+            # line names the part
+            label = word[:1].upper() + word[1:].lower()
+            return Heading(kind, label, str(value), value, _clean_title(text), line.strip())
         if value is not None and (sep or not rest) and not title[:1].islower():
-            word = m.group("label")
-            kind = "part" if word.casefold() in PART_WORDS else "chapter"
             label = word[:1].upper() + word[1:].lower()
             return Heading(kind, label, str(value), value, _clean_title(title), line.strip())
     m = _BARE.match(text)
@@ -132,7 +142,24 @@ def parse(line: str) -> Heading | None:
             return Heading("chapter", None, num[0], num[1], _clean_title(rest), line.strip())
     if _LIMINARY.match(fold(text)):
         return Heading("piece", None, None, None, _clean_title(text), line.strip())
+    m = _RUNNING_HEAD.match(text)
+    if m:  # `Inferno • Canto I` (Gutenberg #1012): the part's name, a bullet, the heading
+        h = parse(m.group("rest"))
+        if h is not None and h.label is not None and h.kind in ("chapter", "part"):
+            return Heading(h.kind, h.label, h.number, h.value, h.title, line.strip(),
+                           m.group("prefix").strip())  # fmt: skip
     return None
+
+
+# A part's name before a labelled heading, set off by a bullet or a bar (not a dash: `Title
+# — Chapter` is rare, `Chapter 3 — Title` common): short, starting with a letter
+_RUNNING_HEAD = re.compile(r"^(?P<prefix>[^\W\d_][^•·|]{0,39}?)\s+[•·|]\s+(?P<rest>\S.*)$")
+# a note's call at the end of a heading: `VOORREDE VAN DEN UIL [1]` (Uilenspiegel)
+NOTE_CALL = re.compile(r"\s*\[\d{1,3}\]$")
+_SENTENCE = re.compile(r"[.!?;:,]\s*$")  # a heading ends without a sentence's full stop
+# `del`, `de la`, `of`…: a part heading whose number is followed by what it is part of
+# (not English `of`: `The first part of this deposition…` opens a sentence in Frankenstein)
+_OF = re.compile(r"^\s+(?:del|de|della|dello|di|du|des|van|von|do|da|dos|das)\s", re.I)
 
 
 def is_page_list(lines: list[str]) -> bool:
@@ -258,8 +285,66 @@ def find(paras: Sequence[Para], listed: Collection[int] = ()) -> list[Found]:
         found = [f for f in found if f.heading.label is not None or f.heading.kind != "chapter"]
     else:
         found = _bare_sequence(found)
+    found = _in_the_books_numerals(_with_running_parts(found, paras))
     found = _with_listed(found, paras, listed)
     return _with_line_titles(_without_contents(found, paras), paras)
+
+
+def _in_the_books_numerals(found: list[Found]) -> list[Found]:
+    """`Capítulo primero` among `Capítulo II`, `Capítulo III`… (Don Quijote): a number in
+    words takes the book's numerals, roman when it writes roman ones and no digits."""
+    numbered = [f for f in found if f.heading.kind == "chapter" and f.heading.number]
+    roman = [f for f in numbered if roman_to_int(f.heading.number or "") is not None]
+    if not roman or any(_digits(f.heading.source) for f in numbered):
+        return found
+    out = []
+    for f in found:
+        h = f.heading
+        if h.kind == "chapter" and h.number and h.number.isdigit() and not _digits(h.source):
+            h = Heading(h.kind, h.label, _roman(int(h.number)), h.value, h.title, h.source,
+                        h.prefix)  # fmt: skip
+        out.append(Found(f.index, h, f.consumed))
+    return out
+
+
+def _digits(text: str) -> bool:
+    return any(c.isdigit() for c in text)
+
+
+def _roman(value: int) -> str:
+    out = ""
+    for n, letters in ((1000, "M"), (900, "CM"), (500, "D"), (400, "CD"), (100, "C"),
+                       (90, "XC"), (50, "L"), (40, "XL"), (10, "X"), (9, "IX"), (5, "V"),
+                       (4, "IV"), (1, "I")):  # fmt: skip
+        while value >= n:
+            out += letters
+            value -= n
+    return out
+
+
+def _with_running_parts(found: list[Found], paras: Sequence[Para]) -> list[Found]:
+    """`INFERNO` / `Inferno • Canto I` … `PURGATORIO` / `Purgatorio • Canto I`: the line
+    alone before the first heading that carries it as its running head opens a part
+    (Gutenberg's Divina Commedia, #1012: its cantiche have no label of their own)."""
+    out = list(found)
+    seen: set[str] = set()
+    for n, f in enumerate(found):
+        key = _key(f.heading.prefix)
+        if not key or key in seen:
+            continue
+        seen.add(key)
+        floor = found[n - 1].index + found[n - 1].consumed if n else 0
+        for k in range(f.index - 1, floor - 1, -1):
+            lines = paras[k].lines
+            if len(lines) == 1 and _key(lines[0]) == key:
+                text = lines[0].strip()
+                out.append(Found(k, Heading("part", None, None, None, _clean_title(text), text), 1))
+                break
+    return sorted(out, key=lambda f: f.index)
+
+
+def _key(text: str) -> str:
+    return " ".join(re.sub(r"[^a-z0-9]+", " ", fold(text).lower()).split())
 
 
 def _with_listed(found: list[Found], paras: Sequence[Para], listed: Collection[int]) -> list[Found]:
@@ -287,6 +372,20 @@ def _line_title(para: Para) -> str | None:
         return None
     text = para.lines[0].strip().strip("_").strip()
     if not text or len(text) > 70 or _TITLE_END.search(text) or not text[:1].isupper():
+        return None
+    return None if parse(text) is not None else text
+
+
+CLOSED_TITLES_SHARE = 0.8
+MAX_CLOSED_TITLE_CHARS = 60
+
+
+def _closed_title(para: Para) -> str | None:
+    """`Do titulo.`, `Um dever amarissimo!`: one short line, capitalised, ending a sentence."""
+    if len(para.lines) != 1:
+        return None
+    text = para.lines[0].strip().strip("_").strip()
+    if not text[:1].isupper() or len(text) > MAX_CLOSED_TITLE_CHARS or text[-1:] not in ".!?":
         return None
     return None if parse(text) is not None else text
 
@@ -335,6 +434,17 @@ def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
                 titles[n] = title
     if len(titles) < 2 or len(titles) < 0.6 * len(untitled):
         titles = {}
+    # A short line closed by a full stop (`II.` / `Do livro.` / text: Dom Casmurro) reads
+    # like a chapter's first sentence: a title only when nearly every untitled chapter
+    # opens with one (CLOSED_TITLES_SHARE), the book's convention beyond doubt
+    closed = {
+        n: t
+        for n, f in untitled
+        if f.index + 2 < (found[n + 1].index if n + 1 < len(found) else len(paras))
+        and (t := _closed_title(paras[f.index + 1])) is not None
+    }
+    if not titles and len(closed) >= 3 and len(closed) >= CLOSED_TITLES_SHARE * len(untitled):
+        titles = closed
     # A part heading whose only paragraph before the next heading is a title-like
     # line (`PART ONE` / `The Departure` / `CHAPTER I.`): that line is the part's
     # title, whatever the rest of the book does: no text is taken from a chapter.

@@ -133,7 +133,19 @@ _GERMAN = {
     "siebentes": 7, "siebtes": 7, "siebenter": 7, "siebter": 7, "achtes": 8, "achter": 8,
     "neuntes": 9, "neunter": 9, "zehntes": 10, "zehnter": 10,
 }  # fmt: skip
-# "Erstes Kapitel", "Zweiter Teil", "The First Chapter": the number before the label
+# Ordinals 1-10 as they stand before a part word in the Romance languages (`Primera parte
+# del ingenioso hidalgo…`: Cervantes, Gutenberg #2000; `Prima parte`, `Première partie`,
+# `Segunda parte`), accents as written
+_ROMANCE_BEFORE = [
+    "primera", "primer", "primero", "segunda", "segundo", "tercera", "tercero", "cuarta",
+    "cuarto", "quinta", "quinto",  # es
+    "prima", "primo", "seconda", "secondo", "terza", "terzo", "quarta", "quarto",  # it
+    "primeira", "primeiro", "terceira", "terceiro",  # pt
+    "première", "premier", "deuxième", "seconde", "second", "troisième", "quatrième",
+    "cinquième",  # fr
+]  # fmt: skip
+# "Erstes Kapitel", "Zweiter Teil", "The First Chapter", "Primera parte": the number
+# before the label
 ORDINAL_FIRST = re.compile(
     r"^(?:the\s+)?(?P<num>"
     + "|".join(sorted(_GERMAN, key=len, reverse=True))
@@ -147,6 +159,8 @@ ORDINAL_FIRST = re.compile(
             reverse=True,
         )
     )
+    + "|"
+    + "|".join(sorted(set(_ROMANCE_BEFORE), key=len, reverse=True))
     + r")\s+(?P<label>[^\W\d_]+)(?P<rest>.*)$",
     re.IGNORECASE,
 )

@@ -39,6 +39,7 @@ How a heading is told from the text (`headings.py` holds the patterns):
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -49,7 +50,7 @@ from indexer.importers import etext as E
 from indexer.importers import headings as H
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
 from indexer.importers.selection import Selection
-from indexer.importers.titles import smart_title
+from indexer.importers.titles import clean_title, smart_title
 from indexer.importers.tree import Part, Section, Work
 
 # Gutenberg's markers (www.gutenberg.org/help/: "*** START OF THE PROJECT GUTENBERG
@@ -135,6 +136,10 @@ def decode(path: str, data: bytes, encoding: str | None = None) -> tuple[str, st
     return unicodedata.normalize("NFC", text), used.removesuffix("-sig")
 
 
+def _indented(line: str) -> bool:
+    return bool(line.strip()) and line[:1].isspace()
+
+
 def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     """The book between Gutenberg's START and END lines, and its header's fields."""
     lines = text.split("\n")
@@ -142,10 +147,14 @@ def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     if start is None:
         return text, {}
     fields: dict[str, str] = {}
-    for x in lines[:start]:
+    for n, x in enumerate(lines[:start]):
         m = _HEADER_KEY.match(x)
         if m and m.group(1).lower() not in fields:
-            fields[m.group(1).lower()] = m.group(2)
+            value = m.group(2)
+            if m.group(1) == "Author":  # `Author: Alexandre Dumas` / `        Auguste Maquet`
+                more = (y.strip() for y in itertools.takewhile(_indented, lines[n + 1 : start]))
+                value = ", ".join([value, *more])
+            fields[m.group(1).lower()] = value
     end = next((i for i in range(start + 1, len(lines)) if _END.match(lines[i])), len(lines))
     body = lines[start + 1 : end]
     while body and (not body[-1].strip() or _END_LINE.match(body[-1])):
@@ -225,7 +234,10 @@ def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
     for p in paras:
         h = H.parse(p.lines[0]) if len(p.lines) > 4 else None
         listed = h is not None and any(H.parse(x) is not None for x in p.lines[1:3])
-        if h is not None and h.label is not None and h.kind in ("chapter", "part") and not listed:
+        # (not a part named by its whole line, `Segunda parte del ingenioso caballero…`)
+        whole = h is not None and h.kind == "part" and h.title == smart_title(h.source)
+        split = h is not None and h.label is not None and h.kind in ("chapter", "part")
+        if split and not listed and not whole:
             out.append(_Para(p.lines[:1], p.line))
             out.append(_Para(p.lines[1:], p.line + 1))
         else:
@@ -241,12 +253,22 @@ def _line_width(paras: list[_Para]) -> int:
     return max(lengths[int(len(lengths) * 0.9)], 20)
 
 
+# A book whose lines run under this many characters (its 90th percentile) is not
+# hard-wrapped prose: Gutenberg wraps at 70-75 columns and a printed page's measure holds
+# 60-70 characters, so its line breaks are the author's (a poem: the Divina Commedia,
+# Gutenberg #1012: 41 in the fixture's excerpt)
+VERSE_WIDTH = 55
+
+
 def is_verse(para: _Para, width: int) -> bool:
     """Lines the author broke: all well short of the book's width, or short enough and
-    indented in turn (a stanza), or each starting in capitals (verse, an address)."""
+    indented in turn (a stanza), or each starting in capitals (verse, an address); every
+    paragraph of a book whose lines are all short (VERSE_WIDTH)."""
     lines = para.lines
     if len(lines) < 2:
         return False
+    if width < VERSE_WIDTH:
+        return True
     inner = [len(x.strip()) for x in lines[:-1]]
     if max(inner) < 0.7 * width:
         return True
@@ -298,11 +320,17 @@ def read_text(
     language = lang or _LANGUAGES.get(fields.get("language", "").split(",")[0].strip().lower())
     language = language or guess_language(text)
     heads = H.find(paras, {k for k, p in enumerate(paras) if cleaned.listed(p)})
-    card = {**cleaned.fields, **fields}
-    known = E.person_name(card["author"]) if card.get("author") else None
+    if cleaned.entries and cleaned.contents_first:
+        heads = _after_contents(heads, paras, cleaned.contents_line)
+    heads = _entry_case(heads, cleaned.entries)
     chapters = any(h.heading.kind in ("chapter", "part") for h in heads)
     first = heads[0].index if heads else _title_page_end(paras)
-    page_title, author = E.title_and_author([p.text for p in paras[:first]][:12], known)
+    # `Title: Dom Casmurro` / `Author: Machado de Assis` at the head of a copy that lost
+    # Gutenberg's markers: the card's fields, not the title page's lines
+    page = [p for p in paras[:first] if not E.fields_of(["\n".join(p.lines)])]
+    card = {**E.fields_of(["\n".join(p.lines) for p in paras[:first]]), **cleaned.fields, **fields}
+    known = E.person_name(card["author"]) if card.get("author") else None
+    page_title, author = E.title_and_author([p.text for p in page][:12], known)
     title = card.get("title") or page_title or src.stem
     author = smart_title(author) if author else None
     work = Work(smart_title(_one_line(title)), author, L.code(language))
@@ -312,6 +340,9 @@ def read_text(
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
     work.notes.extend(cleaned.notes)
     width = _line_width(paras)
+    if heads:  # (a title page has no running text under its lines in capitals)
+        heads = _front_titles(paras, first) + heads
+        first = heads[0].index
     front = paras[:first]
     front_text = "\n\n".join(p.text for p in front)
     if len(front_text) > TITLE_PAGE_CHARS:
@@ -337,6 +368,58 @@ def read_text(
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
     return work
+
+
+def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
+    """Before the first heading: a line in capitals of three words or more with running
+    text under it opens a piece
+    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`)."""
+
+    def caps(p: _Para) -> bool:
+        letters = [c for c in p.text if c.isalpha()]
+        return len(p.lines) == 1 and bool(letters) and not any(c.islower() for c in letters)
+
+    out = []
+    for k in range(first - 1):
+        text = paras[k].text.strip()
+        if not caps(paras[k]) or len(text.split()) < 3:
+            continue
+        under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : first])
+        if any(E.is_prose(p) for p in under):  # (`Bewerkt naar…` may stand between)
+            title = clean_title(H.NOTE_CALL.sub("", text))
+            out.append(H.Found(k, H.Heading("piece", None, None, None, title, text), 1))
+    return out
+
+
+def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
+    """A heading in capitals that repeats a contents entry takes the entry's case: `FEE DE
+    ERRATAS` is `Fee de erratas` in Don Quijote's contents, not `Fee de Erratas`."""
+    by_key = {E.comparable(x): x for x in entries}
+    out = []
+    for f in heads:
+        h = f.heading
+        letters = [c for c in h.source if c.isalpha()]
+        entry = by_key.get(E.comparable(h.title), "") if h.kind == "piece" else ""
+        # only its case differs (`YOUTH — Æt. 1-25` is not The Prince's `YOUTH Æt. 1-25`)
+        same = " ".join(entry.split()).casefold() == " ".join(h.source.split()).casefold()
+        if entry and same and sum(c.isupper() for c in letters) >= 0.7 * len(letters):
+            f = H.Found(f.index, h.with_title(clean_title(entry)), f.consumed)
+        out.append(f)
+    return out
+
+
+def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:
+    """A part heading above a contents list that stands before the text, with no chapter
+    before that list, is the title page's (`LE COMTE DE MONTE-CRISTO / Alexandre Dumas /
+    Tome I (1845-1846)` / `Table des matières`, Gutenberg #17989): the volume a file holds,
+    not a part of it."""
+    before = [h for h in heads if paras[h.index].line < contents_line]
+    after = heads[len(before) :]
+    if any(h.heading.kind != "part" for h in before) or any(
+        h.heading.kind == "part" for h in after
+    ):
+        return heads  # (a part of a book of parts stays one, its contents under it)
+    return after
 
 
 def _title_page_end(paras: list[_Para]) -> int:
@@ -374,6 +457,8 @@ def _assemble(
     in_work = False
     seen_part = False
     skipping = False
+    opening = False  # after a part heading, before its first chapter
+    outer = ""  # a part of parts (`TOME I` / `FANTINE` over `LIVRE PREMIER`): its title
     for n, found in enumerate(heads):
         end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
         body = paras[found.index + found.consumed : end]
@@ -381,9 +466,18 @@ def _assemble(
         title = h.display if h.number is None or h.label else _bare_title(h, work.lang)
         if h.kind == "part" and parts_wanted:
             title = h.title or smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
+            nxt = heads[n + 1].heading if n + 1 < len(heads) else None
+            if nxt is not None and nxt.kind == "part" and nxt.label != h.label and not body:
+                # the corpus has one level of parts: the outer one's title goes before
+                # the title of each part it holds, said once
+                outer = title
+                work.notes.append(f"{h.source!r} holds parts: its title goes before theirs")
+                continue
+            title = f"{outer} — {title}" if outer else title
             seen_part = True
             skipping = selection.excluded(title)  # an excluded part takes its chapters along
             part, in_work = (None, False) if skipping else (Part(title), False)
+            opening = True
             intro = _section(title, None, {}, body, width, path)
             if part is not None and intro.body.strip():  # text under the part before a chapter
                 work.notes.append(f"the text under {h.source!r} is kept as its first section")
@@ -399,10 +493,19 @@ def _assemble(
         if not section.body.strip():
             work.notes.append(f"left out {h.source!r} (line {paras[found.index].line}): no text")
             continue
+        if h.kind == "piece" and part is not None and opening and parts_wanted:
+            # a piece between a part's heading and its first chapter is the part's own
+            # (the Tasa, Aprobaciones and Prólogo of Don Quijote's Segunda parte)
+            part.sections.append(section)
+            if not in_work:
+                work.add_part(part)
+                in_work = True
+            continue
         if h.kind == "piece" or part is None or not parts_wanted:
             part = None if h.kind == "piece" else part
             work.add_piece(section)
             continue
+        opening = False
         part.sections.append(section)
         if not in_work:
             work.add_part(part)
