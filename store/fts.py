@@ -36,11 +36,18 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from store.keyword import CORPUS_STATS, QUERY_LEXEMES, Filters, KeywordBackend, filter_sql
+from store.keyword import (
+    CORPUS_STATS,
+    QUERY_LEXEMES,
+    TSV_INDEX,
+    Filters,
+    KeywordBackend,
+    filter_sql,
+)
 
 log = logging.getLogger(__name__)
 
-INDEX_NAME = "hcn_tsv"  # the name migration 001 gave it
+INDEX_NAME = TSV_INDEX  # the name migration 001 gave it
 CAVEAT = (
     "PostgreSQL's own text search: this server has no pg_search. Same BM25 ranking on a "
     "book, but each query reads every row holding one of its words: slower than pg_search "
