@@ -109,7 +109,14 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
                     "upgrade glossator",
                 )
             )
-        out.append(_keyword_finding(conn))
+        out.append(
+            _keyword_finding(
+                conn,
+                offered="pg_search" in available,
+                schema=have > 0,
+                setting=settings.keyword_backend,
+            )
+        )
     if db.embedded and (db.pgdata.parent / REBUILD_MARKER).is_file():
         out.append(
             Finding(
@@ -123,8 +130,11 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
     return out, db
 
 
-def _keyword_finding(conn: psycopg.Connection) -> Finding:
-    """Which engine ranks keywords (store.keyword.choose_backend), its caveat said plainly."""
+def _keyword_finding(
+    conn: psycopg.Connection, *, offered: bool, schema: bool, setting: str
+) -> Finding:
+    """Which engine ranks keywords (store.keyword.choose_backend), its caveat said plainly;
+    `offered`: the server has pg_search (pg_available_extensions), `schema`: migrated."""
     from store.keyword import choose_backend
 
     try:
@@ -132,14 +142,43 @@ def _keyword_finding(conn: psycopg.Connection) -> Finding:
     except psycopg.Error:  # no schema yet: the migrations finding says so
         conn.rollback()
         return Finding("keyword search", "warn", "no schema yet", "start `glossator serve` once")
-    if backend.caveat:
-        return Finding(
-            "keyword search",
-            "warn",
-            f"{backend.name}: {backend.caveat}",
+    if not backend.caveat:
+        return Finding("keyword search", "ok", backend.name)
+    detail, fix = keyword_caveat(backend.caveat, offered=offered, schema=schema, setting=setting)
+    return Finding("keyword search", "warn", f"{backend.name}: {detail}" if schema else detail, fix)
+
+
+def keyword_caveat(caveat: str, *, offered: bool, schema: bool, setting: str) -> tuple[str, str]:
+    """What PostgreSQL's own text search ranking keywords means here, and what changes it
+    (`doctor`, `db status`): the fallback's own caveat (store.fts) only where the server
+    has no pg_search; where it offers it, why its index is not there yet."""
+    from store import fts
+    from store.pgsearch import INDEX_NAME
+
+    if not offered:
+        return (
+            caveat,
             "use ParadeDB's image (docker-compose.yml) or install pg_search on that server",
         )
-    return Finding("keyword search", "ok", backend.name)
+    if setting == "fts":
+        return (
+            f"GLOSSATOR_KEYWORD_BACKEND=fts chose PostgreSQL's own text search, although this "
+            f"server offers pg_search. {fts.COST}",
+            "unset GLOSSATOR_KEYWORD_BACKEND (pg_search is the default), then start "
+            "`glossator serve`",
+        )
+    if not schema:  # a fresh data directory, or a database never migrated
+        return (
+            "pg_search offered by this server; its index is made with the schema when "
+            "`glossator serve` (or any command that migrates the database: `glossator load`, "
+            "`glossator db status`) first runs",
+            "start `glossator serve` once",
+        )
+    return (
+        f"this server offers pg_search, but its index {INDEX_NAME} is missing: the last start "
+        f"could not make it (its log says why). {fts.COST}",
+        "`glossator db pg-search` makes it, or names what the server refuses",
+    )
 
 
 # The provider a stored model name comes from (its prefix; indexer.embedders).

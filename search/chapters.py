@@ -49,11 +49,14 @@ def evidence(
     work: str | None,
     depth: int,
     texts: Mapping[str, str] | None = None,
+    engine: str | None = None,
 ) -> dict[str, ChapterEvidence]:
     """The store's chapter evidence for each repository searched, on its branch
     (`branches`: repository → branch; one statement each); `texts` gives a repository
     another text for its BM25 than `query` (the content words of a question in another
-    language: search.language)."""
+    language: search.language). `engine`: the chapters' engine as the keyword retrieval
+    read it with the catalogue ("pg_search" or "postgres-fts"; None: the store asks,
+    one statement more)."""
     texts = texts or {}
     return {
         repository: chapter_evidence(
@@ -66,6 +69,7 @@ def evidence(
             branch=branch,
             work=work,
             depth=depth,
+            engine=engine,
         )
         for repository, branch in sorted(branches.items())
     }

@@ -101,12 +101,15 @@ def keyword(
 @dataclass
 class KeywordRankings:
     """`keyword_split`'s answer: the rows of repositories in the query's language and
-    those of the others (`foreign`), searched for `content` (the query's content words)."""
+    those of the others (`foreign`), searched for `content` (the query's content words);
+    and the engine that ranks chapters (`chapter_engine`, store.chapters), read with the
+    catalogue so that chapter evidence asks nothing more."""
 
     native: list[tuple[int, float]]
     away: list[tuple[int, float]]
     foreign: set[str]
     content: str
+    chapter_engine: str | None = None
 
 
 def keyword_split(
@@ -170,7 +173,7 @@ def keyword_split(
             ranked.extend((rank, -score, i) for rank, (i, score) in enumerate(found[:depth]))
         ranked.sort()
         out[int(side)].extend((i, -neg) for _, neg, i in ranked[:depth])
-    return KeywordRankings(out[0], out[1], away, content)
+    return KeywordRankings(out[0], out[1], away, content, catalogue.chapter_engine)
 
 
 def index_always(filters: Filters) -> bool:

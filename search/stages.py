@@ -46,6 +46,9 @@ class Rankings:
     # keyword evidence is searched for (search.language)
     foreign: set[str] = field(default_factory=set)
     foreign_query: str = ""
+    # the engine that ranks chapters, as the keyword retrieval read it with the catalogue
+    # (store.catalogue); None when no keyword ranking was made (chapter evidence asks)
+    chapter_engine: str | None = None
 
     @property
     def keyword(self) -> Ranking:
@@ -114,6 +117,7 @@ def retrieve(
         if found.away:
             out.lists["keyword_foreign"] = found.away
         out.foreign, out.foreign_query = found.foreign, found.content
+        out.chapter_engine = found.chapter_engine
         timings["keyword"] = ms(t)
     if vector is not None and options.mode != "bm25":
         t = time.perf_counter()
@@ -188,6 +192,7 @@ def chapter_evidence(
         work=options.work,
         depth=fusion.chapter_depth,
         texts={r: rankings.foreign_query for r in rankings.foreign},
+        engine=rankings.chapter_engine,
     )
     fused.chapter_rankings = chapters.rankings(
         found,

@@ -23,11 +23,13 @@ source.md) for the chapter BM25 (store.chapters); `glossator_chapter_documents`
     found = corpus_languages(conn, branch="main", repository=None)  # every repository's branch
     found.languages        # {"livre": ("french",), …}, by repository
     found.pg_search, found.text_search                               # store.keyword.backend_for
+    found.chapter_engine                     # "pg_search" or "postgres-fts": store.chapters
 
 `corpus_languages` is the one function that reads the catalogue for search. The
-backend's two flags (store.keyword's BACKEND_COLUMNS) come in the same statement, sent
-in a pipeline: with the BEGIN that opens a search's transaction it is one round trip
-(search.retrieval.keyword_split).
+backend's flags (store.keyword's BACKEND_COLUMNS: the rows' engine, and the chapters'
+that chapter evidence uses) come in the same statement, sent in a pipeline: with the
+BEGIN that opens a search's transaction it is one round trip
+(search.retrieval.keyword_split), and chapter evidence asks nothing more.
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ class CorpusLanguages:
     pg_search: bool  # pg_search with its bm25 index
     text_search: bool  # PostgreSQL's text search with its GIN index (store.fts)
     languages: dict[str, tuple[str, ...]]  # repository -> its ts_configs, sorted; by repository
+    chapter_pg_search: bool = False  # pg_search's chapters' index (store.chapters)
+
+    @property
+    def chapter_engine(self) -> str:
+        """store.chapters.chapter_evidence's `engine`: which index ranks chapters."""
+        return "pg_search" if self.chapter_pg_search else "postgres-fts"
 
 
 def corpus_languages(
@@ -70,7 +78,7 @@ def corpus_languages(
 ) -> CorpusLanguages:
     """The repositories that have rows in `scope` (repository → branch), or when it is
     None on `branch` (every repository, or the one `repository`), with the text search
-    configurations of their rows; and the keyword backend's flags. One statement."""
+    configurations of their rows; and the keyword engines' flags. One statement."""
     with conn.pipeline():
         if scope is not None:
             cur = conn.execute(_IN_SCOPE, (list(scope), list(scope.values())))
@@ -78,10 +86,12 @@ def corpus_languages(
             cur = conn.execute(_ON_BRANCH, (branch, repository, repository))
     row = cur.fetchone()
     languages: dict[str, tuple[str, ...]] = {}
-    for entry in row[2] if row else []:
+    for entry in row[3] if row else []:
         name, configs = entry.split(" ", 1)
         languages[name] = tuple(configs.split(","))
-    return CorpusLanguages(bool(row and row[0]), bool(row and row[1]), languages)
+    return CorpusLanguages(
+        bool(row and row[0]), bool(row and row[1]), languages, bool(row and row[2])
+    )
 
 
 @dataclass

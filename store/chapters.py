@@ -47,7 +47,7 @@ from psycopg import sql
 from core.vocabulary import DEFAULT_BRANCH
 from store import pgsearch
 from store import vectors as store_vectors
-from store.keyword import K1, QUERY_LEXEMES, B
+from store.keyword import K1, QUERY_LEXEMES, B, bm25_index_exists
 
 # pg_search: the chapters' bm25 index (migration 034), as store.pgsearch queries the rows'
 _PG_SEARCH = (
@@ -138,15 +138,6 @@ class ChapterEvidence:
     summary: list[tuple[str, float]] = field(default_factory=list)
 
 
-def _has_chapter_index(conn: psycopg.Connection) -> bool:
-    row = conn.execute(
-        "SELECT EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_search')"
-        " AND to_regclass(%s) IS NOT NULL",
-        (pgsearch.CHAPTER_INDEX,),
-    ).fetchone()
-    return bool(row and row[0])
-
-
 def chapter_of_file(source_file: str) -> str:
     """A chapter is a folder: its source.md and summary.md share it."""
     return source_file.rsplit("/", 1)[0]
@@ -167,8 +158,9 @@ def chapter_evidence(
 ) -> ChapterEvidence:
     """Chapter BM25 and (given a query vector) the summaries' cosines, in one statement.
 
-    `engine`: "pg_search" or "postgres-fts" (store.keyword's backend names); None:
-    pg_search when the chapters' bm25 index is there (one more query)."""
+    `engine`: "pg_search" or "postgres-fts" (store.keyword's backend names), as a
+    search has it from the catalogue (store.catalogue.CorpusLanguages.chapter_engine);
+    None: pg_search when the chapters' bm25 index is there (one more query)."""
     if depth < 1:
         raise ValueError("depth must be at least 1")
     params: dict[str, Any] = {
@@ -196,7 +188,8 @@ def chapter_evidence(
             cast=sql.SQL(store_vectors.cast_type(dimension)), work=work_sql
         )
     if engine is None:
-        engine = "pg_search" if _has_chapter_index(conn) else "postgres-fts"
+        indexed = bm25_index_exists(conn, pgsearch.CHAPTER_INDEX)
+        engine = "pg_search" if indexed else "postgres-fts"
     found = ChapterEvidence()
     if engine == "pg_search":
         work_pg = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")

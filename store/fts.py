@@ -36,15 +36,28 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from store.keyword import CORPUS_STATS, QUERY_LEXEMES, Filters, KeywordBackend, filter_sql
+from store.keyword import (
+    CORPUS_STATS,
+    QUERY_LEXEMES,
+    TSV_INDEX,
+    Filters,
+    KeywordBackend,
+    filter_sql,
+)
 
 log = logging.getLogger(__name__)
 
-INDEX_NAME = "hcn_tsv"  # the name migration 001 gave it
+INDEX_NAME = TSV_INDEX  # the name migration 001 gave it
+# what this engine costs against pg_search (doctor and db status say it)
+COST = (
+    "Same BM25 ranking on a book, but each query reads every row holding one of its "
+    "words: slower than pg_search on large corpora (bench/RESULTS.md)"
+)
+# said where the server has no pg_search (where it offers it, glossator.doctor says why
+# its index is not there)
 CAVEAT = (
-    "PostgreSQL's own text search: this server has no pg_search. Same BM25 ranking on a "
-    "book, but each query reads every row holding one of its words: slower than pg_search "
-    "on large corpora (bench/RESULTS.md); install pg_search (ParadeDB) for those"
+    f"PostgreSQL's own text search: this server has no pg_search. {COST}; install "
+    "pg_search (ParadeDB) for those"
 )
 
 _QUERY = (

@@ -199,14 +199,40 @@ stats AS (
       FROM branch_languages WHERE repository = %(repository)s AND branch = %(branch)s
 )"""
 
-# What `choose_backend` needs, as two columns a caller can put in a SELECT of its own
-# (search asks them together with the branch's repositories: one round trip, not three):
-# pg_search's extension with its index (store.pgsearch.INDEX_NAME), and the GIN index
-# on the rows' tsvectors (store.fts.INDEX_NAME) that PostgreSQL's own text search uses.
+# pg_search's bm25 indexes (store.pgsearch, migration 034): the rows' and the chapters'.
+# Named here, below store.pgsearch (which imports this module), so that the backend's
+# flags can name them.
+ROWS_BM25_INDEX = "hcn_bm25"
+CHAPTER_BM25_INDEX = "chapter_documents_bm25"
+# the GIN index on the rows' tsvectors that PostgreSQL's own text search uses (store.fts)
+TSV_INDEX = "hcn_tsv"
+
+
+def bm25_index_sql(name: str) -> str:
+    """A boolean SQL expression: `name` is a bm25 index (pg_search's access method, so
+    the extension is there too). A catalogue lookup, as a column of any SELECT."""
+    if not name.replace("_", "").isalnum():  # the index names above, never a user's text
+        raise ValueError(f"not an index name: {name!r}")
+    return (
+        "EXISTS (SELECT 1 FROM pg_class c JOIN pg_am a ON a.oid = c.relam"
+        f" WHERE c.oid = to_regclass('{name}') AND a.amname = 'bm25')"
+    )
+
+
+def bm25_index_exists(conn: psycopg.Connection, name: str = ROWS_BM25_INDEX) -> bool:
+    """This bm25 index exists (the rows' by default): store.pgsearch, store.segments."""
+    row = conn.execute(f"SELECT {bm25_index_sql(name)}").fetchone()
+    return bool(row and row[0])
+
+
+# What `choose_backend` and chapter evidence need, as three columns a caller can put in
+# a SELECT of its own (search asks them together with the branch's repositories: one
+# round trip, not four): pg_search's rows' index (with its extension), the GIN index on
+# the rows' tsvectors that PostgreSQL's own text search uses, and pg_search's chapters'
+# index (store.chapters' engine).
 BACKEND_COLUMNS = (
-    "EXISTS (SELECT 1 FROM pg_extension WHERE extname = 'pg_search')"
-    " AND to_regclass('hcn_bm25') IS NOT NULL,"
-    " to_regclass('hcn_tsv') IS NOT NULL"
+    f"{bm25_index_sql(ROWS_BM25_INDEX)}, to_regclass('{TSV_INDEX}') IS NOT NULL,"
+    f" {bm25_index_sql(CHAPTER_BM25_INDEX)}"
 )
 
 

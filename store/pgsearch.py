@@ -55,12 +55,20 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from store.keyword import QUERY_LEXEMES, Filters, KeywordBackend, filter_sql
+from store.keyword import (
+    CHAPTER_BM25_INDEX,
+    QUERY_LEXEMES,
+    ROWS_BM25_INDEX,
+    Filters,
+    KeywordBackend,
+    bm25_index_exists,
+    filter_sql,
+)
 
 log = logging.getLogger(__name__)
 
-INDEX_NAME = "hcn_bm25"
-CHAPTER_INDEX = "chapter_documents_bm25"
+INDEX_NAME = ROWS_BM25_INDEX
+CHAPTER_INDEX = CHAPTER_BM25_INDEX
 CHAPTER_INDEX_SQL = (
     "CREATE INDEX {} ON chapter_documents USING bm25"
     " (id, (lexemes::pdb.whitespace), (repository::pdb.literal),"
@@ -116,19 +124,14 @@ class PgSearchBackend(KeywordBackend):
         return sql.SQL(_QUERY).format(keep=keep), params
 
     @staticmethod
-    def index_exists(conn: psycopg.Connection, name: str = INDEX_NAME) -> bool:
-        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (name,)).fetchone()
-        return bool(row and row[0])
-
-    @staticmethod
     def create_index(conn: psycopg.Connection) -> bool:
         """Make the pg_search indexes (and the extension) if missing: the rows' and the
         chapters'; True when the rows' was created now."""
-        if not PgSearchBackend.index_exists(conn, CHAPTER_INDEX):
+        if not bm25_index_exists(conn, CHAPTER_INDEX):
             conn.execute("CREATE EXTENSION IF NOT EXISTS pg_search")
             conn.execute(sql.SQL(CHAPTER_INDEX_SQL).format(sql.Identifier(CHAPTER_INDEX)))
             log.info("created the pg_search BM25 index %s", CHAPTER_INDEX)
-        if PgSearchBackend.index_exists(conn):
+        if bm25_index_exists(conn, INDEX_NAME):
             return False
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_search")
         conn.execute(

@@ -30,6 +30,7 @@ import logging
 import psycopg
 from psycopg import sql
 
+from store.keyword import bm25_index_exists
 from store.pgsearch import INDEX_NAME
 
 log = logging.getLogger(__name__)
@@ -39,14 +40,9 @@ log = logging.getLogger(__name__)
 LAYER_SIZES = "100KB, 1MB, 10MB"
 
 
-def _has_index(conn: psycopg.Connection) -> bool:
-    row = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (INDEX_NAME,)).fetchone()
-    return bool(row and row[0])
-
-
 def segment_count(conn: psycopg.Connection) -> int:
     """The BM25 index's visible segments (0 when there is no index)."""
-    if not _has_index(conn):
+    if not bm25_index_exists(conn, INDEX_NAME):
         return 0
     row = conn.execute("SELECT count(*) FROM paradedb.index_info(%s::regclass)", (INDEX_NAME,))
     found = row.fetchone()
@@ -55,7 +51,7 @@ def segment_count(conn: psycopg.Connection) -> int:
 
 def merge_policy(conn: psycopg.Connection) -> bool:
     """Give the BM25 index foreground layer sizes when it has none; True when set now."""
-    if not _has_index(conn):
+    if not bm25_index_exists(conn, INDEX_NAME):
         return False
     row = conn.execute(
         "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = %s::regclass", (INDEX_NAME,)
@@ -81,7 +77,7 @@ def maintain(conn: psycopg.Connection) -> bool:
     """
     if not conn.autocommit:
         raise ValueError("maintain needs an autocommit connection (VACUUM)")
-    if not _has_index(conn):
+    if not bm25_index_exists(conn, INDEX_NAME):
         return False
     merge_policy(conn)
     conn.execute("VACUUM hierarchical_content_nodes")

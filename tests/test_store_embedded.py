@@ -28,8 +28,10 @@ ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "example"
 
 
-def cli(data_dir: Path, repos_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GLOSSATOR_")}
+def cli(
+    data_dir: Path, repos_dir: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GLOSSATOR_")} | (env or {})
     env |= {"GLOSSATOR_DATA_DIR": str(data_dir), "GLOSSATOR_REPOS_DIR": str(repos_dir)}
     return subprocess.run(
         [sys.executable, "-c", "from glossator.cli import main; main()", *args],
@@ -40,11 +42,32 @@ def cli(data_dir: Path, repos_dir: Path, *args: str) -> subprocess.CompletedProc
     )
 
 
+def doctor_says(data_dir: Path, repos_dir: Path) -> tuple[int, dict[str, dict[str, str]]]:
+    done = cli(data_dir, repos_dir, "doctor", "--json", env={"GLOSSATOR_EMBEDDER": "fake"})
+    return done.returncode, {f["check"]: f for f in json.loads(done.stdout)}
+
+
 def test_fresh_data_directory_is_postgresql_17_with_pg_search(private_dir: Path) -> None:
-    done = cli(private_dir / "data", private_dir / "repos", "db", "status", "--json")
+    data, repos = private_dir / "data", private_dir / "repos"
+    # doctor first, on the brand-new directory: it only reads (nothing migrated yet), and
+    # says that the server offers pg_search, never that it has none
+    code, found = doctor_says(data, repos)
+    assert code == 1 and found["migrations"]["status"] == "fail"  # schema version 0
+    keyword = found["keyword search"]
+    assert keyword["status"] == "warn" and "no pg_search" not in keyword["detail"]
+    assert keyword["detail"].startswith("pg_search offered by this server; its index is made")
+    assert "glossator serve" in keyword["fix"]
+
+    done = cli(data, repos, "db", "status", "--json")  # migrates: pg_search's indexes made
     assert done.returncode == 0, done.stderr
     status = json.loads(done.stdout)
-    assert status["keyword_backend"] == "pg_search"
+    assert status["keyword_backend"] == "pg_search" and status["keyword_caveat"] is None
+    code, found = doctor_says(data, repos)
+    assert found["migrations"]["status"] == "ok"
+    assert (found["keyword search"]["status"], found["keyword search"]["detail"]) == (
+        "ok",
+        "pg_search",
+    )
     assert status["server"]["kind"] == "embedded" and status["server"]["version"].startswith("17")
     pgdata = private_dir / "data" / "postgres"
     assert (pgdata / "PG_VERSION").read_text().strip() == "17"

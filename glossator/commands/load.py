@@ -24,6 +24,7 @@ from core.vocabulary import DEFAULT_BRANCH
 from glossator import wiring
 from glossator.commands.base import out_console
 from glossator.commands.common import err_console, json_option, progress_bar, report
+from glossator.doctor import keyword_caveat
 from glossator.settings import Settings
 from indexer.source import DirectorySource
 from store import content, embedded, migrations, server, vectors
@@ -104,7 +105,8 @@ def db() -> None:
 def status(ctx: click.Context, as_json: bool) -> None:
     """Server, schema version, and rows per repository, branch, level, node type and model."""
     out = out_console()
-    with wiring.database(_settings(ctx), share=True) as database:
+    settings = _settings(ctx)
+    with wiring.database(settings, share=True) as database:
         info = database.info()
         with database.connect() as conn:
             version = max(migrations.applied(conn), default=0)
@@ -112,6 +114,11 @@ def status(ctx: click.Context, as_json: bool) -> None:
             indexes = [(m, d, n) for m, (d, n) in sorted(vectors.registered(conn).items())]
             chosen = choose_backend(conn)
             backend, caveat = chosen.name, chosen.caveat
+            if caveat:  # the fallback: "no pg_search" only where the server has none
+                offered = "pg_search" in server.available_extensions(conn)
+                caveat, _ = keyword_caveat(
+                    caveat, offered=offered, schema=version > 0, setting=settings.keyword_backend
+                )
             files = content.loaded_file_counts(conn)
     kind = "embedded" if info.embedded else "external"
     # an embedded PostgreSQL 18 directory moved aside for 17 (store.embedded), kept
