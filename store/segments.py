@@ -20,17 +20,29 @@ merged; nothing at all is merged while the index has no more segments than its
 (100KB, 1MB, 10MB, 100MB…, the background ones): with layers a factor r apart up
 to ~4r/3 segments wait in a layer before it merges, about 13 for decades, and
 file-by-file reloads measured 11-12 segments where a fresh index has 4 (2 CPUs),
-p95 at 1.75x (bench/RESULTS.md). So the index gets foreground layers a factor 2
-apart, 10KB to 10MB (LAYER_SIZES): at most ~2 segments wait in each (a third
-completes a group), and each byte is rewritten about once per layer it climbs
-(~10 rewrites of a job's few KB, in pg_search's background merger). 10KB is one
-of the foreground layers pg_search's documentation gave as defaults in earlier
-versions (1KB, 10KB, 100KB, 1MB: docs.paradedb.com, write throughput), of the
-order of one file's segment (a 100-row file writes ~17KB); 10MB, the top kept
-from before, is where pg_search's background layers (100MB and up, bounded by
-the target segment count) take over. Measured side by side (30,000 rows, 300
-single-file reloads, VACUUM after each): decades left 12 segments, p95 1.53x a
-fresh index; this ladder 4 segments, 0.92x.
+p95 at 1.75x (bench/RESULTS.md). So the indexes get foreground layers a factor 2
+apart, 10KB to 10GB (LAYER_SIZES): at most ~2 segments wait in each (a third
+completes a group), and each byte is rewritten about once per layer it climbs, in
+pg_search's background merger. 10KB is one of the foreground layers pg_search's
+documentation gave as defaults in earlier versions (1KB, 10KB, 100KB, 1MB:
+docs.paradedb.com, write throughput), of the order of one file's segment (a
+100-row file writes ~17KB); 10GB is pg_search's largest default layer. The large
+layers are ours too because pg_search drops its own above index size / target
+segment count x 2/3: at 10^6 rows (~90MB) the segments CREATE INDEX made (~22MB
+each) would be merged only once more than half their rows are replaced, the
+replaced ones read by every query till then (deleted documents go only when a
+merge takes their segment). Below 20MB x 4/3 of segments the layers above 10MB
+do nothing.
+
+Measured side by side (30,000 rows, 300 single-file reloads, VACUUM after each):
+decades left 12 segments, p95 1.53x a fresh index; factor 2 up to 10MB, 4
+segments, 0.92x; at 10^5 rows, 500 reloads (bench/reloads.py), 7 segments,
+1.36x, against pg_search's defaults' 12, 1.95x (at that size 10MB spans the
+index). Scaled down, the ladder stopped at 320KB on 30,000 rows (~2.7MB, as 10MB
+is ~9x below a 10^6-row index): 15,000 deleted documents and 1.50x after 200
+reloads, 1.30x after 400, against 6,300 and 1.18x, then 900 and 0.78x, with it
+spanning the index. A merge in the large layers rewrites up to the whole index
+(at 10^6 rows, tens of MB) in the background merger: not measured at that size.
 
 The merges run in pg_search's background merger, which a write or a VACUUM
 starts when a layer has a group to merge; they read the index's committed
@@ -57,8 +69,8 @@ from store.pgsearch import CHAPTER_INDEX, INDEX_NAME
 
 log = logging.getLogger(__name__)
 
-# Layers a factor 2 apart from 10KB to 10MB (the module's docstring says why).
-LAYER_SIZES = "10KB, 20KB, 40KB, 80KB, 160KB, 320KB, 640KB, 1280KB, 2560KB, 5MB, 10MB"
+# Layers a factor 2 apart from 10KB to 10GB, 10KB x 2^0..2^20 (the module's docstring says why).
+LAYER_SIZES = ", ".join(f"{10 << k}KB" for k in range(21))
 
 # Each bm25 index and the table it indexes.
 INDEXES = ((INDEX_NAME, "hierarchical_content_nodes"), (CHAPTER_INDEX, "chapter_documents"))
