@@ -37,7 +37,7 @@ do nothing.
 Measured side by side (30,000 rows, 300 single-file reloads, VACUUM after each):
 decades left 12 segments, p95 1.53x a fresh index; factor 2 up to 10MB, 4
 segments, 0.92x; at 10^5 rows, 500 reloads (bench/reloads.py), 7 segments,
-1.36x, against pg_search's defaults' 12, 1.95x (at that size 10MB spans the
+1.33x, against pg_search's defaults' 14, 2.10x (at that size 10MB spans the
 index). Scaled down, the ladder stopped at 320KB on 30,000 rows (~2.7MB, as 10MB
 is ~9x below a 10^6-row index): 15,000 deleted documents and 1.50x after 200
 reloads, 1.30x after 400, against 6,300 and 1.18x, then 900 and 0.78x, with it
@@ -53,8 +53,10 @@ in a transaction): VACUUM marks the replaced rows deleted in their segments, so
 the merges that follow drop them, before the next searches rather than whenever
 autovacuum comes. Its cost is that of a VACUUM of the two tables: the heap pages
 the job changed, and every index of the rows' table scanned once when it has dead
-rows, O(rows) per job (0.02-0.05 s at 30,000 rows; p50 51 ms, p95 96 ms at 10^5,
-bench/RESULTS.md).
+rows, O(rows) (p50 64 ms, p95 119 ms at 10^5; 0.03-0.07 s at 10^6, where
+PostgreSQL presumably skipped the index scans, as it does while under 2% of the
+heap's pages hold dead rows; the job that crosses that scans them all, not
+measured; bench/RESULTS.md).
 """
 
 from __future__ import annotations
