@@ -28,11 +28,12 @@ documentation gave as defaults in earlier versions (1KB, 10KB, 100KB, 1MB:
 docs.paradedb.com, write throughput), of the order of one file's segment (a
 100-row file writes ~17KB); 10GB is pg_search's largest default layer. The large
 layers are ours too because pg_search drops its own above index size / target
-segment count x 2/3: at 10^6 rows (~90MB) the segments CREATE INDEX made (~22MB
-each) would be merged only once more than half their rows are replaced, the
-replaced ones read by every query till then (deleted documents go only when a
-merge takes their segment). Below 20MB x 4/3 of segments the layers above 10MB
-do nothing.
+segment count x 2/3: at 10^6 rows (~70MB of segments, the largest 55MB after
+CREATE INDEX and 10 jobs here) a 10MB top layer would take that segment only
+once ~80% of its rows are replaced, the replaced ones read by every query till
+then (deleted documents go only when a merge takes their segment); the 80MB
+layer takes it with the rest once the segments reach 4/3 of 80MB. Below 20MB x
+4/3 of segments the layers above 10MB do nothing.
 
 Measured side by side (30,000 rows, 300 single-file reloads, VACUUM after each):
 decades left 12 segments, p95 1.53x a fresh index; factor 2 up to 10MB, 4
