@@ -1,84 +1,156 @@
 """pg_search's index segments after incremental loads: the merge policy and the worker's step.
 
-    segment_count(conn)         # live segments of the BM25 index (0 without one)
-    merge_policy(conn)          # set the index's foreground layer sizes (once; idempotent)
+    segment_count(conn)         # live segments of the rows' BM25 index (0 without one)
+    index_state(conn)           # its segments, live and deleted documents, bytes
+    merge_policy(conn)          # set the indexes' merge layers (idempotent)
     maintain(conn)              # after a job that changed rows: merge policy + VACUUM
 
-Every write to a bm25 index makes a new segment and marks the replaced rows
-deleted in the old ones. pg_search 0.21 merges segments in the background by
-default (`background_layer_sizes` 100KB … 10GB, no foreground `layer_sizes`),
-and measured here that merging did not keep up: 150 single-file reloads of a
-20,000-row corpus left 19 segments holding 15,000 deleted documents, and BM25
-p95 at 3-10× a freshly built index (bench/reloads.py, bench/RESULTS.md). A VACUUM
-alone changed nothing; with foreground `layer_sizes` set, the next VACUUM (or
-write) merged them to 3 segments without deleted documents and p95 came back to
-that of a fresh index.
+Every write to a bm25 index makes a new segment (mutable_segment_rows = 0,
+store.pgsearch), and a row replaced stays in its old segment until VACUUM marks it
+deleted there. A query pays for every segment (measured on 30,000 rows with
+merging off: each 100-row segment added ~0.65 ms to a ~7-10 ms query) and, less,
+for deleted documents in the postings it reads.
 
-So the index gets foreground layers up to LAYER_SIZES' largest (small merges,
-cheap: at most a few MB rewritten per write) and keeps pg_search's background
-layers for the large ones; the worker runs `maintain` after each job that loaded
-or deleted rows, on its own autocommit connection (VACUUM cannot run in a
-transaction), so the segments a push left are merged before the next searches
-instead of whenever autovacuum comes. The sizes are pg_search's own layer
-thresholds (its documented defaults), not fitted to a corpus.
+pg_search 0.21.14 merges with its LayeredMergePolicy (pg_search/src/index/
+merge_policy.rs): for each layer size L, largest first, the segments whose live
+bytes are at most L are taken largest first and grouped until a group's bytes
+reach 4/3 L; a group of one segment, or a last group short of 4/3 L, is not
+merged; nothing at all is merged while the index has no more segments than its
+`target_segment_count` (the CPU count by default). Its default layers are decades
+(100KB, 1MB, 10MB, 100MB…, the background ones): with layers a factor r apart up
+to ~4r/3 segments wait in a layer before it merges, about 13 for decades, and
+file-by-file reloads measured 11-12 segments where a fresh index has 4 (2 CPUs),
+p95 at 1.75x (bench/RESULTS.md). So the indexes get foreground layers a factor 2
+apart, 10KB to 10GB (LAYER_SIZES): at most ~2 segments wait in each (a third
+completes a group), and each byte is rewritten about once per layer it climbs, in
+pg_search's background merger. 10KB is one of the foreground layers pg_search's
+documentation gave as defaults in earlier versions (1KB, 10KB, 100KB, 1MB:
+docs.paradedb.com, write throughput), of the order of one file's segment (a
+100-row file writes ~17KB); 10GB is pg_search's largest default layer. The large
+layers are ours too because pg_search drops its own above index size / target
+segment count x 2/3: at 10^6 rows (~70MB of segments, the largest 55MB after
+CREATE INDEX and 10 jobs here) a 10MB top layer would take that segment only
+once ~80% of its rows are replaced, the replaced ones read by every query till
+then (deleted documents go only when a merge takes their segment); the 80MB
+layer takes it with the rest once the segments reach 4/3 of 80MB. Below 20MB x
+4/3 of segments the layers above 10MB do nothing.
+
+Measured side by side (30,000 rows, 300 single-file reloads, VACUUM after each):
+decades left 12 segments, p95 1.53x a fresh index; factor 2 up to 10MB, 4
+segments, 0.92x; at 10^5 rows, 500 reloads (bench/reloads.py), 7 segments,
+1.33x, against pg_search's defaults' 14, 2.10x (at that size 10MB spans the
+index). Scaled down, the ladder stopped at 320KB on 30,000 rows (~2.7MB, as 10MB
+is ~9x below a 10^6-row index): 15,000 deleted documents and 1.50x after 200
+reloads, 1.30x after 400, against 6,300 and 1.18x, then 900 and 0.78x, with it
+spanning the index. A merge in the large layers rewrites up to the whole index
+(at 10^6 rows, tens of MB) in the background merger: not measured at that size.
+
+The merges run in pg_search's background merger, which a write or a VACUUM
+starts when a layer has a group to merge; they read the index's committed
+segments and swap the merged one in atomically (MVCC: a query sees either), so
+concurrent searches and loads go on. The worker runs `maintain` after each job
+that loaded or deleted rows, on its own autocommit connection (VACUUM cannot run
+in a transaction): VACUUM marks the replaced rows deleted in their segments, so
+the merges that follow drop them, before the next searches rather than whenever
+autovacuum comes. Its cost is that of a VACUUM of the two tables: the heap pages
+the job changed, and every index of the rows' table scanned once when it has dead
+rows, O(rows) (p50 64 ms, p95 119 ms at 10^5; 0.03-0.07 s at 10^6, where
+PostgreSQL presumably skipped the index scans, as it does while under 2% of the
+heap's pages hold dead rows; the job that crosses that scans them all, not
+measured; bench/RESULTS.md).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 import psycopg
 from psycopg import sql
 
 from store.keyword import bm25_index_exists
-from store.pgsearch import INDEX_NAME
+from store.pgsearch import CHAPTER_INDEX, INDEX_NAME
 
 log = logging.getLogger(__name__)
 
-# pg_search's own layer thresholds (docs.paradedb.com, "write throughput"), the
-# foreground ones up to 10MB: a merge in a writer's transaction rewrites at most that.
-LAYER_SIZES = "100KB, 1MB, 10MB"
+# Layers a factor 2 apart from 10KB to 10GB, 10KB x 2^0..2^20 (the module's docstring says why).
+LAYER_SIZES = ", ".join(f"{10 << k}KB" for k in range(21))
+
+# Each bm25 index and the table it indexes.
+INDEXES = ((INDEX_NAME, "hierarchical_content_nodes"), (CHAPTER_INDEX, "chapter_documents"))
+
+
+@dataclass(frozen=True)
+class IndexState:
+    """A bm25 index's visible segments and what they hold."""
+
+    segments: int = 0
+    live: int = 0  # documents not marked deleted (a replaced row counts until VACUUM)
+    deleted: int = 0
+    bytes: int = 0
+
+    @property
+    def deleted_share(self) -> float:
+        total = self.live + self.deleted
+        return self.deleted / total if total else 0.0
+
+
+def index_state(conn: psycopg.Connection, name: str = INDEX_NAME) -> IndexState:
+    """The bm25 index `name`'s visible segments (empty without the index)."""
+    if not bm25_index_exists(conn, name):
+        return IndexState()
+    row = conn.execute(
+        "SELECT count(*), coalesce(sum(num_docs), 0), coalesce(sum(num_deleted), 0),"
+        " coalesce(sum(byte_size), 0) FROM paradedb.index_info(%s::regclass)",
+        (name,),
+    ).fetchone()
+    if not row:
+        return IndexState()
+    return IndexState(int(row[0]), int(row[1]), int(row[2]), int(row[3]))
 
 
 def segment_count(conn: psycopg.Connection) -> int:
-    """The BM25 index's visible segments (0 when there is no index)."""
-    if not bm25_index_exists(conn, INDEX_NAME):
-        return 0
-    row = conn.execute("SELECT count(*) FROM paradedb.index_info(%s::regclass)", (INDEX_NAME,))
-    found = row.fetchone()
-    return int(found[0]) if found else 0
+    """The rows' BM25 index's visible segments (0 when there is no index)."""
+    return index_state(conn).segments
 
 
 def merge_policy(conn: psycopg.Connection) -> bool:
-    """Give the BM25 index foreground layer sizes when it has none; True when set now."""
-    if not bm25_index_exists(conn, INDEX_NAME):
-        return False
-    row = conn.execute(
-        "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = %s::regclass", (INDEX_NAME,)
-    ).fetchone()
+    """Give the bm25 indexes the foreground layers LAYER_SIZES when they have others;
+    True when one was set now (ALTER INDEX: a short exclusive lock, once per index)."""
+    changed = False
     wanted = f"layer_sizes={LAYER_SIZES}"
-    if row and wanted in row[0]:
-        return False
-    conn.execute(
-        sql.SQL("ALTER INDEX {} SET (layer_sizes = {})").format(
-            sql.Identifier(INDEX_NAME), sql.Literal(LAYER_SIZES)
+    for name, _table in INDEXES:
+        if not bm25_index_exists(conn, name):
+            continue
+        row = conn.execute(
+            "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = %s::regclass", (name,)
+        ).fetchone()
+        if row and wanted in row[0]:
+            continue
+        conn.execute(
+            sql.SQL("ALTER INDEX {} SET (layer_sizes = {})").format(
+                sql.Identifier(name), sql.Literal(LAYER_SIZES)
+            )
         )
-    )
-    log.info("pg_search index %s: foreground merging up to %s", INDEX_NAME, LAYER_SIZES)
-    return True
+        log.info("pg_search index %s: merge layers %s", name, LAYER_SIZES)
+        changed = True
+    return changed
 
 
 def maintain(conn: psycopg.Connection) -> bool:
-    """After a job that changed rows: the merge policy, then VACUUM of the rows' table,
-    which merges the segments the job's writes left (pg_search merges on VACUUM).
+    """After a job that changed rows: the merge policy, then VACUUM of each indexed
+    table, which marks the replaced rows deleted in their segments and starts the
+    merges their layers call for (pg_search merges after writes and on VACUUM).
 
     `conn` must be in autocommit mode (VACUUM cannot run in a transaction). A no-op
-    without the BM25 index (the fallback, store.fts); True when it ran.
+    without the rows' BM25 index (the fallback, store.fts); True when it ran.
     """
     if not conn.autocommit:
         raise ValueError("maintain needs an autocommit connection (VACUUM)")
     if not bm25_index_exists(conn, INDEX_NAME):
         return False
     merge_policy(conn)
-    conn.execute("VACUUM hierarchical_content_nodes")
+    for name, table in INDEXES:
+        if bm25_index_exists(conn, name):
+            conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
     return True

@@ -6,12 +6,14 @@ never how fast (bench/reloads.py measures that).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import psycopg
 import pytest
+from psycopg import sql
 
 from hooks.worker import BranchIndexer
 from store import segments
@@ -56,19 +58,54 @@ def _layer_sizes(conn: psycopg.Connection) -> list[str]:
     return [o for o in (row[0] if row else []) if o.startswith("layer_sizes=")]
 
 
+def _edit(source: Any, path: str, extra: str) -> None:
+    """Append a paragraph to `path` in `source`, its sidecar made again."""
+    text = source.files[path].decode() + f"\n{extra}\n"
+    source.files[path] = text.encode()
+    source.files[path + ".jsonl"] = sidecar_for(
+        path, text, heading_path="x", parent=path.rsplit("/", 1)[0] + "/summary.md",
+        level=0, node_type="source",
+    )  # fmt: skip
+
+
+def _reload(conn: psycopg.Connection, source: Any, path: str) -> None:
+    """One file's reload in its own transaction, as a push of that one file."""
+    result = sync_files(
+        conn, repository=REPO, branch="main", source=source, changed=[path], deleted=[]
+    )
+    conn.commit()
+    assert result.loaded == [path], result.problems
+
+
+def _maintain(conn: psycopg.Connection) -> None:
+    conn.autocommit = True
+    try:
+        assert segments.maintain(conn) is True
+    finally:
+        conn.autocommit = False
+
+
+def _files_with(conn: psycopg.Connection, query: str, k: int = 1000) -> set[str]:
+    ids = [i for i, _ in PgSearchBackend().search(conn, query, repository=REPO, k=k)]
+    rows = conn.execute(
+        "SELECT DISTINCT source_file FROM hierarchical_content_nodes WHERE id = ANY(%s)", (ids,)
+    ).fetchall()
+    conn.commit()
+    return {r[0] for r in rows}
+
+
+def _ids(conn: psycopg.Connection, query: str) -> set[int]:
+    hits = PgSearchBackend().search(conn, query, repository=REPO, k=5000)
+    conn.commit()
+    return {i for i, _ in hits}
+
+
 def test_maintain_merges_what_single_file_reloads_left(db: psycopg.Connection) -> None:
     source = example()
     files = sorted(p for p in source.files if p.endswith("source.md"))[:12]
     for path in files:  # one transaction per file, as pushes of one file each
-        text = source.files[path].decode() + "\nUn paragraphe de plus sur les hippopotames.\n"
-        source.files[path] = text.encode()
-        source.files[path + ".jsonl"] = sidecar_for(
-            path, text, heading_path="x", parent=path.rsplit("/", 1)[0] + "/summary.md",
-            level=0, node_type="source",
-        )  # fmt: skip
-        assert sync_files(db, repository=REPO, branch="main", source=source, changed=[path],
-                          deleted=[]).loaded == [path]  # fmt: skip
-        db.commit()
+        _edit(source, path, "Un paragraphe de plus sur les hippopotames.")
+        _reload(db, source, path)
     # how many segments the reloads leave, and how many merges pg_search makes, depend
     # on when its background merger ran and on the corpus's size: not asserted here
     before = segments.segment_count(db)
@@ -84,12 +121,7 @@ def test_maintain_merges_what_single_file_reloads_left(db: psycopg.Connection) -
     assert _layer_sizes(db) == [f"layer_sizes={segments.LAYER_SIZES}"]
     assert 1 <= segments.segment_count(db) <= before and _vacuums(db) == vacuums + 1
     # the merged index answers as before: every edited chapter has its new paragraph
-    hits = PgSearchBackend().search(db, "hippopotames", repository=REPO, k=50)
-    found = {r[0] for r in db.execute(
-        "SELECT DISTINCT source_file FROM hierarchical_content_nodes WHERE id = ANY(%s)",
-        ([i for i, _ in hits],),
-    )}  # fmt: skip
-    assert found == set(files)
+    assert _files_with(db, "hippopotames", k=50) == set(files)
     assert PETITION in {
         r[0]
         for r in db.execute(
@@ -98,6 +130,92 @@ def test_maintain_merges_what_single_file_reloads_left(db: psycopg.Connection) -
         )
     }
     assert segments.merge_policy(db) is False  # set once
+
+
+# Queries whose every match is compared with a freshly built index's.
+QUERIES = ("chandelles soleil", "balance du commerce", "travail salaire", "hippopotames")
+
+
+def _layered(conn: psycopg.Connection, layer_sizes: str) -> None:
+    """Merge in the writer's transaction (no background merger) with these foreground
+    layers, and a target segment count of 2: pg_search merges nothing while an index
+    has no more segments than that target, the CPU count by default; fixed here, the
+    counts below are the same on every machine and do not wait for a background worker."""
+    for name, _table in segments.INDEXES:
+        conn.execute(
+            sql.SQL(
+                "ALTER INDEX {} SET (layer_sizes = {}, background_layer_sizes = '0',"
+                " target_segment_count = 2)"
+            ).format(sql.Identifier(name), sql.Literal(layer_sizes))
+        )
+    conn.commit()
+
+
+def test_the_layers_bound_the_segments_many_reloads_leave(pg_server: Any, template: str) -> None:
+    """40 single-file reloads, maintain's VACUUM after each: with LAYER_SIZES the index keeps a
+    few segments; with pg_search's decade layers (its defaults' sizes) about three times
+    as many wait to be merged; every query matches what a fresh index matches."""
+    counts: dict[str, segments.IndexState] = {}
+    for label, layers in (("ours", segments.LAYER_SIZES), ("decades", "100KB, 1MB, 10MB")):
+        with clone(pg_server, template) as conn:
+            _layered(conn, layers)
+            source = example()
+            files = sorted(p for p in source.files if p.endswith("source.md"))
+            edits = [files[i % len(files)] for i in range(40)]  # some files twice
+            for n, path in enumerate(edits):
+                _edit(source, path, f"Les hippopotames, paragraphe {n}.")
+                _reload(conn, source, path)
+                conn.autocommit = True
+                conn.execute("VACUUM hierarchical_content_nodes")  # maintain's VACUUM
+                conn.autocommit = False
+            counts[label] = segments.index_state(conn)
+            assert counts[label].segments == segments.segment_count(conn)
+            before = {q: _ids(conn, q) for q in QUERIES}
+            assert _files_with(conn, "hippopotames") == set(edits)
+            conn.autocommit = True
+            conn.execute(f"REINDEX INDEX {INDEX_NAME}")
+            conn.autocommit = False
+            assert segments.index_state(conn).deleted == 0
+            assert {q: _ids(conn, q) for q in QUERIES} == before
+    ours, decades = counts["ours"], counts["decades"]
+    # measured: 3 segments against 14 (2,385 rows, ~240KB); the bound: the target's 2
+    # plus at most 2 waiting in each of the 5 layers up to the index's size (10-160KB)
+    assert ours.segments <= 12 and ours.segments * 2 <= decades.segments
+    assert ours.live == decades.live  # the same rows, whatever the merges
+
+
+def test_searches_during_reloads_and_merges_see_every_row(
+    db: psycopg.Connection, pg_server: Any
+) -> None:
+    """The production settings (pg_search's background merger): searches from another
+    connection while single-file reloads and `maintain` run find a file no reload
+    touches every time, and afterwards every reloaded file."""
+    source = example()
+    files = sorted(p for p in source.files if p.endswith("source.md") and p != PETITION)[:20]
+    name = str(psycopg.conninfo.conninfo_to_dict(db.info.dsn)["dbname"])
+    stop = threading.Event()
+    seen: list[bool] = []
+
+    def search() -> None:
+        with psycopg.connect(pg_server.url(name)) as other:
+            for _ in range(10_000):  # bounded; stopped when the reloads are done
+                seen.append(PETITION in _files_with(other, "chandelles soleil"))
+                if stop.is_set():
+                    return
+
+    thread = threading.Thread(target=search)
+    thread.start()
+    try:
+        for n, path in enumerate(files):
+            _edit(source, path, f"Les hippopotames, paragraphe {n}.")
+            _reload(db, source, path)
+            _maintain(db)
+    finally:
+        stop.set()
+        thread.join()
+    assert seen and all(seen)
+    assert _files_with(db, "hippopotames") == set(files)
+    assert segments.index_state(db).live >= segments.index_state(db).segments >= 1
 
 
 def test_maintain_is_a_no_op_without_the_index(db: psycopg.Connection) -> None:
