@@ -3,7 +3,8 @@
     segment_count(conn)         # live segments of the rows' BM25 index (0 without one)
     index_state(conn)           # its segments, live and deleted documents, bytes
     merge_policy(conn)          # set the indexes' merge layers (idempotent)
-    maintain(conn)              # after a job that changed rows: merge policy + VACUUM
+    maintain(conn)              # after a job that changed rows: merge policy + VACUUM,
+                                # and a small index of several segments rebuilt into one
 
 Every write to a bm25 index makes a new segment (mutable_segment_rows = 0,
 store.pgsearch), and a row replaced stays in its old segment until VACUUM marks it
@@ -58,6 +59,20 @@ rows, O(rows) (p50 64 ms, p95 119 ms at 10^5; 0.03-0.07 s at 10^6, where
 PostgreSQL presumably skipped the index scans, as it does while under 2% of the
 heap's pages hold dead rows; the job that crosses that scans them all, not
 measured; bench/RESULTS.md).
+
+Small indexes are rebuilt into one segment. pg_search merges nothing while an index
+has no more segments than its target count (the CPU count), and layers group segments
+only once they weigh 4/3 of a layer: so a small index keeps the few segments its last
+jobs wrote, and each costs every query (the example's rows' index, 1,985 rows, after
+three writes of ~100 rows: 4 segments, its BM25 query 4.6 ms of backend CPU against
+3.1 on one segment; the rebuild 0.35 s, load ~6; bench/RESULTS.md, session 12). When an
+index's segments weigh at most SMALL_INDEX_BYTES and it has more than one, `maintain`
+rebuilds it with REINDEX INDEX CONCURRENTLY (pg_search supports it for bm25: checked on
+0.21.14, reloptions kept), which neither blocks searches nor loses the rows written
+meanwhile (PostgreSQL builds the new index, catches up with a second scan and swaps
+them). It waits for the transactions older than it; an index this small means a small
+database, whose loads are short. A rebuild that fails leaves PostgreSQL's invalid
+`<index>_ccnew` copy: dropped at once, so that writes stop maintaining it.
 """
 
 from __future__ import annotations
@@ -75,6 +90,13 @@ log = logging.getLogger(__name__)
 
 # Layers a factor 2 apart from 10KB to 10GB, 10KB x 2^0..2^20 (the module's docstring says why).
 LAYER_SIZES = ", ".join(f"{10 << k}KB" for k in range(21))
+
+# A bm25 index whose segments weigh at most this is rebuilt into one segment when it has
+# more (`maintain`). 256KB: the example's rows' index (1,985 rows, 190KB) was rebuilt by
+# REINDEX INDEX CONCURRENTLY in 0.35-0.8 s at load ~6 on 2 shared cores, its chapters'
+# (41 chapters, 142KB) in 0.12 s: a bound near that size keeps the rebuild around a second
+# at worst on a loaded machine, and at 10^5 rows (~9MB) the layers do the merging.
+SMALL_INDEX_BYTES = 256 * 1024
 
 # Each bm25 index and the table it indexes.
 INDEXES = ((INDEX_NAME, "hierarchical_content_nodes"), (CHAPTER_INDEX, "chapter_documents"))
@@ -141,10 +163,12 @@ def merge_policy(conn: psycopg.Connection, present: list[tuple[str, str]] | None
     return changed
 
 
-def maintain(conn: psycopg.Connection) -> bool:
+def maintain(conn: psycopg.Connection, small_bytes: int = SMALL_INDEX_BYTES) -> bool:
     """After a job that changed rows: the merge policy, then VACUUM of each indexed
     table, which marks the replaced rows deleted in their segments and starts the
-    merges their layers call for (pg_search merges after writes and on VACUUM).
+    merges their layers call for (pg_search merges after writes and on VACUUM); then
+    each index of more than one segment weighing at most `small_bytes` is rebuilt into
+    one (`rebuild_small`).
 
     `conn` must be in autocommit mode (VACUUM cannot run in a transaction). A no-op
     without the rows' BM25 index (the fallback, store.fts); True when it ran.
@@ -157,4 +181,42 @@ def maintain(conn: psycopg.Connection) -> bool:
     merge_policy(conn, present)
     for _name, table in present:
         conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
+    rebuild_small(conn, present, small_bytes)
     return True
+
+
+def rebuild_small(
+    conn: psycopg.Connection, present: list[tuple[str, str]], small_bytes: int
+) -> list[str]:
+    """REINDEX INDEX CONCURRENTLY each of the `present` indexes that has more than one
+    segment and weighs at most `small_bytes` (the module's docstring says why); the names
+    rebuilt. `conn` in autocommit mode. A failure drops the invalid copy it left, then
+    raises."""
+    rebuilt: list[str] = []
+    for name, table in present:
+        state = index_state(conn, name)
+        if state.segments <= 1 or state.bytes > small_bytes:
+            continue
+        try:
+            conn.execute(sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.Identifier(name)))
+        except psycopg.Error:
+            _drop_leftovers(conn, name, table)
+            raise
+        log.info("pg_search index %s: %d segments rebuilt into one", name, state.segments)
+        rebuilt.append(name)
+    return rebuilt
+
+
+def _drop_leftovers(conn: psycopg.Connection, name: str, table: str) -> None:
+    """Drop the invalid indexes a failed REINDEX CONCURRENTLY of `name` left on `table`
+    (PostgreSQL names them `<name>_ccnew`, `<name>_ccold`, with a number when taken)."""
+    for (leftover,) in conn.execute(
+        "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+        " WHERE i.indrelid = %s::regclass AND NOT i.indisvalid"
+        " AND (c.relname LIKE %s OR c.relname LIKE %s)",
+        (table, f"{name}\\_ccnew%", f"{name}\\_ccold%"),
+    ).fetchall():
+        conn.execute(
+            sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(leftover))
+        )
+        log.warning("pg_search index %s: dropped %s, left by a failed rebuild", name, leftover)

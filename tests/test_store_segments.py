@@ -218,6 +218,50 @@ def test_searches_during_reloads_and_merges_see_every_row(
     assert segments.index_state(db).live >= segments.index_state(db).segments >= 1
 
 
+def _invalid_indexes(conn: psycopg.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT indexrelid::regclass::text FROM pg_index WHERE NOT indisvalid"
+    ).fetchall()
+    conn.commit()
+    return [r[0] for r in rows]
+
+
+def test_maintain_rebuilds_a_small_index_of_several_segments_into_one(
+    db: psycopg.Connection,
+) -> None:
+    """Three single-file reloads leave the example's index 1 + 3 segments (pg_search told
+    to merge nothing below 64, so the count does not depend on its background merger);
+    `maintain` rebuilds it into one, which finds the same rows, keeps the index's
+    settings and leaves no invalid copy; above the size bound it is left as it is."""
+    db.execute(f"ALTER INDEX {INDEX_NAME} SET (target_segment_count = 64)")
+    db.commit()
+    source = example()
+    files = sorted(p for p in source.files if p.endswith("source.md"))[:3]
+    for n, path in enumerate(files):
+        _edit(source, path, f"Les hippopotames, paragraphe {n}.")
+        _reload(db, source, path)
+    before = segments.index_state(db)
+    assert before.segments == 4 and before.bytes <= segments.SMALL_INDEX_BYTES
+    found = {q: _ids(db, q) for q in QUERIES}
+    db.autocommit = True
+    try:
+        assert segments.maintain(db, small_bytes=before.bytes - 1) is True  # too large
+        assert segments.segment_count(db) == 4
+        assert segments.maintain(db) is True
+    finally:
+        db.autocommit = False
+    assert segments.segment_count(db) == 1
+    assert {q: _ids(db, q) for q in QUERIES} == found
+    assert _files_with(db, "hippopotames") == set(files)
+    assert _invalid_indexes(db) == []
+    row = db.execute(
+        "SELECT reloptions FROM pg_class WHERE oid = %s::regclass", (INDEX_NAME,)
+    ).fetchone()
+    db.commit()
+    assert row and "target_segment_count=64" in row[0]
+    assert f"layer_sizes={segments.LAYER_SIZES}" in row[0]
+
+
 def test_maintain_is_a_no_op_without_the_index(db: psycopg.Connection) -> None:
     db.execute(f"DROP INDEX {INDEX_NAME}")
     db.commit()
