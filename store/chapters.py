@@ -27,10 +27,10 @@ contain the term. Summaries are level-1 rows; their cosine is computed for all
 of them (one per chapter: a few hundred for a large book), exactly, without the
 HNSW index, so no chapter is missed by an approximate scan.
 
-Both queries are sent together (one round trip), as two statements: the
-summaries' is prepared, the pg_search one never is. The `work` filter narrows
-the chapters; other filters (level, node type) do not apply here, since they
-choose rows, and the engine only gives chapter evidence to rows of a chapter.
+Both queries are sent together (one round trip), as two prepared statements.
+The `work` filter narrows the chapters; other filters (level, node type) do not
+apply here, since they choose rows, and the engine only gives chapter evidence to
+rows of a chapter.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ keyword AS (
      WHERE c.lexemes ||| (SELECT coalesce(string_agg(lexeme, ' '), '') FROM q)
        AND c.repository = %(repository)s AND c.branch = %(branch)s AND {work_c}
      ORDER BY score DESC, c.id
-     LIMIT %(depth)s
+     LIMIT {depth}
 )
 SELECT 'keyword'::text AS kind, source_file, score::float8 FROM keyword
 """
@@ -118,8 +118,8 @@ SELECT kind, source_file, score FROM keyword
 )
 
 # The summaries' cosines: a statement of its own, sent with the BM25 one (one round
-# trip), so that psycopg prepares it (planned once a connection, not at every search as
-# the pg_search statement is: store.pgsearch says why that one never is).
+# trip), prepared by psycopg and planned with its values (the pg_search statement is
+# planned once, generic, under settings local to it: store.pgsearch).
 _SUMMARIES = """
 SELECT 'summary'::text, source_file,
        1 - ((embedding::{cast}) <=> %(q)s::{cast})::float8
@@ -195,9 +195,10 @@ def chapter_evidence(
     around: tuple[str, str] | None = None
     if engine == "pg_search":
         work_pg = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")
-        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg)
-        # as store.pgsearch runs the rows' query: never prepared, no parallel workers
-        around, prepare = pgsearch.PgSearchBackend.around, False
+        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg, depth=sql.Literal(int(depth)))
+        # as store.pgsearch runs the rows' query: prepared, a generic plan (the LIMIT in
+        # its text), no parallel workers
+        around, prepare = pgsearch.AROUND, True
     else:
         stmt, prepare = sql.SQL(_SQL).format(work=work_c), None
     # settings local to the transaction: an autocommit connection needs one

@@ -120,8 +120,8 @@ class FtsBackend(KeywordBackend):
             "(or any command that starts the database) makes it"
         )
 
-    def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
-        keep, params = filter_sql(filters, "h")
+    def query(self, filters: Filters | None, k: int) -> tuple[sql.Composed, dict[str, Any]]:
+        keep, params = filter_sql(filters, "h")  # k is the %(k)s parameter
         rows = sql.SQL("JOIN hierarchical_content_nodes h ON h.id = sc.id" if params else "")
         return sql.SQL(_QUERY).format(keep=keep, rows=rows), params
 

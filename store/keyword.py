@@ -87,24 +87,25 @@ class KeywordBackend(ABC):
     caveat: str = ""
 
     @abstractmethod
-    def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
-        """The SQL returning (id, score) best first, with %(text)s, %(repository)s,
-        %(branch)s and %(k)s placeholders, and the filter parameters."""
+    def query(self, filters: Filters | None, k: int) -> tuple[sql.Composed, dict[str, Any]]:
+        """The SQL returning (id, score) best first, the `k` best, with %(text)s,
+        %(repository)s, %(branch)s and %(k)s placeholders (a backend may write `k` into
+        the text instead: store.pgsearch), and the filter parameters."""
 
     def _params(
         self, text: str, repository: str, branch: str, filters: Filters | None, k: int
     ) -> tuple[sql.Composed, dict[str, Any]]:
         if k < 1:
             raise ValueError("k must be at least 1")
-        query, params = self.query(filters)
+        query, params = self.query(filters, k)
         params.update(text=text, repository=repository, branch=branch, k=k, k1=K1, b=B)
         return query, params
 
     # statements run around a search's queries, in their round trip and transaction
     # (settings local to it: see store.pgsearch)
     around: tuple[str, str] | None = None
-    # psycopg prepares a statement run 5 times (None: its default); False: never, so
-    # that PostgreSQL plans every execution with its values (store.pgsearch)
+    # psycopg prepares a statement run 5 times (None: its default); True: at once (its
+    # plan cached for the connection: store.pgsearch)
     prepare: bool | None = None
 
     def search(

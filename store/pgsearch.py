@@ -91,8 +91,21 @@ SELECT h.id, pdb.score(h.id) AS score
    AND h.repository = %(repository)s AND h.branch = %(branch)s
    AND {keep}
  ORDER BY score DESC, h.id
- LIMIT %(k)s
+ LIMIT {limit}
 """
+)
+
+# Around each search's pg_search statements, in their transaction: no parallel workers,
+# generic plans (`PgSearchBackend`); the settings as they were are put back after them.
+AROUND = (
+    "SELECT set_config('glossator.parallel',"
+    " current_setting('max_parallel_workers_per_gather'), true),"
+    " set_config('max_parallel_workers_per_gather', '0', true),"
+    " set_config('glossator.plan_cache_mode', current_setting('plan_cache_mode'), true),"
+    " set_config('plan_cache_mode', 'force_generic_plan', true)",
+    "SELECT set_config('max_parallel_workers_per_gather',"
+    " current_setting('glossator.parallel'), true),"
+    " set_config('plan_cache_mode', current_setting('glossator.plan_cache_mode'), true)",
 )
 
 
@@ -105,23 +118,22 @@ class PgSearchBackend(KeywordBackend):
     # example (2 workers reading 4 segments in 5 ms each), against < 1 ms for the
     # scan itself (bench/RESULTS.md, issue 24 latency). The setting is local to the
     # search's transaction and put back after it, as retrieval.vector does enable_sort.
-    # Never a prepared statement: after five executions PostgreSQL may switch to a
-    # generic plan, where pg_search gets the query and the filters as parameters, and
-    # on the example's 85-segment index (a push into an index made first) a query took
-    # ~2 s against ~0.1 s planned with its values (bench/RESULTS.md, issue 24). The
-    # plan costs ~1-1.5 ms each time instead.
-    prepare = False
-    around = (
-        "SELECT set_config('glossator.parallel',"
-        " current_setting('max_parallel_workers_per_gather'), true),"
-        " set_config('max_parallel_workers_per_gather', '0', true)",
-        "SELECT set_config('max_parallel_workers_per_gather',"
-        " current_setting('glossator.parallel'), true)",
-    )
+    # Prepared at once and planned once a connection (a generic plan, forced local to
+    # the search): planning the statement with its values cost 1.5-1.8 ms of a ~3.5 ms
+    # query on the example, the generic plan 0.02 ms, for the same plan shape and rows
+    # (pg_search's TopN scan, the repository and branch filters evaluated as it starts:
+    # bench/RESULTS.md, session 12). The LIMIT is written into the text, not a parameter:
+    # with LIMIT $k pg_search cannot plan its TopN scan and returns every match for
+    # PostgreSQL to sort (the generic plan of an earlier version of this query took ~2 s
+    # on an 85-segment index, against ~0.1 s planned with its values). Checked on an
+    # index of 41 segments: the same rows and scores as custom plans for the 85 queries
+    # of bench/queries.jsonl, and the same rows after a REINDEX under the cached plan.
+    prepare = True
+    around = AROUND
 
-    def query(self, filters: Filters | None) -> tuple[sql.Composed, dict[str, Any]]:
+    def query(self, filters: Filters | None, k: int) -> tuple[sql.Composed, dict[str, Any]]:
         keep, params = filter_sql(filters, "h")
-        return sql.SQL(_QUERY).format(keep=keep), params
+        return sql.SQL(_QUERY).format(keep=keep, limit=sql.Literal(int(k))), params
 
     @staticmethod
     def create_index(conn: psycopg.Connection) -> bool:

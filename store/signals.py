@@ -89,7 +89,7 @@ SELECT glossator_tsv_len(to_tsvector('simple', %(text)s)) AS words,
 """
 
 # df of the lexeme t.lexeme in the branch p: the rows holding it, by the keyword index.
-# pg_search: its match on the indexed lexemes (never prepared: store.pgsearch); the
+# pg_search: its match on the indexed lexemes (never prepared); the
 # GIN index otherwise (the lexeme quoted as tsquery syntax wants, no configuration
 # applied again).
 _DF_PG_SEARCH = """(SELECT count(*) FROM hierarchical_content_nodes r
