@@ -207,7 +207,9 @@ def test_cli_encoding_lang_and_a_dry_run_that_says_what_it_skipped(tmp_path: Pat
     assert "left out 'THE PRINCE' (line 223): no text" in dry.output
     # the book's numbers do not give the order (pieces before chapter I): by position
     assert "  12-chapter-xxvi-an-exhortation-to-liberate-italy-from-the-barbarians/  " in dry.output
-    assert "would import 1 work(s), 0 parts, 11 chapters, 2 pieces" in dry.output
+    # six chapters; the introduction's sections, the dedication and the appended essay are
+    # pieces (they were counted as chapters: 11 and 2)
+    assert "would import 1 work(s), 0 parts, 6 chapters, 7 pieces" in dry.output
     assert not (tmp_path / "p").exists()
 
 
@@ -599,7 +601,8 @@ def test_don_quijote_contents_without_a_title_two_parts_and_their_preliminaries(
     ]
     result = CliRunner().invoke(main, ["corpus", "import", str(QUIJOTE), str(tmp_path / "q")])
     assert result.exit_code == 0, result.output
-    assert "2 parts, 8 chapters, 3 pieces" in result.output  # (part sections)
+    # Part II's five preliminaries are pieces, not chapters (was: 8 chapters, 3 pieces)
+    assert "2 parts, 3 chapters, 8 pieces" in result.output
     corpus = read_corpus(DirectorySource(tmp_path / "q"))
     assert [p for p in corpus.problems if p.severity == "error"] == []
     paths = [n.heading_path for n in corpus.in_reading_order() if n.level == 0]
