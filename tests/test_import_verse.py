@@ -1,5 +1,5 @@
 """Verse kept as verse, hard-wrapped prose joined, whatever the width (issue 22, part 1):
-the decision rests on where the lines break (text.forced_breaks), measured on the real
+the decision rests on where the lines break (indexer/importers/wrapping.py), measured on the real
 texts in tests/fixtures/ (SOURCES.md), not on one book's width.
 
 No e-text of prose wrapped under 55 columns is among the stored texts found so far, so the
