@@ -710,7 +710,8 @@ def test_uilenspiegel_front_pieces_in_capitals_a_note_call_and_a_book_in_words()
         (None, "Voorrede van den Uil"),
     ]
     assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
-        ("Eerste Boek", [(n, f"Hoofdstuk {n}") for n in ("I", "II", "III", "IV")])
+        # a label and its number in words, in Dutch sentence case (was `Eerste Boek`)
+        ("Eerste boek", [(n, f"Hoofdstuk {n}") for n in ("I", "II", "III", "IV")])
     ]
     pieces = [s for _, s in work.pieces]
     assert pieces[0].body.startswith("Bewerkt naar Ch. Potvin, Francis Nautet enz.")
@@ -760,3 +761,53 @@ def test_a_part_of_parts_goes_before_their_titles(tmp_path: Path) -> None:
         ("Cosette — Waterloo", ["Ce qu'on rencontre en venant de Nivelles"]),
     ]
     assert "'TOME I' holds parts: its title goes before theirs" in work.notes
+
+
+PROSE = "Il était une fois un marin qui ne voulait pas partir, et qui partit pour la mer. " * 4
+
+
+def _parts(tmp_path: Path, lines: list[str]) -> Work:
+    src = tmp_path / "livres.txt"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    return read_text(src, lang="fr")
+
+
+def test_books_holding_parts_holding_chapters(tmp_path: Path) -> None:
+    """Constructed lines (no stored e-text of this shape was found): `LIVRE PREMIER`
+    holding `PREMIÈRE PARTIE` and `DEUXIÈME PARTIE`, then `LIVRE DEUXIÈME` holding its
+    own. The corpus has one level of parts (DESIGN §3: corpus/<work>/<part>/<chapter>, a
+    deeper folder is refused at push), so each part is titled after its book too; a
+    label and its number read in French sentence case (was `Livre Premier — Première
+    Partie`)."""
+    chapter = ["CHAPITRE I", "", PROSE, ""]
+    lines = ["LIVRE PREMIER", "", "", "PREMIÈRE PARTIE", "", "", *chapter]
+    lines += ["CHAPITRE II", "", PROSE, "", "", "DEUXIÈME PARTIE", "", "", *chapter, ""]
+    lines += ["LIVRE DEUXIÈME", "", "", "PREMIÈRE PARTIE", "", "", *chapter]
+    work = _parts(tmp_path, lines)
+    assert [(p.title, [s.number for s in p.sections]) for p in work.parts] == [
+        ("Livre premier — Première partie", ["I", "II"]),
+        ("Livre premier — Deuxième partie", ["I"]),
+        ("Livre deuxième — Première partie", ["I"]),
+    ]
+    assert [n for n in work.notes if "holds parts" in n] == [
+        "'LIVRE PREMIER' holds parts: its title goes before theirs",
+        "'LIVRE DEUXIÈME' holds parts: its title goes before theirs",
+    ]
+
+
+def test_a_book_with_its_own_text_and_one_without_parts(tmp_path: Path) -> None:
+    """The book's own text before its first part is kept, as a part of its own before
+    the parts it holds (was: those parts lost the book's title); a next book holding
+    chapters directly is not put under the first (was `Livre Premier — Livre Deuxième`)."""
+    chapter = ["CHAPITRE I", "", PROSE, ""]
+    lines = ["LIVRE PREMIER", "", "", "Ce livre raconte un voyage. " * 8, ""]
+    lines += ["PREMIÈRE PARTIE", "", "", *chapter, "DEUXIÈME PARTIE", "", "", *chapter, ""]
+    lines += ["LIVRE DEUXIÈME", "", "", *chapter, "CHAPITRE II", "", PROSE]
+    work = _parts(tmp_path, lines)
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Livre premier", [(None, "Livre premier")]),
+        ("Livre premier — Première partie", [("I", "Chapitre I")]),
+        ("Livre premier — Deuxième partie", [("I", "Chapitre I")]),
+        ("Livre deuxième", [("I", "Chapitre I"), ("II", "Chapitre II")]),
+    ]
+    assert work.parts[0].sections[0].body.startswith("Ce livre raconte un voyage.")

@@ -52,7 +52,7 @@ from indexer.importers import etext as E
 from indexer.importers import headings as H
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
 from indexer.importers.selection import Selection
-from indexer.importers.titles import clean_title, smart_title
+from indexer.importers.titles import clean_title, label_title, smart_title
 from indexer.importers.tree import Part, Section, Work
 from indexer.importers.wrapping import Measure, is_verse, measure
 
@@ -438,21 +438,29 @@ def _assemble(
     skipping = False
     opening = False  # after a part heading, before its first chapter
     outer = ""  # a part of parts (`TOME I` / `FANTINE` over `LIVRE PREMIER`): its title
+    outer_label: str | None = None  # and its label: a part so labelled is the next outer
     for n, found in enumerate(heads):
         end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
         body = paras[found.index + found.consumed : end]
         h = found.heading
         title = h.display if h.number is None or h.label else _bare_title(h, work.lang)
         if h.kind == "part" and parts_wanted:
-            title = h.title or smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
+            # `Book the Second`, `Livre premier`
+            title = h.title or label_title(h.source.rstrip(".]").strip(), work.lang)
             nxt = heads[n + 1].heading if n + 1 < len(heads) else None
-            if nxt is not None and nxt.kind == "part" and nxt.label != h.label and not body:
-                # the corpus has one level of parts: the outer one's title goes before
-                # the title of each part it holds, said once
-                outer = title
+            if outer and h.label == outer_label:
+                outer = ""  # the next outer part (`LIVRE DEUXIÈME`), whether it holds parts
+            holds = nxt is not None and nxt.kind == "part" and nxt.label != h.label
+            if holds and not (outer and nxt is not None and nxt.label == outer_label):
+                # the corpus has one level of parts (DESIGN §3): the outer one's title goes
+                # before the title of each part it holds, said once; its own text, if any,
+                # is a part of its own before them
+                outer, outer_label = title, h.label
                 work.notes.append(f"{h.source!r} holds parts: its title goes before theirs")
-                continue
-            title = f"{outer} — {title}" if outer else title
+                if not _has_text(body):
+                    continue
+            elif outer:
+                title = f"{outer} — {title}"
             seen_part = True
             skipping = selection.excluded(title)  # an excluded part takes its chapters along
             part, in_work = (None, False) if skipping else (Part(title), False)
@@ -489,6 +497,10 @@ def _assemble(
         if not in_work:
             work.add_part(part)
             in_work = True
+
+
+def _has_text(body: list[_Para]) -> bool:
+    return any(p.text.strip() for p in body)
 
 
 def _bare_title(h: H.Heading, lang: str) -> str:

@@ -113,3 +113,19 @@ def clean_title(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] == "_":  # Gutenberg's italics
         text = text[1:-1].strip()
     return smart_title(text)
+
+
+# Languages whose titles capitalise their first word only (and names): a heading that is
+# a label and its number in words reads `Première partie`, `Libro primo`, `Primera
+# parte`, `Eerste boek`; English and German keep title case (`Book the Second`, `Erstes
+# Buch`)
+SENTENCE_CASE = frozenset({"fr", "it", "es", "pt", "nl", "ca", "ro"})
+
+
+def label_title(text: str, lang: str) -> str:
+    """A heading that is only a label and its number (`LIVRE PREMIER`), as a title."""
+    title = smart_title(text)
+    if title == " ".join(text.split()) or lang not in SENTENCE_CASE:
+        return title  # written in mixed case by the book, or a title-case language
+    first, *rest = title.split(" ")
+    return " ".join([first, *(w if _is_roman(w.strip(".")) else w.lower() for w in rest)])
