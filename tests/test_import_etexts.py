@@ -811,3 +811,49 @@ def test_a_book_with_its_own_text_and_one_without_parts(tmp_path: Path) -> None:
         ("Livre deuxième", [("I", "Chapitre I"), ("II", "Chapitre II")]),
     ]
     assert work.parts[0].sections[0].body.startswith("Ce livre raconte un voyage.")
+
+
+BOVARY = ETEXTS / "flaubert-madame-bovary-pg14155-excerpt.txt"
+
+
+def test_madame_bovary_contents_of_bare_numerals_a_dedication_and_parts(tmp_path: Path) -> None:
+    """Gutenberg's Madame Bovary (French, #14155, produced by Ebooks libres et gratuits):
+    START/END markers; a `Table des matières` in one block (`PREMIÈRE PARTIE` / `I` /
+    `II`…, the numbering again from I in each part); Flaubert's letter to Senard under
+    `À Marie-Antoine-Jules Senard`; `PREMIÈRE PARTIE` over bare numerals. Before: the
+    contents list ate the dedication, its addressee and `Cher et illustre ami,`, the
+    letter was left out with the title page, the part was titled `I` and read as chapter 1
+    and `II` was a piece (two bare numerals were too few to count), and `au-` / `dessus`
+    read `au- dessus`."""
+    work = _book(BOVARY, "Madame Bovary", "Gustave Flaubert", "fr")
+    assert [(s.number, s.title) for _, s in work.pieces] == [(None, "À Marie-Antoine-Jules Senard")]
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Première partie", [("I", "Chapitre I"), ("II", "Chapitre II")])
+    ]
+    letter = work.pieces[0][1].body
+    assert letter.startswith(
+        "MEMBRE DU BARREAU DE PARIS EX-PRESIDENT DE L'ASSEMBLÉE NATIONALE\n"
+        "ET ANCIEN MINISTRE DE L'INTÉRIEUR\n\nCher et illustre ami,\n\n"
+        "Permettez-moi d'inscrire votre nom en tête de ce livre et au-dessus même"
+    )
+    # the second dedication has no text of its own: it stays with the letter, not lost
+    assert letter.endswith("GUSTAVE FLAUBERT\n\nParis, 12 avril 1857\n\nÀ Louis Bouilhet\n")
+    first, second = work.parts[0].sections
+    assert first.body.startswith("Nous étions à l'Étude, quand le Proviseur entra, suivi d'un")
+    assert first.body.count("\n\n") == 3  # four paragraphs, each joined
+    assert first.body.rstrip().endswith("quelque sirop pour sa santé et un peu plus d'amour.")
+    assert second.body.rstrip().endswith(
+        "il prit ses sabots à ses mains et se mit à courir devant lui."
+    )
+    text = "".join(s.body for s in work.sections())
+    assert "Table des matières" not in text and "TROISIÈME PARTIE" not in text
+    assert "Updated editions" not in text and "Ebooks libres" not in text
+    assert work.notes == [
+        "left out the contents list 'Table des matières' (38 entries, lines 40-79)",
+        "left out the title page before 'À Marie-Antoine-Jules Senard' (3 paragraphs, lines 27-37)",
+    ]
+    dry = CliRunner().invoke(
+        main, ["corpus", "import", str(BOVARY), str(tmp_path / "b"), "--dry-run"]
+    )
+    assert dry.exit_code == 0, dry.output
+    assert "would import 1 work(s), 1 parts, 2 chapters, 1 pieces" in dry.output

@@ -261,9 +261,12 @@ def unwrap(para: _Para, book: Measure) -> str:
     out = lines[0]
     for x in lines[1:]:
         # a dash glued to its word (`war--`) glues the next line to it; a spaced one
-        # (`war --` / `Samsa`) is followed by a space
-        glued = out.endswith(("--", "—")) and not out.rstrip("-—").endswith(" ")
-        out += x if glued else " " + x
+        # (`war --` / `Samsa`) is followed by a space; so does a hyphen glued to its word
+        # (`au-` / `dessus`, `aide-` / `chirurgien-major`: Gutenberg's transcribers do
+        # not hyphenate syllables, a hyphen at a line's end is the word's own)
+        dash = out.endswith(("--", "—")) and not out.rstrip("-—").endswith(" ")
+        hyphen = out.endswith("-") and out[-2:-1].isalpha() and x[:1].isalpha()
+        out += x if dash or hyphen else " " + x
     return out
 
 
@@ -347,7 +350,9 @@ def read_text(
 def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
     """Before the first heading: a line in capitals of three words or more with running
     text under it opens a piece
-    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`)."""
+    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`), and so does a
+    dedication to a name with running text under it (Madame Bovary's letter `À
+    Marie-Antoine-Jules Senard`, the author's text, was left out with the title page)."""
 
     def caps(p: _Para) -> bool:
         letters = [c for c in p.text if c.isalpha()]
@@ -356,7 +361,8 @@ def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
     out = []
     for k in range(first - 1):
         text = paras[k].text.strip()
-        if not caps(paras[k]) or len(text.split()) < 3:
+        dedication = E.is_dedication(paras[k])
+        if not dedication and (not caps(paras[k]) or len(text.split()) < 3):
             continue
         under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : first])
         if any(E.is_prose(p) for p in under):  # (`Bewerkt naar…` may stand between)
