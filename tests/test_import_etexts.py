@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.corpus import read_corpus
 from indexer.importers.common import ImportSourceError
-from indexer.importers.etext import title_and_author
+from indexer.importers.etext import is_dedication, title_and_author
 from indexer.importers.headings import parse
 from indexer.importers.text import decode, read_text
 from indexer.importers.tree import Work
@@ -857,3 +858,19 @@ def test_madame_bovary_contents_of_bare_numerals_a_dedication_and_parts(tmp_path
     )
     assert dry.exit_code == 0, dry.output
     assert "would import 1 work(s), 1 parts, 2 chapters, 1 pieces" in dry.output
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("À Marie-Antoine-Jules Senard", True),
+        ("To Sir Walter Scott", True),
+        ("An Goethe", True),
+        ("A NOVEL", False),  # a title page's genre in capitals
+        ("A Tale of Two Cities", False),  # a title: a word in lower case
+        ("À l'heure où le soleil se couche", False),
+    ],
+)
+def test_a_dedication_line(line: str, expected: bool) -> None:
+    """What ends a contents list and opens a piece before the first heading."""
+    assert is_dedication(SimpleNamespace(lines=[line], line=1)) is expected
