@@ -32,6 +32,8 @@ from indexer.importers.titles import clean_title, smart_title
         # a dash or a colon starts the title anew (was `Part Ii.—the Return`)
         ("PART II.—THE RETURN", "Part II.—The Return"),
         ("PART I: THE RETURN", "Part I: The Return"),
+        ("CHAPTER II. THE RETURN", "Chapter II. The Return"),
+        ("MR. AND MRS. SMITH", "Mr. and Mrs. Smith"),
         # small words of the book's languages (German's were capitalised)
         ("DER MANN OHNE EIGENSCHAFTEN", "Der Mann ohne Eigenschaften"),
         ("DON QUIJOTE DE LA MANCHA", "Don Quijote de la Mancha"),

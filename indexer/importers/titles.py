@@ -35,13 +35,16 @@ def smart_title(text: str) -> str:
                 continue
             if piece:
                 out.append(_word(piece, start))
-                start = piece.endswith((":", ".", "!", "?")) and not _ROMAN_DOT.match(piece)
+                # a new start after a colon, or a numeral's period (`II. THE RETURN`), not
+                # after an abbreviation's (`MR. AND MRS. SMITH`)
+                numeral = _NUMERAL_DOT.match(piece) is not None
+                start = piece.endswith((":", "!", "?")) or numeral
         out.append(" ")
     return "".join(out).strip()
 
 
 _DASHES = re.compile(r"(—|–|--)")
-_ROMAN_DOT = re.compile(r"^[IVXLC]+\.$")  # `PART II. THE RETURN` does not start anew (`II.`)
+_NUMERAL_DOT = re.compile(r"^(?:[IVXLC]+|\d+)\.$")
 
 
 def _word(w: str, start: bool) -> str:
