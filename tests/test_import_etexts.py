@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from click.testing import CliRunner
@@ -13,7 +14,7 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.corpus import read_corpus
 from indexer.importers.common import ImportSourceError
-from indexer.importers.etext import title_and_author
+from indexer.importers.etext import is_dedication, title_and_author
 from indexer.importers.headings import parse
 from indexer.importers.text import decode, read_text
 from indexer.importers.tree import Work
@@ -207,7 +208,9 @@ def test_cli_encoding_lang_and_a_dry_run_that_says_what_it_skipped(tmp_path: Pat
     assert "left out 'THE PRINCE' (line 223): no text" in dry.output
     # the book's numbers do not give the order (pieces before chapter I): by position
     assert "  12-chapter-xxvi-an-exhortation-to-liberate-italy-from-the-barbarians/  " in dry.output
-    assert "would import 1 work(s), 0 parts, 11 chapters, 2 pieces" in dry.output
+    # six chapters; the introduction's sections, the dedication and the appended essay are
+    # pieces (they were counted as chapters: 11 and 2)
+    assert "would import 1 work(s), 0 parts, 6 chapters, 7 pieces" in dry.output
     assert not (tmp_path / "p").exists()
 
 
@@ -599,7 +602,8 @@ def test_don_quijote_contents_without_a_title_two_parts_and_their_preliminaries(
     ]
     result = CliRunner().invoke(main, ["corpus", "import", str(QUIJOTE), str(tmp_path / "q")])
     assert result.exit_code == 0, result.output
-    assert "2 parts, 8 chapters, 3 pieces" in result.output  # (part sections)
+    # Part II's five preliminaries are pieces, not chapters (was: 8 chapters, 3 pieces)
+    assert "2 parts, 3 chapters, 8 pieces" in result.output
     corpus = read_corpus(DirectorySource(tmp_path / "q"))
     assert [p for p in corpus.problems if p.severity == "error"] == []
     paths = [n.heading_path for n in corpus.in_reading_order() if n.level == 0]
@@ -707,7 +711,8 @@ def test_uilenspiegel_front_pieces_in_capitals_a_note_call_and_a_book_in_words()
         (None, "Voorrede van den Uil"),
     ]
     assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
-        ("Eerste Boek", [(n, f"Hoofdstuk {n}") for n in ("I", "II", "III", "IV")])
+        # a label and its number in words, in Dutch sentence case (was `Eerste Boek`)
+        ("Eerste boek", [(n, f"Hoofdstuk {n}") for n in ("I", "II", "III", "IV")])
     ]
     pieces = [s for _, s in work.pieces]
     assert pieces[0].body.startswith("Bewerkt naar Ch. Potvin, Francis Nautet enz.")
@@ -757,3 +762,115 @@ def test_a_part_of_parts_goes_before_their_titles(tmp_path: Path) -> None:
         ("Cosette — Waterloo", ["Ce qu'on rencontre en venant de Nivelles"]),
     ]
     assert "'TOME I' holds parts: its title goes before theirs" in work.notes
+
+
+PROSE = "Il était une fois un marin qui ne voulait pas partir, et qui partit pour la mer. " * 4
+
+
+def _parts(tmp_path: Path, lines: list[str]) -> Work:
+    src = tmp_path / "livres.txt"
+    src.write_text("\n".join(lines), encoding="utf-8")
+    return read_text(src, lang="fr")
+
+
+def test_books_holding_parts_holding_chapters(tmp_path: Path) -> None:
+    """Constructed lines (no stored e-text of this shape was found): `LIVRE PREMIER`
+    holding `PREMIÈRE PARTIE` and `DEUXIÈME PARTIE`, then `LIVRE DEUXIÈME` holding its
+    own. The corpus has one level of parts (DESIGN §3: corpus/<work>/<part>/<chapter>, a
+    deeper folder is refused at push), so each part is titled after its book too; a
+    label and its number read in French sentence case (was `Livre Premier — Première
+    Partie`)."""
+    chapter = ["CHAPITRE I", "", PROSE, ""]
+    lines = ["LIVRE PREMIER", "", "", "PREMIÈRE PARTIE", "", "", *chapter]
+    lines += ["CHAPITRE II", "", PROSE, "", "", "DEUXIÈME PARTIE", "", "", *chapter, ""]
+    lines += ["LIVRE DEUXIÈME", "", "", "PREMIÈRE PARTIE", "", "", *chapter]
+    work = _parts(tmp_path, lines)
+    assert [(p.title, [s.number for s in p.sections]) for p in work.parts] == [
+        ("Livre premier — Première partie", ["I", "II"]),
+        ("Livre premier — Deuxième partie", ["I"]),
+        ("Livre deuxième — Première partie", ["I"]),
+    ]
+    assert [n for n in work.notes if "holds parts" in n] == [
+        "'LIVRE PREMIER' holds parts: its title goes before theirs",
+        "'LIVRE DEUXIÈME' holds parts: its title goes before theirs",
+    ]
+
+
+def test_a_book_with_its_own_text_and_one_without_parts(tmp_path: Path) -> None:
+    """The book's own text before its first part is kept, as a part of its own before
+    the parts it holds (was: those parts lost the book's title); a next book holding
+    chapters directly is not put under the first (was `Livre Premier — Livre Deuxième`)."""
+    chapter = ["CHAPITRE I", "", PROSE, ""]
+    lines = ["LIVRE PREMIER", "", "", "Ce livre raconte un voyage. " * 8, ""]
+    lines += ["PREMIÈRE PARTIE", "", "", *chapter, "DEUXIÈME PARTIE", "", "", *chapter, ""]
+    lines += ["LIVRE DEUXIÈME", "", "", *chapter, "CHAPITRE II", "", PROSE]
+    work = _parts(tmp_path, lines)
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Livre premier", [(None, "Livre premier")]),
+        ("Livre premier — Première partie", [("I", "Chapitre I")]),
+        ("Livre premier — Deuxième partie", [("I", "Chapitre I")]),
+        ("Livre deuxième", [("I", "Chapitre I"), ("II", "Chapitre II")]),
+    ]
+    assert work.parts[0].sections[0].body.startswith("Ce livre raconte un voyage.")
+
+
+BOVARY = ETEXTS / "flaubert-madame-bovary-pg14155-excerpt.txt"
+
+
+def test_madame_bovary_contents_of_bare_numerals_a_dedication_and_parts(tmp_path: Path) -> None:
+    """Gutenberg's Madame Bovary (French, #14155, produced by Ebooks libres et gratuits):
+    START/END markers; a `Table des matières` in one block (`PREMIÈRE PARTIE` / `I` /
+    `II`…, the numbering again from I in each part); Flaubert's letter to Senard under
+    `À Marie-Antoine-Jules Senard`; `PREMIÈRE PARTIE` over bare numerals. Before: the
+    contents list ate the dedication, its addressee and `Cher et illustre ami,`, the
+    letter was left out with the title page, the part was titled `I` and read as chapter 1
+    and `II` was a piece (two bare numerals were too few to count), and `au-` / `dessus`
+    read `au- dessus`."""
+    work = _book(BOVARY, "Madame Bovary", "Gustave Flaubert", "fr")
+    assert [(s.number, s.title) for _, s in work.pieces] == [(None, "À Marie-Antoine-Jules Senard")]
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        ("Première partie", [("I", "Chapitre I"), ("II", "Chapitre II")])
+    ]
+    letter = work.pieces[0][1].body
+    assert letter.startswith(
+        "MEMBRE DU BARREAU DE PARIS EX-PRESIDENT DE L'ASSEMBLÉE NATIONALE\n"
+        "ET ANCIEN MINISTRE DE L'INTÉRIEUR\n\nCher et illustre ami,\n\n"
+        "Permettez-moi d'inscrire votre nom en tête de ce livre et au-dessus même"
+    )
+    # the second dedication has no text of its own: it stays with the letter, not lost
+    assert letter.endswith("GUSTAVE FLAUBERT\n\nParis, 12 avril 1857\n\nÀ Louis Bouilhet\n")
+    first, second = work.parts[0].sections
+    assert first.body.startswith("Nous étions à l'Étude, quand le Proviseur entra, suivi d'un")
+    assert first.body.count("\n\n") == 3  # four paragraphs, each joined
+    assert first.body.rstrip().endswith("quelque sirop pour sa santé et un peu plus d'amour.")
+    assert second.body.rstrip().endswith(
+        "il prit ses sabots à ses mains et se mit à courir devant lui."
+    )
+    text = "".join(s.body for s in work.sections())
+    assert "Table des matières" not in text and "TROISIÈME PARTIE" not in text
+    assert "Updated editions" not in text and "Ebooks libres" not in text
+    assert work.notes == [
+        "left out the contents list 'Table des matières' (38 entries, lines 40-79)",
+        "left out the title page before 'À Marie-Antoine-Jules Senard' (3 paragraphs, lines 27-37)",
+    ]
+    dry = CliRunner().invoke(
+        main, ["corpus", "import", str(BOVARY), str(tmp_path / "b"), "--dry-run"]
+    )
+    assert dry.exit_code == 0, dry.output
+    assert "would import 1 work(s), 1 parts, 2 chapters, 1 pieces" in dry.output
+
+
+@pytest.mark.parametrize(
+    ("line", "expected"),
+    [
+        ("À Marie-Antoine-Jules Senard", True),
+        ("To Sir Walter Scott", True),
+        ("An Goethe", True),
+        ("A NOVEL", False),  # a title page's genre in capitals
+        ("A Tale of Two Cities", False),  # a title: a word in lower case
+        ("À l'heure où le soleil se couche", False),
+    ],
+)
+def test_a_dedication_line(line: str, expected: bool) -> None:
+    """What ends a contents list and opens a piece before the first heading."""
+    assert is_dedication(SimpleNamespace(lines=[line], line=1)) is expected

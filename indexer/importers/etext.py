@@ -132,6 +132,18 @@ def _split_wrapped(block: list[str], width: int) -> list[list[str]]:
     return out
 
 
+# `À Marie-Antoine-Jules Senard`, `To Sir Walter Scott`, `An Goethe`: a dedication to a
+# name on a line of its own, in the languages of indexer.lang (in mixed case: a title
+# page's `A NOVEL` is none)
+_DEDICATION = re.compile(r"^(?:À|Au|Aux|A|Al|Alla|An|To|Aan|Ao)\s+(?:[A-ZÀ-Ý][\w'’.-]*\s*){1,5}$")
+
+
+def is_dedication(p: _Para) -> bool:
+    text = " ".join(x.strip() for x in p.lines)
+    lower = any(c.islower() for c in text)
+    return len(p.lines) == 1 and lower and bool(_DEDICATION.match(text))
+
+
 def is_contents_title(text: str) -> bool:
     return bool(_CONTENTS_TITLE.match(" ".join(text.split())))
 
@@ -482,6 +494,8 @@ def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cle
         seen: set[str] = set()
         j = i + 1
         while j < n and not drop[j] and not is_prose(paras[j]):
+            if is_dedication(paras[j]):
+                break  # Madame Bovary's `À Marie-Antoine-Jules Senard` after its contents
             here = comparable(texts[j])
             joined = comparable(f"{texts[j]} {texts[j + 1]}") if j + 1 < n else ""
             first = comparable(paras[j].lines[0])

@@ -251,8 +251,11 @@ def _words(paras: Sequence[Para]) -> int:
     return sum(len(x.split()) for p in paras for x in p.lines)
 
 
-def _bare_sequence(found: list[Found]) -> list[Found]:
-    """Bare numerals count only in sequence: 1, 2, 3… (again from 1 in a new part)."""
+def _bare_sequence(found: list[Found], listed: Collection[int] = ()) -> list[Found]:
+    """Bare numerals count only in sequence: 1, 2, 3… (again from 1 in a new part), of
+    three at least, or fewer when the contents list names each of them (an excerpt of
+    Madame Bovary: `I`, `II` under `PREMIÈRE PARTIE`, listed in its `Table des
+    matières`)."""
     bare = [f for f in found if f.heading.label is None and f.heading.kind == "chapter"]
     kept: set[int] = set()
     previous = 0
@@ -261,7 +264,7 @@ def _bare_sequence(found: list[Found]) -> list[Found]:
         if value == previous + 1 or (value == 1 and previous > 0):
             kept.add(f.index)
             previous = value
-    if len(kept) < 3:
+    if len(kept) < 3 and not kept <= set(listed):
         kept = set()
     return [f for f in found if f not in bare or f.index in kept]
 
@@ -284,7 +287,7 @@ def find(paras: Sequence[Para], listed: Collection[int] = ()) -> list[Found]:
     if labelled:  # labelled chapters: a bare numeral is a sub-division or a list, text
         found = [f for f in found if f.heading.label is not None or f.heading.kind != "chapter"]
     else:
-        found = _bare_sequence(found)
+        found = _bare_sequence(found, listed)
     found = _in_the_books_numerals(_with_running_parts(found, paras))
     found = _with_listed(found, paras, listed)
     return _with_line_titles(_without_contents(found, paras), paras)

@@ -29,7 +29,9 @@ How a heading is told from the text (`headings.py` holds the patterns):
    title page: left out when short (the CLI says so), kept as a piece otherwise.
 5. Hard-wrapped paragraphs are unwrapped; verse and other short-lined blocks
    (every line well short of the book's line width, or indented in turn, or each
-   starting in capitals) keep their line breaks.
+   starting in capitals, unless the wrap forced every break) keep their line breaks; a
+   short-lined book keeps them all only when its breaks are not where a wrap puts them
+   (`wrapping.py`), so prose wrapped at 40-55 columns is joined.
 6. E-texts as found (`etext.py`): paragraphs inferred when the file has no blank
    lines; licence cards, colophons, transcriber's notes and contents lists left out
    (said in the work's notes); the contents list's entries mark the body's headings;
@@ -50,8 +52,9 @@ from indexer.importers import etext as E
 from indexer.importers import headings as H
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
 from indexer.importers.selection import Selection
-from indexer.importers.titles import clean_title, smart_title
+from indexer.importers.titles import clean_title, label_title, smart_title
 from indexer.importers.tree import Part, Section, Work
+from indexer.importers.wrapping import Measure, is_verse, measure
 
 # Gutenberg's markers (www.gutenberg.org/help/: "*** START OF THE PROJECT GUTENBERG
 # EBOOK …", older files "*** START OF THIS PROJECT GUTENBERG EBOOK …")
@@ -245,39 +248,7 @@ def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
     return out
 
 
-def _line_width(paras: list[_Para]) -> int:
-    """The book's wrap width: the 90th percentile of its line lengths."""
-    lengths = sorted(len(x.rstrip()) for p in paras for x in p.lines)
-    if not lengths:
-        return 72
-    return max(lengths[int(len(lengths) * 0.9)], 20)
-
-
-# A book whose lines run under this many characters (its 90th percentile) is not
-# hard-wrapped prose: Gutenberg wraps at 70-75 columns and a printed page's measure holds
-# 60-70 characters, so its line breaks are the author's (a poem: the Divina Commedia,
-# Gutenberg #1012: 41 in the fixture's excerpt)
-VERSE_WIDTH = 55
-
-
-def is_verse(para: _Para, width: int) -> bool:
-    """Lines the author broke: all well short of the book's width, or short enough and
-    indented in turn (a stanza), or each starting in capitals (verse, an address); every
-    paragraph of a book whose lines are all short (VERSE_WIDTH)."""
-    lines = para.lines
-    if len(lines) < 2:
-        return False
-    if width < VERSE_WIDTH:
-        return True
-    inner = [len(x.strip()) for x in lines[:-1]]
-    if max(inner) < 0.7 * width:
-        return True
-    indents = {len(x) - len(x.lstrip()) for x in lines}
-    capitals = all(x.strip()[:1].isupper() for x in lines)
-    return max(inner) < 0.9 * width and (len(indents) > 1 or capitals)
-
-
-def unwrap(para: _Para, width: int) -> str:
+def unwrap(para: _Para, book: Measure) -> str:
     """One paragraph as Markdown: hard-wrapped prose joined; verse keeps its lines."""
     lines = [x.strip() for x in para.lines]
     if H.is_page_list(lines):
@@ -285,11 +256,17 @@ def unwrap(para: _Para, width: int) -> str:
     lines = [x for x in lines if x.upper() != "PAGE"]
     if not lines:
         return ""
-    if is_verse(para, width):
+    if is_verse(para, book):
         return "\n".join(lines)  # verse, an address, a list: the breaks are the author's
     out = lines[0]
     for x in lines[1:]:
-        out += x if out.endswith(("--", "—")) else " " + x
+        # a dash glued to its word (`war--`) glues the next line to it; a spaced one
+        # (`war --` / `Samsa`) is followed by a space; so does a hyphen glued to its word
+        # (`au-` / `dessus`, `aide-` / `chirurgien-major`: Gutenberg's transcribers do
+        # not hyphenate syllables, a hyphen at a line's end is the word's own)
+        dash = out.endswith(("--", "—")) and not out.rstrip("-—").endswith(" ")
+        hyphen = out.endswith("-") and out[-2:-1].isalpha() and x[:1].isalpha()
+        out += x if dash or hyphen else " " + x
     return out
 
 
@@ -339,14 +316,14 @@ def read_text(
     if used != "utf-8" and not encoding:
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
     work.notes.extend(cleaned.notes)
-    width = _line_width(paras)
+    book = measure(paras)
     if heads:  # (a title page has no running text under its lines in capitals)
         heads = _front_titles(paras, first) + heads
         first = heads[0].index
     front = paras[:first]
     front_text = "\n\n".join(p.text for p in front)
     if len(front_text) > TITLE_PAGE_CHARS:
-        work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, width, path))
+        work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, book, path))
     elif front:
         before = repr(heads[0].heading.source) if heads else "the text"
         work.notes.append(
@@ -362,9 +339,9 @@ def read_text(
             "text to split it"
         )
         body = paras[first:]
-        work.add_chapter(_section(work.title, None, {}, body, width, path))
+        work.add_chapter(_section(work.title, None, {}, body, book, path))
         return work
-    _assemble(work, heads, paras, width, path, Selection(exclude, skip_front_matter))
+    _assemble(work, heads, paras, book, path, Selection(exclude, skip_front_matter))
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
     return work
@@ -373,7 +350,9 @@ def read_text(
 def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
     """Before the first heading: a line in capitals of three words or more with running
     text under it opens a piece
-    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`)."""
+    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`), and so does a
+    dedication to a name with running text under it (Madame Bovary's letter `À
+    Marie-Antoine-Jules Senard`, the author's text, was left out with the title page)."""
 
     def caps(p: _Para) -> bool:
         letters = [c for c in p.text if c.isalpha()]
@@ -382,7 +361,8 @@ def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
     out = []
     for k in range(first - 1):
         text = paras[k].text.strip()
-        if not caps(paras[k]) or len(text.split()) < 3:
+        dedication = E.is_dedication(paras[k])
+        if not dedication and (not caps(paras[k]) or len(text.split()) < 3):
             continue
         under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : first])
         if any(E.is_prose(p) for p in under):  # (`Bewerkt naar…` may stand between)
@@ -435,9 +415,14 @@ def _one_line(text: str) -> str:
 
 
 def _section(
-    title: str, number: str | None, meta: dict[str, str], body: list[_Para], width: int, path: str
+    title: str,
+    number: str | None,
+    meta: dict[str, str],
+    body: list[_Para],
+    book: Measure,
+    path: str,
 ) -> Section:
-    text = "\n\n".join(t for t in (unwrap(p, width) for p in body) if t)
+    text = "\n\n".join(t for t in (unwrap(p, book) for p in body) if t)
     origin = f"{path}:{body[0].line}" if body else path
     return Section(title, text + "\n" if text else "", number, dict(meta), origin=origin)
 
@@ -446,7 +431,7 @@ def _assemble(
     work: Work,
     heads: list[H.Found],
     paras: list[_Para],
-    width: int,
+    book: Measure,
     path: str,
     selection: Selection,
 ) -> None:
@@ -459,26 +444,34 @@ def _assemble(
     skipping = False
     opening = False  # after a part heading, before its first chapter
     outer = ""  # a part of parts (`TOME I` / `FANTINE` over `LIVRE PREMIER`): its title
+    outer_label: str | None = None  # and its label: a part so labelled is the next outer
     for n, found in enumerate(heads):
         end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
         body = paras[found.index + found.consumed : end]
         h = found.heading
         title = h.display if h.number is None or h.label else _bare_title(h, work.lang)
         if h.kind == "part" and parts_wanted:
-            title = h.title or smart_title(h.source.rstrip(".]").strip())  # `Book the Second`
+            # `Book the Second`, `Livre premier`
+            title = h.title or label_title(h.source.rstrip(".]").strip(), work.lang)
             nxt = heads[n + 1].heading if n + 1 < len(heads) else None
-            if nxt is not None and nxt.kind == "part" and nxt.label != h.label and not body:
-                # the corpus has one level of parts: the outer one's title goes before
-                # the title of each part it holds, said once
-                outer = title
+            if outer and h.label == outer_label:
+                outer = ""  # the next outer part (`LIVRE DEUXIÈME`), whether it holds parts
+            holds = nxt is not None and nxt.kind == "part" and nxt.label != h.label
+            if holds and not (outer and nxt is not None and nxt.label == outer_label):
+                # the corpus has one level of parts (DESIGN §3): the outer one's title goes
+                # before the title of each part it holds, said once; its own text, if any,
+                # is a part of its own before them
+                outer, outer_label = title, h.label
                 work.notes.append(f"{h.source!r} holds parts: its title goes before theirs")
-                continue
-            title = f"{outer} — {title}" if outer else title
+                if not _has_text(body):
+                    continue
+            elif outer:
+                title = f"{outer} — {title}"
             seen_part = True
             skipping = selection.excluded(title)  # an excluded part takes its chapters along
             part, in_work = (None, False) if skipping else (Part(title), False)
             opening = True
-            intro = _section(title, None, {}, body, width, path)
+            intro = _section(title, None, {}, body, book, path)
             if part is not None and intro.body.strip():  # text under the part before a chapter
                 work.notes.append(f"the text under {h.source!r} is kept as its first section")
                 part.sections.append(intro)
@@ -489,7 +482,7 @@ def _assemble(
             skipping = False
         if skipping or selection.excluded(title, front=not seen_part, work_title=work.title):
             continue
-        section = _section(title, h.number, H.label_meta(h, work.lang), body, width, path)
+        section = _section(title, h.number, H.label_meta(h, work.lang), body, book, path)
         if not section.body.strip():
             work.notes.append(f"left out {h.source!r} (line {paras[found.index].line}): no text")
             continue
@@ -510,6 +503,10 @@ def _assemble(
         if not in_work:
             work.add_part(part)
             in_work = True
+
+
+def _has_text(body: list[_Para]) -> bool:
+    return any(p.text.strip() for p in body)
 
 
 def _bare_title(h: H.Heading, lang: str) -> str:

@@ -67,11 +67,11 @@ class Work:
 
     def flat_chapters(self) -> int:
         """Sections under the work that are chapters, not liminary pieces."""
-        return sum(1 for _, s in self.pieces if is_chapter(s))
+        return count_chapters([s for _, s in self.pieces])
 
     @property
     def chapter_count(self) -> int:
-        return sum(len(p.sections) for p in self.parts) + self.flat_chapters()
+        return sum(count_chapters(p.sections) for p in self.parts) + self.flat_chapters()
 
     def sections(self) -> list[Section]:
         """Every chapter and piece, in reading order."""
@@ -94,9 +94,19 @@ class Stats:
     pieces: int = 0
 
 
-def is_chapter(section: Section) -> bool:
-    """Numbered, or (in a book without parts) not titled like a preface."""
-    return section.number is not None or not is_liminary(section.title)
+def is_chapter(section: Section, numbered_siblings: bool = False) -> bool:
+    """Numbered; or, among sections none of which is numbered, not titled like a preface.
+    Beside numbered chapters an unnumbered section is a piece: a part's preliminaries
+    (Don Quijote's `Tasa`, `Aprobaciones`), an introduction's sections, an appended essay."""
+    if section.number is not None:
+        return True
+    return not numbered_siblings and not is_liminary(section.title)
+
+
+def count_chapters(sections: list[Section]) -> int:
+    """How many of these sibling sections are chapters (the rest are pieces)."""
+    numbered = any(s.number is not None for s in sections)
+    return sum(1 for s in sections if is_chapter(s, numbered))
 
 
 def _pad(count: int) -> int:
@@ -223,7 +233,9 @@ def layout(work: Work) -> tuple[str, Changes, Stats]:
             changes.write(
                 check_relative(f"{sub}/{SOURCE}"), _render(_source_meta(section), section.body)
             )
-            stats.chapters += 1
+        chapters = count_chapters(part.sections)
+        stats.chapters += chapters
+        stats.pieces += len(part.sections) - chapters
     return work_dir, changes, stats
 
 
