@@ -70,9 +70,16 @@ index's segments weigh at most SMALL_INDEX_BYTES and it has more than one, `main
 rebuilds it with REINDEX INDEX CONCURRENTLY (pg_search supports it for bm25: checked on
 0.21.14, reloptions kept), which neither blocks searches nor loses the rows written
 meanwhile (PostgreSQL builds the new index, catches up with a second scan and swaps
-them). It waits for the transactions older than it; an index this small means a small
-database, whose loads are short. A rebuild that fails leaves PostgreSQL's invalid
-`<index>_ccnew` copy: dropped at once, so that writes stop maintaining it.
+them). It waits for every transaction older than it, though, and one may be long: another
+repository's load, or a job waiting for a branch's lock inside its transaction (a CI run
+saw a job's maintenance wait on such a one for minutes, the job shown running all along).
+So a rebuild is put off, never waited for: skipped while another transaction of the
+database is older than BUSY_AFTER_S, and given up when one of its lock waits passes
+REBUILD_LOCK_TIMEOUT_MS (lock_timeout covers the waits for older transactions, which are
+lock waits). The job that holds the long transaction runs `maintain` itself when it ends,
+and rebuilds then. A rebuild given up or failed leaves PostgreSQL's invalid
+`<index>_ccnew` copy: dropped at once, so that writes stop maintaining it, and again
+before the next rebuild if that drop was given up too.
 """
 
 from __future__ import annotations
@@ -97,6 +104,17 @@ LAYER_SIZES = ", ".join(f"{10 << k}KB" for k in range(21))
 # (41 chapters, 142KB) in 0.12 s: a bound near that size keeps the rebuild around a second
 # at worst on a loaded machine, and at 10^5 rows (~9MB) the layers do the merging.
 SMALL_INDEX_BYTES = 256 * 1024
+
+# A rebuild is skipped while another transaction of the database is older than this. A
+# search answers in milliseconds (its p95 at 10^5-10^6 rows is tens of ms, bench/RESULTS.md)
+# and is waited for; one a second old is a load, a job waiting for its branch's lock or an
+# idle session, which can last minutes.
+BUSY_AFTER_S = 1.0
+
+# The longest one lock wait of a rebuild may last before it is given up (SET lock_timeout):
+# the rebuild itself took 0.35-0.8 s on the example (above), so the job's end is delayed by
+# a few seconds at most when a transaction the check above missed turns out long.
+REBUILD_LOCK_TIMEOUT_MS = 2000
 
 # Each bm25 index and the table it indexes.
 INDEXES = ((INDEX_NAME, "hierarchical_content_nodes"), (CHAPTER_INDEX, "chapter_documents"))
@@ -163,12 +181,18 @@ def merge_policy(conn: psycopg.Connection, present: list[tuple[str, str]] | None
     return changed
 
 
-def maintain(conn: psycopg.Connection, small_bytes: int = SMALL_INDEX_BYTES) -> bool:
+def maintain(
+    conn: psycopg.Connection,
+    small_bytes: int = SMALL_INDEX_BYTES,
+    *,
+    busy_after_s: float | None = BUSY_AFTER_S,
+    lock_timeout_ms: int = REBUILD_LOCK_TIMEOUT_MS,
+) -> bool:
     """After a job that changed rows: the merge policy, then VACUUM of each indexed
     table, which marks the replaced rows deleted in their segments and starts the
     merges their layers call for (pg_search merges after writes and on VACUUM); then
     each index of more than one segment weighing at most `small_bytes` is rebuilt into
-    one (`rebuild_small`).
+    one (`rebuild_small`, with `busy_after_s` and `lock_timeout_ms`).
 
     `conn` must be in autocommit mode (VACUUM cannot run in a transaction). A no-op
     without the rows' BM25 index (the fallback, store.fts); True when it ran.
@@ -181,30 +205,87 @@ def maintain(conn: psycopg.Connection, small_bytes: int = SMALL_INDEX_BYTES) -> 
     merge_policy(conn, present)
     for _name, table in present:
         conn.execute(sql.SQL("VACUUM {}").format(sql.Identifier(table)))
-    rebuild_small(conn, present, small_bytes)
+    rebuild_small(
+        conn, present, small_bytes, busy_after_s=busy_after_s, lock_timeout_ms=lock_timeout_ms
+    )
     return True
 
 
 def rebuild_small(
-    conn: psycopg.Connection, present: list[tuple[str, str]], small_bytes: int
+    conn: psycopg.Connection,
+    present: list[tuple[str, str]],
+    small_bytes: int,
+    *,
+    busy_after_s: float | None = BUSY_AFTER_S,
+    lock_timeout_ms: int = REBUILD_LOCK_TIMEOUT_MS,
 ) -> list[str]:
     """REINDEX INDEX CONCURRENTLY each of the `present` indexes that has more than one
     segment and weighs at most `small_bytes` (the module's docstring says why); the names
-    rebuilt. `conn` in autocommit mode. A failure drops the invalid copy it left, then
-    raises."""
+    rebuilt. `conn` in autocommit mode.
+
+    Put off, never waited for: nothing is rebuilt while another transaction of the
+    database is older than `busy_after_s` (None: no such check), and a rebuild one of whose
+    lock waits passes `lock_timeout_ms` is given up; both logged, neither an error. Any
+    other failure drops the invalid copy it left, then raises."""
+    conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{lock_timeout_ms}ms")))
+    try:
+        return _rebuild(conn, present, small_bytes, busy_after_s, lock_timeout_ms)
+    finally:
+        conn.execute("RESET lock_timeout")
+
+
+def _rebuild(
+    conn: psycopg.Connection,
+    present: list[tuple[str, str]],
+    small_bytes: int,
+    busy_after_s: float | None,
+    lock_timeout_ms: int,
+) -> list[str]:
+    """rebuild_small's loop, its lock timeout set."""
     rebuilt: list[str] = []
     for name, table in present:
+        _drop_leftovers(conn, name, table)
         state = index_state(conn, name)
         if state.segments <= 1 or state.bytes > small_bytes:
             continue
+        if busy_after_s is not None and (older := _older_transactions(conn, busy_after_s)):
+            log.info(
+                "pg_search index %s: rebuild of its %d segments put off, %d transaction(s)"
+                " older than %.1f s running",
+                name, state.segments, older, busy_after_s,
+            )  # fmt: skip
+            return rebuilt
         try:
             conn.execute(sql.SQL("REINDEX INDEX CONCURRENTLY {}").format(sql.Identifier(name)))
+        except psycopg.errors.LockNotAvailable:
+            log.info(
+                "pg_search index %s: rebuild given up, a transaction older than it ran"
+                " past %d ms",
+                name, lock_timeout_ms,
+            )  # fmt: skip
+            _drop_leftovers(conn, name, table)
+            return rebuilt
         except psycopg.Error:
             _drop_leftovers(conn, name, table)
             raise
         log.info("pg_search index %s: %d segments rebuilt into one", name, state.segments)
         rebuilt.append(name)
     return rebuilt
+
+
+def _older_transactions(conn: psycopg.Connection, seconds: float) -> int:
+    """How many other sessions of this database hold a snapshot or a transaction id
+    in a transaction begun more than `seconds` ago (what a concurrent rebuild would wait
+    for). Sessions of other roles show no xact_start without pg_read_all_stats: the lock
+    timeout stands in for this check there."""
+    row = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+        " AND pid <> pg_backend_pid()"
+        " AND (backend_xmin IS NOT NULL OR backend_xid IS NOT NULL)"
+        " AND xact_start < clock_timestamp() - make_interval(secs => %s)",
+        (seconds,),
+    ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def _drop_leftovers(conn: psycopg.Connection, name: str, table: str) -> None:
@@ -216,7 +297,15 @@ def _drop_leftovers(conn: psycopg.Connection, name: str, table: str) -> None:
         " AND (c.relname LIKE %s OR c.relname LIKE %s)",
         (table, f"{name}\\_ccnew%", f"{name}\\_ccold%"),
     ).fetchall():
-        conn.execute(
-            sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(leftover))
-        )
+        try:
+            conn.execute(
+                sql.SQL("DROP INDEX CONCURRENTLY IF EXISTS {}").format(sql.Identifier(leftover))
+            )
+        except psycopg.errors.LockNotAvailable:  # under rebuild_small's lock timeout
+            log.warning(
+                "pg_search index %s: %s, left by a failed rebuild, not dropped yet (a long"
+                " transaction runs); the next maintenance drops it",
+                name, leftover,
+            )  # fmt: skip
+            continue
         log.warning("pg_search index %s: dropped %s, left by a failed rebuild", name, leftover)

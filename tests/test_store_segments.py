@@ -262,6 +262,59 @@ def test_maintain_rebuilds_a_small_index_of_several_segments_into_one(
     assert f"layer_sizes={segments.LAYER_SIZES}" in row[0]
 
 
+def _four_segments(db: psycopg.Connection) -> None:
+    """The example's index left 1 + 3 segments by three single-file reloads (pg_search
+    told to merge nothing below 64, as above)."""
+    db.execute(f"ALTER INDEX {INDEX_NAME} SET (target_segment_count = 64)")
+    db.commit()
+    source = example()
+    for n, path in enumerate(sorted(p for p in source.files if p.endswith("source.md"))[:3]):
+        _edit(source, path, f"Les hippopotames, paragraphe {n}.")
+        _reload(db, source, path)
+    assert segments.segment_count(db) == 4
+    db.commit()
+
+
+def test_a_rebuild_is_put_off_while_an_older_transaction_runs(
+    db: psycopg.Connection, pg_server: Any
+) -> None:
+    """A transaction of another session older than the rebuild (here: one holding its
+    snapshot, as a job waiting for a branch's lock in its load) would make REINDEX
+    CONCURRENTLY wait till it ends: `maintain` puts the rebuild off instead, returns at
+    once and leaves nothing invalid; the next maintenance after it ended rebuilds.
+    busy_after_s=0 counts every transaction begun before the check (no timing)."""
+    _four_segments(db)
+    name = str(psycopg.conninfo.conninfo_to_dict(db.info.dsn)["dbname"])
+    with psycopg.connect(pg_server.url(name)) as holder:
+        holder.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+        holder.execute("SELECT 1")  # a snapshot, no lock on the rows' table
+        db.autocommit = True
+        try:
+            assert segments.maintain(db, busy_after_s=0.0) is True
+            assert segments.segment_count(db) == 4 and _invalid_indexes(db) == []
+            # the check missed it (busy_after_s=None): the rebuild's wait for it is cut
+            # short by the lock timeout, and its invalid copy dropped
+            assert segments.maintain(db, busy_after_s=None, lock_timeout_ms=1) is True
+            assert segments.segment_count(db) == 4 and _invalid_indexes(db) == []
+            # the holder also reads the table now: the copy cannot be dropped before
+            # the holder ends either; left for the next maintenance
+            holder.execute("SELECT count(*) FROM hierarchical_content_nodes")
+            assert segments.maintain(db, busy_after_s=None, lock_timeout_ms=1) is True
+            assert segments.segment_count(db) == 4
+            assert len(_invalid_indexes(db)) == 1
+        finally:
+            db.autocommit = False
+        holder.rollback()
+    db.autocommit = True
+    try:
+        assert segments.maintain(db, busy_after_s=0.0) is True
+        lock_timeout = db.execute("SHOW lock_timeout").fetchone()
+    finally:
+        db.autocommit = False
+    assert segments.segment_count(db) == 1 and _invalid_indexes(db) == []
+    assert lock_timeout == ("0",)  # the session's setting as it was
+
+
 def test_maintain_is_a_no_op_without_the_index(db: psycopg.Connection) -> None:
     db.execute(f"DROP INDEX {INDEX_NAME}")
     db.commit()
