@@ -68,8 +68,8 @@ def _service(
     quiet_expected_failures()  # an outage: one line each, not procrastinate's tracebacks
     from hooks.commitback import GitCommitBack
     from hooks.job import BranchIndexer
+    from hooks.loading import RowLoader
     from hooks.reuse import ReusingIndexer
-    from hooks.rows import RowLoader
 
     indexer = BranchIndexer(
         store,

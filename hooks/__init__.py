@@ -11,5 +11,5 @@ queue     queue            defer with one waiting and one running job per branch
 job       job              BranchIndexer against the protocols Indexer, Loader, CommitBack
           reuse            the Indexer: indexer.pipeline.index, what it computed kept
           commitback       the CommitBack: a commit on the tip, the branch moved by CAS
-          rows             the Loader: the rows and the indexed commit in one transaction
+          loading          the Loader: the rows and the indexed commit in one transaction
 """

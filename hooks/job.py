@@ -7,7 +7,7 @@
 `BranchIndexer` runs the steps against three collaborators, each a protocol here
 and one module of hooks/: the `Indexer` (hooks.reuse.ReusingIndexer:
 `indexer.pipeline.index` with what the process keeps from job to job), the
-`Loader` (hooks.rows.RowLoader: the rows in PostgreSQL) and the `CommitBack`
+`Loader` (hooks.loading.RowLoader: the rows in PostgreSQL) and the `CommitBack`
 (hooks.commitback.GitCommitBack: a commit on the tip, the branch moved to it).
 
 Steps (DESIGN §1), each safe to repeat, so a crash anywhere is repaired by

@@ -17,6 +17,12 @@ a waiting retry forward and resets its count. Every attempt is also recorded in
 procrastinate keeps statuses and events but not why a job failed: that table is
 what `glossator status` and `GET /api/jobs` show (`list_jobs`, `failing_branches`). The statements on procrastinate's tables, and the reason each
 has no public call, are store.jobqueue's; those on the attempts, store.jobs'.
+
+A deleted repository's jobs (`glossator repo delete`): `cancel_waiting` (queued jobs
+and follow-ups: gone, never run), `running_jobs` (a running job is never removed under
+its worker, which would fail to record its end: the caller waits for it; its
+repository is gone by then, so it fails at its next git read and its follow-up is
+cancelled with the rest), then `forget_jobs` (every finished job and its attempts).
 """
 
 from __future__ import annotations
@@ -215,3 +221,24 @@ async def list_jobs_async(
         limit=limit,
     )
     return [_row(r) for r in rows]
+
+
+def cancel_waiting(conninfo: str, repository: str) -> list[int]:
+    """Remove the repository's queued jobs; their ids."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        return jobqueue.cancel_waiting(conn, repository)
+
+
+def running_jobs(conninfo: str, repository: str) -> list[int]:
+    """Ids of the repository's jobs a worker runs now."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        return jobqueue.running_jobs(conn, repository)
+
+
+def forget_jobs(conninfo: str, repository: str) -> int:
+    """Remove the repository's jobs that no worker runs, and every attempt recorded of its
+    jobs (glossator_job_runs); how many jobs went."""
+    with psycopg.connect(conninfo) as conn, conn.transaction():
+        gone = jobqueue.forget_jobs(conn, repository)
+        jobs.forget_runs(conn, repository)
+    return gone

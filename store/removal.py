@@ -7,8 +7,8 @@
 The rows go through the loader (`sync_files` with every file deleted), branch by branch,
 so the catalogue (`branch_languages`), the chapter documents and `loaded_files` lose their
 entries as a push that deletes the files would make them; then the branch records (indexed commits,
-tips, HEAD). The queue's jobs are the push pipeline's (hooks.removal). A deleted branch
-loses its rows the same way, and its indexed commit (hooks.rows, in the job).
+tips, HEAD). The queue's jobs are the push pipeline's (hooks.queue). A deleted branch
+loses its rows the same way, and its indexed commit (hooks.loading, in the job).
 """
 
 from __future__ import annotations

@@ -19,8 +19,8 @@ from gitserver.repos import RepoStore
 from hooks.commitback import GitCommitBack, commit_changes, move_ref
 from hooks.gitsource import GitTreeSource
 from hooks.job import BranchIndexer
+from hooks.loading import RowLoader, changed_files
 from hooks.reuse import IndexFn, ReusingIndexer, pipeline_index
-from hooks.rows import RowLoader, changed_files
 from indexer.source import Changes, MemorySource
 from tests.gitserver_support import commit_all, git, write_files
 from tests.plugins.corpus import make_small_corpus
@@ -295,12 +295,12 @@ def test_crash_in_the_load_is_repaired(setup: Any, monkeypatch: Any) -> None:
     git("push", "-q", str(bare), "main", cwd=work)
     rows_before = rows_by_file(database)
 
-    import hooks.rows
+    import hooks.loading
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("killed during the load")
 
-    monkeypatch.setattr(hooks.rows, "sync_files", crash)
+    monkeypatch.setattr(hooks.loading, "sync_files", crash)
     with pytest.raises(RuntimeError):
         indexer.run("livre", "main", job_id=2)
     pushed = store.branches("livre")["main"]
