@@ -22,7 +22,7 @@ import psycopg
 from procrastinate.exceptions import ConnectorException
 from psycopg_pool import PoolTimeout
 
-from hooks.service import JobFailed
+from hooks.attempt import JobFailed
 from store.errors import describe_failure
 
 # The loggers of procrastinate that log a failure with its traceback (its modules'

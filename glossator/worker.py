@@ -63,17 +63,19 @@ def _service(
 ) -> Any:
     from glossator.logs import quiet_expected_failures
     from glossator.providers import get_summarizer
-    from hooks.service import IndexingService
+    from hooks.indexing_service import IndexingService
 
     quiet_expected_failures()  # an outage: one line each, not procrastinate's tracebacks
-    from hooks.worker import BranchIndexer
+    from hooks.commitback import GitCommitBack
+    from hooks.job import BranchIndexer
+    from hooks.loading import RowLoader
+    from hooks.reuse import ReusingIndexer
 
     indexer = BranchIndexer(
         store,
-        db.pool,
-        embedder=embedder,
-        summarizer=get_summarizer(settings),
-        index_fn=index_fn,
+        ReusingIndexer(embedder, get_summarizer(settings), index_fn),
+        RowLoader(db.pool),
+        GitCommitBack(store),
     )
     indexed = None
     if settings.warm_gate:

@@ -1,1 +1,15 @@
-"""The push pipeline: hook events → durable jobs → diff → plan → index → commit back → load."""
+"""The path of a push, one module per step (docs/architecture.md walks it):
+
+receive   receiving        the server's marker of a push under way (commit-backs yield to it)
+          refupdates       git's `<old> <new> <ref>` lines
+          pre_receive      before refs move: refuse a tree the indexer could not use (gitsource)
+          post_receive     after: HEAD settled (heads), tips recorded, each branch's job queued
+queue     queue            defer with one waiting and one running job per branch; the jobs listed
+          indexing_service IndexingService: the worker process's procrastinate app and task
+          attempt          one attempt: recorded (runs), judged, followed up (retries)
+          maintenance      stalled jobs, lost outcomes, reconciliation
+job       job              BranchIndexer against the protocols Indexer, Loader, CommitBack
+          reuse            the Indexer: indexer.pipeline.index, what it computed kept
+          commitback       the CommitBack: a commit on the tip, the branch moved by CAS
+          loading          the Loader: the rows and the indexed commit in one transaction
+"""

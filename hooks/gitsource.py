@@ -1,6 +1,7 @@
-"""`GitTreeSource`: an `indexer.source.FileSource` over a commit's tree in a bare repository.
+"""Reading git for the job: `GitTreeSource`, a commit's tree as an `indexer.source.FileSource`;
+`branch_tip` and `has_commit`.
 
-The worker and the pre-receive check read the corpus straight from git objects:
+The job (hooks.job) and the pre-receive check read the corpus straight from git objects:
 no work tree is checked out, nothing is written, and a tree is immutable, so
 what the indexer reads is exactly the commit being indexed even while other
 pushes land. Paths are repo-relative with '/', as everywhere in the indexer.
@@ -74,3 +75,18 @@ class GitTreeSource:
         """The blob id (hex) of `path`, or None: lets callers skip reading unchanged files."""
         entry = self._walk().get(check_relative(path))
         return str(entry[0]) if entry else None
+
+
+def branch_tip(repo: pygit2.Repository, branch: str) -> str | None:
+    """The commit refs/heads/<branch> names now (hex), or None when there is no such branch."""
+    ref = repo.references.get(f"refs/heads/{branch}")
+    return str(ref.resolve().target) if ref is not None else None
+
+
+def has_commit(repo: pygit2.Repository, commit: str) -> bool:
+    """Whether `commit` (hex) is a commit of `repo`."""
+    try:
+        repo[commit].peel(pygit2.Commit)
+    except (KeyError, ValueError, pygit2.GitError):
+        return False
+    return True

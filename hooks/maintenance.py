@@ -1,10 +1,17 @@
-"""Queue maintenance of an indexing service: stalled jobs, lost outcomes, reconciliation.
+"""Queue maintenance: stalled jobs, lost outcomes, reconciliation.
 
-hooks.service.IndexingService runs these in its `_watch_stalled` loop, every
-STALLED_S / 2 (see that module's doc for the invariant they keep): put back in
-the queue the jobs of workers that died, close jobs whose outcome never reached
-the database, hold recovery while heartbeats resume after an outage, and queue a
-job for every branch whose tip is not its indexed commit.
+    maintenance = QueueMaintenance(app, conninfo, store, history, local_jobs)
+    await maintenance.recover_stalled(startup=True)
+    await maintenance.reconcile()
+    await maintenance.watch()          # every STALLED_S / 2, until cancelled
+
+hooks.indexing_service.IndexingService runs one (see that module's doc for the
+invariant they keep): put back in the queue the jobs of workers that died, close
+jobs whose outcome never reached the database, hold recovery while heartbeats
+resume after an outage, write the attempts' ends the database could not take
+(hooks.runs), and queue a job for every branch whose tip is not its indexed commit.
+`LocalJobs` is what this process knows that the database does not: the jobs its
+threads run now, and those they finished.
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ from procrastinate import utils as pc_utils
 from hooks import runs
 from hooks.queue import TASK_NAME, defer_async
 from hooks.repositories import Repositories
+from hooks.runs import RunHistory
 from store.server import server_clock
 from store.tips import record_heads, sync_tips
 
-log = logging.getLogger("hooks.service")  # one logger for the service's lines
+log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 5.0
 STALLED_S = 20.0  # a worker silent this long is dead; its running jobs are re-queued
@@ -41,24 +49,81 @@ def stalled_hold_after_start(uptime_s: float) -> float:
     return max(0.0, STALLED_S - uptime_s)
 
 
+class LocalJobs:
+    """The jobs this process's threads run now, and those they finished (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        # jobs a thread of this process runs now: alive whatever their heartbeat says
+        # (after an outage our own heartbeat is stale until it is next written)
+        self._running: set[int] = set()
+        # job id -> (monotonic time our thread returned, succeeded?); see UNFINISHED_S
+        self._returned: dict[int, tuple[float, bool]] = {}
+
+    def started(self, job_id: int) -> None:
+        with self._lock:
+            self._running.add(job_id)
+
+    def returned(self, job_id: int, ok: bool, at: float | None = None) -> None:
+        """Our thread is done with `job_id` (at `at`, monotonic; now by default)."""
+        with self._lock:
+            self._running.discard(job_id)
+            self._returned[job_id] = (time.monotonic() if at is None else at, ok)
+
+    def runs(self, job_id: int) -> bool:
+        with self._lock:
+            return job_id in self._running
+
+    def returned_before(self, older_than: float) -> dict[int, bool]:
+        """Jobs our thread finished at least `older_than` seconds ago, and whether they
+        succeeded."""
+        now = time.monotonic()
+        with self._lock:
+            return {k: ok for k, (at, ok) in self._returned.items() if now - at >= older_than}
+
+    def forget(self, job_id: int) -> None:
+        with self._lock:
+            self._returned.pop(job_id, None)
+
+
 class QueueMaintenance:
-    """The maintenance half of hooks.service.IndexingService (a mixin: the state it
-    reads is the service's, set up in its __init__)."""
+    """The maintenance of `app`'s queue that every worker runs (the module's docstring)."""
 
-    app: procrastinate.App
-    conninfo: str
-    store: Repositories
-    exclusive_database: bool
-    _returned: dict[int, tuple[float, bool]]
-    _returned_lock: threading.Lock
-    _running: set[int]
-    _db_started: object
-    _hold_stalled_until: float
+    def __init__(
+        self,
+        app: procrastinate.App,
+        conninfo: str,
+        store: Repositories,
+        history: RunHistory,
+        local_jobs: LocalJobs,
+        *,
+        exclusive_database: bool = False,
+    ) -> None:
+        """`exclusive_database`: no other worker can use this database (the embedded
+        one, whose only worker this is), so every job `doing` at start is an orphan."""
+        self.app = app
+        self.conninfo = conninfo
+        self.store = store
+        self.history = history
+        self.local_jobs = local_jobs
+        self.exclusive_database = exclusive_database
+        self._db_started: object = None  # pg_postmaster_start_time(): a restart changes it
+        # After a database outage every worker's heartbeat is stale until each writes it
+        # again (within HEARTBEAT_S of the database's return): until this monotonic time
+        # no job is taken for stalled, or another live worker's running job would be
+        # re-queued under its attempt (hold_stalled_recovery)
+        self._hold_stalled_until = 0.0
 
-    def flush_unrecorded(self) -> int:
-        raise NotImplementedError  # the service's
+    async def start(self) -> None:
+        """At a worker's start: stalled jobs back in the queue, then reconciliation."""
+        if not self.exclusive_database:  # other workers: were they just cut off too?
+            uptime = await asyncio.to_thread(self._database_uptime)
+            self.hold_stalled_recovery(stalled_hold_after_start(uptime))
+        await self.recover_stalled(startup=True)
+        await self.reconcile()
 
-    async def _watch_stalled(self) -> None:
+    async def watch(self) -> None:
+        """Every STALLED_S / 2 until cancelled; a failing round is retried."""
         loop = asyncio.get_running_loop()
         last_reconcile = loop.time()
         failing = False
@@ -68,7 +133,7 @@ class QueueMaintenance:
                 restarted = await asyncio.to_thread(self._database_restarted)
                 if failing or restarted:  # the database is back: let heartbeats resume
                     self.hold_stalled_recovery(STALLED_S)
-                await asyncio.to_thread(self.flush_unrecorded)
+                await asyncio.to_thread(self.history.flush)
                 await self.recover_stalled()
                 await self.close_unfinished()
                 # after an outage at once: a push then could not queue its job
@@ -103,21 +168,19 @@ class QueueMaintenance:
 
     def _database_restarted(self) -> bool:
         """Whether the server restarted since the last look (an outage shorter than a
-        round of _watch_stalled leaves no failure to see, but pushes may have missed it)."""
+        round of `watch` leaves no failure to see, but pushes may have missed it)."""
         started = self._database_clock()[0]
         before, self._db_started = self._db_started, started
         return before is not None and started != before
 
     async def close_unfinished(self, *, older_than: float = UNFINISHED_S) -> int:
         """Close jobs our thread finished whose outcome never reached the database."""
-        now = time.monotonic()
-        with self._returned_lock:
-            due = {k: v for k, v in self._returned.items() if now - v[0] >= older_than}
+        due = self.local_jobs.returned_before(older_than)
         if not due:
             return 0
         statuses = await self._job_statuses(list(due))
         closed = 0
-        for job_id, (_, ok) in due.items():
+        for job_id, ok in due.items():
             if statuses.get(job_id) == "doing":
                 status = (
                     procrastinate.jobs.Status.SUCCEEDED if ok else procrastinate.jobs.Status.FAILED
@@ -127,8 +190,7 @@ class QueueMaintenance:
                 )
                 closed += 1
                 log.warning("job %s had ended but was still shown running: closed", job_id)
-            with self._returned_lock:
-                self._returned.pop(job_id, None)
+            self.local_jobs.forget(job_id)
         return closed
 
     async def recover_stalled(self, *, startup: bool = False) -> int:
@@ -147,14 +209,12 @@ class QueueMaintenance:
         for job in jobs:
             if job.task_name != TASK_NAME or job.id is None:
                 continue
-            with self._returned_lock:
-                ours = job.id in self._running
-            if ours:
+            if self.local_jobs.runs(job.id):
                 # Running here: our heartbeat went stale while the database was down.
                 # Re-queueing it would set it back to `todo` under its running attempt,
                 # which the attempt's end then overwrites: the branch left with no job.
                 continue
-            await asyncio.to_thread(self._close_interrupted_run, job.id, job.attempts)
+            await asyncio.to_thread(self.history.interrupted, job.id, job.attempts)
             try:
                 await manager.retry_job_by_id_async(job.id, retry_at=pc_utils.utcnow())
                 recovered += 1
@@ -187,15 +247,6 @@ class QueueMaintenance:
             jobs = await self.app.job_manager.list_jobs_async(task=TASK_NAME, status=status)
             busy.update(job.lock for job in jobs if job.lock)
         return busy
-
-    def _close_interrupted_run(self, job_id: int, attempt: int) -> None:
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
-            runs.record_interrupted(
-                conn,
-                job_id,
-                "interrupted: the process running it stopped (crash or kill)",
-                attempt,
-            )
 
     def _sync_tips(self) -> list[tuple[str, str, str]]:
         """Every branch's tip from git, recorded for search's freshness (store.tips)."""

@@ -9,20 +9,20 @@ runs. Two procrastinate locks give DESIGN §1's semantics:
 - `lock="<repo>/<branch>"`: at most one *running* job per branch; a push during a
   run queues one more job, which starts when the running one ends.
 
-Retries are ours, not procrastinate's. Procrastinate retries a job by putting
-the *same* row back to `todo`, which violates the queueing lock's unique index
-when a push queued another job meanwhile (procrastinate issues #1446, #1543):
-the error is raised while the worker persists the outcome, nobody awaits it, the
-job stays `doing` and its `lock` blocks the branch for good. So a failed job ends
-`failed`, and its follow-up is a *new* job deferred with a delay
-(`retry_delay`: 2, 4, 8 … s for `settings.job_retries` attempts, then 5, 10, 20
-… minutes for SLOW_RETRIES more, then none: `gives_up`): when another job already
-waits, `AlreadyEnqueued` simply means that job is the follow-up. A push brings a
-waiting retry forward and resets its count (new input deserves a try now). Every attempt is also recorded in `glossator_job_runs`
-(status, error, duration, what it did), because procrastinate keeps statuses and
-events but not why a job failed: that table is what `glossator status` and
-`GET /api/jobs` show. The statements on procrastinate's tables, and the reason each
+Retries are ours, not procrastinate's (hooks.retries says why): a failed job's
+follow-up is a *new* job, `defer_sync(…, failures=n, delay_s=…)`; when another job
+already waits, `AlreadyEnqueued` means that job is the follow-up, and a push brings
+a waiting retry forward and resets its count. Every attempt is also recorded in
+`glossator_job_runs` (hooks.runs: status, error, duration, what it did), because
+procrastinate keeps statuses and events but not why a job failed: that table is
+what `glossator status` and `GET /api/jobs` show (`list_jobs`, `failing_branches`). The statements on procrastinate's tables, and the reason each
 has no public call, are store.jobqueue's; those on the attempts, store.jobs'.
+
+A deleted repository's jobs (`glossator repo delete`): `cancel_waiting` (queued jobs
+and follow-ups: gone, never run), `running_jobs` (a running job is never removed under
+its worker, which would fail to record its end: the caller waits for it; its
+repository is gone by then, so it fails at its next git read and its follow-up is
+cancelled with the rest), then `forget_jobs` (every finished job and its attempts).
 """
 
 from __future__ import annotations
@@ -42,43 +42,8 @@ TASK_NAME = "glossator.index_branch"
 QUEUE = "indexing"
 
 
-# After the quick retries, a branch that still fails is tried again at a slowing
-# pace: 5, 10, 20, 40, 60, 60 minutes (SLOW_RETRIES), then left alone until a push
-# brings new input. A problem still there after ~3 hours of tries is not transient
-# (an API key revoked, a file no summarizer can take): trying it every 5 minutes
-# for ever only burnt provider calls and filled the history (issue 14). Round
-# figures, not measured: long enough for a provider's outage, short enough to stop
-# within an afternoon. The give-up is shown by `glossator status` and /api/jobs.
-SLOW_RETRY_S = 300.0
-SLOW_RETRY_MAX_S = 3600.0
-SLOW_RETRIES = 6
-
-
 def lock_name(repository: str, branch: str) -> str:
     return f"{repository}/{branch}"
-
-
-def retry_delay(
-    failures: int, retries: int, base: float = 2.0, slow: float = SLOW_RETRY_S
-) -> float:
-    """Seconds before the follow-up of a job after `failures` consecutive failures:
-    `retries` quick ones (base, 2 base, 4 base…), then slow ones (slow, 2 slow… at
-    most SLOW_RETRY_MAX_S)."""
-    if failures <= retries:
-        return min(base * 2 ** (failures - 1), slow)
-    return min(slow * 2 ** (failures - retries - 1), max(slow, SLOW_RETRY_MAX_S))
-
-
-def gives_up(failures: int, retries: int) -> bool:
-    """True when `failures` consecutive failures used every quick and slow retry: the
-    job defers no follow-up, and reconciliation leaves the branch alone at that tip."""
-    return failures > retries + SLOW_RETRIES
-
-
-def retry_strategy(retries: int) -> procrastinate.RetryStrategy | bool:
-    if retries <= 0:
-        return False
-    return procrastinate.RetryStrategy(max_attempts=retries, exponential_wait=2)
 
 
 @dataclass(frozen=True)
@@ -256,3 +221,24 @@ async def list_jobs_async(
         limit=limit,
     )
     return [_row(r) for r in rows]
+
+
+def cancel_waiting(conninfo: str, repository: str) -> list[int]:
+    """Remove the repository's queued jobs; their ids."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        return jobqueue.cancel_waiting(conn, repository)
+
+
+def running_jobs(conninfo: str, repository: str) -> list[int]:
+    """Ids of the repository's jobs a worker runs now."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        return jobqueue.running_jobs(conn, repository)
+
+
+def forget_jobs(conninfo: str, repository: str) -> int:
+    """Remove the repository's jobs that no worker runs, and every attempt recorded of its
+    jobs (glossator_job_runs); how many jobs went."""
+    with psycopg.connect(conninfo) as conn, conn.transaction():
+        gone = jobqueue.forget_jobs(conn, repository)
+        jobs.forget_runs(conn, repository)
+    return gone

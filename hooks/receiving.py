@@ -14,7 +14,7 @@ five writers pulling and pushing again kept losing to the server's own
 commit-backs, one of them 20 times in a row. So the commit-back yields: while a
 push to its branch is being received, or one was refused less than QUIET_S ago
 (its writer is pulling and rebasing), it waits; when a push lands, the
-commit-back is left to the push's job (the docstring of hooks.worker).
+commit-back is left to the push's job (hooks.commitback, hooks.job).
 
 Markers, not a lock: the server writes one file per push in
 `<repo>.git/glossator-receiving/` (git ignores unknown entries of a git dir),

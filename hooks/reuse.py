@@ -1,5 +1,12 @@
 """What an attempt computed, kept for the next attempt and the next job of the process.
 
+    indexer = ReusingIndexer(embedder, summarizer)   # hooks.job.Indexer
+    indexer.index(GitTreeSource.at(repo, tip), progress=progress)
+
+`ReusingIndexer` is the indexer as the job calls it: `indexer.pipeline.index` with
+the process's `IndexCaches` (parsed files, hashes, manifests by blob id: a job
+re-reads only what changed) and the embedder and summarizer wrapped below.
+
 A job that lost the commit-back race loads its own commit-back, but the pushed
 tip that the next job indexes does not contain those sidecars and summaries: by
 the sidecars alone, the next job would embed the same new paragraphs and ask the
@@ -12,8 +19,9 @@ are computed once per process, whatever the order of jobs and races:
 - `ReusingSummarizer`: summaries by (provider, model, prompt, request). A reused
   summary costs nothing and counts no call.
 
-Both are bounded LRU maps (indexer.cache.ContentCache) owned by the job runner
-(hooks.worker.BranchIndexer), not module state. A failed call is not remembered.
+Both are bounded LRU maps (indexer.cache.ContentCache) owned by the job's indexer
+(`ReusingIndexer`, one per worker process), not module state. A failed call is not
+remembered.
 """
 
 from __future__ import annotations
@@ -21,9 +29,12 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Protocol
 
-from indexer.cache import ContentCache
-from indexer.embedders.base import Embedder, Embeddings, EmbeddingUsage
+from hooks.progress import JobProgress
+from indexer.cache import ContentCache, IndexCaches
+from indexer.embedders.base import BaseEmbedder, Embedder, Embeddings, EmbeddingUsage
+from indexer.source import FileSource
 from indexer.summaries.base import (
     Summarizer,
     SummarizerError,
@@ -31,6 +42,10 @@ from indexer.summaries.base import (
     SummaryResponse,
     Usage,
 )
+
+if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the server
+    from indexer.pipeline import IndexResult
+    from indexer.sidecars import Progress
 
 # ~3 KB per 384-dimension vector kept as doubles (exact: sidecars round them
 # themselves): 20,000 are ~60 MB, about ten times the largest push issue 14 saw.
@@ -169,3 +184,55 @@ class ReusingSummarizer(Summarizer):
                     self._texts.put(self._request_key(by_path[path]), outcome.text)
                 out[path] = outcome
         return out
+
+
+class IndexFn(Protocol):
+    """`indexer.pipeline.index`'s call, as the job makes it (tests wrap the real one)."""
+
+    def __call__(
+        self,
+        source: FileSource,
+        *,
+        embedder: Embedder,
+        summarizer: Summarizer,
+        caches: IndexCaches,
+        progress: Progress | None = ...,
+    ) -> IndexResult: ...
+
+
+def pipeline_index() -> IndexFn:
+    """`indexer.pipeline.index`, imported when a job runs, not with the server."""
+    from indexer.pipeline import index
+
+    return index
+
+
+class ReusingIndexer:
+    """`index_fn` (`indexer.pipeline.index` by default) with the process's caches, and
+    `embedder` and `summarizer` remembering what they computed (hooks.job.Indexer)."""
+
+    def __init__(
+        self, embedder: Embedder, summarizer: Summarizer, index_fn: IndexFn | None = None
+    ) -> None:
+        # What one attempt computed serves the next attempts and jobs (above).
+        self.embedder: Embedder = (
+            ReusingEmbedder(embedder) if isinstance(embedder, BaseEmbedder) else embedder
+        )
+        self.summarizer = ReusingSummarizer(summarizer)
+        self.index_fn = index_fn
+        # parsed files, hashes, manifests by blob id: a job re-reads only what changed
+        self.caches = IndexCaches()
+
+    def index(self, source: FileSource, *, progress: JobProgress | None) -> IndexResult:
+        index = self.index_fn or pipeline_index()
+        if progress is None:  # the indexer's own default
+            return index(
+                source, embedder=self.embedder, summarizer=self.summarizer, caches=self.caches
+            )
+        return index(
+            source,
+            embedder=self.embedder,
+            summarizer=self.summarizer,
+            caches=self.caches,
+            progress=progress,
+        )

@@ -58,7 +58,7 @@ class IndexCaches:
     """What the indexer derived from blobs, by blob id, kept as long as its owner lives.
 
     The owner is whoever runs jobs one after another: the worker's job runner
-    (hooks.worker.BranchIndexer) keeps one for its process, so a push job re-reads only
+    (hooks.reuse.ReusingIndexer) keeps one for its process, so a push job re-reads only
     what changed since the last one; `indexer.pipeline.index` makes one per call when
     none is given (its two corpus reads still share it).
     """

@@ -11,7 +11,7 @@
     indexed_on(conn, "main", ["livre"])                # for search.freshness
     indexed_of(conn, [("livre", "main")])              # what a calibration stands on
 
-The worker (hooks.worker) writes a branch's record in the transaction that loads its
+The job's loader (hooks.loading) writes a branch's record in the transaction that loads its
 rows, so the record never names a commit the rows do not equal. Each function runs
 on the caller's connection.
 """

@@ -1,7 +1,6 @@
 """Figures and lists over the indexed rows (`hierarchical_content_nodes`, migration 001;
-`loaded_files`, 002) for the worker, `glossator db status` and `doctor`.
+`loaded_files`, 002) for `glossator db status` and `doctor`.
 
-    branch_files(conn, "livre", "main")   # every source file with rows on the branch
     row_counts(conn)                      # rows per repository, branch, level, type, model
     vector_counts(conn)                   # vectors per repository, branch, model, dimension
     loaded_file_counts(conn)              # files loaded per repository and branch
@@ -16,16 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
-
-
-def branch_files(conn: Any, repository: str, branch: str) -> list[str]:
-    """Every source file that has rows on the branch."""
-    rows = conn.execute(
-        "SELECT DISTINCT source_file FROM hierarchical_content_nodes"
-        " WHERE repository = %s AND branch = %s",
-        (repository, branch),
-    ).fetchall()
-    return [r[0] for r in rows]
 
 
 def row_counts(conn: Any) -> list[tuple[str, str, int, str, str, int]]:

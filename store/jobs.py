@@ -10,7 +10,7 @@ migration 010, columns added by 020 and 023).
     forget_runs(conn, "livre")                                  # a deleted repository's
 
 Procrastinate keeps a job's status and events but not why it failed nor what it did:
-hooks.service writes these rows around each attempt; `glossator status` and
+hooks.runs writes these rows around each attempt; `glossator status` and
 `GET /api/jobs` read them (with procrastinate's jobs: store.jobqueue.job_rows). Each
 function runs on the caller's connection.
 """

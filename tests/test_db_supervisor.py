@@ -30,7 +30,7 @@ import pytest
 from gitserver.repos import RepoStore
 from glossator.server import build_app
 from glossator.settings import Settings
-from hooks.worker import _default_index
+from hooks.reuse import pipeline_index
 from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git, wait_for
 from tests.plugins.corpus import make_small_corpus
 
@@ -141,7 +141,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
         if not go.is_set():
             started.set()
             go.wait(timeout=300)
-        return _default_index()(source, **kwargs)
+        return pipeline_index()(source, **kwargs)
 
     work = make_small_corpus(private_dir / "work", 1)
     git("init", "-q", "-b", "main", str(work))
@@ -179,7 +179,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
             # the first job goes on and meets the outage
             go.set()
             service = app.state.service["indexing"]
-            wait_for("the job's failure kept for later", lambda: service._unrecorded, 180)
+            wait_for("the job's failure kept for later", lambda: service.history.unrecorded, 180)
 
         wait_for("the database back", lambda: healthz(server.base) == (200, "ok\n"), 180)
         assert supervisor.problem is None and supervisor.restarts >= 1
@@ -195,7 +195,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
         # commit pushed during the outage
         wait_for("the outage's push searchable", lambda: has_text(data_dir, "anémomètre"), 240)
         # and a push after it is indexed as usual. The rows are searchable before the
-        # job's commit-back moves the branch (hooks.worker: "the rows first"), so a push
+        # job's commit-back moves the branch (hooks.job: "the rows first"), so a push
         # right then may be refused: its writer pulls and pushes again, as anyone would
         # (the commit-back yields to a push refused a moment ago: hooks.receiving)
         add_paragraph(work, "Écrit après la panne : baromètre.")

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from glossator import githooks
 from glossator.cli import main as cli
 from hooks.queue import defer_sync, list_jobs
-from hooks.worker import _default_index
+from hooks.reuse import pipeline_index
 from search.freshness import freshness
 from search.mcp_views import index_lines, lean_index
 from tests.gitserver_support import commit_all, git
@@ -36,7 +36,7 @@ async def test_a_summary_not_made_is_done_with_problems_and_retried(
     branch = Branch(tmp_path)
     chapter = branch.chapters[0].parent.relative_to(branch.work).as_posix()
     fake_summarizer.fail_paths = {f"{chapter}/summary.md"}  # the LLM is unreachable for it
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
     defer_sync(database.conninfo, "livre", "main")
     await drain(service)  # the first attempt and its quick retries (no delay in tests)
 
@@ -107,7 +107,7 @@ async def test_a_300_kb_one_line_chapter_is_indexed_like_any_other(
     source.write_text(f"{head}\n---\n\n{words} {blob} FINDUCHAPITRE\n")
     commit_all(branch.work, "a 300 KB line")
     branch.push()
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
     defer_sync(database.conninfo, "livre", "main")
     await drain(service)
 
@@ -138,7 +138,7 @@ async def test_a_user_error_is_not_retried_on_the_same_tip(
     exits 1 (its --json too), and the push that fixes it is indexed."""
     import json
 
-    from hooks.service import IndexingService
+    from hooks.indexing_service import IndexingService
 
     branch = Branch(tmp_path)
     chapter = branch.chapters[0].parent
@@ -148,7 +148,7 @@ async def test_a_user_error_is_not_retried_on_the_same_tip(
     commit_all(branch.work, "too deep")
     no_hooks = "--receive-pack=git -c core.hooksPath=/dev/null receive-pack"
     git("push", "-q", no_hooks, str(branch.bare), "HEAD:main", cwd=branch.work, env=branch.env)
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
     defer_sync(database.conninfo, "livre", "main")
     await drain(service)  # runs every due job: a follow-up with no delay would run too
 
@@ -162,7 +162,7 @@ async def test_a_user_error_is_not_retried_on_the_same_tip(
     async def reconcile(service: IndexingService) -> int:
         await service.app.open_async()
         try:
-            return await service.reconcile()
+            return await service.maintenance.reconcile()
         finally:
             await service.app.close_async()
 

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from glossator.cli import main as cli
 from hooks.progress import JobProgress
 from hooks.queue import defer_sync, list_jobs
-from hooks.worker import _default_index
+from hooks.reuse import pipeline_index
 from indexer.embedders.fake import FakeEmbedder
 from tests.test_hooks_races import Branch, assert_settled, drain, service_for
 
@@ -67,7 +67,7 @@ async def test_a_running_job_shows_its_progress(
             return super().embed_batch(texts, input_type)
 
     branch = Branch(tmp_path)
-    service = service_for(branch, database, Watching(), fake_summarizer, _default_index())
+    service = service_for(branch, database, Watching(), fake_summarizer, pipeline_index())
     defer_sync(conninfo, "livre", "main")
     await drain(service)
 

@@ -20,12 +20,14 @@ import pytest
 
 from gitserver.repos import RepoStore
 from glossator.commands.repos import job_detail
+from hooks.indexing_service import IndexingService
 from hooks.maintenance import STALLED_S, stalled_hold_after_start
-from hooks.queue import SLOW_RETRIES, defer_sync, ensure_schema, gives_up, list_jobs, retry_delay
-from hooks.service import IndexingService
-from hooks.worker import BranchIndexer, _default_index
+from hooks.queue import defer_sync, ensure_schema, list_jobs
+from hooks.retries import SLOW_RETRIES, gives_up, retry_delay
+from hooks.reuse import pipeline_index
 from tests.gitserver_support import commit_all, git
 from tests.plugins.corpus import make_small_corpus
+from tests.test_hooks_worker import branch_indexer
 
 
 class Branch:
@@ -65,9 +67,7 @@ class Branch:
 def service_for(
     branch: Branch, database: Any, embedder: Any, summarizer: Any, index_fn: Callable[..., Any]
 ) -> IndexingService:
-    indexer = BranchIndexer(
-        branch.store, database.pool, embedder=embedder, summarizer=summarizer, index_fn=index_fn
-    )
+    indexer = branch_indexer(branch.store, database.pool, embedder, summarizer, index_fn)
     ensure_schema(database.conninfo)
     return IndexingService(
         conninfo=database.conninfo,
@@ -129,7 +129,7 @@ async def test_branch_moved_during_attempts_is_finished_by_the_next_job(
 ) -> None:
     """The first three attempts each see `moves` pushes land while they index; no
     push's hook reaches the queue, so only the jobs' own follow-ups keep it going."""
-    real = _default_index()
+    real = pipeline_index()
     calls = 0
 
     def index_while_pushing(source: Any, **kwargs: Any) -> Any:
@@ -162,7 +162,7 @@ async def test_failure_while_a_push_holds_the_queueing_lock(
     Procrastinate's own retry would put the failed row back to `todo` next to the
     waiting one (UniqueViolation, job left `doing`); ours ends it `failed` and the
     waiting job is its follow-up."""
-    real = _default_index()
+    real = pipeline_index()
     calls = 0
     pushed: list[int] = []
 
@@ -192,7 +192,7 @@ async def test_failure_while_a_push_holds_the_queueing_lock(
 async def test_failures_are_retried_by_follow_up_jobs(
     branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
 ) -> None:
-    real = _default_index()
+    real = pipeline_index()
     calls = 0
 
     def fail_twice(source: Any, **kwargs: Any) -> Any:
@@ -230,7 +230,9 @@ async def test_a_failure_that_never_clears_stops_after_the_bound(
         raise RuntimeError("the provider refuses this key")
 
     service = service_for(branch, database, fake_embedder, fake_summarizer, always_fail)
-    service.slow_retry_s = 0.0  # every follow-up due at once: drain() runs the whole chain
+    service.follow_ups.slow_retry_s = (
+        0.0  # every follow-up due at once: drain() runs the whole chain
+    )
     defer_sync(database.conninfo, "livre", "main")
     await drain(service)
 
@@ -241,7 +243,7 @@ async def test_a_failure_that_never_clears_stops_after_the_bound(
     assert last[3]["gave_up_at"] == branch.tip()
     await service.app.open_async()
     try:
-        assert await service.reconcile() == 0  # given up at this tip: not queued again
+        assert await service.maintenance.reconcile() == 0  # given up at this tip: not queued again
     finally:
         await service.app.close_async()
     with psycopg.connect(database.conninfo) as conn:
@@ -249,7 +251,7 @@ async def test_a_failure_that_never_clears_stops_after_the_bound(
     detail = job_detail(listed[0])
     assert "refuses this key" in detail and f"gave up after {4 + SLOW_RETRIES} attempts" in detail
 
-    service.indexer.index_fn = _default_index()  # the key is fixed, and someone pushes
+    service.attempts.job.indexer.index_fn = pipeline_index()  # the key is fixed, and someone pushes
     branch.edit_and_push()
     defer_sync(database.conninfo, "livre", "main")
     await drain(service)
@@ -262,15 +264,15 @@ async def test_a_job_whose_outcome_was_lost_is_closed(
 ) -> None:
     """Procrastinate could not persist the outcome (database gone at that instant):
     the job stays `doing` under a live worker and its lock blocks the branch."""
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
     job = defer_sync(database.conninfo, "livre", "main").job_id
     with psycopg.connect(database.conninfo, autocommit=True) as conn:
         conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = %s", (job,))
-    service._returned[job] = (0.0, True)  # our thread returned long ago
+    service.local_jobs.returned(job, True, at=0.0)  # our thread returned long ago
     await service.app.open_async()
     try:
-        assert await service.close_unfinished() == 1
-        assert await service.close_unfinished() == 0
+        assert await service.maintenance.close_unfinished() == 1
+        assert await service.maintenance.close_unfinished() == 0
     finally:
         await service.app.close_async()
     assert jobs(database.conninfo)[0][:2] == (job, "succeeded")
@@ -297,16 +299,16 @@ async def test_a_job_this_process_runs_is_not_taken_for_stalled(
     written: a job a thread of ours runs must not be re-queued under its running
     attempt (the attempt's end would overwrite that `todo`, leaving the branch with no
     job; seen in the supervised-database e2e test). A dead worker's job still is."""
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
     job = defer_sync(database.conninfo, "livre", "main").job_id
     running_under_a_silent_worker(database.conninfo, job)
-    service._running.add(job)  # a thread of this process runs it
+    service.local_jobs.started(job)  # a thread of this process runs it
     await service.app.open_async()
     try:
-        assert await service.recover_stalled() == 0
+        assert await service.maintenance.recover_stalled() == 0
         assert jobs(database.conninfo)[0][:2] == (job, "doing")
-        service._running.discard(job)  # now nobody runs it: a dead worker's job
-        assert await service.recover_stalled() == 1
+        service.local_jobs.returned(job, True)  # now nobody runs it: a dead worker's job
+        assert await service.maintenance.recover_stalled() == 1
     finally:
         await service.app.close_async()
     assert jobs(database.conninfo)[0][:2] == (job, "todo")
@@ -319,16 +321,18 @@ async def test_no_job_is_taken_for_stalled_while_heartbeats_resume(
     worker's too: its running job must not be re-queued under its attempt. Recovery
     holds for one stalled timeout from the database's return; a dead worker's job is
     re-queued once the hold ends."""
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
     job = defer_sync(database.conninfo, "livre", "main").job_id
     running_under_a_silent_worker(database.conninfo, job)
     await service.app.open_async()
     try:
-        service.hold_stalled_recovery(3600)  # what _watch_stalled does when the database is back
-        assert await service.recover_stalled() == 0
+        service.maintenance.hold_stalled_recovery(
+            3600
+        )  # what _watch_stalled does when the database is back
+        assert await service.maintenance.recover_stalled() == 0
         assert jobs(database.conninfo)[0][:2] == (job, "doing")
-        service.hold_stalled_recovery(0)  # the hold is over: that worker really is dead
-        assert await service.recover_stalled() == 1
+        service.maintenance.hold_stalled_recovery(0)  # the hold is over: that worker really is dead
+        assert await service.maintenance.recover_stalled() == 1
     finally:
         await service.app.close_async()
     assert jobs(database.conninfo)[0][:2] == (job, "todo")
@@ -343,16 +347,18 @@ def test_a_starting_worker_holds_recovery_on_a_database_just_started() -> None:
 async def test_reconciliation_leaves_a_busy_branch_alone(
     branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
 ) -> None:
-    service = service_for(branch, database, fake_embedder, fake_summarizer, _default_index())
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
     job = defer_sync(database.conninfo, "livre", "main").job_id
     with psycopg.connect(database.conninfo, autocommit=True) as conn:
         conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = %s", (job,))
     await service.app.open_async()
     try:
-        assert await service.reconcile() == 0  # running: it will queue its own follow-up
+        assert (
+            await service.maintenance.reconcile() == 0
+        )  # running: it will queue its own follow-up
         with psycopg.connect(database.conninfo, autocommit=True) as conn:
             conn.execute("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = %s", (job,))
-        assert await service.reconcile() == 1  # nothing will run: queue one
+        assert await service.maintenance.reconcile() == 1  # nothing will run: queue one
     finally:
         await service.app.close_async()
 
@@ -363,7 +369,7 @@ async def test_work_survives_a_lost_race(
     """A push lands during the second job: the third job indexes a tip that lacks the
     second's sidecars and summaries, yet no text is embedded twice and no summary is
     asked for twice (the recording fakes count every real call)."""
-    real = _default_index()
+    real = pipeline_index()
     calls = 0
 
     def index(source: Any, **kwargs: Any) -> Any:

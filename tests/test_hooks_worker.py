@@ -16,17 +16,26 @@ import pygit2
 import pytest
 
 from gitserver.repos import RepoStore
-from hooks.commits import changed_files, commit_changes, move_ref
+from hooks.commitback import GitCommitBack, commit_changes, move_ref
 from hooks.gitsource import GitTreeSource
-from hooks.worker import BranchIndexer, _default_index
+from hooks.job import BranchIndexer
+from hooks.loading import RowLoader, changed_files
+from hooks.reuse import IndexFn, ReusingIndexer, pipeline_index
 from indexer.source import Changes, MemorySource
 from tests.gitserver_support import commit_all, git, write_files
 from tests.plugins.corpus import make_small_corpus
 
 
-def _index_fn() -> Any:
-    """The indexer the server uses."""
-    return _default_index()
+def branch_indexer(
+    store: Any, pool: Any, embedder: Any, summarizer: Any, index_fn: IndexFn | None = None
+) -> BranchIndexer:
+    """The job as glossator.worker composes it; `index_fn`: the server's indexer by default."""
+    return BranchIndexer(
+        store,
+        ReusingIndexer(embedder, summarizer, index_fn or pipeline_index()),
+        RowLoader(pool),
+        GitCommitBack(store),
+    )
 
 
 @pytest.fixture
@@ -37,13 +46,7 @@ def setup(tmp_path: Path, database: Any, fake_embedder: Any, fake_summarizer: An
     git("init", "-q", "-b", "main", str(work))
     commit_all(work, "corpus")
     git("push", "-q", str(bare), "main", cwd=work, env={"GLOSSATOR_DATA_DIR": str(tmp_path)})
-    indexer = BranchIndexer(
-        store,
-        database.pool,
-        embedder=fake_embedder,
-        summarizer=fake_summarizer,
-        index_fn=_index_fn(),
-    )
+    indexer = branch_indexer(store, database.pool, fake_embedder, fake_summarizer)
     return store, bare, work, indexer, database
 
 
@@ -166,7 +169,7 @@ def test_a_push_during_indexing_wins_and_is_indexed(setup: Any, database: Any) -
     (its commit-back, on no branch) and says the branch moved; the next job indexes
     the pushed tip."""
     store, bare, work, indexer, _database = setup
-    real_index = indexer.index_fn
+    real_index = indexer.indexer.index_fn
     pushed: list[str] = []
 
     def index_and_push_meanwhile(source: Any, **kwargs: Any) -> Any:
@@ -178,7 +181,7 @@ def test_a_push_during_indexing_wins_and_is_indexed(setup: Any, database: Any) -
             git("push", "-q", str(bare), "main", cwd=work)
         return result
 
-    indexer.index_fn = index_and_push_meanwhile
+    indexer.indexer.index_fn = index_and_push_meanwhile
     first = indexer.run("livre", "main", job_id=11)
     assert first.races == 1 and first.moved
     assert store.branches("livre")["main"] == pushed[0]  # never overwritten
@@ -200,11 +203,11 @@ def test_the_commit_back_yields_to_a_push_under_way(
     refused by it), loads the rows of what it indexed and leaves the commit-back to the
     push's job; a marker for another branch holds nothing. No timing: the seam lands the
     push on the job's first look at the markers, and the wait bound is far away."""
-    import hooks.worker
+    import hooks.commitback
     from hooks import receiving
 
     store, bare, work, indexer, _database = setup
-    indexer.commit_back_wait_s = 3600.0
+    indexer.commit_back.wait_s = 3600.0
     tip = store.branches("livre")["main"]
     other = receiving.begin(bare)
     other.name_refs([("refs/heads/draft", "1" * 40)])
@@ -224,7 +227,7 @@ def test_the_commit_back_yields_to_a_push_under_way(
             git("push", "-q", str(bare), "main", cwd=work)
         return under_way
 
-    monkeypatch.setattr(hooks.worker, "pushes_under_way", push_lands)
+    monkeypatch.setattr(hooks.commitback, "pushes_under_way", push_lands)
     first = indexer.run("livre", "main", job_id=21)
     assert looks[0] == 1 and first.deferred == 1 and first.races == 0 and first.moved
     assert store.branches("livre")["main"] == pushed[0]  # the commit-back moved nothing
@@ -250,11 +253,11 @@ def test_the_commit_back_waits_for_a_refused_writer_then_goes_ahead(
     """A push under way ends refused: its writer is pulling to push again, so the
     commit-back still waits (QUIET_S); once that is over, and no push came, it moves
     the branch. Markers older than their bounds (a dead server's) hold nothing."""
-    import hooks.worker
+    import hooks.commitback
     from hooks import receiving
 
     store, bare, _work, indexer, _database = setup
-    indexer.commit_back_wait_s = 3600.0
+    indexer.commit_back.wait_s = 3600.0
     before = store.branches("livre")["main"]
     stale = receiving.begin(bare)
     old = stale.path.stat().st_mtime - receiving.STALE_S - 1
@@ -274,7 +277,7 @@ def test_the_commit_back_waits_for_a_refused_writer_then_goes_ahead(
         looks.append(under_way)
         return under_way
 
-    monkeypatch.setattr(hooks.worker, "pushes_under_way", refused_then_quiet)
+    monkeypatch.setattr(hooks.commitback, "pushes_under_way", refused_then_quiet)
     outcome = indexer.run("livre", "main", job_id=31)
     assert looks == [1, 1, 0]  # under way, ended refused, then quiet
     assert outcome.deferred == 0 and outcome.races == 0 and not outcome.moved
@@ -292,20 +295,19 @@ def test_crash_in_the_load_is_repaired(setup: Any, monkeypatch: Any) -> None:
     git("push", "-q", str(bare), "main", cwd=work)
     rows_before = rows_by_file(database)
 
-    import hooks.worker
+    import hooks.loading
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("killed during the load")
 
-    monkeypatch.setattr(hooks.worker, "sync_files", crash)
+    monkeypatch.setattr(hooks.loading, "sync_files", crash)
     with pytest.raises(RuntimeError):
         indexer.run("livre", "main", job_id=2)
     pushed = store.branches("livre")["main"]
     assert pushed != first.indexed  # the user's push, and no commit-back: rows come first
     assert store.open("livre")[pushed].author.name != "Glossator"
     assert rows_by_file(database) == rows_before  # the load's transaction never committed
-    with database.pool.connection() as conn:
-        assert indexer.indexed_commit(conn, "livre", "main") == first.indexed
+    assert indexer.loader.indexed_state("livre", "main")[0] == first.indexed
 
     monkeypatch.undo()
     repaired = indexer.run("livre", "main", job_id=3)
@@ -328,19 +330,18 @@ def test_crash_between_the_load_and_the_commit_back_is_repaired(
 ) -> None:
     """Rows loaded at the commit-back, the ref never moved: the next job makes its
     commit-back again on the same tip, loads the difference and moves the branch."""
-    import hooks.worker
+    import hooks.commitback
 
     store, _bare, _work, indexer, database = setup
 
     def crash(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("killed before the ref moved")
 
-    monkeypatch.setattr(hooks.worker, "move_ref", crash)
+    monkeypatch.setattr(hooks.commitback, "move_ref", crash)
     with pytest.raises(RuntimeError):
         indexer.run("livre", "main", job_id=1)
     pushed = store.branches("livre")["main"]
-    with database.pool.connection() as conn:
-        loaded = indexer.indexed_commit(conn, "livre", "main")
+    loaded = indexer.loader.indexed_state("livre", "main")[0]
     assert loaded is not None and loaded != pushed and rows_by_file(database)
     monkeypatch.undo()
     repaired = indexer.run("livre", "main", job_id=2)

@@ -22,7 +22,7 @@ ALLOWED = {
         "git http-backend's CGI environment keeps PATH, HOME, LANG… (_KEEP_ENV) of the "
         "server process; the settings reach it as plain values (extra_env)"
     ),
-    ("hooks/commits.py", "move_ref"): (
+    ("hooks/commitback.py", "move_ref"): (
         "`git update-ref` runs with the process environment minus GIT_* (a hook's "
         "GIT_DIR would point it at the pushed repository's quarantine)"
     ),

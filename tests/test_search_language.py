@@ -192,7 +192,7 @@ class _Counting:
 
 
 def _indexed(conn: psycopg.Connection, repository: str, commit: str) -> None:
-    """What the worker records when it has loaded a push (hooks/worker.py)."""
+    """What the worker records when it has loaded a push (hooks/loading.py)."""
     conn.execute(
         "INSERT INTO indexed_commits (repository, branch, commit, indexed_at)"
         " VALUES (%s, 'main', %s, clock_timestamp()) ON CONFLICT (repository, branch)"

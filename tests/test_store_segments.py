@@ -15,7 +15,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from hooks.worker import BranchIndexer
+from hooks.job import BranchIndexer
 from store import segments
 from store.loader import sync_files
 from store.pgsearch import INDEX_NAME, PgSearchBackend

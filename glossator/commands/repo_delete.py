@@ -7,7 +7,7 @@ In this order, so that nothing comes back: the repository is taken out of servic
 (`RepoStore.retire`: pushes and clones answer "no repository", a job opening it
 fails), its queued jobs are cancelled, a running one is waited for (`--wait`), then
 its rows and records go (`store.removal`, one transaction), then its jobs
-(`hooks.removal`), then the repository's files. A delete stopped half-way (a job still
+(`hooks.queue`), then the repository's files. A delete stopped half-way (a job still
 running after `--wait`) is finished by running the same command again.
 """
 
@@ -77,7 +77,7 @@ def _forget(settings: Settings, name: str, wait_s: float) -> tuple[int, int]:
     data_dir = Path(settings.data_dir).expanduser().resolve()
     if not settings.database_url and not (data_dir / "postgres").is_dir():
         return 0, 0  # nothing was ever indexed here
-    from hooks.removal import cancel_waiting, forget_jobs
+    from hooks.queue import cancel_waiting, forget_jobs
     from store.removal import drop_repository
 
     conninfo, owned = _status_conninfo(settings)
@@ -102,7 +102,7 @@ def _forget(settings: Settings, name: str, wait_s: float) -> tuple[int, int]:
 
 
 def _wait_for_running(conninfo: str, name: str, wait_s: float) -> None:
-    from hooks.removal import running_jobs
+    from hooks.queue import running_jobs
 
     deadline = time.monotonic() + wait_s
     said: set[int] = set()

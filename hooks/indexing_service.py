@@ -1,0 +1,204 @@
+"""The indexing service: the queue's worker in one process, composed of the parts below.
+
+    service = IndexingService(conninfo=url, store=repos, indexer=job, retries=5)
+    await service.start()      # schema, stalled jobs, reconcile, worker task
+    ...
+    await service.stop()
+
+It takes plain values (the database's conninfo, retries, niceness, concurrency)
+and the job (hooks.job.BranchIndexer), and composes:
+
+- procrastinate's `App` and its one task, `glossator.index_branch` (hooks.queue
+  names it and its locks), which runs each attempt in a fresh niced thread
+  (hooks.jobthread);
+- `Attempts` (hooks.attempt): one attempt recorded, judged, followed up;
+- `RunHistory` (hooks.runs): the attempts' rows; `FollowUps` (hooks.retries);
+- `QueueMaintenance` (hooks.maintenance): stalled jobs, lost outcomes,
+  reconciliation; `LocalJobs`, what this process's threads run and ran.
+
+It runs in `glossator worker` (glossator/worker.py): N of them, on one machine
+or several, share the queue in one PostgreSQL; `glossator serve` starts one as
+its child process by default (or runs the service in its own event loop with
+`--worker thread`). Each job is synchronous (git, the indexer, COPY) and runs in
+a thread of its own, so the worker's event loop keeps its heartbeat going. Its collaborators and
+values come from the composition root (glossator/worker.py; the settings are
+read there, not here).
+
+N workers. Procrastinate's `lock` (`<repo>/<branch>`, hooks.queue) is checked by
+the database when a worker fetches a job: a job whose branch has a job `doing`
+is not fetched, whichever worker runs that one, so one branch is never indexed
+twice at a time while jobs of different branches run side by side on different
+workers. Every worker also runs recovery and reconciliation; both are safe to
+run concurrently (below).
+
+Recovery. A job that was running when its process died stays `doing` in
+procrastinate's jobs table, and its `lock` would block every later job of its branch.
+Procrastinate finds such jobs by their worker's stale heartbeat; we look at
+start-up (immediately when this is the only worker of an embedded database,
+which no other process can share: its data directory is locked) and then
+periodically, and put them back in the queue. Two workers may find the same
+stalled job: the second's retry fails (the job is no longer `doing`) and it
+leaves the job alone. Reconciliation then queues a job for every branch whose
+tip is not its indexed commit, and for every indexed branch that no longer
+exists, unless a job of that branch already waits or runs; it runs at start and
+every five minutes (a push whose hook could not reach the queue is picked up
+again); the queueing lock makes two workers' reconciliations queue one job.
+
+The invariant: a branch whose tip differs from its indexed commit always has one
+job that will run, until its retries are used up (hooks.retries.gives_up: shown
+by `glossator status`, and a push starts again) or its problems are all the
+pushed files' own (`Outcome.user_problems`: not retried until a push). A job that fails defers its own follow-up before it ends
+(hooks.retries.retry_delay), a job that lost the race against a push defers one
+too (usually the push's job already waits: `AlreadyEnqueued`), and a job whose
+outcome procrastinate could not persist (the database went away at that moment)
+would stay `doing` under a live worker and block its branch: we remember the jobs
+our thread finished and close any still `doing` a few seconds later.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from typing import Any
+
+import procrastinate
+import psycopg
+
+from hooks.attempt import Attempts, Indexed
+from hooks.job import BranchIndexer
+from hooks.jobthread import JOB_NICE, in_job_thread, worker_name
+from hooks.maintenance import HEARTBEAT_S, STALLED_S, LocalJobs, QueueMaintenance
+from hooks.queue import QUEUE, TASK_NAME, ensure_schema
+from hooks.repositories import Repositories
+from hooks.retries import SLOW_RETRY_S, FollowUps
+from hooks.runs import RunHistory, one_line
+from store.errors import describe_failure
+
+log = logging.getLogger(__name__)
+
+
+class IndexingService:
+    def __init__(
+        self,
+        *,
+        conninfo: str,
+        store: Repositories,
+        indexer: BranchIndexer,
+        retries: int = 5,
+        exclusive_database: bool = False,
+        concurrency: int = 1,
+        retry_base_s: float = 2.0,
+        slow_retry_s: float = SLOW_RETRY_S,
+        job_nice: int = JOB_NICE,
+        name: str | None = None,
+        indexed: Indexed | None = None,
+    ) -> None:
+        """`exclusive_database`: no other worker can use this database (the embedded
+        one, whose only worker this is), so every job `doing` at start is an orphan.
+        `indexed` is told of every branch a job indexed (hooks.attempt.Indexed)."""
+        self.conninfo = conninfo
+        self.name = name or worker_name()
+        self.job_nice = job_nice
+        self.concurrency = concurrency
+        self.indexed = indexed
+        self.app = procrastinate.App(
+            connector=procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=4)
+        )
+        self.history = RunHistory(conninfo)
+        self.follow_ups = FollowUps(
+            conninfo,
+            store,
+            retries=retries,
+            retry_base_s=retry_base_s,
+            slow_retry_s=slow_retry_s,
+        )
+        self.attempts = Attempts(
+            indexer, self.history, self.follow_ups, worker=self.name, indexed=indexed
+        )
+        self.local_jobs = LocalJobs()
+        self.maintenance = QueueMaintenance(
+            self.app,
+            conninfo,
+            store,
+            self.history,
+            self.local_jobs,
+            exclusive_database=exclusive_database,
+        )
+        self._register()
+        self._tasks: list[asyncio.Task[None]] = []
+
+    def _register(self) -> None:
+        # retry=False: our own follow-up jobs instead (hooks.retries)
+        @self.app.task(name=TASK_NAME, queue=QUEUE, pass_context=True, retry=False)
+        def index_branch(
+            context: procrastinate.JobContext, repository: str, branch: str, failures: int = 0
+        ) -> None:
+            job = context.job
+            job_id, attempt = job.id, job.attempts
+            assert job_id is not None  # a job fetched from the database has its id
+            ok = False
+            self.local_jobs.started(job_id)
+            try:
+                in_job_thread(
+                    f"glossator-job-{job_id}",
+                    self.job_nice,
+                    lambda: self.attempts.run(job_id, attempt, repository, branch, failures),
+                )
+                ok = True
+            finally:
+                self.local_jobs.returned(job_id, ok)
+
+    async def start(self) -> None:
+        await asyncio.to_thread(ensure_schema, self.conninfo)
+        await self.app.open_async()
+        await self.maintenance.start()
+        self._tasks.append(asyncio.create_task(self._run_worker(), name="glossator-worker"))
+        self._tasks.append(asyncio.create_task(self.maintenance.watch(), name="glossator-stalled"))
+
+    async def stop(self) -> None:
+        if self.indexed is not None:
+            # a warming under way gives up at its next search (search.warming)
+            await asyncio.to_thread(self.indexed.close)
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+        await self.app.close_async()
+
+    def _worker_options(self) -> dict[str, Any]:
+        return {
+            "queues": [QUEUE],
+            "concurrency": self.concurrency,
+            "install_signal_handlers": False,
+            "update_heartbeat_interval": HEARTBEAT_S,
+            "stalled_worker_timeout": STALLED_S,
+            "fetch_job_polling_interval": 2.0,
+            "shutdown_graceful_timeout": 10.0,
+            "name": f"glossator {self.name}",
+        }
+
+    async def _run_worker(self) -> None:
+        """Procrastinate's worker, restarted with backoff when it dies: a lost database
+        connection (a restart, a full disk, a PANIC) stops it, and nothing else would
+        run a job again until `glossator serve` restarts."""
+        delay = 1.0
+        while True:
+            started = time.monotonic()
+            try:
+                await self.app.run_worker_async(wait=True, **self._worker_options())
+                why = "it stopped"
+            except Exception as e:
+                why = describe_failure(e) if isinstance(e, psycopg.Error) else one_line(e)
+            if time.monotonic() - started > 60:
+                delay = 1.0  # it had been running fine: start again quickly
+            log.warning("indexing worker stopped (%s); restarting in %.0f s", why, delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 60.0)
+
+    async def drain(self) -> None:
+        """Run every job that is due, then return (tests, one-shot tools)."""
+        await self.app.run_worker_async(wait=False, **self._worker_options())
