@@ -54,61 +54,13 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
     with psycopg.connect(db.conninfo) as conn:  # plain: pgvector may not be installed yet
         exts = server.extensions(conn)
         available = server.available_extensions(conn)
-        for name in ("vector", "unaccent"):
-            if name in exts:
-                out.append(Finding(f"extension {name}", "ok", f"version {exts[name]}"))
-            elif name in available:
-                out.append(
-                    Finding(
-                        f"extension {name}",
-                        "warn",
-                        "available, not created yet (the migrations create it)",
-                        "start `glossator serve` once",
-                    )
-                )
-            elif name == "unaccent":  # optional: the schema folds accents in SQL without it
-                out.append(
-                    Finding(
-                        "extension unaccent",
-                        "ok",
-                        "not installed on the server: accents are folded in SQL (migration 003)",
-                    )
-                )
-            else:
-                out.append(
-                    Finding(
-                        f"extension {name}",
-                        "fail",
-                        "not installed on the server",
-                        f"install it (e.g. Debian: postgresql-NN-pgvector), then CREATE EXTENSION {name}",
-                    )
-                )
+        out.extend(_extension_findings(exts, available))
         try:
             done = migrations.applied(conn)
         except psycopg.Error:
             done = {}
-        latest = migrations.code_version()
         have = max(done, default=0)
-        if have == latest:
-            out.append(Finding("migrations", "ok", f"schema version {have}"))
-        elif have < latest:
-            out.append(
-                Finding(
-                    "migrations",
-                    "fail",
-                    f"schema version {have}, code expects {latest}",
-                    "start `glossator serve` (or `glossator load`) once: migrations apply at start",
-                )
-            )
-        else:
-            out.append(
-                Finding(
-                    "migrations",
-                    "fail",
-                    f"schema version {have} is newer than this code ({latest})",
-                    "upgrade glossator",
-                )
-            )
+        out.append(_migration_finding(have, migrations.code_version()))
         out.append(
             _keyword_finding(
                 conn,
@@ -128,6 +80,61 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
             )
         )
     return out, db
+
+
+def _extension_findings(exts: dict[str, str], available: set[str]) -> list[Finding]:
+    """pgvector (needed) and unaccent (optional) on the server: created (`exts`, their
+    versions), available (`available`: the migrations create them) or missing."""
+    out: list[Finding] = []
+    for name in ("vector", "unaccent"):
+        if name in exts:
+            out.append(Finding(f"extension {name}", "ok", f"version {exts[name]}"))
+        elif name in available:
+            out.append(
+                Finding(
+                    f"extension {name}",
+                    "warn",
+                    "available, not created yet (the migrations create it)",
+                    "start `glossator serve` once",
+                )
+            )
+        elif name == "unaccent":  # optional: the schema folds accents in SQL without it
+            out.append(
+                Finding(
+                    "extension unaccent",
+                    "ok",
+                    "not installed on the server: accents are folded in SQL (migration 003)",
+                )
+            )
+        else:
+            out.append(
+                Finding(
+                    f"extension {name}",
+                    "fail",
+                    "not installed on the server",
+                    f"install it (e.g. Debian: postgresql-NN-pgvector), then CREATE EXTENSION {name}",
+                )
+            )
+    return out
+
+
+def _migration_finding(have: int, latest: int) -> Finding:
+    """The database's schema version `have` against the code's `latest`."""
+    if have == latest:
+        return Finding("migrations", "ok", f"schema version {have}")
+    if have < latest:
+        return Finding(
+            "migrations",
+            "fail",
+            f"schema version {have}, code expects {latest}",
+            "start `glossator serve` (or `glossator load`) once: migrations apply at start",
+        )
+    return Finding(
+        "migrations",
+        "fail",
+        f"schema version {have} is newer than this code ({latest})",
+        "upgrade glossator",
+    )
 
 
 def _keyword_finding(

@@ -9,7 +9,7 @@ This runs on every push, before git answers the client, so it imports only what
 the hook needs (issue 23: pydantic's settings and procrastinate cost ~1.3 s of a
 push on a loaded machine; `python -X importtime -m glossator.githooks post-receive`
 shows what is left). No settings object: the server hands the hooks the few
-values they need as variables (glossator.server.hook_environment).
+values they need as variables (glossator.supervision.lifespan.hook_environment).
 
 post-receive asks the server that runs the push to queue its jobs
 (`POST /api/hooks/post-receive`, with the per-server hook token and the address

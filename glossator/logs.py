@@ -3,7 +3,7 @@
 When the database goes away or its disk fills, procrastinate's worker logs each of
 its loops' failures (polling, the listener, heartbeats, the job that met the outage)
 with `logger.exception`: a 30-line traceback at ERROR, several a second, for an
-outage the server already reports in one line (glossator.db_supervisor) and recovers
+outage the server already reports in one line (glossator.supervision.database) and recovers
 from by itself. `quiet_expected_failures()` puts a filter on procrastinate's loggers (and asyncio's)
 that keeps such a record at its level as one line (what failed, then the reason as
 store.errors.describe_failure words it) and logs its traceback at DEBUG (`-vv`).

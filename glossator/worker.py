@@ -110,7 +110,7 @@ def run_worker(
     Leaves with os._exit: a job still running after STOP_GRACE_S is abandoned, and
     the interpreter would otherwise wait for its thread however long it takes."""
     if supervised_by is not None:
-        from glossator.supervisor import die_with_parent
+        from glossator.supervision.worker_process import die_with_parent
 
         die_with_parent(supervised_by)
     loop = asyncio.new_event_loop()
@@ -148,7 +148,8 @@ async def _worker(
         file=sys.stderr,
         flush=True,
     )
-    if ready_fd is not None:  # the supervising server waits for this (glossator.supervisor)
+    # the supervising server waits for this (glossator.supervision.worker_process)
+    if ready_fd is not None:
         with contextlib.suppress(OSError):
             os.write(ready_fd, b"ready\n")
             os.close(ready_fd)
@@ -179,8 +180,9 @@ async def serve_indexing(
 ) -> AsyncIterator[Any]:
     """What `glossator serve` runs to index pushes; yields the service or supervisor.
 
-    - `process` (default): `glossator worker` as a supervised child (glossator/supervisor.py);
-      with the embedded database it is the only possible worker (`--sole-worker`).
+    - `process` (default): `glossator worker` as a supervised child
+      (glossator/supervision/worker_process.py); with the embedded database it is the
+      only possible worker (`--sole-worker`).
     - `thread`: the indexing service in the server's own event loop (one process).
     - `none`: no worker; `glossator worker` processes elsewhere run the jobs.
     The queue's schema is applied in every mode: the hooks queue into it."""
@@ -203,7 +205,11 @@ async def serve_indexing(
         return
     if mode != "process":
         raise GlossatorError(f"unknown worker mode {mode!r}: process, thread or none")
-    from glossator.supervisor import WorkerSupervisor, worker_command, worker_environment
+    from glossator.supervision.worker_process import (
+        WorkerSupervisor,
+        worker_command,
+        worker_environment,
+    )
 
     supervisor = WorkerSupervisor(
         worker_command(os.getpid(), sole_worker=db.embedded),

@@ -146,7 +146,8 @@ class Database:
         self._lock_file: Any = None
         self._pool: ConnectionPool | None = None
         self._async_pool: AsyncConnectionPool | None = None
-        # a restart of the embedded server (glossator.db_supervisor) and stop() never overlap
+        # a restart of the embedded server (glossator.supervision.database) and stop()
+        # never overlap
         self._lifecycle = threading.Lock()
 
     # -- lifecycle ---------------------------------------------------------------
@@ -343,7 +344,7 @@ class Database:
                 log.info("embedded PostgreSQL stopped (%s)", self.pgdata)
             self._release_lock()
 
-    # -- supervision (glossator.db_supervisor) ---------------------------------------
+    # -- supervision (glossator.supervision.database) --------------------------------
 
     @property
     def owns_server(self) -> bool:
@@ -382,7 +383,7 @@ class Database:
 
 # _CHECK: the pools test a connection (an empty query) before handing it out, and
 # replace it when it is broken: after a restart of the server (a crash, a PANIC,
-# glossator.db_supervisor) the first request gets a fresh connection, not the error.
+# glossator.supervision.database) the first request gets a fresh connection, not the error.
 
 
 def _enable_pg_search(conn: psycopg.Connection, embedded: bool, *, quiet: bool) -> bool:

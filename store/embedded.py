@@ -24,7 +24,7 @@ a marker (`postgres.rebuild`) stays beside the data directory until the caller h
 rebuilt the rows from the repositories' sidecars and called `rebuilt(pgdata)`: a
 process killed during that rebuild has it done again at the next start.
 
-Restart, not start: a supervisor retrying with backoff (glossator.db_supervisor)
+Restart, not start: a supervisor retrying with backoff (glossator.supervision.database)
 wants one bounded attempt that fails quietly with a reason.
 """
 

@@ -1,4 +1,4 @@
-"""The database supervised (glossator.db_supervisor): the server's own embedded PostgreSQL
+"""The database supervised (glossator.supervision.database): the server's own embedded PostgreSQL
 killed with SIGKILL under a running server, then started again by itself.
 
 Each test starts a private embedded server (never the session's: it is killed). To
@@ -147,7 +147,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
     git("init", "-q", "-b", "main", str(work))
     commit_all(work, "one chapter")
     app = build_app(settings, worker="thread", index_fn=gated)  # the gate needs this process
-    caplog.set_level(logging.INFO, logger="glossator.db_supervisor")
+    caplog.set_level(logging.INFO, logger="glossator.supervision.database")
     with ServerThread(app, lifespan="on") as server:
         supervisor = app.state.service["supervisor"]
         git("push", "-q", server.url("veille", token=TOKEN), "main", cwd=work)

@@ -1,11 +1,11 @@
-"""The environment `glossator serve` gives its worker child (glossator.supervisor)."""
+"""The environment `glossator serve` gives its worker child (glossator.supervision.worker_process)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from glossator.settings import Settings
-from glossator.supervisor import worker_environment
+from glossator.supervision.worker_process import worker_environment
 
 
 def settings(tmp_path: Path, **env: str) -> Settings:

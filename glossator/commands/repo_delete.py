@@ -89,7 +89,7 @@ def _forget(settings: Settings, name: str, wait_s: float) -> tuple[int, int]:
             rows = drop_repository(conn, name)
         return rows, forget_jobs(conninfo, name)
     except psycopg.Error as e:
-        from glossator.db_supervisor import explain
+        from glossator.supervision.database import explain
 
         embedded = None if settings.database_url else data_dir / "postgres"
         raise click.ClickException(

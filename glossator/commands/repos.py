@@ -128,7 +128,7 @@ def status(
             conninfo, repository, status_filter, limit, follow, interval
         )
     except psycopg.Error as e:
-        from glossator.db_supervisor import explain
+        from glossator.supervision.database import explain
 
         embedded = None if settings.database_url else Path(settings.data_dir).expanduser()
         raise click.ClickException(explain(e, embedded and embedded / "postgres")) from None

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -28,6 +28,10 @@ from glossator.search_service import get_reranker, open_database, search_default
 from glossator.settings import Settings
 from search.options import MAX_K
 from search.results import MODES, SearchResponse
+
+if TYPE_CHECKING:
+    from search.evaluation import Judged, Miss, ModeReport
+    from search.tuning import Tuning
 
 EXCERPT = 420
 
@@ -278,20 +282,12 @@ def eval_command(
     A query file whose lines carry "split": "tune" / "test" is reported half by
     half: tune the fusion on one, check it on the other.
     """
-    from search.evaluation import PrecomputedQueries, evaluate, halves, load_queries
-    from search.evaluation import misses as misses_of
+    from search.evaluation import PrecomputedQueries, evaluate, load_queries
     from search.language import LanguageDetector
-    from search.tuning import TUNING
 
     settings = obj.settings
     judged = load_queries(queries)
-    parts = halves(judged)
-    if split == "all":
-        parts = {"all": judged}
-    elif split != "both":
-        if split not in parts:
-            raise click.UsageError(f"{queries} has no query with split {split!r}")
-        parts = {split: parts[split]}
+    parts = _selected_halves(judged, split, queries)
     fusion = {
         key: value
         for key, value in {
@@ -304,11 +300,7 @@ def eval_command(
     }
     options = search_defaults(settings).replace(repository=repository, branch=branch, **fusion)
     embedder = PrecomputedQueries(_embedder(settings), judged)
-    tuning = TUNING
-    if foreign_keyword_weight is not None:
-        tuning = replace(
-            TUNING, fusion=replace(TUNING.fusion, foreign_keyword_weight=foreign_keyword_weight)
-        )
+    tuning = _tuning(foreign_keyword_weight)
     detector = LanguageDetector()
     with open_database(settings) as db:
         results = {
@@ -325,33 +317,9 @@ def eval_command(
             )
             for name, qs in parts.items()
         }
-    # the misses of the mode agents get (hybrid, one row per chapter), else the last one
-    missed = (
-        {
-            name: (
-                r := next((r for r in reports if "agents" in r.name), reports[-1]),
-                misses_of(r, parts[name]),
-            )
-            for name, reports in results.items()
-        }
-        if misses
-        else {}
-    )
+    missed = _agents_misses(results, parts) if misses else {}
     if as_json:
-        out: dict[str, Any] = {
-            name: [
-                {key: v for key, v in asdict(r).items() if key != "per_query"}
-                | {"paraphrase_mrr": r.paraphrase_mrr}
-                for r in reports
-            ]
-            for name, reports in results.items()
-        }
-        if missed:
-            out["misses"] = {
-                name: {"mode": r.name, "queries": [asdict(m) for m in ms]}
-                for name, (r, ms) in missed.items()
-            }
-        click.echo(json.dumps(out, ensure_ascii=False, indent=2))
+        click.echo(json.dumps(_eval_json(results, missed), ensure_ascii=False, indent=2))
         return
     console = out_console()
     for name, reports in results.items():
@@ -362,6 +330,67 @@ def eval_command(
         _print_eval(console, title, reports, k, by_kind)
         if name in missed:
             _print_misses(console, name, *missed[name], k)
+
+
+def _selected_halves(judged: list[Judged], split: str, queries: Path) -> dict[str, list[Judged]]:
+    """The halves `--split` names: both (tune and test when the file has them, else all
+    its queries as one), all (one, the split ignored), or tune or test alone."""
+    from search.evaluation import halves
+
+    if split == "all":
+        return {"all": judged}
+    parts = halves(judged)
+    if split == "both":
+        return parts
+    if split not in parts:
+        raise click.UsageError(f"{queries} has no query with split {split!r}")
+    return {split: parts[split]}
+
+
+def _tuning(foreign_keyword_weight: float | None) -> Tuning:
+    """search/tuning.py's tuning, with `--foreign-keyword-weight` in its fusion when given."""
+    from search.tuning import TUNING
+
+    if foreign_keyword_weight is None:
+        return TUNING
+    return replace(
+        TUNING, fusion=replace(TUNING.fusion, foreign_keyword_weight=foreign_keyword_weight)
+    )
+
+
+def _agents_misses(
+    results: dict[str, list[ModeReport]], parts: dict[str, list[Judged]]
+) -> dict[str, tuple[ModeReport, list[Miss]]]:
+    """Each half's misses of the mode agents get (hybrid, one row per chapter), else of
+    its last mode."""
+    from search.evaluation import misses
+
+    out = {}
+    for name, reports in results.items():
+        report = next((r for r in reports if "agents" in r.name), reports[-1])
+        out[name] = (report, misses(report, parts[name]))
+    return out
+
+
+def _eval_json(
+    results: dict[str, list[ModeReport]], missed: dict[str, tuple[ModeReport, list[Miss]]]
+) -> dict[str, Any]:
+    """`eval --json`: each half's figures per mode (without the per-query rows), and the
+    misses when asked."""
+    out: dict[str, Any] = {
+        name: [
+            {key: v for key, v in asdict(r).items() if key != "per_query"}
+            | {"paraphrase_mrr": r.paraphrase_mrr}
+            for r in reports
+        ]
+        for name, reports in results.items()
+    }
+    if missed:
+        out["misses"] = {
+            name: {"mode": r.name, "queries": [asdict(m) for m in ms]}
+            for name, (r, ms) in missed.items()
+        }
+    return out
 
 
 def _print_misses(console: Console, half: str, report: Any, ms: list[Any], k: int) -> None:

@@ -1,0 +1,11 @@
+"""What `glossator serve` starts, watches and stops beside its app.
+
+- `lifespan.py`: the order of start-up and shut-down (the database and its watch, the
+  repositories' hooks, the indexing, the MCP session manager): the app's `lifespan=`.
+- `database.py`: the database watched, the embedded PostgreSQL started again when it dies.
+- `worker_process.py`: the indexing worker as a child process, restarted when it dies,
+  and its side of the bargain (`die_with_parent`: never outlive the server).
+
+The app itself (routes, handlers) is `glossator/server.py` and `glossator/routes.py`;
+none of this runs before the app's lifespan starts.
+"""
