@@ -72,10 +72,10 @@ from indexer.embedders.fake import hashed_vector  # noqa: E402
 from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: E402
 from indexer.source import MemorySource  # noqa: E402
 from store import fts, migrations  # noqa: E402
+from store.bm25 import K1, B, query_lexemes  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
 from store.db import configure_connection, with_dbname  # noqa: E402
 from store.fts import FtsBackend  # noqa: E402
-from store.keyword import K1, B, query_lexemes  # noqa: E402
 from store.loader import COPY_COLUMNS, _hnsw_memory, sync_files  # noqa: E402
 from store.removal import drop_repository  # noqa: E402
 from store.tree import sync_tree  # noqa: E402

@@ -8,7 +8,7 @@
 configuration), the number of rows and their total length as BM25 counts it
 (`doc_len`): the catalogue search reads (which repositories a branch has, in which
 languages: search/retrieval.py, store.tips, store.removal) and N / avgdl of
-PostgreSQL's text search BM25 (store.fts, store.keyword.CORPUS_STATS). It replaced
+PostgreSQL's text search BM25 (store.fts, store.bm25.CORPUS_STATS). It replaced
 `bm25_corpus`, which statement triggers kept; the loader now writes the same figures
 in the load's transaction: the rows each DELETE drops (its RETURNING), the rows of the
 files loaded (one aggregate at the end), one upsert per configuration. Every write

@@ -13,7 +13,7 @@ row of the chapter inherits in fusion.
     found.keyword   # [(chapter folder, BM25 score)], best first
     found.summary   # [(chapter folder, cosine of its summary)], best first
 
-Chapter BM25 is the same Okapi BM25 as `store.keyword` (k1 1.2, b 0.75, Lucene's
+Chapter BM25 is the same Okapi BM25 as `store.bm25` (k1 1.2, b 0.75, Lucene's
 idf) with a chapter — every paragraph (level 0) of one `source.md` — as the
 document: tf sums the paragraphs' counts, |D| their lengths. A chapter is one row
 of `chapter_documents` (migration 034, written by the loader: store.catalogue),
@@ -48,7 +48,7 @@ from psycopg import sql
 from core.vocabulary import DEFAULT_BRANCH
 from store import pgsearch
 from store import vectors as store_vectors
-from store.keyword import K1, QUERY_LEXEMES, B, bm25_index_exists
+from store.bm25 import K1, QUERY_LEXEMES, B, bm25_index_exists
 
 # pg_search: the chapters' bm25 index (migration 034), as store.pgsearch queries the rows'
 _PG_SEARCH = (

@@ -13,7 +13,7 @@ computed at query time over the rows that match,
 
     score(D, Q) = Σ_{t ∈ Q} idf(t) · tf(t, D) · (k1 + 1) / (tf(t, D) + k1 · (1 − b + b · |D| / avgdl))
 
-with store.keyword's K1, B and Lucene's idf, the query's distinct lexemes (through
+with store.bm25's K1, B and Lucene's idf, the query's distinct lexemes (through
 each configuration the branch uses) ORed. tf(t, D) and |D| are read from each
 matching row's tsvector, df(t) counted over the matching rows, N and avgdl are
 the branch's (the catalogue, `branch_languages`). So on the example it ranked as
@@ -36,7 +36,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from store.keyword import (
+from store.bm25 import (
     CORPUS_STATS,
     QUERY_LEXEMES,
     TSV_INDEX,

@@ -1,4 +1,4 @@
-"""ParadeDB's pg_search as the keyword backend, behind `store.keyword.KeywordBackend`.
+"""ParadeDB's pg_search as the keyword backend, behind `store.bm25.KeywordBackend`.
 
 Chosen by `store.keyword.choose_backend` when the `pg_search` extension is
 installed and its BM25 index exists. `Database.start()` makes both when the
@@ -26,7 +26,7 @@ Snowball stemmer; `simple` for a language without one). So every language
 PostgreSQL stems keeps its stemmer, French accents are folded, and the terms
 are exactly those the fallback (store.fts), the phrase check (store.phrases)
 and the gate see. A query is analysed the same way, with each configuration the
-(repository, branch) uses (`store.keyword.QUERY_LEXEMES`), and its lexemes
+(repository, branch) uses (`store.bm25.QUERY_LEXEMES`), and its lexemes
 are matched as they are (the whitespace tokenizer only splits them).
 
 `mutable_segment_rows = 0`: rows written after the index was made go to
@@ -55,7 +55,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from store.keyword import (
+from store.bm25 import (
     CHAPTER_BM25_INDEX,
     QUERY_LEXEMES,
     ROWS_BM25_INDEX,

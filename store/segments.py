@@ -90,7 +90,7 @@ from dataclasses import dataclass
 import psycopg
 from psycopg import sql
 
-from store.keyword import bm25_index_exists
+from store.bm25 import bm25_index_exists
 from store.pgsearch import CHAPTER_INDEX, INDEX_NAME
 
 log = logging.getLogger(__name__)

@@ -24,8 +24,8 @@ from indexer.corpus import read_corpus
 from indexer.embedders.fake import hashed_vector
 from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash
 from indexer.source import DirectorySource, MemorySource
+from store.bm25 import K1, B
 from store.db import configure_connection
-from store.keyword import K1, B
 from store.tree import sync_tree
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[1] / "example"
@@ -137,7 +137,7 @@ def clone(pg_server: Any, template: str) -> Iterator[psycopg.Connection]:
 
 
 def okapi_bm25(docs: Mapping[Any, Counter[str]], terms: Iterable[str]) -> dict[Any, float]:
-    """Okapi BM25 (k1, b and Lucene's idf as store.keyword) of each document with a
+    """Okapi BM25 (k1, b and Lucene's idf as store.bm25) of each document with a
     positive score, from each document's lexeme counts: the tests' independent check.
     A document's length is its number of lexeme occurrences."""
     terms = set(terms)

@@ -15,8 +15,9 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from store.bm25 import filter_sql, query_lexemes
 from store.fts import FtsBackend
-from store.keyword import choose_backend, filter_sql, query_lexemes
+from store.keyword import choose_backend
 from store.pgsearch import PgSearchBackend
 from store.tree import sync_tree
 from tests.store_sidecars import (
