@@ -291,6 +291,34 @@ def calibrate(
     `scope`: the (repository, branch) pairs the pack reads (search.scope); `stop()`
     true: raise Abandoned before the next search (search.warming)."""
     score = _stoppable(score, stop)
+    texts, own, near = _own_questions(conn, embed, score, scope, n)
+    null, null_cross = _everyday_nulls(embed, score, languages)
+    gate, reason = _place_gate(model, own, near, null, null_cross)
+    return Calibration(
+        model,
+        languages,
+        tuple(own),
+        tuple(null),
+        tuple(null_cross),
+        gate,
+        reason,
+        round(max(null), 6) if gate is not None else None,
+        tuple(texts),
+        tuple(near),
+        round(max(null_cross), 6) if gate is not None and null_cross else None,
+    )
+
+
+def _own_questions(
+    conn: psycopg.Connection,
+    embed: Callable[[str], QueryVector],
+    score: Score,
+    scope: Sequence[tuple[str, str]],
+    n: int,
+) -> tuple[list[str], list[float], list[float]]:
+    """The corpus's own questions (module docstring): up to `n` passages cut to their
+    first sentence, each scored with its own paragraph left out and with its whole
+    chapter left out (the near-field null); (their texts, own scores, near scores)."""
     rows = sample_paragraphs(conn, scope, n * 2, min_chars=PSEUDO_MIN_CHARS)
     own: list[float] = []
     near: list[float] = []
@@ -306,6 +334,15 @@ def calibrate(
         own.append(judge(signals, None).score)
         near.append(judge(score(text, vector, (repo, source_file, WHOLE_CHAPTER)), None).score)
         texts.append(text)
+    return texts, own, near
+
+
+def _everyday_nulls(
+    embed: Callable[[str], QueryVector], score: Score, languages: tuple[str, ...]
+) -> tuple[list[float], list[float]]:
+    """The probes' scores: those in the corpus's languages (the null) and `CROSS_PROBES`
+    of each other language (the cross-lingual null). A corpus language without probes
+    takes the cross-lingual null for its own."""
     same = [lang for lang in languages if lang in PROBES]
     null = [_score(score, embed, q) for lang in same for q in PROBES[lang]]
     null_cross = [
@@ -314,55 +351,53 @@ def calibrate(
         if lang not in same
         for q in qs[:CROSS_PROBES]
     ]
-    if not null:  # a corpus language without probes: the others are its null
+    if not null:
         null = list(null_cross)
+    return null, null_cross
+
+
+def _place_gate(
+    model: str,
+    own: Sequence[float],
+    near: Sequence[float],
+    null: Sequence[float],
+    null_cross: Sequence[float],
+) -> tuple[RelevanceGate | None, str]:
+    """The gate (module docstring): the everyday threshold above the null, raised to the
+    near-field null's top; the cross-lingual one as far above its own null. (None, why)
+    when the corpus's questions do not clear the null."""
     t = threshold(own, null)
-    t_cross = threshold(own, null_cross) if null_cross else None
-    raised = False
-    top = near_top(near)
-    if t is not None and top is not None and top > t:
-        # "found" only above the questions of the book's kind it does not answer
-        t, raised = round(top, 6), True
-    reason = ""
-    gate = None
     if t is None:
-        reason = (
+        return None, (
             f"the corpus's own passages do not score above everyday questions foreign to it "
             f"with {model}: no threshold separates them"
         )
-    else:
-        # the cross-lingual threshold keeps the same distance above its own null
-        cross = t - (max(null) - max(null_cross)) if null_cross else t
-        if t_cross is not None:
-            cross = min(cross, t_cross)
-        if raised:
-            # the near-field null is measured in the corpus's language only: a question
-            # in another language is "found" only where one in its own would be
-            cross = t
-        gate = RelevanceGate(
-            centre_weight=REPORT_CENTRE_WEIGHT,
-            coverage_weight=REPORT_COVERAGE_WEIGHT,
-            min_relevance=t,
-            min_relevance_cross_lingual=round(min(cross, t), 6),
-            fitted_on=(
-                f"this corpus: {len(own)} of its passages as questions against "
-                f"{len(null)} + {len(null_cross)} everyday probes (search.calibration)"
-            ),
-            command="calibrated at the first context pack (search/calibration.py)",
-        )
-    return Calibration(
-        model,
-        languages,
-        tuple(own),
-        tuple(null),
-        tuple(null_cross),
-        gate,
-        reason,
-        round(max(null), 6) if gate is not None else None,
-        tuple(texts),
-        tuple(near),
-        round(max(null_cross), 6) if gate is not None and null_cross else None,
+    t_cross = threshold(own, null_cross) if null_cross else None
+    raised = False
+    top = near_top(near)
+    if top is not None and top > t:
+        # "found" only above the questions of the book's kind it does not answer
+        t, raised = round(top, 6), True
+    # the cross-lingual threshold keeps the same distance above its own null
+    cross = t - (max(null) - max(null_cross)) if null_cross else t
+    if t_cross is not None:
+        cross = min(cross, t_cross)
+    if raised:
+        # the near-field null is measured in the corpus's language only: a question
+        # in another language is "found" only where one in its own would be
+        cross = t
+    gate = RelevanceGate(
+        centre_weight=REPORT_CENTRE_WEIGHT,
+        coverage_weight=REPORT_COVERAGE_WEIGHT,
+        min_relevance=t,
+        min_relevance_cross_lingual=round(min(cross, t), 6),
+        fitted_on=(
+            f"this corpus: {len(own)} of its passages as questions against "
+            f"{len(null)} + {len(null_cross)} everyday probes (search.calibration)"
+        ),
+        command="calibrated at the first context pack (search/calibration.py)",
     )
+    return gate, ""
 
 
 def near_top(near: Sequence[float]) -> float | None:

@@ -95,6 +95,7 @@ from search.relevance import (  # noqa: F401 - the gate's names, where callers f
 from search.rerank import Reranker
 from search.results import Chunk, Citation, Freshness, Hit, Node, SearchResponse
 from search.rows import ConnOrPool
+from search.scope import Scope
 from search.scope import resolve as resolve_scope
 from search.tuning import TUNING, RelevanceGate, Tuning
 
@@ -223,7 +224,6 @@ def context(
     without either, nothing is refused and the pack says it is uncalibrated."""
     started = time.perf_counter()
     check_budget(budget)
-    packing = tuning.packing
     response = pack_search(
         conn_or_pool,
         question,
@@ -235,47 +235,21 @@ def context(
         options=options,
         tuning=tuning,
     )
-    query_lang = options.query_lang if options is not None else None
+    packing = tuning.packing
     with R.connection(conn_or_pool) as conn:
         t = time.perf_counter()
         scope = resolve_scope(conn, repository, branch)
-        signals = measure(conn, response.query, query_vector, scope.pairs, work, response.hits)
-        if query_lang is not None and signals.languages != ("simple",):
-            # a trusted detection (search.language) decides, not the stop words
-            signals.same_language = query_lang in signals.languages
-        the_gate = gate(tuning, query_vector.model, signals.languages)
-        uncalibrated, bands = "", None
-        uncertain_from: float | None = None
-        source = "tuning" if the_gate is not None else "none"
-        if the_gate is None and corpus_gate is not None:
-            the_gate, uncalibrated, bands = corpus_gate(conn, signals.languages)
-            source = "corpus" if the_gate is not None else "none"
-        relevance = judge(signals, the_gate, min_relevance)
-        relevance.gate = source
-        relevance_ms = round((time.perf_counter() - t) * 1000, 3)
-        found_relevant = relevance.threshold is None or relevance.score >= relevance.threshold
-        if bands is not None:
-            uncertain_from = bands[1] if relevance.cross_lingual else bands[0]
-        uncertain = (
-            not found_relevant
-            and min_relevance is None
-            and uncertain_from is not None
-            and relevance.score >= uncertain_from
+        judged = _judge(
+            conn, response, query_vector, scope, work, options, tuning, corpus_gate, min_relevance
         )
-        if uncertain:
-            relevance.verdict = "uncertain"
-        elif relevance.threshold is None:
-            relevance.verdict = "uncalibrated"
-        elif not found_relevant:
-            relevance.verdict = "nothing relevant"
-        given = found_relevant or uncertain
+        relevance_ms = round((time.perf_counter() - t) * 1000, 3)
         hits = response.hits
-        if given:
+        if judged.given:
             hits = hits + _chapters_by_summary(
                 conn, question, query_vector, hits, repository, branch, work, options, tuning
             )
         kept = _candidates(
-            conn, hits if given else [], query_vector, scope.branches, packing.climb_down
+            conn, hits if judged.given else [], query_vector, scope.branches, packing.climb_down
         )
         summaries = N.file_rows_many(
             conn,
@@ -283,37 +257,7 @@ def context(
             scope.branches,
         )
     chapters, tokens = _pack(kept, summaries, budget)
-    found = bool(chapters)
-    if found:
-        n = sum(len(c.passages) for c in chapters)
-        message = f"{n} passages from {len(chapters)} chapters, {tokens} of {budget} tokens"
-    elif kept:
-        message = (
-            f"relevant passages exist but none fits a budget of {budget} tokens: raise the budget"
-        )
-    else:
-        message = (
-            "nothing relevant found: the question is not close enough to the indexed text "
-            f"(relevance {relevance.score:.3f} < {relevance.threshold or 0:.3f}). Rephrase it, "
-            "or browse with outline"
-        )
-    if found and uncertain:
-        found = False
-        message = (
-            f"uncertain: the question scores {relevance.score:.3f}, above every everyday "
-            f"question foreign to this corpus ({uncertain_from:.3f}) but below the corpus's "
-            f"own threshold ({relevance.threshold or 0:.3f}): these passages may not answer "
-            "it (a question about another book of the same kind sits here)"
-        )
-    if found and not relevance.calibrated:
-        # not a "found" anyone should trust: the passages are given, unchecked
-        found = False
-        why = uncalibrated or f"no relevance gate is calibrated for {query_vector.model}"
-        message = (
-            f"uncalibrated: {why}, so whether these {sum(len(c.passages) for c in chapters)} "
-            f"passages are relevant is not known (relevance {relevance.score:.3f} reported, "
-            "nothing refused; see search/calibration.py)"
-        )
+    found, message = _outcome(chapters, bool(kept), tokens, budget, judged, query_vector.model)
     timings = dict(response.timings_ms)
     timings["relevance"] = relevance_ms
     timings["total"] = round((time.perf_counter() - started) * 1000, 3)
@@ -324,11 +268,122 @@ def context(
         found=found,
         message=message,
         chapters=chapters,
-        relevance=relevance,
+        relevance=judged.relevance,
         index=response.index,
         timings_ms=timings,
         notes=scope.notes(found),
     )
+
+
+@dataclass
+class _Judgement:
+    """The "nothing relevant" decision on one question (step 3), and what it leaves to
+    say: whether its passages are given, and why a band or a gate is missing."""
+
+    relevance: Relevance
+    found_relevant: bool  # at or above the threshold, or no threshold at all
+    # below the threshold but above every everyday question foreign to the corpus (its
+    # calibrated band, search.calibration): the passages are given, `found` is false
+    uncertain: bool
+    uncertain_from: float | None  # that band's floor (None: no band)
+    uncalibrated: str  # why the corpus gate could not be calibrated ("" when it was)
+
+    @property
+    def given(self) -> bool:
+        """The pack is made (found relevant, or uncertain)."""
+        return self.found_relevant or self.uncertain
+
+
+def _judge(
+    conn: psycopg.Connection,
+    response: SearchResponse,
+    query_vector: QueryVector,
+    scope: Scope,
+    work: str | None,
+    options: SearchOptions | None,
+    tuning: Tuning,
+    corpus_gate: CorpusGate | None,
+    min_relevance: float | None,
+) -> _Judgement:
+    """Measure the question's signals over the search's hits and judge them by the gate:
+    `tuning`'s for the model and the corpus's languages, else the corpus's calibrated
+    one (`corpus_gate`), else none (the pack says it is uncalibrated). The question's
+    language is `options.query_lang` when a detection trusted it."""
+    query_lang = options.query_lang if options is not None else None
+    signals = measure(conn, response.query, query_vector, scope.pairs, work, response.hits)
+    if query_lang is not None and signals.languages != ("simple",):
+        # a trusted detection (search.language) decides, not the stop words
+        signals.same_language = query_lang in signals.languages
+    the_gate = gate(tuning, query_vector.model, signals.languages)
+    uncalibrated, bands = "", None
+    uncertain_from: float | None = None
+    source = "tuning" if the_gate is not None else "none"
+    if the_gate is None and corpus_gate is not None:
+        the_gate, uncalibrated, bands = corpus_gate(conn, signals.languages)
+        source = "corpus" if the_gate is not None else "none"
+    relevance = judge(signals, the_gate, min_relevance)
+    relevance.gate = source
+    found_relevant = relevance.threshold is None or relevance.score >= relevance.threshold
+    if bands is not None:
+        uncertain_from = bands[1] if relevance.cross_lingual else bands[0]
+    uncertain = (
+        not found_relevant
+        and min_relevance is None
+        and uncertain_from is not None
+        and relevance.score >= uncertain_from
+    )
+    if uncertain:
+        relevance.verdict = "uncertain"
+    elif relevance.threshold is None:
+        relevance.verdict = "uncalibrated"
+    elif not found_relevant:
+        relevance.verdict = "nothing relevant"
+    return _Judgement(relevance, found_relevant, uncertain, uncertain_from, uncalibrated)
+
+
+def _outcome(
+    chapters: list[ChapterContext],
+    had_candidates: bool,
+    tokens: int,
+    budget: int,
+    judged: _Judgement,
+    model: str,
+) -> tuple[bool, str]:
+    """`found` and the message saying what the pack holds, or why it is empty or not to
+    be trusted (uncertain, uncalibrated)."""
+    relevance = judged.relevance
+    found = bool(chapters)
+    if found:
+        n = sum(len(c.passages) for c in chapters)
+        message = f"{n} passages from {len(chapters)} chapters, {tokens} of {budget} tokens"
+    elif had_candidates:
+        message = (
+            f"relevant passages exist but none fits a budget of {budget} tokens: raise the budget"
+        )
+    else:
+        message = (
+            "nothing relevant found: the question is not close enough to the indexed text "
+            f"(relevance {relevance.score:.3f} < {relevance.threshold or 0:.3f}). Rephrase it, "
+            "or browse with outline"
+        )
+    if found and judged.uncertain:
+        found = False
+        message = (
+            f"uncertain: the question scores {relevance.score:.3f}, above every everyday "
+            f"question foreign to this corpus ({judged.uncertain_from:.3f}) but below the "
+            f"corpus's own threshold ({relevance.threshold or 0:.3f}): these passages may not "
+            "answer it (a question about another book of the same kind sits here)"
+        )
+    if found and not relevance.calibrated:
+        # not a "found" anyone should trust: the passages are given, unchecked
+        found = False
+        why = judged.uncalibrated or f"no relevance gate is calibrated for {model}"
+        message = (
+            f"uncalibrated: {why}, so whether these {sum(len(c.passages) for c in chapters)} "
+            f"passages are relevant is not known (relevance {relevance.score:.3f} reported, "
+            "nothing refused; see search/calibration.py)"
+        )
+    return found, message
 
 
 def _candidates(

@@ -40,6 +40,7 @@ from search import mcp_views as V
 from search import nodes as N
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
+from search.rows import ConnOrPool
 from search.service import SearchService
 from search.tools import agent_search
 from store.errors import describe_failure
@@ -204,8 +205,14 @@ def _tool(fn: Callable[..., Any], description: str) -> Tool:
 
 
 def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
-    """The six tools, each a few lines over `service` and `search.nodes`."""
-    db = service.conn_or_pool
+    """The six tools, each a few lines over `service` and `search.nodes`: the two that
+    answer a question, then the four that walk the tree (in the order tools/list says)."""
+    return [*_question_tools(service), *_reading_tools(service.conn_or_pool)]
+
+
+def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
+    """`search` and `context`: a question in, ranked passages out (the embedder, the
+    reranker and the database of `service`)."""
 
     def search(
         query: Annotated[str, Field(description="Words to look for, any language.")],
@@ -253,6 +260,13 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         )
         return _result(*P.context_view(pack))
 
+    return [(search, SEARCH_DESCRIPTION), (context, CONTEXT_DESCRIPTION)]
+
+
+def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
+    """`get_node`, `get_parent`, `get_children`, `outline`: a file or a work in, its rows
+    out (`search.nodes` over the database alone: no model)."""
+
     def get_node(
         source_file: SourceFile,
         chunk_index: Annotated[int | None, Field(ge=0)] = None,
@@ -294,8 +308,6 @@ def _tools(service: SearchService) -> list[tuple[Callable[..., Any], str]]:
         return _result(*P.outline_view(tree, depth=depth, excerpts=excerpts))
 
     return [
-        (search, SEARCH_DESCRIPTION),
-        (context, CONTEXT_DESCRIPTION),
         (get_node, GET_NODE_DESCRIPTION),
         (get_parent, GET_PARENT_DESCRIPTION),
         (get_children, GET_CHILDREN_DESCRIPTION),
