@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from indexer.errors import CorpusError
+from indexer.corpus.errors import CorpusError
 
 
 class ImportSourceError(CorpusError):
@@ -76,7 +76,7 @@ def number_value(number: str | None) -> int | None:
     return roman_to_int(text)
 
 
-# words that label a numbered chapter, in the languages of indexer.lang (and "letter")
+# words that label a numbered chapter, in the languages of indexer.corpus.lang (and "letter")
 CHAPTER_WORDS = (
     "chapitre", "chap.", "chapter", "section", "letter", "lettre", "kapitel", "brief",
     "capítulo", "capitulo", "capitolo", "capitol", "hoofdstuk", "kapittel", "luku",
@@ -144,7 +144,7 @@ _LIMINARY = re.compile(
 def own_label(heading: str, lang: str) -> dict[str, str]:
     """`{"label": "Letter"}` when a heading's label word is not the language's word for a
     chapter (the corpus reader's default), so the heading path keeps the book's word."""
-    from indexer.lang import labels
+    from indexer.corpus.lang import labels
 
     label = heading_label(heading)
     if label is None or label.casefold().rstrip(".") in ("chap", labels(lang).chapter.casefold()):

@@ -34,10 +34,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from indexer import frontmatter
-from indexer import lang as L
-from indexer.corpus import humanize
-from indexer.errors import CorpusError
+from indexer.corpus import frontmatter
+from indexer.corpus import lang as L
+from indexer.corpus.errors import CorpusError
+from indexer.corpus.layout import humanize
 from indexer.importers.common import (
     ImportSourceError,
     drop_title_heading,

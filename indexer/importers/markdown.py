@@ -30,8 +30,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer import frontmatter
-from indexer.errors import CorpusError
+from indexer.corpus import frontmatter
+from indexer.corpus.errors import CorpusError
 from indexer.importers.common import (
     ImportSourceError,
     drop_title_heading,

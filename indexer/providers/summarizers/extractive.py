@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexer.summaries.base import (
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.summarizers.base import (
     Summarizer,
     SummaryRequest,
     SummaryResponse,
     UnsummarizableError,
 )
-from indexer.tokens import count_tokens
 
 ALGORITHM = "tfidf-centroid-mmr"  # recorded as the generator's model
 RELEVANCE = 0.75  # MMR trade-off: 1.0 = centrality only, lower = more diversity

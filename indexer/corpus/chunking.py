@@ -29,7 +29,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from indexer.tokens import count_tokens
+from indexer.corpus.tokens import count_tokens
 
 Span = tuple[int, int]  # [start, end) offsets in the body
 Splitter = Callable[[str, Span], list[Span]]
