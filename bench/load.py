@@ -70,7 +70,6 @@ sys.path.insert(0, str(ROOT))
 
 from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: E402
 from indexer.corpus.source import MemorySource  # noqa: E402
-from indexer.embedders.fake import hashed_vector  # noqa: E402
 from store import fts, migrations  # noqa: E402
 from store.bm25 import K1, B, query_lexemes  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
@@ -79,6 +78,7 @@ from store.fts import FtsBackend  # noqa: E402
 from store.loader import COPY_COLUMNS, _hnsw_memory, sync_files  # noqa: E402
 from store.removal import drop_repository  # noqa: E402
 from store.tree import sync_tree  # noqa: E402
+from tests.fakes import hashed_vector  # noqa: E402
 from tests.pg18_server import get_server as _get_server  # noqa: E402
 from tests.store_sidecars import EXAMPLE_DIR, example_source  # noqa: E402
 

@@ -3,7 +3,8 @@
     .venv/bin/python bench/pushes.py [--clones 5] [--rounds 6] [--chapters 6] [--runs 3] [--write bench/RESULTS.md]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL in a
-temporary directory, the fake embedder and summarizer by default) and runs, side
+temporary directory, the fake embedder and summarizer by default: tests/fakes.py, the
+test suite's provider plugin, which this bench names for its server) and runs, side
 by side in one run, on two repositories seeded with the same `--chapters`
 chapters of the example:
 
@@ -43,6 +44,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.fakes import plugin_env  # noqa: E402
 from tests.gitserver_support import ServeProcess, commit_all, git  # noqa: E402
 from tests.plugins.corpus import make_small_corpus  # noqa: E402
 
@@ -237,6 +239,9 @@ def main() -> None:
         "GLOSSATOR_EMBEDDER": args.embedder,
         "GLOSSATOR_SUMMARIZER": args.summarizer,
         "GLOSSATOR_LOG_LEVEL": "WARNING",
+        # `fake` (the default) is the test suite's provider plugin, named here: this bench
+        # measures git and the pipeline, not the models (docs/architecture.md, "Fakes")
+        **plugin_env(),
     }
     server = ServeProcess(tmp, env).start(timeout=180)
     try:

@@ -194,7 +194,6 @@ PROVIDERS = {
     "voyage": "Voyage AI",
     "openai": "OpenAI",
     "openai-compatible": "an OpenAI-compatible server",
-    "fake": "fake embedder (tests)",
 }
 
 

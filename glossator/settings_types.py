@@ -68,20 +68,6 @@ def one_of(choices: Any, fold: Callable[[str], str] = str.strip) -> BeforeValida
     return BeforeValidator(check)
 
 
-def spec(*names: str) -> BeforeValidator:
-    """A provider spec `name` or `name:argument` whose name is one of `names`."""
-
-    def check(value: object) -> object:
-        if not isinstance(value, str):
-            return value
-        text = value.strip()
-        if text.split(":", 1)[0] not in names:
-            raise ValueError(f"expected one of {', '.join(names)} (optionally name:argument)")
-        return text
-
-    return BeforeValidator(check)
-
-
 Text = Annotated[str, BeforeValidator(_strip)]
 Int = Annotated[int, BeforeValidator(_strip)]
 Float = Annotated[float, BeforeValidator(_strip)]

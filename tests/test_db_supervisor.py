@@ -31,6 +31,7 @@ from gitserver.repos import RepoStore
 from glossator.server import build_app
 from glossator.settings import Settings
 from hooks.reuse import pipeline_index
+from tests.fakes import FAKES
 from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git, wait_for
 from tests.plugins.corpus import make_small_corpus
 
@@ -38,7 +39,7 @@ TOKEN = "tok"
 
 
 def embedded_settings(root: Path) -> Settings:
-    return Settings.from_env({}).replace(
+    return Settings.from_env(FAKES).replace(
         data_dir=root / "data",
         repos_dir=root / "repos",
         embedder="fake",

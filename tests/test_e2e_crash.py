@@ -28,7 +28,7 @@ import pygit2
 import pytest
 
 from hooks.gitsource import GitTreeSource
-from indexer.embedders.fake import hashed_vector
+from tests.fakes import hashed_vector
 from tests.gitserver_support import ServeProcess, commit_all, git
 from tests.plugins.corpus import EXAMPLE_DIR
 from tests.plugins.serve import TOKEN, create_repo, server_env

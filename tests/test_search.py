@@ -11,7 +11,7 @@ import pytest
 
 from search import BadQuery, UnknownRepository
 from search.errors import UnknownFile
-from search.rerank import FakeReranker
+from tests.fakes import FakeReranker
 from tests.plugins.search import HACHES, PETITION, REPOSITORY, search
 
 # the store and search suite runs on both keyword backends (tests/plugins/db.py)

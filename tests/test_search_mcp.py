@@ -25,7 +25,7 @@ from indexer.corpus.tokens import count_tokens
 from search.mcp_http import mcp_http_app
 from search.mcp_server import build_server
 from search.mcp_views import SNIPPET_WORDS, parse_ref, spelled_by
-from search.rerank import FakeReranker
+from tests.fakes import FakeReranker
 from tests.gitserver_support import ServerThread
 from tests.plugins.corpus import FIRST_SERIES, WORK
 from tests.plugins.search import PETITION, REPOSITORY

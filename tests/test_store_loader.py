@@ -10,11 +10,11 @@ import pytest
 from pgvector import Vector
 
 from indexer.corpus.source import DirectorySource, MemorySource
-from indexer.embedders.fake import hashed_vector
 from store import loader, vectors
 from store.keyword import choose_backend
 from store.loader import sync_files
 from store.tree import sync_tree
+from tests.fakes import hashed_vector
 from tests.store_sidecars import (
     DIM,
     EXAMPLE_DIR,

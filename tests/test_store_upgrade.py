@@ -14,7 +14,6 @@ import psycopg
 import pytest
 
 from indexer.corpus.sidecar_format import loads
-from indexer.embedders.fake import hashed_vector
 from search import SearchOptions, search
 from search.options import QueryVector
 from store import catalogue, fts, migrations
@@ -24,6 +23,7 @@ from store.keyword import choose_backend
 from store.loader import _copy_rows, sidecar_digest, sidecar_path
 from store.pgsearch import enable_if_available
 from store.tree import sync_tree
+from tests.fakes import hashed_vector
 from tests.store_sidecars import DIM, MODEL, example
 from tests.test_store_chapters import QUERIES  # the chapter tests' questions
 

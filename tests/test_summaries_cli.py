@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from glossator.cli import main
-from indexer.summaries.fake import FakeSummarizer
+from tests.fakes import FakeSummarizer
 from tests.plugins.corpus import FIRST_SERIES, WORK, make_small_corpus
 
 ENV = {"GLOSSATOR_SUMMARIZER": "fake"}

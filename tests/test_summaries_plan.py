@@ -11,7 +11,7 @@ from indexer.corpus import frontmatter
 from indexer.corpus.layout import read_corpus
 from indexer.corpus.source import DirectorySource, OverlaySource
 from indexer.indexing.summaries import SummaryResult, generate
-from indexer.summaries.fake import FakeSummarizer
+from tests.fakes import FakeSummarizer
 from tests.plugins.corpus import FIRST_SERIES, WORK, example_chapters, make_small_corpus
 
 WORK_SUMMARY = f"{WORK}/summary.md"

