@@ -296,3 +296,43 @@ def test_no_production_module_imports_the_tests() -> None:
         p.relative_to(ROOT).as_posix() for pkg in PRODUCTION for p in (ROOT / pkg).rglob("fake*.py")
     ]
     assert not fakes, f"fakes outside tests/: {fakes}"
+
+
+# -- functions that fit on a screen (issue 27) -----------------------------------------
+# No function over MAX_FUNCTION_LINES lines (its signature and docstring included)
+# outside tests/ and bench/. A long function is split by its steps, not to pass the
+# count. Those still over it, each left to the issue that splits its concept; an entry
+# goes when its function is split (test_long_function_debts_are_still_owed).
+MAX_FUNCTION_LINES = 80
+LONG_FUNCTION_DEBTS: dict[str, str] = {
+    "indexer/importers/folder.py:read_folder": "issue 27, one Markdown parser",
+    "indexer/importers/markdown.py:read_markdown": "issue 27, one Markdown parser",
+    "indexer/indexing/sidecars.py:build": "issue 27, indexing by concept",
+    "indexer/providers/embedders/e5onnx.py:build_graph": "issue 27, the providers",
+}
+
+
+def long_functions() -> dict[str, int]:
+    """`path:function` → its length in lines, for every function over the limit."""
+    found = {}
+    for package in PRODUCTION:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                    lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                    if lines > MAX_FUNCTION_LINES:
+                        found[f"{path.relative_to(ROOT).as_posix()}:{node.name}"] = lines
+    return found
+
+
+def test_no_function_is_over_80_lines() -> None:
+    over = {f: n for f, n in long_functions().items() if f not in LONG_FUNCTION_DEBTS}
+    assert not over, (
+        f"functions over {MAX_FUNCTION_LINES} lines: split each into the named steps a "
+        f"reader follows: {over}"
+    )
+
+
+def test_long_function_debts_are_still_owed() -> None:
+    paid = sorted(set(LONG_FUNCTION_DEBTS) - set(long_functions()))
+    assert not paid, f"now short: remove {paid} from LONG_FUNCTION_DEBTS in tests/test_layers.py"

@@ -29,6 +29,7 @@ from store.keyword import choose_backend
 from store.loader import sync_files
 from store.pgsearch import INDEX_NAME, PgSearchBackend
 from store.tree import sync_tree
+from tests.fakes import FAKES
 from tests.store_sidecars import PETITION, example, sidecar_for
 
 pytestmark = pytest.mark.pg_backends("pg_search")
@@ -93,7 +94,7 @@ def test_doctor_and_db_status_say_why_an_offered_pg_search_is_not_used(
     """On a server that offers pg_search, the fallback is never put down to its absence:
     the setting that chose it, or the missing index and what makes it."""
     url = pgs.info.dsn
-    settings = Settings.from_env({}).replace(
+    settings = Settings.from_env(FAKES).replace(
         database_url=url, data_dir=tmp_path / "data", repos_dir=tmp_path / "repos", embedder="fake"
     )
     chosen = settings.replace(keyword_backend="fts")  # GLOSSATOR_KEYWORD_BACKEND=fts
