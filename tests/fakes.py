@@ -55,10 +55,10 @@ FAKES = {"GLOSSATOR_PROVIDER_PLUGINS": PLUGIN}
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def plugin_env(environ: dict[str, str] | None = None) -> dict[str, str]:
+def plugin_env() -> dict[str, str]:
     """What a process the tests start needs to reach the fakes: this plugin named, and
-    the checkout on its PYTHONPATH (`tests` is not installed)."""
-    path = (environ if environ is not None else os.environ).get("PYTHONPATH", "")
+    the checkout on its PYTHONPATH (`tests` is not installed), before what it had."""
+    path = os.environ.get("PYTHONPATH", "")
     parts = [str(ROOT), *(p for p in path.split(os.pathsep) if p and p != str(ROOT))]
     return {"GLOSSATOR_PROVIDER_PLUGINS": PLUGIN, "PYTHONPATH": os.pathsep.join(parts)}
 
