@@ -20,8 +20,8 @@ comment after the number (`# Première série (1845)`: title, and the year kept 
 repeats the title is dropped; the rest of the body is kept byte for byte.
 
 A folder of plain chapter files (no YAML header, or a header without a part) is a
-book without parts: each file a chapter whose title is its first heading, else
-its file name; files in the order of the numbers in their names (`chapter-2` before
+book without parts: each file a chapter whose title is its first heading (on its
+first non-blank line, as indexer.markdown reads it), else its file name; files in the order of the numbers in their names (`chapter-2` before
 `chapter-10`); the work's title from `--work-title`, else the folder's name.
 Mixing files that name a part with files that do not is refused, naming both.
 """
@@ -34,7 +34,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from indexer import frontmatter
+from indexer import frontmatter, markdown
 from indexer import lang as L
 from indexer.corpus import humanize
 from indexer.errors import CorpusError
@@ -235,18 +235,22 @@ def _name_order(name: str) -> tuple[tuple[int, ...], str]:
     return tuple(int(n) for n in _DIGITS.findall(name)), name
 
 
-_FIRST_HEADING = re.compile(r"^\s*#{1,6}[ \t]+(.+?)[ \t#]*$")
+def first_heading(body: str) -> str | None:
+    """The title of the heading on the body's first non-blank line, if it is one.
+
+    indexer.markdown reads it, from the line's first non-space character (so an
+    indented `    # Title` is still the title, as it always was here); `#`s at the
+    title's end go even without a space before them (`# Chapitre 1#`: `Chapitre 1`)."""
+    first = markdown.blocks(body.lstrip())[:1]
+    if not first or first[0].kind != "heading":
+        return None
+    return first[0].title.rstrip(" \t#").strip() or None
 
 
 def _plain_chapter(path: Path, doc: frontmatter.Document, lang: str) -> Section:
     """A chapter file without a part: title from `title:`, its first heading or its name."""
     meta = doc.meta
-    heading = None
-    for line in doc.body.split("\n"):
-        if line.strip():
-            m = _FIRST_HEADING.match(line)
-            heading = m.group(1).strip() if m else None
-            break
+    heading = first_heading(doc.body)
     raw_title = meta.get("title") if isinstance(meta.get("title"), str) else None
     stem = " ".join(re.split(r"[-_\s]+", path.stem)).strip()
     source = raw_title or heading or (stem[:1].upper() + stem[1:])

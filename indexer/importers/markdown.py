@@ -17,8 +17,13 @@ is a section of the work: a chapter (`## Chapter 3. Title`, `## The Storm`) or a
 liminary piece (`## Preface`, told by its title: `common.is_liminary`). Without `lang` in the frontmatter
 the language is guessed from the text's stop words (`common.guess_language`).
 
-Headings inside fenced code blocks are text. Footnote definitions gathered at
-the end of the file move to the chapter that calls them, so every chapter
+Headings are those indexer.markdown reads, as chunking reads them, on a line of
+their own that starts with the `#`s and a space. Headings inside fenced code are
+text; a fence ends at a fence of the same marker at least as long and is
+indented by spaces only (the line patterns this importer had before the parser
+let a shorter fence end it, ```` closed by ```, and a tab indent one).
+
+Footnote definitions gathered at the end of the file move to the chapter that calls them, so every chapter
 carries its own notes. Text that belongs to no piece or chapter (under `#` before
 the first `##`, under a part before its first `###`) is an error rather than
 something silently dropped: the message says which heading to add.
@@ -30,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer import frontmatter
+from indexer import frontmatter, markdown
 from indexer.errors import CorpusError
 from indexer.importers.common import (
     ImportSourceError,
@@ -46,8 +51,8 @@ from indexer.importers.etext import is_contents_title
 from indexer.importers.selection import Selection
 from indexer.importers.tree import Part, Section, Work
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# Footnotes are not CommonMark (markdown-it-py reads them with a plugin this project
+# does not install), so their definitions and calls stay line patterns.
 _NOTE_DEF = re.compile(r"^\[\^([^\]\s]+)\]:")
 _NOTE_REF = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 
@@ -65,24 +70,35 @@ class _Block:
         return any(line.strip() for line in self.text)
 
 
+def _headings(body: str) -> dict[int, tuple[int, str]]:
+    """The `#`, `##`, `###` headings of the body by line offset: (level, title).
+
+    indexer.markdown finds them (none inside fenced code); this importer asks more
+    of a heading line than CommonMark does: it starts the line (no indentation)
+    and its `#`s are followed by a space or a tab. A title that is only `#`s
+    (`## ##`) is those `#`s, not empty as in CommonMark."""
+    out: dict[int, tuple[int, str]] = {}
+    for b in markdown.blocks(body):
+        unindented = b.text.startswith("#") and b.text[b.level : b.level + 1] in (" ", "\t")
+        if b.kind == "heading" and b.level <= 3 and unindented:
+            out[b.start] = (b.level, b.title.strip() or b.text[b.level :].strip())
+    return out
+
+
 def _outline(path: str, body: str, first_line: int) -> list[_Block]:
     """The `#`, `##`, `###` blocks of the file; deeper headings stay in the text."""
     works: list[_Block] = []
     stack: list[_Block] = []
-    fence: str | None = None
     preamble: list[str] = []
+    headings = _headings(body)
     for offset, line in enumerate(body.split("\n")):
         number = first_line + offset
-        m = _FENCE.match(line)
-        if m:
-            mark = m.group(1)[0] * 3
-            fence = None if fence == mark else (fence or mark)
-        h = _HEADING.match(line) if fence is None else None
-        if h and len(h.group(1)) == 3 and stack and _is_chapter(stack[-1]):
+        h = headings.get(offset)
+        if h and h[0] == 3 and stack and _is_chapter(stack[-1]):
             h = None  # `### ` inside a `## Chapter 3` of a book without parts: its text
-        if h and len(h.group(1)) <= 3:
-            level = len(h.group(1))
-            block = _Block(level, h.group(2).strip(), number)
+        if h:
+            level, title = h
+            block = _Block(level, title, number)
             while stack and stack[-1].level >= level:
                 stack.pop()
             if level == 1:
