@@ -35,8 +35,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer import frontmatter, markdown
-from indexer.errors import CorpusError
+from indexer import markdown
 from indexer.importers.common import (
     ImportSourceError,
     drop_title_heading,
@@ -44,6 +43,7 @@ from indexer.importers.common import (
     heading_label,
     number_value,
     own_label,
+    read_document,
     roman_to_int,
     split_heading,
 )
@@ -241,14 +241,7 @@ def read_markdown(
 ) -> list[Work]:
     """The works of one Markdown file."""
     path = str(src)
-    try:
-        doc = frontmatter.read(path, src.read_bytes())
-    except OSError as e:
-        raise ImportSourceError(
-            path, f"cannot be read ({e.strerror}); check its permissions"
-        ) from None
-    except CorpusError as e:
-        raise ImportSourceError(path, e.message) from None
+    doc = read_document(src)
     meta = dict(doc.meta)
     selection = Selection(exclude, skip_front_matter)
     works: list[Work] = []
@@ -261,60 +254,82 @@ def read_markdown(
             lang=str(lang or meta.get("lang") or guess_language(doc.body)),
             meta={k: v for k, v in meta.items() if k not in ("author", "lang", "title")},
         )
-        if wblock.has_text:
-            raise ImportSourceError(
-                f"{path}:{wblock.line}",
-                "text directly under the work's title; put it under a `## ` heading "
-                "(e.g. `## Avant-propos`) so it becomes a liminary piece",
-            )
-        sections: list[Section] = []
-        seen_part = False
-        bare = _bare_numbers([b for b in wblock.children if not b.children])
-        flat = [b for b in wblock.children if not b.children]
-        for block in wblock.children:
-            if block.children:
-                seen_part = True
-                if selection.excluded(block.title):
-                    continue
-                if block.has_text:
-                    raise ImportSourceError(
-                        f"{path}:{block.line}",
-                        f"text under the part {block.title!r} before its first chapter; "
-                        "give it a `### ` heading (e.g. `### Introduction`)",
-                    )
-                part = Part(block.title)
-                bare = _bare_numbers(block.children)
-                for k, cblock in enumerate(block.children):
-                    if selection.excluded(cblock.title):
-                        continue
-                    part.sections.append(_section(path, cblock, work.lang, bare.get(k)))
-                if part.sections:
-                    work.add_part(part)
-                    sections.extend(part.sections)
-                continue
-            if not block.has_text:
-                raise ImportSourceError(
-                    f"{path}:{block.line}",
-                    f"`## {block.title}` has neither text nor `### ` chapters; "
-                    "write it, give it chapters, or remove the heading",
-                )
-            if selection.excluded(block.title, front=not seen_part):
-                continue
-            if is_contents_title(block.title):  # the book's own list of its chapters
-                work.notes.append(
-                    f"left out the contents list `## {block.title}` (line {block.line})"
-                )
-                continue
-            piece = _section(path, block, work.lang, bare.get(flat.index(block)))
-            work.add_piece(piece)  # numbered: a chapter of a book without parts
-            sections.append(piece)
-        _distribute_notes(sections)
-        if not work.parts and not work.flat_chapters():
-            raise ImportSourceError(
-                f"{path}:{wblock.line}",
-                f"the work {work.title!r} has no chapter, only liminary pieces or nothing: "
-                "give each chapter a `## ` heading (`## Chapter 1. Title`), or use `## ` "
-                "for parts and `### ` for their chapters",
-            )
+        _fill_work(path, work, wblock, selection)
         works.append(work)
     return works
+
+
+def _fill_work(path: str, work: Work, wblock: _Block, selection: Selection) -> None:
+    """Give `work` the parts and pieces of its `#` block, and each chapter its notes."""
+    if wblock.has_text:
+        raise ImportSourceError(
+            f"{path}:{wblock.line}",
+            "text directly under the work's title; put it under a `## ` heading "
+            "(e.g. `## Avant-propos`) so it becomes a liminary piece",
+        )
+    sections: list[Section] = []
+    seen_part = False
+    flat = [b for b in wblock.children if not b.children]
+    bare = _bare_numbers(flat)
+    for block in wblock.children:
+        if block.children:
+            seen_part = True
+            part = _part(path, block, work.lang, selection)
+            if part is not None:
+                work.add_part(part)
+                sections.extend(part.sections)
+            continue
+        piece = _piece(path, block, work, selection, not seen_part, bare.get(flat.index(block)))
+        if piece is not None:
+            work.add_piece(piece)  # numbered: a chapter of a book without parts
+            sections.append(piece)
+    _distribute_notes(sections)
+    if not work.parts and not work.flat_chapters():
+        raise ImportSourceError(
+            f"{path}:{wblock.line}",
+            f"the work {work.title!r} has no chapter, only liminary pieces or nothing: "
+            "give each chapter a `## ` heading (`## Chapter 1. Title`), or use `## ` "
+            "for parts and `### ` for their chapters",
+        )
+
+
+def _part(path: str, block: _Block, lang: str, selection: Selection) -> Part | None:
+    """A `##` block with `###` chapters; None when it is left out or all its chapters are."""
+    if selection.excluded(block.title):
+        return None
+    if block.has_text:
+        raise ImportSourceError(
+            f"{path}:{block.line}",
+            f"text under the part {block.title!r} before its first chapter; "
+            "give it a `### ` heading (e.g. `### Introduction`)",
+        )
+    part = Part(block.title)
+    bare = _bare_numbers(block.children)
+    for k, cblock in enumerate(block.children):
+        if not selection.excluded(cblock.title):
+            part.sections.append(_section(path, cblock, lang, bare.get(k)))
+    return part if part.sections else None
+
+
+def _piece(
+    path: str,
+    block: _Block,
+    work: Work,
+    selection: Selection,
+    front: bool,
+    bare: tuple[str, str] | None,
+) -> Section | None:
+    """A `##` block without `###`: a chapter of a book without parts, or a liminary
+    piece (`front`: before any part); None when it is left out."""
+    if not block.has_text:
+        raise ImportSourceError(
+            f"{path}:{block.line}",
+            f"`## {block.title}` has neither text nor `### ` chapters; "
+            "write it, give it chapters, or remove the heading",
+        )
+    if selection.excluded(block.title, front=front):
+        return None
+    if is_contents_title(block.title):  # the book's own list of its chapters
+        work.notes.append(f"left out the contents list `## {block.title}` (line {block.line})")
+        return None
+    return _section(path, block, work.lang, bare)
