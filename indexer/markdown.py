@@ -75,8 +75,9 @@ class Block:
 def blocks(text: str) -> list[Block]:
     """The blocks of a Markdown text, in order (blank lines belong to none)."""
     lines = text.split("\n")
+    parsed = [_for_parser(line) for line in lines]
     out: list[Block] = []
-    tokens = _parser().parse(_for_parser(lines))
+    tokens = _parser().parse("\n".join(parsed))
     for n, token in enumerate(tokens):
         if token.map is None or token.level != 0:
             continue
@@ -84,7 +85,11 @@ def blocks(text: str) -> list[Block]:
         raw = "\n".join(lines[start:end])
         if token.type == "heading_open":
             level = int(token.tag[1:])
-            out.append(Block("heading", start, end, raw, level=level, title=tokens[n + 1].content))
+            # the title as written: where markdown-it found it in the line it parsed
+            title = tokens[n + 1].content
+            at = parsed[start].find(title, parsed[start].index("#") + level)
+            title = lines[start][at : at + len(title)]
+            out.append(Block("heading", start, end, raw, level=level, title=title))
         elif token.type == "paragraph_open":
             out.append(Block("paragraph", start, end, raw))
         elif token.type == "fence":
@@ -92,10 +97,10 @@ def blocks(text: str) -> list[Block]:
     return out
 
 
-def _for_parser(lines: list[str]) -> str:
-    """The text as markdown-it should see it: blank lines empty, no carriage return
+def _for_parser(line: str) -> str:
+    """A line as markdown-it should see it: empty when blank, no carriage return
     (U+FFFD, as markdown-it makes of NUL, keeps the line's length and is not a space)."""
-    return "\n".join(line.replace("\r", "\ufffd") if line.strip() else "" for line in lines)
+    return line.replace("\r", "\ufffd") if line.strip() else ""
 
 
 @cache

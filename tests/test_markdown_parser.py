@@ -73,6 +73,11 @@ def test_blank_is_what_str_strip_empties_and_a_lone_cr_ends_no_line() -> None:
     ]
 
 
+def test_a_title_is_as_written_in_the_text() -> None:
+    (heading,) = blocks("## Titre \r")
+    assert heading.title == "Titre \r"  # the caller strips it; no U+FFFD from the parse
+
+
 # The chunker's block reading before indexer.markdown, kept as the oracle.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
