@@ -36,7 +36,7 @@ from bench.load import database  # noqa: E402
 from glossator.providers import get_embedder  # noqa: E402
 from glossator.search_service import search_defaults  # noqa: E402
 from glossator.settings import Settings  # noqa: E402
-from indexer.source import DirectorySource  # noqa: E402
+from indexer.corpus.source import DirectorySource  # noqa: E402
 from search.evaluation import ModeReport, PrecomputedQueries, evaluate, halves, load_queries  # noqa: E402
 from store import fts, migrations  # noqa: E402
 from store.db import configure_connection  # noqa: E402

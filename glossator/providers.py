@@ -15,13 +15,13 @@ from collections.abc import Callable
 
 from core.errors import SettingsError
 from glossator.settings import Settings, reveal
-from indexer.embedders import BaseEmbedder, make_embedder
-from indexer.summaries import Summarizer
+from indexer.providers.embedders import BaseEmbedder, make_embedder
+from indexer.providers.summarizers import Summarizer
 
 
 def get_embedder(settings: Settings) -> BaseEmbedder:
     """The embedder GLOSSATOR_EMBEDDER names (the settings have validated the provider;
-    `indexer.embedders.make_embedder` checks the rest of the spec)."""
+    `indexer.providers.embedders.make_embedder` checks the rest of the spec)."""
     return make_embedder(
         settings.embedder,
         threads=settings.embed_threads,
@@ -37,13 +37,15 @@ SummarizerFactory = Callable[[Settings, str], Summarizer]  # (settings, argument
 
 
 def _extractive(settings: Settings, argument: str) -> Summarizer:
-    from indexer.summaries.extractive import ExtractiveSummarizer
+    from indexer.providers.summarizers.extractive import ExtractiveSummarizer
 
     return ExtractiveSummarizer()
 
 
 def _anthropic(settings: Settings, argument: str) -> Summarizer:
-    from indexer.summaries.claude import AnthropicSummarizer  # the SDK: only when chosen
+    from indexer.providers.summarizers.claude import (
+        AnthropicSummarizer,  # the SDK: only when chosen
+    )
 
     if not argument:
         raise SettingsError(
@@ -55,7 +57,7 @@ def _anthropic(settings: Settings, argument: str) -> Summarizer:
 
 
 def _openai_compatible(settings: Settings, argument: str) -> Summarizer:
-    from indexer.summaries.openai_compatible import OpenAICompatibleSummarizer
+    from indexer.providers.summarizers.openai_compatible import OpenAICompatibleSummarizer
 
     if not argument.startswith(("http://", "https://")):
         raise SettingsError(

@@ -36,7 +36,7 @@ from hooks.gitsource import branch_tip
 from hooks.job import Moved
 from hooks.receiving import pushes_under_way
 from hooks.repositories import Repositories
-from indexer.source import Changes
+from indexer.corpus.source import Changes
 
 log = logging.getLogger(__name__)
 

@@ -1,4 +1,4 @@
-"""Reading git for the job: `GitTreeSource`, a commit's tree as an `indexer.source.FileSource`;
+"""Reading git for the job: `GitTreeSource`, a commit's tree as an `indexer.corpus.source.FileSource`;
 `branch_tip` and `has_commit`.
 
 The job (hooks.job) and the pre-receive check read the corpus straight from git objects:
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 import pygit2
 from pygit2.enums import FileMode, ObjectType
 
-from indexer.source import check_relative
+from indexer.corpus.source import check_relative
 
 _BLOB_MODES = (FileMode.BLOB, FileMode.BLOB_EXECUTABLE)
 

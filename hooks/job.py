@@ -6,7 +6,7 @@
 
 `BranchIndexer` runs the steps against three collaborators, each a protocol here
 and one module of hooks/: the `Indexer` (hooks.reuse.ReusingIndexer:
-`indexer.pipeline.index` with what the process keeps from job to job), the
+`indexer.indexing.pipeline.index` with what the process keeps from job to job), the
 `Loader` (hooks.loading.RowLoader: the rows in PostgreSQL) and the `CommitBack`
 (hooks.commitback.GitCommitBack: a commit on the tip, the branch moved to it).
 
@@ -58,11 +58,11 @@ import pygit2
 from hooks.gitsource import GitTreeSource, branch_tip
 from hooks.progress import JobProgress
 from hooks.repositories import Repositories
-from indexer.errors import Problem
-from indexer.source import Changes, FileSource
+from indexer.corpus.errors import Problem
+from indexer.corpus.source import Changes, FileSource
 
 if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the server
-    from indexer.pipeline import IndexResult
+    from indexer.indexing.pipeline import IndexResult
 
 log = logging.getLogger(__name__)
 
@@ -161,7 +161,7 @@ class Outcome:
     deferred: int = 0  # 1 when the commit-back yielded to a push that landed (its job's now)
     moved: bool = False  # the branch's tip is not `indexed` any more: a job must follow
     problems: list[str] = field(default_factory=list)  # errors: the branch is not fully indexed
-    # every problem is one the pushed files decide (indexer.errors.Problem.user; the rows a
+    # every problem is one the pushed files decide (indexer.corpus.errors.Problem.user; the rows a
     # loader refused because of them follow): the same tip fails the same way, so the
     # queue waits for a push instead of retrying
     user_problems: bool = False

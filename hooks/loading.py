@@ -29,7 +29,7 @@ from core.vocabulary import SIDECAR_SUFFIX
 from hooks.gitsource import GitTreeSource, has_commit
 from hooks.job import MAX_PROBLEMS, Loaded, problem_line
 from hooks.progress import JobProgress
-from indexer.source import FileSource
+from indexer.corpus.source import FileSource
 from store import commits, removal, segments
 from store.loader import LoadResult, md_path, sync_files
 from store.tips import move_tip

@@ -12,7 +12,7 @@ at every retry (issue 23):
   the indexer does not follow it, and a submodule's files are not in this
   repository); no two paths equal under Unicode NFC (`e\u0301` and `é` look the
   same and would become two chapters with identical-looking citations); the
-  layout the corpus reader accepts (`indexer.corpus.path_problems`: too deep, a
+  layout the corpus reader accepts (`indexer.corpus.layout.path_problems`: too deep, a
   file directly in corpus/ or in a work's folder, a Markdown file outside
   corpus/, a folder both a piece and a part, a part with no chapters); and a
   readable `glossator.toml`;
@@ -37,16 +37,16 @@ from pygit2.enums import FileMode
 
 from hooks.gitsource import GitTreeSource
 from hooks.refupdates import ZERO, parse_updates
-from indexer import frontmatter
-from indexer.corpus import (
+from indexer.corpus import frontmatter
+from indexer.corpus.errors import CorpusError, Problem
+from indexer.corpus.layout import (
     CORPUS_DIR,
     EMPTY_SOURCE,
     SOURCE,
     path_problems,  # the corpus reader's layout checks
     validate_meta,  # the corpus reader's key checks
 )
-from indexer.errors import CorpusError, Problem
-from indexer.policy import POLICY_FILE, Policy, parse_policy
+from indexer.corpus.policy import POLICY_FILE, Policy, parse_policy
 
 
 def open_repository(git_dir: str, quarantine: str | None = None) -> pygit2.Repository:

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-# The indexer's stage names (indexer.sidecars, indexer.summaries.generate) → ours.
+# The indexer's stage names (indexer.indexing.sidecars, indexer.indexing.summaries) → ours.
 STAGES = {"summaries": "summaries", "chunks": "embeddings", "files": "sidecars"}
 PUBLISH_EVERY_S = 2.0  # a status poll every second or two sees fresh counts
 LOG_EVERY_S = 30.0  # a server log a person can read while a long job runs

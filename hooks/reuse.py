@@ -3,7 +3,7 @@
     indexer = ReusingIndexer(embedder, summarizer)   # hooks.job.Indexer
     indexer.index(GitTreeSource.at(repo, tip), progress=progress)
 
-`ReusingIndexer` is the indexer as the job calls it: `indexer.pipeline.index` with
+`ReusingIndexer` is the indexer as the job calls it: `indexer.indexing.pipeline.index` with
 the process's `IndexCaches` (parsed files, hashes, manifests by blob id: a job
 re-reads only what changed) and the embedder and summarizer wrapped below.
 
@@ -15,11 +15,11 @@ reused). These wrappers remember results by their exact input, so equal inputs
 are computed once per process, whatever the order of jobs and races:
 
 - `ReusingEmbedder`: document vectors by (model, dimension, embedding input).
-  The input already carries the recipe and heading path (indexer.recipes).
+  The input already carries the recipe and heading path (indexer.indexing.recipes).
 - `ReusingSummarizer`: summaries by (provider, model, prompt, request). A reused
   summary costs nothing and counts no call.
 
-Both are bounded LRU maps (indexer.cache.ContentCache) owned by the job's indexer
+Both are bounded LRU maps (indexer.corpus.cache.ContentCache) owned by the job's indexer
 (`ReusingIndexer`, one per worker process), not module state. A failed call is not
 remembered.
 """
@@ -32,10 +32,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from hooks.progress import JobProgress
-from indexer.cache import ContentCache, IndexCaches
-from indexer.embedders.base import BaseEmbedder, Embedder, Embeddings, EmbeddingUsage
-from indexer.source import FileSource
-from indexer.summaries.base import (
+from indexer.corpus.cache import ContentCache, IndexCaches
+from indexer.corpus.source import FileSource
+from indexer.providers.embedders.base import BaseEmbedder, Embedder, Embeddings, EmbeddingUsage
+from indexer.providers.summarizers.base import (
     Summarizer,
     SummarizerError,
     SummaryRequest,
@@ -44,8 +44,8 @@ from indexer.summaries.base import (
 )
 
 if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the server
-    from indexer.pipeline import IndexResult
-    from indexer.sidecars import Progress
+    from indexer.indexing.pipeline import IndexResult
+    from indexer.indexing.sidecars import Progress
 
 # ~3 KB per 384-dimension vector kept as doubles (exact: sidecars round them
 # themselves): 20,000 are ~60 MB, about ten times the largest push issue 14 saw.
@@ -187,7 +187,7 @@ class ReusingSummarizer(Summarizer):
 
 
 class IndexFn(Protocol):
-    """`indexer.pipeline.index`'s call, as the job makes it (tests wrap the real one)."""
+    """`indexer.indexing.pipeline.index`'s call, as the job makes it (tests wrap the real one)."""
 
     def __call__(
         self,
@@ -201,14 +201,14 @@ class IndexFn(Protocol):
 
 
 def pipeline_index() -> IndexFn:
-    """`indexer.pipeline.index`, imported when a job runs, not with the server."""
-    from indexer.pipeline import index
+    """`indexer.indexing.pipeline.index`, imported when a job runs, not with the server."""
+    from indexer.indexing.pipeline import index
 
     return index
 
 
 class ReusingIndexer:
-    """`index_fn` (`indexer.pipeline.index` by default) with the process's caches, and
+    """`index_fn` (`indexer.indexing.pipeline.index` by default) with the process's caches, and
     `embedder` and `summarizer` remembering what they computed (hooks.job.Indexer)."""
 
     def __init__(

@@ -9,7 +9,7 @@ question on an Italian book matches "to", "lame" or "come" by accident, and one 
 lone hit used to be fused to rank 1 over strong vector evidence (issue 22). The query's
 language is detected offline by py3langid (langid.py's naive Bayes over byte n-grams,
 its model shipped in the wheel, nothing downloaded), among the languages Glossator
-writes labels for (`LANGUAGES`, indexer/lang.py's). A detection is trusted from
+writes labels for (`LANGUAGES`, indexer/corpus/lang.py's). A detection is trusted from
 `MIN_CONFIDENCE` up: below, the query is taken for "unknown" and the keyword evidence
 is kept as before (a bare name, "Farinata", "Boaz", is such a query, and it is where
 keywords help most).
@@ -26,7 +26,7 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-# The languages indexer/lang.py writes labels for (a test keeps the two in step): the
+# The languages indexer/corpus/lang.py writes labels for (a test keeps the two in step): the
 # detector chooses among these (fewer candidates, fewer confusions on a short query:
 # among all 97 of py3langid's, "Virgilio guida" is Latin). py3langid has no "nb":
 # Norwegian is "no".

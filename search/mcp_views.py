@@ -38,7 +38,7 @@ from typing import (
 
 from typing_extensions import TypedDict
 
-from indexer.tokens import count_tokens
+from indexer.corpus.tokens import count_tokens
 from search.results import (
     Chunk,
     Citation,

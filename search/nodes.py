@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 from psycopg.rows import class_row
 
-from indexer.corpus import humanize
-from indexer.lang import strip_summary_suffix
+from indexer.corpus.lang import strip_summary_suffix
+from indexer.corpus.layout import humanize
 from search import rows as R
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Node, Outline, OutlineEntry

@@ -34,7 +34,7 @@ AGENT_MAX_PER_CHAPTER = 1
 
 class QueryEmbedder(Protocol):
     """What search needs of an embedder: its model's name and dimension, and a query's
-    vector (`indexer.embedders.Embedder` is one)."""
+    vector (`indexer.providers.embedders.Embedder` is one)."""
 
     @property
     def model(self) -> str: ...

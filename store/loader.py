@@ -48,9 +48,9 @@ import numpy as np
 import psycopg
 
 from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
-from indexer.errors import CorpusError, Problem
-from indexer.sidecar import Sidecar, loads, validate
-from indexer.source import FileSource
+from indexer.corpus.errors import CorpusError, Problem
+from indexer.corpus.sidecar_format import Sidecar, loads, validate
+from indexer.corpus.source import FileSource
 from store import catalogue, vectors
 
 log = logging.getLogger(__name__)

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import psycopg
 
-from indexer.source import MemorySource
+from indexer.corpus.source import MemorySource
 from store import commits
 from store.loader import sync_files
 

@@ -16,8 +16,8 @@ from typing import Any
 import psycopg
 
 from core.vocabulary import DEFAULT_BRANCH, SIDECAR_SUFFIX
-from indexer.errors import Problem
-from indexer.source import FileSource
+from indexer.corpus.errors import Problem
+from indexer.corpus.source import FileSource
 from store.loader import LoadResult, Progress, md_path, sidecar_digest, stored_files, sync_files
 
 

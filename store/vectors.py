@@ -49,7 +49,7 @@ import psycopg
 from pgvector import HalfVector
 from psycopg import sql
 
-from indexer.errors import CorpusError
+from indexer.corpus.errors import CorpusError
 
 log = logging.getLogger(__name__)
 

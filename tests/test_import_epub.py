@@ -13,12 +13,12 @@ from ebooklib import epub
 from markdown_it import MarkdownIt
 
 from glossator.cli import main
-from indexer.corpus import read_corpus
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
 from indexer.importers.common import ImportSourceError
 from indexer.importers.epub import read_epub
 from indexer.importers.markdown import read_markdown
 from indexer.importers.tree import Section
-from indexer.source import DirectorySource
 
 LIST_MD = Path(__file__).parent / "fixtures/list/list.md"
 _MD = MarkdownIt("commonmark")

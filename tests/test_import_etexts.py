@@ -12,13 +12,13 @@ import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
-from indexer.corpus import read_corpus
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
 from indexer.importers.common import ImportSourceError
 from indexer.importers.etext import is_dedication, title_and_author
 from indexer.importers.headings import parse
 from indexer.importers.text import decode, read_text
 from indexer.importers.tree import Work
-from indexer.source import DirectorySource
 
 ETEXTS = Path(__file__).parent / "fixtures" / "etexts"
 GUTENBERG = Path(__file__).parent / "fixtures" / "gutenberg"

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 from ebooklib import epub
 
 from glossator.cli import main
-from indexer.corpus import read_corpus
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
 from indexer.importers.common import ImportSourceError
 from indexer.importers.epub import read_epub
 from indexer.importers.folder import read_folder
 from indexer.importers.markdown import read_markdown
-from indexer.source import DirectorySource
 
 PARA = (
     "The ship left the harbour in the morning, and the men on the quay watched it until "

@@ -9,13 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
-from indexer import frontmatter
-from indexer.corpus import read_corpus
+from indexer.corpus import frontmatter
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.policy import Policy, parse_policy
+from indexer.corpus.source import DirectorySource
 from indexer.importers.common import ImportSourceError
 from indexer.importers.folder import first_heading, read_folder
 from indexer.importers.writer import DEFAULT_POLICY, import_works
-from indexer.policy import Policy, parse_policy
-from indexer.source import DirectorySource
 from tests.plugins.corpus import FIRST_SERIES
 
 PROVENANCE = ("source_repo", "source_file", "source_commit", "source_page", "first_published")

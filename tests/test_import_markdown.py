@@ -9,11 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
-from indexer import frontmatter
-from indexer.corpus import read_corpus
+from indexer.corpus import frontmatter
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
 from indexer.importers.common import ImportSourceError
 from indexer.importers.markdown import read_markdown
-from indexer.source import DirectorySource
 
 LIST_MD = Path(__file__).parent / "fixtures/list/list.md"
 WORK = "corpus/systeme-national-d-economie-politique"

@@ -15,10 +15,10 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from glossator.cli import main
-from indexer.corpus import read_corpus
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
 from indexer.importers.common import TITLE_FROM_FILE_NAME
 from indexer.importers.text import decode, read_text, strip_gutenberg
-from indexer.source import DirectorySource
 
 GUTENBERG = Path(__file__).parent / "fixtures" / "gutenberg"
 ROMAN = [

@@ -10,7 +10,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from indexer.sidecar import dumps, loads
+from indexer.corpus.sidecar_format import dumps, loads
 from store import loader
 from store.loader import sync_files
 from tests.store_sidecars import MODEL, example

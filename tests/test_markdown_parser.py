@@ -1,4 +1,4 @@
-"""indexer.markdown: the blocks of a text, and each place it reads otherwise than CommonMark.
+"""indexer.corpus.markdown: the blocks of a text, and each place it reads otherwise than CommonMark.
 
 The chunker read Markdown with line regexes before it had a parser; the property
 test below keeps that reading as an oracle, so a chunk boundary cannot move.
@@ -11,8 +11,8 @@ import re
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from indexer.chunking import _blocks
-from indexer.markdown import Block, blocks
+from indexer.corpus.chunking import _blocks
+from indexer.corpus.markdown import Block, blocks
 
 
 def kinds(text: str) -> list[tuple[str, int, int]]:
@@ -78,7 +78,7 @@ def test_a_title_is_as_written_in_the_text() -> None:
     assert heading.title == "Titre \r"  # the caller strips it; no U+FFFD from the parse
 
 
-# The chunker's block reading before indexer.markdown, kept as the oracle.
+# The chunker's block reading before indexer.corpus.markdown, kept as the oracle.
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
 

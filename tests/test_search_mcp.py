@@ -21,7 +21,7 @@ from starlette.routing import Mount
 
 from glossator.search_service import search_service
 from glossator.settings import Settings
-from indexer.tokens import count_tokens
+from indexer.corpus.tokens import count_tokens
 from search.mcp_http import mcp_http_app
 from search.mcp_server import build_server
 from search.mcp_views import SNIPPET_WORDS, parse_ref, spelled_by

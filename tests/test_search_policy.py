@@ -10,9 +10,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from indexer.corpus import read_corpus
-from indexer.sidecars import build as build_sidecars
-from indexer.source import DirectorySource
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
+from indexer.indexing.sidecars import build as build_sidecars
 from store.db import configure_connection
 from store.tree import sync_tree
 from tests.plugins.search import PETITION, search

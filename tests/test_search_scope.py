@@ -6,7 +6,7 @@ from __future__ import annotations
 import psycopg
 import pytest
 
-from indexer.source import MemorySource
+from indexer.corpus.source import MemorySource
 from search import SearchOptions, UnknownFile, get_node, outline, search
 from store.tips import default_branches, record_heads
 from store.tree import sync_tree

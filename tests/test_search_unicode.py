@@ -11,7 +11,7 @@ import unicodedata
 import psycopg
 import pytest
 
-from indexer.source import MemorySource
+from indexer.corpus.source import MemorySource
 from search import SearchOptions, get_children, get_node, get_parent, outline, search
 from store.tree import sync_tree
 from tests.store_sidecars import sidecar_for

@@ -11,7 +11,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from indexer.source import DirectorySource
+from indexer.corpus.source import DirectorySource
 from search import calibration as C
 from search.service import SearchService
 from search.warming import GateWarmer

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from indexer import sidecar
-from indexer.sidecar import VECTOR_DECIMALS, dumps, loads, round_vector
+from indexer.corpus import sidecar_format as sidecar
+from indexer.corpus.sidecar_format import VECTOR_DECIMALS, dumps, loads, round_vector
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "example" / "corpus"
 

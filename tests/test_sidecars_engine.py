@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from indexer.corpus.source import DirectorySource
 from indexer.embedders.fake import FakeEmbedder
-from indexer.source import DirectorySource
 from tests.plugins.corpus import FIRST_SERIES, example_chapters
 from tests.test_sidecars import run
 

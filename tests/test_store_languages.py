@@ -9,7 +9,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from indexer.source import MemorySource
+from indexer.corpus.source import MemorySource
 from search.retrieval import Filters, keyword
 from store.tree import sync_tree
 from tests.store_sidecars import sidecar_for

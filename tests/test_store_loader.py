@@ -9,8 +9,8 @@ import psycopg
 import pytest
 from pgvector import Vector
 
+from indexer.corpus.source import DirectorySource, MemorySource
 from indexer.embedders.fake import hashed_vector
-from indexer.source import DirectorySource, MemorySource
 from store import loader, vectors
 from store.keyword import choose_backend
 from store.loader import sync_files

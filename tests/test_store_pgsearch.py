@@ -21,7 +21,7 @@ from glossator.cli import main
 from glossator.doctor import run as doctor_run
 from glossator.settings import Settings
 from glossator.wiring import database
-from indexer.source import MemorySource
+from indexer.corpus.source import MemorySource
 from store import migrations
 from store.db import configure_connection
 from store.fts import FtsBackend

@@ -13,8 +13,8 @@ from __future__ import annotations
 import psycopg
 import pytest
 
+from indexer.corpus.sidecar_format import loads
 from indexer.embedders.fake import hashed_vector
-from indexer.sidecar import loads
 from search import SearchOptions, search
 from search.options import QueryVector
 from store import catalogue, fts, migrations

@@ -19,17 +19,17 @@ import pytest
 
 from glossator.providers import get_summarizer
 from glossator.settings import Settings, SettingsError
-from indexer import frontmatter
-from indexer.corpus import read_corpus
-from indexer.source import DirectorySource, OverlaySource
-from indexer.summaries import (
+from indexer.corpus import frontmatter
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource, OverlaySource
+from indexer.indexing.summaries import generate
+from indexer.providers.summarizers import (
     RefusalError,
     SummarizerError,
     SummaryInput,
     SummaryRequest,
-    generate,
 )
-from indexer.summaries.claude import AnthropicSummarizer
+from indexer.providers.summarizers.claude import AnthropicSummarizer
 from tests.plugins.corpus import make_small_corpus
 
 MODEL = "claude-sonnet-4-6"

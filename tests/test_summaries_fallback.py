@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from indexer import frontmatter
-from indexer.summaries import SummaryInput, SummaryRequest, UnsummarizableError
-from indexer.summaries.extractive import ExtractiveSummarizer
-from indexer.summaries.fallback import ELLIPSIS, fallback_summary, lead
-from indexer.tokens import count_tokens
+from indexer.corpus import frontmatter
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.summarizers import SummaryInput, SummaryRequest, UnsummarizableError
+from indexer.providers.summarizers.extractive import ExtractiveSummarizer
+from indexer.providers.summarizers.fallback import ELLIPSIS, fallback_summary, lead
 from tests.plugins.corpus import FIRST_SERIES, WORK, example_chapters, make_small_corpus
 from tests.test_summaries_plan import run
 

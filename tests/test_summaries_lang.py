@@ -3,9 +3,9 @@ the extractive summarizer, the default prompts, the request sent to a model."""
 
 from __future__ import annotations
 
-from indexer.summaries.base import SummaryInput, SummaryRequest
-from indexer.summaries.extractive import ExtractiveSummarizer, split_sentences, words
-from indexer.summaries.prompts import default_prompt
+from indexer.indexing.prompts import default_prompt
+from indexer.providers.summarizers.base import SummaryInput, SummaryRequest
+from indexer.providers.summarizers.extractive import ExtractiveSummarizer, split_sentences, words
 
 
 def test_english_abbreviations_do_not_end_a_sentence() -> None:

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from indexer import frontmatter
-from indexer.corpus import read_corpus
-from indexer.source import DirectorySource, OverlaySource
-from indexer.summaries import SummaryResult, generate
+from indexer.corpus import frontmatter
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource, OverlaySource
+from indexer.indexing.summaries import SummaryResult, generate
 from indexer.summaries.fake import FakeSummarizer
 from tests.plugins.corpus import FIRST_SERIES, WORK, example_chapters, make_small_corpus
 

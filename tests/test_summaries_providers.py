@@ -12,11 +12,11 @@ import pytest
 
 from glossator.providers import get_summarizer
 from glossator.settings import Settings, SettingsError
-from indexer import frontmatter
-from indexer.summaries import RefusalError, SummaryInput, SummaryRequest
-from indexer.summaries.extractive import ExtractiveSummarizer
-from indexer.summaries.openai_compatible import OpenAICompatibleSummarizer
-from indexer.tokens import count_tokens
+from indexer.corpus import frontmatter
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.summarizers import RefusalError, SummaryInput, SummaryRequest
+from indexer.providers.summarizers.extractive import ExtractiveSummarizer
+from indexer.providers.summarizers.openai_compatible import OpenAICompatibleSummarizer
 from tests.plugins.corpus import example_chapters
 
 

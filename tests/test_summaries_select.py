@@ -13,8 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
-from indexer import frontmatter
-from indexer.summaries.extractive import (
+from indexer.corpus import frontmatter
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.summarizers.extractive import (
     _WORD,
     MIN_WORDS,
     RELEVANCE,
@@ -25,7 +26,6 @@ from indexer.summaries.extractive import (
     split_sentences,
     words,
 )
-from indexer.tokens import count_tokens
 
 ROOT = Path(__file__).resolve().parents[1]
 

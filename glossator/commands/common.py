@@ -32,11 +32,11 @@ from rich.progress import (
 
 from glossator.settings import Settings
 from hooks.progress import STAGES
-from indexer.corpus import CORPUS_DIR
-from indexer.errors import Problem
-from indexer.source import DirectorySource
+from indexer.corpus.errors import Problem
+from indexer.corpus.layout import CORPUS_DIR
+from indexer.corpus.source import DirectorySource
 
-# The indexer's progress protocol, progress(stage, done, total) (indexer.sidecars)
+# The indexer's progress protocol, progress(stage, done, total) (indexer.indexing.sidecars)
 ProgressCallback = Callable[[str, int, int], None]
 
 # PATH of the commands that work on a corpus tree: the repository root or its corpus/

@@ -24,8 +24,8 @@ from glossator.commands.common import (
     report,
 )
 from glossator.providers import get_embedder
-from indexer.corpus import read_corpus
-from indexer.sidecars import SidecarStats, build
+from indexer.corpus.layout import read_corpus
+from indexer.indexing.sidecars import SidecarStats, build
 
 
 def sidecar_figures(stats: SidecarStats) -> dict[str, Any]:
@@ -70,7 +70,7 @@ def sidecars(path: Path, rebuild_all: bool, as_json: bool) -> None:
 def index(path: Path, rebuild_all: bool, as_json: bool) -> None:
     """Index the corpus at PATH: frontmatter, due summaries, then sidecars, in that order."""
     from glossator.providers import get_summarizer
-    from indexer import pipeline
+    from indexer.indexing import pipeline
 
     cmd = open_corpus(path)
     root, err, source = cmd.root, cmd.err, cmd.source

@@ -26,7 +26,7 @@ from glossator.commands.base import out_console
 from glossator.commands.common import err_console, json_option, progress_bar, report
 from glossator.doctor import keyword_caveat
 from glossator.settings import Settings
-from indexer.source import DirectorySource
+from indexer.corpus.source import DirectorySource
 from store import content, embedded, migrations, server, vectors
 from store.keyword import choose_backend
 from store.tree import sync_tree

@@ -24,10 +24,10 @@ from glossator.commands.common import (
     report,
 )
 from glossator.providers import get_summarizer
-from indexer.corpus import read_corpus
-from indexer.source import OverlaySource
-from indexer.summaries import SummaryResult, generate
-from indexer.summaries.base import Summarizer, Usage
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import OverlaySource
+from indexer.indexing.summaries import SummaryResult, generate
+from indexer.providers.summarizers.base import Summarizer, Usage
 
 
 def plan_lines(result: SummaryResult, summarizer: Summarizer) -> list[str]:

@@ -12,7 +12,7 @@ import hashlib
 import math
 import re
 
-from indexer.embedders.base import Answer, BaseEmbedder, InputType
+from indexer.providers.embedders.base import Answer, BaseEmbedder, InputType
 
 _WORD = re.compile(r"\w+")
 

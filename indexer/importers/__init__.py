@@ -7,6 +7,6 @@
     html.py      EPUB chapter HTML → Markdown (paragraphs, emphasis, quotes, notes)
 
 Every importer returns the same neutral `tree.Work`; `tree.layout` turns it into
-files (`indexer.source.Changes`) and `writer.write_corpus` puts them under DEST,
+files (`indexer.corpus.source.Changes`) and `writer.write_corpus` puts them under DEST,
 so slugs, numbering and frontmatter are decided in one place.
 """

@@ -10,8 +10,8 @@ import re
 import unicodedata
 from pathlib import Path
 
-from indexer import frontmatter
-from indexer.errors import CorpusError
+from indexer.corpus import frontmatter
+from indexer.corpus.errors import CorpusError
 
 
 class ImportSourceError(CorpusError):
@@ -78,7 +78,7 @@ def number_value(number: str | None) -> int | None:
     return roman_to_int(text)
 
 
-# words that label a numbered chapter, in the languages of indexer.lang (and "letter")
+# words that label a numbered chapter, in the languages of indexer.corpus.lang (and "letter")
 CHAPTER_WORDS = (
     "chapitre", "chap.", "chapter", "section", "letter", "lettre", "kapitel", "brief",
     "capítulo", "capitulo", "capitolo", "capitol", "hoofdstuk", "kapittel", "luku",
@@ -146,7 +146,7 @@ _LIMINARY = re.compile(
 def own_label(heading: str, lang: str) -> dict[str, str]:
     """`{"label": "Letter"}` when a heading's label word is not the language's word for a
     chapter (the corpus reader's default), so the heading path keeps the book's word."""
-    from indexer.lang import labels
+    from indexer.corpus.lang import labels
 
     label = heading_label(heading)
     if label is None or label.casefold().rstrip(".") in ("chap", labels(lang).chapter.casefold()):
@@ -202,7 +202,7 @@ def drop_title_heading(body: str, title: str, number: str | None = None) -> str:
     Only the heading line and the blank lines after it go; every other byte stays.
     """
     # Any line starting with `#` (`#Titre` too, which is no CommonMark heading) is
-    # compared with the title, so this stays a line test rather than indexer.markdown's
+    # compared with the title, so this stays a line test rather than indexer.corpus.markdown's
     # headings: a sloppy `#Titre` repeating the title has always been dropped.
     lines = body.split("\n")
     i = 0

@@ -60,7 +60,7 @@ _BOILERPLATE = re.compile(
     r"[üu]ber diese digitale ausgabe|dieses e-?book stammt aus|"
     # Projekt Gutenberg-DE
     r"projekt gutenberg-de|"
-    # transcribers' notes, in the languages of indexer.lang
+    # transcribers' notes, in the languages of indexer.corpus.lang
     r"\[?transcriber'?s'? notes?|\[?note de transcription|\[?nota del trascrittore|"
     r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o|"
     # the transcriber's table of the characters the file uses (Gutenberg's Divina
@@ -133,7 +133,7 @@ def _split_wrapped(block: list[str], width: int) -> list[list[str]]:
 
 
 # `À Marie-Antoine-Jules Senard`, `To Sir Walter Scott`, `An Goethe`: a dedication to a
-# name on a line of its own, in the languages of indexer.lang (in mixed case: a title
+# name on a line of its own, in the languages of indexer.corpus.lang (in mixed case: a title
 # page's `A NOVEL` is none)
 _DEDICATION = re.compile(r"^(?:À|Au|Aux|A|Al|Alla|An|To|Aan|Ao)\s+(?:[A-ZÀ-Ý][\w'’.-]*\s*){1,5}$")
 
@@ -219,7 +219,7 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
     return title, author
 
 
-# The genre a title page prints under the title, in the languages of indexer.lang
+# The genre a title page prints under the title, in the languages of indexer.corpus.lang
 _GENRE = re.compile(
     r"^(?:(?:ein |a |un |une |uno |una |een )?(?:roman|novelle|erzählung|novel|romanzo|"
     r"racconto|novella|novela|romance|novel·la|verhaal|conte|récit|nouvelle|märchen))"

@@ -21,8 +21,8 @@ repeats the title is dropped; the rest of the body is kept byte for byte.
 
 A folder of plain chapter files (no YAML header, or a header without a part) is a
 book without parts: each file a chapter whose title is its first heading (on its
-first non-blank line, as indexer.markdown reads it), else its file name; files in the order of the numbers in their names (`chapter-2` before
-`chapter-10`); the work's title from `--work-title`, else the folder's name.
+first non-blank line, as indexer.corpus.markdown reads it), else its file name;
+files in the order of the numbers in their names (`chapter-2` before `chapter-10`); the work's title from `--work-title`, else the folder's name.
 Mixing files that name a part with files that do not is refused, naming both.
 """
 
@@ -35,9 +35,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indexer import frontmatter, markdown
-from indexer import lang as L
-from indexer.corpus import humanize
+from indexer.corpus import frontmatter, markdown
+from indexer.corpus import lang as L
+from indexer.corpus.layout import humanize
 from indexer.importers.common import (
     ImportSourceError,
     drop_title_heading,
@@ -245,7 +245,7 @@ def _name_order(name: str) -> tuple[tuple[int, ...], str]:
 def first_heading(body: str) -> str | None:
     """The title of the heading on the body's first non-blank line, if it is one.
 
-    indexer.markdown reads it, from the line's first non-space character (so an
+    indexer.corpus.markdown reads it, from the line's first non-space character (so an
     indented `    # Title` is still the title, as it always was here); `#`s at the
     title's end go even without a space before them (`# Chapitre 1#`: `Chapitre 1`)."""
     first = markdown.blocks(body.lstrip())[:1]

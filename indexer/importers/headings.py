@@ -2,7 +2,7 @@
 
 `parse` reads one line; `find` decides which paragraphs of a book are headings
 (text.py's docstring gives the rules). Every pattern is the book's convention, not
-one book's: labels in the languages of indexer.lang, numbers roman, arabic or in
+one book's: labels in the languages of indexer.corpus.lang, numbers roman, arabic or in
 words (`ONE`, `the First`, `premier`), the title after a separator or on the
 following lines.
 """
@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from indexer import lang as L
+from indexer.corpus import lang as L
 from indexer.importers import numerals as N
 from indexer.importers.common import fold, roman_to_int
 from indexer.importers.titles import clean_title as _clean_title

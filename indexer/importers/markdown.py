@@ -17,7 +17,7 @@ is a section of the work: a chapter (`## Chapter 3. Title`, `## The Storm`) or a
 liminary piece (`## Preface`, told by its title: `common.is_liminary`). Without `lang` in the frontmatter
 the language is guessed from the text's stop words (`common.guess_language`).
 
-Headings are those indexer.markdown reads, as chunking reads them, on a line of
+Headings are those indexer.corpus.markdown reads, as chunking reads them, on a line of
 their own that starts with the `#`s and a space. Headings inside fenced code are
 text; a fence ends at a fence of the same marker at least as long and is
 indented by spaces only (the line patterns this importer had before the parser
@@ -35,7 +35,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer import markdown
+from indexer.corpus import markdown
 from indexer.importers.common import (
     ImportSourceError,
     drop_title_heading,
@@ -73,7 +73,7 @@ class _Block:
 def _headings(body: str) -> dict[int, tuple[int, str]]:
     """The `#`, `##`, `###` headings of the body by line offset: (level, title).
 
-    indexer.markdown finds them (none inside fenced code); this importer asks more
+    indexer.corpus.markdown finds them (none inside fenced code); this importer asks more
     of a heading line than CommonMark does: it starts the line (no indentation)
     and its `#`s are followed by a space or a tab. A title that is only `#`s
     (`## ##`) is those `#`s, not empty as in CommonMark."""

@@ -47,7 +47,7 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer import lang as L
+from indexer.corpus import lang as L
 from indexer.importers import etext as E
 from indexer.importers import headings as H
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
@@ -165,7 +165,7 @@ def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     return "\n".join(body), fields
 
 
-# `[Illustration: …]` and its kin in the languages of indexer.lang (Gutenberg's transcribers)
+# `[Illustration: …]` and its kin in the languages of indexer.corpus.lang (Gutenberg's transcribers)
 _ILLUSTRATION = re.compile(
     r"^\[(?:illustration|illustrazione|ilustraci[óo]n|ilustra[çc][ãa]o|abbildung|"
     r"illustratie|afbeelding|bild|kuva|ilustracja)",

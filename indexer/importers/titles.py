@@ -90,7 +90,7 @@ _ELISION = re.compile(
 _CONTRACTIONS = frozenset(["s", "t", "ll", "re", "ve", "d", "m"])
 _MC = re.compile(r"^MC[A-Z]{2,}$")
 
-# Words a title in capitals keeps in lower case, in the languages of indexer.lang (`i`
+# Words a title in capitals keeps in lower case, in the languages of indexer.corpus.lang (`i`
 # is left out: it is the English `I`)
 _SMALL_WORDS = frozenset(
     " ".join(

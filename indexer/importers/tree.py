@@ -17,11 +17,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer import frontmatter
-from indexer import lang as L
-from indexer.corpus import CORPUS_DIR, SOURCE, SUMMARY
+from indexer.corpus import frontmatter
+from indexer.corpus import lang as L
+from indexer.corpus.layout import CORPUS_DIR, SOURCE, SUMMARY
+from indexer.corpus.source import Changes, check_relative
 from indexer.importers.common import ImportSourceError, is_liminary, number_value, slugify
-from indexer.source import Changes, check_relative
 
 
 @dataclass

@@ -11,13 +11,13 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from indexer import frontmatter
-from indexer.corpus import CORPUS_DIR, SOURCE, SUMMARY, folder_order, read_corpus
-from indexer.errors import Problem
+from indexer.corpus import frontmatter
+from indexer.corpus.errors import Problem
+from indexer.corpus.layout import CORPUS_DIR, SOURCE, SUMMARY, folder_order, read_corpus
+from indexer.corpus.policy import POLICY_FILE, parse_policy
+from indexer.corpus.source import Changes, DirectorySource, MemorySource, OverlaySource
 from indexer.importers.common import ImportSourceError
 from indexer.importers.tree import Stats, Work, layout
-from indexer.policy import POLICY_FILE, parse_policy
-from indexer.source import Changes, DirectorySource, MemorySource, OverlaySource
 
 log = logging.getLogger(__name__)
 

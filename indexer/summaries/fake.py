@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 
-from indexer.summaries.base import (
+from indexer.providers.summarizers.base import (
     RefusalError,
     Summarizer,
     SummarizerError,

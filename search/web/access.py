@@ -68,22 +68,24 @@ class Readers:
 
     def allowed(self, request: Request) -> bool:
         """Whether `request` may read: open reads, a token in its headers, or a session."""
-        return self.verdict(request) == "read"
+        return self.verdict(request)[0] == "read"
 
-    def verdict(self, request: Request) -> Literal["read", "refused", "throttled"]:
-        """`allowed`, telling a refusal from a throttled address (module doc).
+    def verdict(self, request: Request) -> tuple[Literal["read", "refused", "throttled"], float]:
+        """`allowed`, telling a refusal from a throttled address (module doc), with the
+        seconds a throttled address waits (0 otherwise): read once, so a 429 never says
+        "retry in 0 s" when the window ends between two reads of the throttle.
 
         A token sent in the headers that is not one counts as a failed login."""
         if self.open or self.session_ok(request.cookies.get(SESSION_COOKIE)):
-            return "read"
+            return "read", 0.0
         if "authorization" not in request.headers:
-            return "refused"
-        if self.throttle.retry_after(client_address(request)):
-            return "throttled"
+            return "refused", 0.0
+        if wait := self.throttle.retry_after(client_address(request)):
+            return "throttled", wait
         if self.headers_ok(request.headers):
-            return "read"
+            return "read", 0.0
         self.throttle.failed(client_address(request))
-        return "refused"
+        return "refused", 0.0
 
     # -- sessions ----------------------------------------------------------------------
 

@@ -49,7 +49,6 @@ from search.tools import agent_search
 from search.web.access import (
     SESSION_COOKIE,
     Readers,
-    client_address,
     csrf_token,
     remember_csrf,
 )
@@ -150,11 +149,9 @@ class WebBase:
 
     def answer(self, request: Request, html: bool, build: Callable[[], Response]) -> Response:
         """The one boundary (module doc)."""
-        verdict = self.readers.verdict(request)
+        verdict, wait = self.readers.verdict(request)
         if verdict == "throttled":
-            return self.throttled(
-                request, html, self.readers.throttle.retry_after(client_address(request))
-            )
+            return self.throttled(request, html, wait)
         if verdict == "refused":
             return self.refused(request, html)
         try:

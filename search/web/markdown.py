@@ -28,7 +28,7 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup
 
-from indexer.summaries.extractive import stopwords
+from indexer.providers.summarizers.extractive import stopwords
 
 # Words of the query shorter than this are not marked (l', d', a…) even when they are
 # no stop word: marking every "de" would hide the words that matter.

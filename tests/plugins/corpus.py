@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from indexer.corpus import folder_order
+from indexer.corpus.layout import folder_order
 
 EXAMPLE_DIR = Path(__file__).resolve().parents[2] / "example"
 WORK = "corpus/sophismes-economiques"

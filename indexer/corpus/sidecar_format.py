@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from indexer.errors import CorpusError
+from indexer.corpus.errors import CorpusError
 
 MANIFEST_KEYS = (
     "type",

@@ -30,14 +30,14 @@ from typing import Any, TypeVar
 import anthropic
 import httpx2
 
-from indexer.summaries.base import (
+from indexer.providers.summarizers.base import (
     RefusalError,
     Summarizer,
     SummarizerError,
     SummaryRequest,
     SummaryResponse,
 )
-from indexer.summaries.pricing import Price, price_of
+from indexer.providers.summarizers.pricing import Price, price_of
 
 log = logging.getLogger(__name__)
 

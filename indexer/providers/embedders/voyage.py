@@ -18,7 +18,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from indexer.embedders.base import Answer, BaseEmbedder, EmbedderError, InputType, RetryableError
+from indexer.providers.embedders.base import (
+    Answer,
+    BaseEmbedder,
+    EmbedderError,
+    InputType,
+    RetryableError,
+)
 
 DEFAULT_MODEL = "voyage-3.5"
 MAX_TEXTS = 1000

@@ -17,7 +17,7 @@ A book without parts is the same tree with level 2 absent: its chapters sit
 directly under the work, and their summaries' parent is the work's summary.
 A section folder under the work is a chapter when its source.md has a `number`,
 a liminary piece otherwise (docs/corpus.md). Labels in heading paths follow
-the work's `lang` (indexer/lang.py).
+the work's `lang` (indexer/corpus/lang.py).
 """
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
-from indexer import frontmatter
-from indexer import lang as L
-from indexer.cache import IndexCaches
-from indexer.errors import CorpusError, FrontmatterError, Problem
-from indexer.policy import POLICY_FILE, Policy, parse_policy
-from indexer.source import Changes, FileSource, content_id
+from indexer.corpus import frontmatter
+from indexer.corpus import lang as L
+from indexer.corpus.cache import IndexCaches
+from indexer.corpus.errors import CorpusError, FrontmatterError, Problem
+from indexer.corpus.policy import POLICY_FILE, Policy, parse_policy
+from indexer.corpus.source import Changes, FileSource, content_id
 
 CORPUS_DIR = "corpus"
 SOURCE = "source.md"
@@ -165,7 +165,7 @@ def _own_path(node: Node) -> str:
 class _Reader:
     def __init__(self, source: FileSource, caches: IndexCaches | None) -> None:
         self.source = source
-        # parsed files by git blob id (indexer.cache): a job re-reads only what changed
+        # parsed files by git blob id (indexer.corpus.cache): a job re-reads only what changed
         self.cache = caches.documents if caches is not None else None
         self.problems: list[Problem] = []
         self.docs: dict[str, frontmatter.Document] = {}
@@ -331,7 +331,7 @@ def read_corpus(
 ) -> Corpus:
     """Read every node of the corpus tree in `source`, with problems and parent fixes.
 
-    `caches`: parsed files kept by blob id across reads (indexer.cache.IndexCaches)."""
+    `caches`: parsed files kept by blob id across reads (indexer.corpus.cache.IndexCaches)."""
     if policy is None:
         try:
             policy = parse_policy(source.read(POLICY_FILE) if source.exists(POLICY_FILE) else None)

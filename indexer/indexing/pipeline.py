@@ -20,14 +20,15 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from indexer.cache import IndexCaches
-from indexer.corpus import read_corpus
-from indexer.embedders.base import Embedder
-from indexer.errors import Problem
-from indexer.sidecars import Progress, SidecarStats, build
-from indexer.source import Changes, FileSource, OverlaySource
-from indexer.summaries import Summarizer, SummaryResult, generate
-from indexer.summaries.plan import PlanItem
+from indexer.corpus.cache import IndexCaches
+from indexer.corpus.errors import Problem
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import Changes, FileSource, OverlaySource
+from indexer.indexing.plan import PlanItem
+from indexer.indexing.sidecars import Progress, SidecarStats, build
+from indexer.indexing.summaries import SummaryResult, generate
+from indexer.providers.embedders.base import Embedder
+from indexer.providers.summarizers import Summarizer
 
 log = logging.getLogger(__name__)
 

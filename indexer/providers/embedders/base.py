@@ -49,8 +49,8 @@ from tenacity import (
 )
 
 from core.errors import GlossatorError
-from indexer.retrying import RetryAfter
-from indexer.tokens import count_tokens
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.retrying import RetryAfter
 
 log = logging.getLogger(__name__)
 

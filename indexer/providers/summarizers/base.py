@@ -37,9 +37,9 @@ from tenacity import (
 )
 
 from core.errors import GlossatorError
-from indexer import lang as L
-from indexer.retrying import RetryAfter
-from indexer.tokens import count_tokens
+from indexer.corpus import lang as L
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.retrying import RetryAfter
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +66,7 @@ class RefusalError(SummarizerError):
 
 
 class UnsummarizableError(SummarizerError):
-    """Permanent for this input: retrying cannot help (indexer.summaries.fallback)."""
+    """Permanent for this input: retrying cannot help (indexer.providers.summarizers.fallback)."""
 
 
 @dataclass(frozen=True)

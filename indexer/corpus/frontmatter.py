@@ -13,7 +13,7 @@ from typing import Any
 
 import yaml
 
-from indexer.errors import FrontmatterError
+from indexer.corpus.errors import FrontmatterError
 
 MAX_FILE_BYTES = 10 * 1024 * 1024  # a chapter is at most a few hundred KB; 10 MB is a mistake
 

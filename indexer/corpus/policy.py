@@ -23,7 +23,7 @@ import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
-from indexer.errors import CorpusError
+from indexer.corpus.errors import CorpusError
 
 POLICY_FILE = "glossator.toml"
 PRESETS = {"all": (0, 1, 2, 3), "economical": (1, 2, 3)}

@@ -3,7 +3,7 @@
 A *block* is what a reader sees as one unit: a paragraph (lines up to a blank
 line), a heading, a list, a block quote, a table, a run of footnote definitions,
 or a fenced code block (blank lines inside the fence do not end it): the
-blocks of indexer.markdown, the indexer's one Markdown parser. A block
+blocks of indexer.corpus.markdown, the indexer's one Markdown parser. A block
 within the token threshold is one chunk, its exact text. A longer one is cut
 into finer units and the units are packed greedily back into chunks:
 
@@ -30,8 +30,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from indexer import markdown
-from indexer.tokens import count_tokens
+from indexer.corpus import markdown
+from indexer.corpus.tokens import count_tokens
 
 Span = tuple[int, int]  # [start, end) offsets in the body
 Splitter = Callable[[str, Span], list[Span]]
@@ -109,7 +109,7 @@ def _lines(body: str, span: Span) -> list[tuple[int, int, str]]:
 def _blocks(body: str) -> list[tuple[Span, str]]:
     """Blocks in order, each (trimmed span, kind) with kind prose, structured or code.
 
-    The parser (indexer.markdown) says where headings, fenced code and paragraphs are;
+    The parser (indexer.corpus.markdown) says where headings, fenced code and paragraphs are;
     a paragraph holding a line that starts an item is structured."""
     starts = [0] + [m.end() for m in re.finditer("\n", body)]  # offset of each line
     ends = [s - 1 for s in starts[1:]] + [len(body)]  # of each line, its newline excluded

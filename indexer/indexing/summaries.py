@@ -11,7 +11,7 @@ from a stale input; a part whose chapters could not all be read is left alone
 for the same reason. A summary the input itself defeats (`UnsummarizableError`:
 no sentence fits the budget, nothing but headings) is not a failure of the run but
 of the text: the lead or the heading is written instead, with a warning
-(indexer.summaries.fallback), and the parents are built from it. The caller
+(indexer.providers.summarizers.fallback), and the parents are built from it. The caller
 applies the returned `Changes` atomically.
 """
 
@@ -23,21 +23,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from indexer import frontmatter
-from indexer import lang as L
-from indexer.corpus import Corpus, Node
-from indexer.errors import CorpusError, Problem
-from indexer.source import Changes, FileSource
-from indexer.summaries.base import (
-    Summarizer,
-    SummarizerError,
-    SummaryRequest,
-    SummaryResponse,
-    UnsummarizableError,
-    Usage,
-)
-from indexer.summaries.fallback import fallback_summary
-from indexer.summaries.plan import (
+from indexer.corpus import frontmatter
+from indexer.corpus import lang as L
+from indexer.corpus.errors import CorpusError, Problem
+from indexer.corpus.layout import Corpus, Node
+from indexer.corpus.source import Changes, FileSource
+from indexer.indexing.plan import (
     PlanItem,
     blocked_by_problems,
     blocked_problem,
@@ -48,11 +39,20 @@ from indexer.summaries.plan import (
     inputs_sha256,
     summary_nodes,
 )
-from indexer.summaries.prompts import Prompts
+from indexer.indexing.prompts import Prompts
+from indexer.providers.summarizers.base import (
+    Summarizer,
+    SummarizerError,
+    SummaryRequest,
+    SummaryResponse,
+    UnsummarizableError,
+    Usage,
+)
+from indexer.providers.summarizers.fallback import fallback_summary
 
 log = logging.getLogger(__name__)
 
-# progress(stage, done, total), the indexer's progress protocol (indexer.sidecars)
+# progress(stage, done, total), the indexer's progress protocol (indexer.indexing.sidecars)
 Progress = Callable[[str, int, int], None]
 
 
@@ -284,7 +284,7 @@ def _record_fallback(
     item: _Due, error: UnsummarizableError, texts: dict[str, str], result: SummaryResult
 ) -> None:
     """No summarizer can summarise this input: write the lead or the heading instead
-    (indexer.summaries.fallback), so that the text's rows load and the parents are made."""
+    (indexer.providers.summarizers.fallback), so that the text's rows load and the parents are made."""
     written = _write_fallback(item, error, result, retry=False)
     texts[item.node.path] = fallback_summary(item.request).text
     result.problems.append(

@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from indexer.embedders.base import Answer, BaseEmbedder, EmbedderError, InputType
+from indexer.providers.embedders.base import Answer, BaseEmbedder, EmbedderError, InputType
 
 OPENAI_DIMENSIONS = {
     "text-embedding-3-small": 1536,

@@ -4,8 +4,9 @@
     → [Block("heading", 0, 1, "# Title", level=1, title="Title"),
        Block("paragraph", 2, 4, "Text on\\ntwo lines.")]
 
-Chunking, the Markdown and folder importers and the extractive summarizer all
-read Markdown here, so they agree on where a heading or a code block is.
+Chunking and the Markdown and folder importers read Markdown here, so they
+agree on where a heading or a code block is (the extractive summarizer still
+reads lines: indexer.providers.summarizers.extractive.clean_paragraphs says why).
 markdown-it-py parses (CommonMark); its tokens' `.map` gives each block's
 0-based [start, end) lines, and `Block.text` is those lines of the text as they
 are, never a rendering.

@@ -3,11 +3,13 @@
 Prompts live with the text they summarise (DESIGN §4), so a change of prompt is a
 commit like any other and regenerates exactly the summaries it concerns:
 
-    <prompts_dir>/<work>/<level>.md     this work only           (level: 1, 2 or 3)
-    <prompts_dir>/<level>.md            every work of the corpus
-    indexer/prompts/<lang>/<level>.md   the default shipped for the work's language (en)
-    indexer/prompts/<level>.md          the default shipped with Glossator (French); for a
-                                        language without its own, the English one
+    <prompts_dir>/<work>/<level>.md   this work only           (level: 1, 2 or 3)
+    <prompts_dir>/<level>.md          every work of the corpus
+    default_prompts/<lang>/<level>.md the default shipped for the work's language (en)
+    default_prompts/<level>.md        the default shipped with Glossator (French); for a
+                                      language without its own, the English one
+
+(`default_prompts/` is package data beside this module, in `indexer/indexing/`.)
 
 The prompt's sha256 is recorded in each summary's `generator`.
 """
@@ -18,11 +20,11 @@ import hashlib
 from dataclasses import dataclass
 from importlib import resources
 
-from indexer import frontmatter
-from indexer import lang as L
-from indexer.errors import CorpusError
-from indexer.policy import POLICY_FILE, Policy
-from indexer.source import FileSource
+from indexer.corpus import frontmatter
+from indexer.corpus import lang as L
+from indexer.corpus.errors import CorpusError
+from indexer.corpus.policy import POLICY_FILE, Policy
+from indexer.corpus.source import FileSource
 
 
 @dataclass(frozen=True)
@@ -35,14 +37,17 @@ class Prompt:
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
 
-DEFAULT_PROMPT_LANGS = ("fr", "en")  # French at indexer/prompts/, the others in <lang>/
+DEFAULT_PROMPT_LANGS = (
+    "fr",
+    "en",
+)  # French at indexer/indexing/default_prompts/, the others in <lang>/
 
 
 def default_prompt(level: int, lang: str = "fr") -> Prompt:
     """The packaged prompt for `lang`: French, English, else English (the request says
     which language the summary is written in)."""
     code = L.code(lang)
-    folder = resources.files("indexer").joinpath("prompts")
+    folder = resources.files("indexer.indexing").joinpath("default_prompts")
     if code != "fr":
         folder = folder.joinpath(code if code in DEFAULT_PROMPT_LANGS else "en")
     text = folder.joinpath(f"{level}.md").read_text("utf-8")

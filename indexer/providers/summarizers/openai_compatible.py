@@ -13,7 +13,7 @@ from typing import Any
 
 import httpx
 
-from indexer.summaries.base import (
+from indexer.providers.summarizers.base import (
     RefusalError,
     RetryableError,
     Summarizer,

@@ -19,13 +19,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from indexer.summaries.base import (
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.summarizers.base import (
     Summarizer,
     SummaryRequest,
     SummaryResponse,
     UnsummarizableError,
 )
-from indexer.tokens import count_tokens
 
 ALGORITHM = "tfidf-centroid-mmr"  # recorded as the generator's model
 RELEVANCE = 0.75  # MMR trade-off: 1.0 = centrality only, lower = more diversity
@@ -413,7 +413,7 @@ class Sentence:
 
 def clean_paragraphs(text: str) -> list[str]:
     """Paragraphs of prose: no headings, rules, footnote definitions or footnote marks."""
-    # Not read with indexer.markdown, the indexer's parser, on purpose (issue 27): this
+    # Not read with indexer.corpus.markdown, the indexer's parser, on purpose (issue 27): this
     # reading is of lines, and its summaries would change with the parser's blocks. It
     # joins the lines around a heading into one paragraph (a heading ends a block there),
     # drops a `#` line at any indentation and keeps a lone `#` (the parser: a heading

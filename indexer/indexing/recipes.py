@@ -24,7 +24,7 @@ whole chapter (the extractive summary moves with any edit): dropped.
 
 from __future__ import annotations
 
-from indexer.corpus import Node
+from indexer.corpus.layout import Node
 
 CONTEXTUAL = "+heading-v1"
 

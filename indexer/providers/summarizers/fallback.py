@@ -27,9 +27,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from indexer.summaries.base import SummaryRequest
-from indexer.summaries.extractive import clean_paragraphs
-from indexer.tokens import count_tokens
+from indexer.corpus.tokens import count_tokens
+from indexer.providers.summarizers.base import SummaryRequest
+from indexer.providers.summarizers.extractive import clean_paragraphs
 
 ELLIPSIS = " …"
 

@@ -7,8 +7,8 @@ itself (docs/architecture.md). For each existing node:
    hash of the .md bytes, same model, recipe, tokenizer and threshold, same heading
    path and parent. A part renamed above a chapter therefore rewrites the
    chapter's sidecar (its heading path changed); its paragraphs are re-embedded,
-   since their vectors are made from the heading path too (`indexer.recipes`).
-2. **Chunk** the body (frontmatter is not content) with `indexer.chunking`.
+   since their vectors are made from the heading path too (`indexer.indexing.recipes`).
+2. **Chunk** the body (frontmatter is not content) with `indexer.corpus.chunking`.
 3. **Reuse** the vector of every chunk whose embedding input (its text, with
    its heading path under the contextual recipe) was
    already embedded by the same model and recipe in the previous sidecars of
@@ -41,16 +41,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from core.vocabulary import SIDECAR_SUFFIX
-from indexer.cache import ContentCache, IndexCaches
-from indexer.chunking import TextChunk, chunk_markdown
-from indexer.corpus import CORPUS_DIR, Corpus, Node
-from indexer.embedders.base import Embedder, EmbeddingUsage
-from indexer.errors import CorpusError, Problem
-from indexer.policy import Policy
-from indexer.recipes import embedding_input, recipe
-from indexer.sidecar import Chunk, Manifest, Sidecar, dumps, file_hash, loads
-from indexer.source import Changes, FileSource, content_id
-from indexer.tokens import TOKENIZER
+from indexer.corpus.cache import ContentCache, IndexCaches
+from indexer.corpus.chunking import TextChunk, chunk_markdown
+from indexer.corpus.errors import CorpusError, Problem
+from indexer.corpus.layout import CORPUS_DIR, Corpus, Node
+from indexer.corpus.policy import Policy
+from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_hash, loads
+from indexer.corpus.source import Changes, FileSource, content_id
+from indexer.corpus.tokens import TOKENIZER
+from indexer.indexing.recipes import embedding_input, recipe
+from indexer.providers.embedders.base import Embedder, EmbeddingUsage
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +99,7 @@ class _Plan:
     previous: bytes | None
 
     def input(self, text: str) -> str:
-        """What the embedder sees for one chunk of this file (indexer.recipes)."""
+        """What the embedder sees for one chunk of this file (indexer.indexing.recipes)."""
         recipe_name = self.manifest.extra.get("embedding_recipe", "")
         return embedding_input(recipe_name, self.node.heading_path, text)
 
@@ -204,7 +204,7 @@ def build(
     """Sidecars to write for `corpus` (read from `source`) and orphan sidecars to delete.
 
     `caches`: hashes and stored manifests kept by blob id across builds, so a job need
-    not re-read what the last one read (indexer.cache.IndexCaches; none: this call's)."""
+    not re-read what the last one read (indexer.corpus.cache.IndexCaches; none: this call's)."""
     started = time.perf_counter()
     caches = caches if caches is not None else IndexCaches()
     result = SidecarResult()

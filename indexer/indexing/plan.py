@@ -22,9 +22,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from indexer.corpus import Corpus, Node
-from indexer.errors import Problem
-from indexer.summaries.base import SummaryInput
+from indexer.corpus.errors import Problem
+from indexer.corpus.layout import Corpus, Node
+from indexer.providers.summarizers.base import SummaryInput
 
 
 @dataclass(frozen=True)
