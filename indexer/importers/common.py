@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from pathlib import Path
 
+from indexer.corpus import frontmatter
 from indexer.corpus.errors import CorpusError
 
 
@@ -199,6 +201,9 @@ def drop_title_heading(body: str, title: str, number: str | None = None) -> str:
 
     Only the heading line and the blank lines after it go; every other byte stays.
     """
+    # Any line starting with `#` (`#Titre` too, which is no CommonMark heading) is
+    # compared with the title, so this stays a line test rather than indexer.corpus.markdown's
+    # headings: a sloppy `#Titre` repeating the title has always been dropped.
     lines = body.split("\n")
     i = 0
     while i < len(lines) and not lines[i].strip():
@@ -211,3 +216,15 @@ def drop_title_heading(body: str, title: str, number: str | None = None) -> str:
     while j < len(lines) and not lines[j].strip():
         j += 1
     return "\n".join(lines[j:])
+
+
+def read_document(src: Path) -> frontmatter.Document:
+    """A source file's frontmatter and body; ImportSourceError says why it cannot be read."""
+    try:
+        return frontmatter.read(str(src), src.read_bytes())
+    except OSError as e:
+        raise ImportSourceError(
+            str(src), f"cannot be read ({e.strerror}); check its permissions"
+        ) from None
+    except CorpusError as e:
+        raise ImportSourceError(str(src), e.message) from None
