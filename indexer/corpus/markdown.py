@@ -4,9 +4,9 @@
     → [Block("heading", 0, 1, "# Title", level=1, title="Title"),
        Block("paragraph", 2, 4, "Text on\\ntwo lines.")]
 
-Chunking and the Markdown and folder importers read Markdown here, so they
-agree on where a heading or a code block is (the extractive summarizer still
-reads lines: indexer.providers.summarizers.extractive.clean_paragraphs says why).
+Chunking, the Markdown and folder importers and the extractive summarizer
+(indexer.providers.summarizers.extractive.clean_paragraphs) read Markdown here, so
+they agree on where a heading or a code block is.
 markdown-it-py parses (CommonMark); its tokens' `.map` gives each block's
 0-based [start, end) lines, and `Block.text` is those lines of the text as they
 are, never a rendering.

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from indexer.corpus.markdown import blocks
 from indexer.corpus.tokens import count_tokens
 from indexer.providers.summarizers.base import (
     Summarizer,
@@ -412,40 +413,36 @@ class Sentence:
 
 
 def clean_paragraphs(text: str) -> list[str]:
-    """Paragraphs of prose: no headings, rules, footnote definitions or footnote marks."""
-    # Not read with indexer.corpus.markdown, the indexer's parser, on purpose (issue 27): this
-    # reading is of lines, and its summaries would change with the parser's blocks. It
-    # joins the lines around a heading into one paragraph (a heading ends a block there),
-    # drops a `#` line at any indentation and keeps a lone `#` (the parser: a heading
-    # only within three spaces, and `#` alone is one), and summarises the lines of fenced
-    # code as prose, cut at their blank lines (the parser: one code block). Moving to the
-    # parser is a change of summaries to decide, not a refactoring; summaries already
-    # written would change only when their inputs do. (Measured in December 2026: the
-    # parser's paragraphs, with the line rules below kept inside them, are the same for
-    # the example and every test fixture; they differ on texts with fenced code, which
-    # this reading summarises as prose.)
+    """Paragraphs of prose: the paragraph blocks of indexer.corpus.markdown (no headings,
+    no fenced code), without rules, footnote definitions or footnote marks.
+
+    Read with the indexer's parser since issue 27, so a summary sees the blocks chunking
+    sees. What that changed against the line reading before it: a heading ends the
+    paragraph above it (the lines around one were joined), and fenced code is no longer
+    summarised as prose (a README's shell commands were). The same paragraphs, measured,
+    on the example and every test fixture (tests/test_example_regenerates.py pins the
+    example's summaries byte for byte); summaries already written change only when their
+    inputs do. The line rules stay inside a paragraph: a `#` line indented four columns
+    or more (text to the parser) is dropped as before, and so are rules (`---`) and
+    footnote definitions, which the parser leaves in paragraphs."""
     paragraphs: list[str] = []
-    current: list[str] = []
-    in_note = False
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if not stripped:
-            in_note = False
-            if current:
-                paragraphs.append(" ".join(current))
-                current = []
+    for block in blocks(text):
+        if block.kind != "paragraph":
             continue
-        if _FOOTNOTE_DEF.match(stripped):
-            in_note = True  # the definition runs on over its continuation lines
-            continue
-        if in_note and line.startswith((" ", "\t")):
-            continue
+        current: list[str] = []
         in_note = False
-        if _HEADING.match(stripped) or _RULE.match(stripped):
-            continue
-        stripped = stripped.lstrip("> ").strip() if stripped.startswith(">") else stripped
-        current.append(_FOOTNOTE_REF.sub("", stripped).strip())
-    if current:
+        for line in block.lines:
+            stripped = line.strip()
+            if _FOOTNOTE_DEF.match(stripped):
+                in_note = True  # the definition runs on over its continuation lines
+                continue
+            if in_note and line.startswith((" ", "\t")):
+                continue
+            in_note = False
+            if _HEADING.match(stripped) or _RULE.match(stripped):
+                continue
+            stripped = stripped.lstrip("> ").strip() if stripped.startswith(">") else stripped
+            current.append(_FOOTNOTE_REF.sub("", stripped).strip())
         paragraphs.append(" ".join(current))
     return [p for p in paragraphs if p]
 
