@@ -10,7 +10,7 @@ import re
 import unicodedata
 from pathlib import Path
 
-from indexer.corpus import frontmatter
+from indexer.corpus import frontmatter, words
 from indexer.corpus.errors import CorpusError
 
 
@@ -159,17 +159,9 @@ def is_liminary(title: str) -> bool:
     return bool(_LIMINARY.match(fold(title)))
 
 
-# a few frequent function words per language: enough to tell a book's language
-_STOP = {
-    "en": "the and of to a in that it was he i his you with for had is not as but her",
-    "fr": "le la les de des et un une que qui est dans pas il elle au du ne se sur pour",
-    "de": "der die das und ist nicht ein eine zu den von mit sich des auf dem ich er sie",
-    "es": "el la los las de que y en un una es se no por con para del al lo su",
-    "it": "il la di che e un una per non con del della sono gli le si ha nel al",
-    "pt": "o a os as de que e um uma do da em para com não se por no na",
-    "nl": "de het een en van is dat niet op te zijn met voor die er ik maar",
-}
-_STOP_SETS = {k: frozenset(v.split()) for k, v in _STOP.items()}
+# a few frequent function words per language (indexer.corpus.words), in this order: a
+# tie goes to the first
+_STOP_SETS = {lang: words.markers(lang) for lang in ("en", "fr", "de", "es", "it", "pt", "nl")}
 
 
 def guess_language(text: str, default: str = "fr") -> str:
