@@ -33,6 +33,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -456,8 +457,7 @@ class OpenVinoSession:
     def __init__(self, model: bytes, threads: int, streams: int) -> None:
         import threading
 
-        import openvino as ov
-
+        ov = import_openvino()
         core = ov.Core()
         config = {
             "INFERENCE_NUM_THREADS": threads,
@@ -474,6 +474,28 @@ class OpenVinoSession:
         if request is None:
             request = self._local.request = self._compiled.create_infer_request()
         return [request.infer(feed)[0]]
+
+
+def import_openvino() -> Any:
+    """The `openvino` module, imported without its telemetry.
+
+    `import openvino` imports its model converter (openvino.tools.ovc), which starts
+    Intel's telemetry at import time unless the user opted out: it writes a client id
+    under ~/intel/ and sends events to Google Analytics from a thread, each through a
+    `multiprocessing` fork. Glossator runs offline and says so; and the fork copies the
+    worker while its parent-watch thread holds stdin's lock, so the forked child hung
+    for ever in multiprocessing's `sys.stdin.close()`, orphaned once the worker ended
+    (seen as `glossator worker` processes left with parent 1 after the tests; gdb's
+    py-bt showed openvino_telemetry's backend_ga4.send). openvino falls back to its own
+    no-op stub when `openvino_telemetry` cannot be imported, which a None entry in
+    sys.modules makes so (Python's import system: "None in sys.modules stops the
+    import"); set only if openvino is not imported yet, so nothing already loaded
+    changes under it."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+    import openvino
+
+    return openvino
 
 
 RUNTIMES = ("onnxruntime", "openvino")
