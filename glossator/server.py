@@ -32,6 +32,7 @@ from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.lifespan import ServerLifespan
 from glossator.wiring import auth_policy, database
 from hooks.queue import list_jobs
+from hooks.reuse import IndexFn
 from search.service import SearchService
 from search.web.access import Readers
 from search.web.app import WebReader
@@ -79,7 +80,9 @@ def web_reader(
     return WebReader(service, readers(policy, throttle), jobs=jobs, problem=problem)
 
 
-def build_app(settings: Settings, *, worker: str = "process", index_fn: Any = None) -> Starlette:
+def build_app(
+    settings: Settings, *, worker: str = "process", index_fn: IndexFn | None = None
+) -> Starlette:
     """The whole server as one ASGI app. `worker`: process, thread or none
     (glossator.worker.serve_indexing); `index_fn`: a thread worker's indexer (tests)."""
     quiet_expected_failures()  # the queue's loops log an outage once a line, not a traceback

@@ -19,13 +19,19 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING
 
 from core.errors import GlossatorError
 from gitserver.repos import RepoStore
 from glossator.settings import Settings
 from glossator.wiring import database
 from store.db import Database
+
+if TYPE_CHECKING:  # imported where used: `glossator --help` does not load them
+    from glossator.supervision.worker_process import WorkerSupervisor
+    from hooks.indexing_service import IndexingService
+    from hooks.reuse import IndexFn
+    from indexer.providers.embedders.base import Embedder
 
 log = logging.getLogger(__name__)
 
@@ -56,11 +62,11 @@ def _service(
     db: Database,
     store: RepoStore,
     *,
-    embedder: Any,
+    embedder: Embedder,
     concurrency: int = 1,
     sole_worker: bool = False,
-    index_fn: Any = None,
-) -> Any:
+    index_fn: IndexFn | None = None,
+) -> IndexingService:
     from glossator.logs import quiet_expected_failures
     from glossator.providers import get_summarizer
     from hooks.indexing_service import IndexingService
@@ -175,9 +181,9 @@ async def serve_indexing(
     db: Database,
     store: RepoStore,
     *,
-    embedder: Any,
-    index_fn: Any = None,
-) -> AsyncIterator[Any]:
+    embedder: Embedder,
+    index_fn: IndexFn | None = None,
+) -> AsyncIterator[IndexingService | WorkerSupervisor | None]:
     """What `glossator serve` runs to index pushes; yields the service or supervisor.
 
     - `process` (default): `glossator worker` as a supervised child

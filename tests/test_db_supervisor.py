@@ -149,6 +149,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
     commit_all(work, "one chapter")
     app = build_app(settings, worker="thread", index_fn=gated)  # the gate needs this process
     caplog.set_level(logging.INFO, logger="glossator.supervision.database")
+    caplog.set_level(logging.INFO, logger="hooks")  # the jobs' starts and ends, if it fails
     with ServerThread(app, lifespan="on") as server:
         supervisor = app.state.service["supervisor"]
         git("push", "-q", server.url("veille", token=TOKEN), "main", cwd=work)
@@ -194,7 +195,10 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
         )
         # the server indexes the branch by itself (follow-up, reconciliation), with the
         # commit pushed during the outage
-        wait_for("the outage's push searchable", lambda: has_text(data_dir, "anémomètre"), 240)
+        try:
+            wait_for("the outage's push searchable", lambda: has_text(data_dir, "anémomètre"), 240)
+        except TimeoutError as e:  # what the queue shows then, for whoever reads the failure
+            raise TimeoutError(f"{e}; jobs: {jobs(server.base, 'veille')}") from None
         # and a push after it is indexed as usual. The rows are searchable before the
         # job's commit-back moves the branch (hooks.job: "the rows first"), so a push
         # right then may be refused: its writer pulls and pushes again, as anyone would

@@ -14,7 +14,7 @@ from indexer.corpus.layout import read_corpus
 from indexer.corpus.policy import Policy, parse_policy
 from indexer.corpus.source import DirectorySource
 from indexer.importers.common import ImportSourceError
-from indexer.importers.folder import read_folder
+from indexer.importers.folder import first_heading, read_folder
 from indexer.importers.writer import DEFAULT_POLICY, import_works
 from tests.plugins.corpus import FIRST_SERIES
 
@@ -257,3 +257,12 @@ def test_small_corpus_helper(small_corpus: Path, tmp_path: Path) -> None:
     ]
     both = read_corpus(DirectorySource(make_small_corpus(tmp_path / "b", 2, both_series=True)))
     assert len([n for n in both.nodes.values() if n.level == 0]) == 4 and not both.problems
+
+
+def test_the_first_heading_of_a_plain_chapter() -> None:
+    assert first_heading("\n\n## Chapitre 2 ##\n\nTexte.") == "Chapitre 2"
+    assert first_heading("    # Indenté\n") == "Indenté"  # the first line's indent never mattered
+    assert first_heading("# Chapitre 1#\n") == "Chapitre 1"
+    assert first_heading("Texte.\n\n# Plus loin\n") is None
+    assert first_heading("```\n# code\n```") is None
+    assert first_heading("#Collé\n") is None

@@ -145,6 +145,31 @@ def test_headings_in_code_fences_are_text(tmp_path: Path) -> None:
     assert work.parts[0].sections[0].body == "```\n## pas un titre\n```\n"
 
 
+def test_a_fence_ends_as_chunking_reads_it(tmp_path: Path) -> None:
+    """A ```` fence is not closed by ```: its `##` stays text, as the chunker sees it."""
+    src = tmp_path / "b.md"
+    body = "````\n```\n## pas un titre\n````\n"
+    src.write_text(f"# W\n\n## P\n\n### C\n\n{body}\n### D\n\nFin.\n", encoding="utf-8")
+    (work,) = read_markdown(src)
+    assert [s.body for s in work.parts[0].sections] == [body, "Fin.\n"]
+
+
+def test_a_piece_after_a_part_keeps_its_own_title(tmp_path: Path) -> None:
+    """A bare-numbered chapter of a part (`### II Deux`) does not number a piece after it."""
+    src = tmp_path / "b.md"
+    src.write_text(
+        "# Livre\n\n## Préface\n\nTexte.\n\n## Première partie\n\n### I. Un\n\nUn.\n\n"
+        "### II Deux\n\nDeux.\n\n## Conclusion\n\nFin.\n",
+        encoding="utf-8",
+    )
+    (work,) = read_markdown(src)
+    assert [(s.title, s.number) for _, s in work.pieces] == [
+        ("Préface", None),
+        ("Conclusion", None),
+    ]
+    assert [(s.title, s.number) for s in work.parts[0].sections] == [("Un", "I"), ("Deux", "II")]
+
+
 def test_several_works_and_the_force_flag(tmp_path: Path) -> None:
     src = tmp_path / "two.md"
     shutil.copy(LIST_MD, src)

@@ -301,15 +301,11 @@ def test_no_production_module_imports_the_tests() -> None:
 # -- functions that fit on a screen (issue 27) -----------------------------------------
 # No function over MAX_FUNCTION_LINES lines (its signature and docstring included)
 # outside tests/ and bench/. A long function is split by its steps, not to pass the
-# count. Those still over it, each left to the issue that splits its concept; an entry
-# goes when its function is split (test_long_function_debts_are_still_owed).
+# count. Any still over it would be listed here with who splits it; an entry goes when
+# its function is split (test_long_function_debts_are_still_owed). Empty since issue
+# 27's search/ and indexer/ work landed.
 MAX_FUNCTION_LINES = 80
-LONG_FUNCTION_DEBTS: dict[str, str] = {
-    "indexer/importers/folder.py:read_folder": "issue 27, one Markdown parser",
-    "indexer/importers/markdown.py:read_markdown": "issue 27, one Markdown parser",
-    "indexer/indexing/sidecars.py:build": "issue 27, indexing by concept",
-    "indexer/providers/embedders/e5onnx.py:build_graph": "issue 27, the providers",
-}
+LONG_FUNCTION_DEBTS: dict[str, str] = {}
 
 
 def long_functions() -> dict[str, int]:

@@ -150,3 +150,19 @@ def test_selection_of_nothing_and_of_short_sentences() -> None:
     assert select([], 100) == []
     short = [Sentence(0, i, text) for i, text in enumerate(["Oui.", "Non.", "Peut-être."])]
     assert select(short, 100) == loop_select(short, 100, "fr")
+
+
+def test_prose_paragraphs_are_the_parsers_paragraph_blocks() -> None:
+    """clean_paragraphs reads the blocks of indexer.corpus.markdown: a heading ends the
+    paragraph above it, fenced code is not prose; the line rules inside a paragraph stay
+    (rules, footnote definitions with their continuation, footnote marks, quote marks)."""
+    text = (
+        "Le premier paragraphe\ncontinue ici.\n# Un titre\nLe second[^1].\n\n"
+        "```sh\nmake setup\n\nmake test\n```\n\n"
+        "> Une citation\n---\n[^1]: Une note\n    qui continue.\nAprès la note.\n"
+    )
+    assert clean_paragraphs(text) == [
+        "Le premier paragraphe continue ici.",
+        "Le second.",
+        "Une citation Après la note.",
+    ]

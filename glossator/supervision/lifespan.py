@@ -32,6 +32,8 @@ from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.worker import serve_indexing
+from hooks.reuse import IndexFn
+from indexer.providers.embedders.base import Embedder
 from store.db import Database
 
 log = logging.getLogger(__name__)
@@ -62,8 +64,8 @@ class ServerLifespan:
         store: RepoStore,
         *,
         worker: str,
-        embedder: Any,
-        index_fn: Any,
+        embedder: Embedder,
+        index_fn: IndexFn | None,
         mcp: Any | None,
     ) -> None:
         self.settings = settings

@@ -5,6 +5,7 @@ frontmatter.py     YAML frontmatter: parse, validate, update keys textually
 policy.py          glossator.toml, the corpus policy
 source.py          where files are read from and written to (FileSource, Changes)
 cache.py           what was derived from a file, by its git blob id
+markdown.py        the one Markdown parser: a text → its blocks and their lines
 chunking.py        a Markdown body → chunks
 tokens.py          token counts (cl100k_base, offline)
 lang.py            a work's language: labels, slugs, text-search configuration

@@ -2,7 +2,8 @@
 
 A *block* is what a reader sees as one unit: a paragraph (lines up to a blank
 line), a heading, a list, a block quote, a table, a run of footnote definitions,
-or a fenced code block (blank lines inside the fence do not end it). A block
+or a fenced code block (blank lines inside the fence do not end it): the
+blocks of indexer.corpus.markdown, the indexer's one Markdown parser. A block
 within the token threshold is one chunk, its exact text. A longer one is cut
 into finer units and the units are packed greedily back into chunks:
 
@@ -29,6 +30,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from indexer.corpus import markdown
 from indexer.corpus.tokens import count_tokens
 
 Span = tuple[int, int]  # [start, end) offsets in the body
@@ -43,8 +45,12 @@ class TextChunk:
     token_count: int
 
 
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
-_HEADING = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+# Where a structured block may be cut: a line that starts an item. These stay line
+# patterns rather than the parser's lists and quotes because they are the cutting
+# rule chunks were made with: CommonMark would not see an item in a line a paragraph
+# runs on into (`1845. Le…` after a wrapped line, lazy continuation), nor a table
+# row or a footnote definition (not CommonMark), so reading them from tokens would
+# move chunk boundaries and re-embed a library.
 _LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]|$)")
 _QUOTE = re.compile(r"^ {0,3}>")
 _TABLE_ROW = re.compile(r"^ {0,3}\|")
@@ -101,46 +107,27 @@ def _lines(body: str, span: Span) -> list[tuple[int, int, str]]:
 
 
 def _blocks(body: str) -> list[tuple[Span, str]]:
-    """Blocks in order, each (trimmed span, kind) with kind prose, structured or code."""
-    blocks: list[tuple[Span, str]] = []
-    group: list[tuple[int, int, str]] = []
-    fence: str | None = None  # the opening fence while inside a code block
+    """Blocks in order, each (trimmed span, kind) with kind prose, structured or code.
 
-    def close(kind: str | None = None) -> None:
-        if not group:
-            return
-        span = _trim(body, group[0][0], group[-1][1])
-        if span is not None:
-            if kind is None:
-                structured = any(p.match(t) for _, _, t in group for p in _ITEM_STARTS)
-                kind = "structured" if structured else "prose"
-            blocks.append((span, kind))
-        group.clear()
-
-    for line in _lines(body, (0, len(body))):
-        text = line[2]
-        if fence is not None:
-            group.append(line)
-            m = _FENCE.match(text)
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
-                close("code")
-                fence = None
+    The parser (indexer.corpus.markdown) says where headings, fenced code and paragraphs are;
+    a paragraph holding a line that starts an item is structured."""
+    starts = [0] + [m.end() for m in re.finditer("\n", body)]  # offset of each line
+    ends = [s - 1 for s in starts[1:]] + [len(body)]  # of each line, its newline excluded
+    out: list[tuple[Span, str]] = []
+    for block in markdown.blocks(body):
+        span = _trim(body, starts[block.start], ends[block.end - 1])
+        if span is None:
             continue
-        m = _FENCE.match(text)
-        if m:
-            close()
-            fence = m.group(1)
-            group.append(line)
-        elif not text.strip():
-            close()
-        elif _HEADING.match(text):
-            close()
-            group.append(line)
-            close("prose")
+        if block.kind == "code":
+            kind = "code"
+        elif block.kind == "paragraph" and any(
+            p.match(line) for line in block.lines for p in _ITEM_STARTS
+        ):
+            kind = "structured"
         else:
-            group.append(line)
-    close("code" if fence is not None else None)
-    return blocks
+            kind = "prose"
+        out.append((span, kind))
+    return out
 
 
 def _sentences(body: str, span: Span) -> list[Span]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from pathlib import Path
 
+from indexer.corpus import frontmatter, words
 from indexer.corpus.errors import CorpusError
 
 
@@ -157,17 +159,9 @@ def is_liminary(title: str) -> bool:
     return bool(_LIMINARY.match(fold(title)))
 
 
-# a few frequent function words per language: enough to tell a book's language
-_STOP = {
-    "en": "the and of to a in that it was he i his you with for had is not as but her",
-    "fr": "le la les de des et un une que qui est dans pas il elle au du ne se sur pour",
-    "de": "der die das und ist nicht ein eine zu den von mit sich des auf dem ich er sie",
-    "es": "el la los las de que y en un una es se no por con para del al lo su",
-    "it": "il la di che e un una per non con del della sono gli le si ha nel al",
-    "pt": "o a os as de que e um uma do da em para com não se por no na",
-    "nl": "de het een en van is dat niet op te zijn met voor die er ik maar",
-}
-_STOP_SETS = {k: frozenset(v.split()) for k, v in _STOP.items()}
+# a few frequent function words per language (indexer.corpus.words), in this order: a
+# tie goes to the first
+_STOP_SETS = {lang: words.markers(lang) for lang in ("en", "fr", "de", "es", "it", "pt", "nl")}
 
 
 def guess_language(text: str, default: str = "fr") -> str:
@@ -199,6 +193,9 @@ def drop_title_heading(body: str, title: str, number: str | None = None) -> str:
 
     Only the heading line and the blank lines after it go; every other byte stays.
     """
+    # Any line starting with `#` (`#Titre` too, which is no CommonMark heading) is
+    # compared with the title, so this stays a line test rather than indexer.corpus.markdown's
+    # headings: a sloppy `#Titre` repeating the title has always been dropped.
     lines = body.split("\n")
     i = 0
     while i < len(lines) and not lines[i].strip():
@@ -211,3 +208,15 @@ def drop_title_heading(body: str, title: str, number: str | None = None) -> str:
     while j < len(lines) and not lines[j].strip():
         j += 1
     return "\n".join(lines[j:])
+
+
+def read_document(src: Path) -> frontmatter.Document:
+    """A source file's frontmatter and body; ImportSourceError says why it cannot be read."""
+    try:
+        return frontmatter.read(str(src), src.read_bytes())
+    except OSError as e:
+        raise ImportSourceError(
+            str(src), f"cannot be read ({e.strerror}); check its permissions"
+        ) from None
+    except CorpusError as e:
+        raise ImportSourceError(str(src), e.message) from None

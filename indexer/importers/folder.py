@@ -20,9 +20,9 @@ comment after the number (`# Première série (1845)`: title, and the year kept 
 repeats the title is dropped; the rest of the body is kept byte for byte.
 
 A folder of plain chapter files (no YAML header, or a header without a part) is a
-book without parts: each file a chapter whose title is its first heading, else
-its file name; files in the order of the numbers in their names (`chapter-2` before
-`chapter-10`); the work's title from `--work-title`, else the folder's name.
+book without parts: each file a chapter whose title is its first heading (on its
+first non-blank line, as indexer.corpus.markdown reads it), else its file name;
+files in the order of the numbers in their names (`chapter-2` before `chapter-10`); the work's title from `--work-title`, else the folder's name.
 Mixing files that name a part with files that do not is refused, naming both.
 """
 
@@ -31,12 +31,12 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from indexer.corpus import frontmatter
+from indexer.corpus import frontmatter, markdown
 from indexer.corpus import lang as L
-from indexer.corpus.errors import CorpusError
 from indexer.corpus.layout import humanize
 from indexer.importers.common import (
     ImportSourceError,
@@ -44,6 +44,7 @@ from indexer.importers.common import (
     guess_language,
     number_value,
     own_label,
+    read_document,
     slugify,
     split_heading,
 )
@@ -135,38 +136,62 @@ def read_folder(
     files = chapter_files(src)
     if not files:
         raise ImportSourceError(str(src), "holds no .md chapter files")
-    parts: dict[Any, Part] = {}
-    flat: list[Section] = []  # chapters of a book without parts
-    titles: dict[str, str] = {}  # work title → first file that gave it
-    authors: set[str] = set()
-    langs: set[str] = set()
+    book = _Chapters()
     for path in files:
         if progress:
             progress(path.name)
-        try:
-            doc = frontmatter.read(str(path), path.read_bytes())
-        except OSError as e:
-            raise ImportSourceError(
-                str(path), f"cannot be read ({e.strerror}); check its permissions"
-            ) from None
-        except CorpusError as e:
-            raise ImportSourceError(str(path), e.message) from None
+        book.add(path, read_document(path), lang or "fr")
+    if work_title is None:
+        work_title = book.work_title(src)
+    if author is None and len(book.authors) == 1:
+        author = next(iter(book.authors))
+    if lang is None:
+        lang = book.langs.pop() if len(book.langs) == 1 else None
+    if lang is None:
+        sample = "\n".join(s.body for s in book.sections())
+        lang = guess_language(sample)
+    work = Work(work_title, author, lang)
+    for _, part in sorted(book.parts.items(), key=lambda kv: _sort_key(kv[0])):
+        if part.slug and part.slug.startswith("partie-"):  # the part's word in the work's language
+            part.slug = slugify(L.labels(lang).part) + part.slug.removeprefix("partie")
+        work.add_part(part)
+    for section in sorted(book.flat, key=lambda s: _name_order(Path(s.origin).name)):
+        work.add_chapter(section)
+    if not work.parts and not work.pieces:
+        raise ImportSourceError(str(src), "holds no chapter with text")
+    return work
+
+
+@dataclass
+class _Chapters:
+    """What the chapter files say, file by file: the book's parts, or its chapters
+    when it has none, and the work titles, authors and languages their headers give."""
+
+    parts: dict[Any, Part] = field(default_factory=dict)
+    flat: list[Section] = field(default_factory=list)  # chapters of a book without parts
+    titles: dict[str, str] = field(default_factory=dict)  # work title → first file giving it
+    authors: set[str] = field(default_factory=set)
+    langs: set[str] = field(default_factory=set)
+
+    def add(self, path: Path, doc: frontmatter.Document, lang: str) -> None:
+        """Add one chapter file: to its part, or as a chapter of a book without parts."""
         meta = doc.meta
         key, value = _pick(meta, PART_KEYS)
-        if key is None:  # a chapter of a book without parts
-            if parts:
+        if key is None:
+            if self.parts:
                 raise ImportSourceError(
                     str(path),
-                    f"names no part but {next(iter(parts.values())).sections[0].origin} does: "
-                    "add `series: N` (or `part: N`) to its header, or remove the parts from all",
+                    f"names no part but {next(iter(self.parts.values())).sections[0].origin} "
+                    "does: add `series: N` (or `part: N`) to its header, or remove the parts "
+                    "from all",
                 )
-            flat.append(_plain_chapter(path, doc, lang or "fr"))
-            _note_work(meta, titles, authors, langs, path)
-            continue
-        if flat:
+            self.flat.append(_plain_chapter(path, doc, lang))
+            self._note_work(meta, path)
+            return
+        if self.flat:
             raise ImportSourceError(
                 str(path),
-                f"names a part but {flat[0].origin} does not: give every file a "
+                f"names a part but {self.flat[0].origin} does not: give every file a "
                 "`series: N` (or `part: N`), or none",
             )
         title = meta.get("title")
@@ -175,56 +200,38 @@ def read_folder(
                 str(path), 'its header block has no `title`; add a line `title: "…"`'
             )
         title = title.strip()
-        _note_work(meta, titles, authors, langs, path)
-        part = parts.get(value)
+        self._note_work(meta, path)
+        part = self.parts.get(value)
         if part is None:
-            part = parts[value] = _new_part(key, value, meta, doc.raw_frontmatter)
+            part = self.parts[value] = _new_part(key, value, meta, doc.raw_frontmatter)
         _, raw_number = _pick(meta, NUMBER_KEYS)
         number = _chapter_number(raw_number)
         extra = {k: v for k, v in meta.items() if k not in STRUCTURE}
         body = drop_title_heading(doc.body, title, number)
         part.sections.append(Section(title, body, number, extra, origin=str(path)))
 
-    if work_title is None:
-        if len(titles) > 1:
-            (a, fa), (b, fb) = list(titles.items())[:2]
+    def _note_work(self, meta: dict[str, Any], path: Path) -> None:
+        _, book = _pick(meta, WORK_KEYS)
+        if isinstance(book, str) and book.strip():
+            self.titles.setdefault(book.strip(), str(path))
+        if isinstance(meta.get("author"), str):
+            self.authors.add(meta["author"].strip())
+        if isinstance(meta.get("lang"), str):
+            self.langs.add(meta["lang"].strip())
+
+    def work_title(self, src: Path) -> str:
+        """The one work title the headers give, else the folder's name for plain files."""
+        if len(self.titles) > 1:
+            (a, fa), (b, fb) = list(self.titles.items())[:2]
             raise ImportSourceError(
                 fb, f"says book {b!r} but {fa} says {a!r}; fix one, or pass --work-title"
             )
-        if not titles and not flat:
+        if not self.titles and not self.flat:
             raise ImportSourceError(str(src), "no chapter header gives `book:`; pass --work-title")
-        work_title = next(iter(titles)) if titles else humanize(src.resolve().name)
-    if author is None and len(authors) == 1:
-        author = next(iter(authors))
-    if lang is None:
-        lang = langs.pop() if len(langs) == 1 else None
-    if lang is None:
-        sample = "\n".join(
-            s.body for s in (flat or [c for p in parts.values() for c in p.sections])
-        )
-        lang = guess_language(sample)
-    work = Work(work_title, author, lang)
-    for _, part in sorted(parts.items(), key=lambda kv: _sort_key(kv[0])):
-        if part.slug and part.slug.startswith("partie-"):  # the part's word in the work's language
-            part.slug = slugify(L.labels(lang).part) + part.slug.removeprefix("partie")
-        work.add_part(part)
-    for section in sorted(flat, key=lambda s: _name_order(Path(s.origin).name)):
-        work.add_chapter(section)
-    if not work.parts and not work.pieces:
-        raise ImportSourceError(str(src), "holds no chapter with text")
-    return work
+        return next(iter(self.titles)) if self.titles else humanize(src.resolve().name)
 
-
-def _note_work(
-    meta: dict[str, Any], titles: dict[str, str], authors: set[str], langs: set[str], path: Path
-) -> None:
-    _, book = _pick(meta, WORK_KEYS)
-    if isinstance(book, str) and book.strip():
-        titles.setdefault(book.strip(), str(path))
-    if isinstance(meta.get("author"), str):
-        authors.add(meta["author"].strip())
-    if isinstance(meta.get("lang"), str):
-        langs.add(meta["lang"].strip())
+    def sections(self) -> list[Section]:
+        return self.flat or [c for p in self.parts.values() for c in p.sections]
 
 
 _DIGITS = re.compile(r"\d+")
@@ -235,18 +242,22 @@ def _name_order(name: str) -> tuple[tuple[int, ...], str]:
     return tuple(int(n) for n in _DIGITS.findall(name)), name
 
 
-_FIRST_HEADING = re.compile(r"^\s*#{1,6}[ \t]+(.+?)[ \t#]*$")
+def first_heading(body: str) -> str | None:
+    """The title of the heading on the body's first non-blank line, if it is one.
+
+    indexer.corpus.markdown reads it, from the line's first non-space character (so an
+    indented `    # Title` is still the title, as it always was here); `#`s at the
+    title's end go even without a space before them (`# Chapitre 1#`: `Chapitre 1`)."""
+    first = markdown.blocks(body.lstrip())[:1]
+    if not first or first[0].kind != "heading":
+        return None
+    return first[0].title.rstrip(" \t#").strip() or None
 
 
 def _plain_chapter(path: Path, doc: frontmatter.Document, lang: str) -> Section:
     """A chapter file without a part: title from `title:`, its first heading or its name."""
     meta = doc.meta
-    heading = None
-    for line in doc.body.split("\n"):
-        if line.strip():
-            m = _FIRST_HEADING.match(line)
-            heading = m.group(1).strip() if m else None
-            break
+    heading = first_heading(doc.body)
     raw_title = meta.get("title") if isinstance(meta.get("title"), str) else None
     stem = " ".join(re.split(r"[-_\s]+", path.stem)).strip()
     source = raw_title or heading or (stem[:1].upper() + stem[1:])

@@ -17,8 +17,13 @@ is a section of the work: a chapter (`## Chapter 3. Title`, `## The Storm`) or a
 liminary piece (`## Preface`, told by its title: `common.is_liminary`). Without `lang` in the frontmatter
 the language is guessed from the text's stop words (`common.guess_language`).
 
-Headings inside fenced code blocks are text. Footnote definitions gathered at
-the end of the file move to the chapter that calls them, so every chapter
+Headings are those indexer.corpus.markdown reads, as chunking reads them, on a line of
+their own that starts with the `#`s and a space. Headings inside fenced code are
+text; a fence ends at a fence of the same marker at least as long and is
+indented by spaces only (the line patterns this importer had before the parser
+let a shorter fence end it, ```` closed by ```, and a tab indent one).
+
+Footnote definitions gathered at the end of the file move to the chapter that calls them, so every chapter
 carries its own notes. Text that belongs to no piece or chapter (under `#` before
 the first `##`, under a part before its first `###`) is an error rather than
 something silently dropped: the message says which heading to add.
@@ -30,8 +35,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.corpus import frontmatter
-from indexer.corpus.errors import CorpusError
+from indexer.corpus import markdown
 from indexer.importers.common import (
     ImportSourceError,
     drop_title_heading,
@@ -39,6 +43,7 @@ from indexer.importers.common import (
     heading_label,
     number_value,
     own_label,
+    read_document,
     roman_to_int,
     split_heading,
 )
@@ -46,8 +51,8 @@ from indexer.importers.etext import is_contents_title
 from indexer.importers.selection import Selection
 from indexer.importers.tree import Part, Section, Work
 
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.*?)(?:[ \t]+#+)?[ \t]*$")
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+# Footnotes are not CommonMark (markdown-it-py reads them with a plugin this project
+# does not install), so their definitions and calls stay line patterns.
 _NOTE_DEF = re.compile(r"^\[\^([^\]\s]+)\]:")
 _NOTE_REF = re.compile(r"\[\^([^\]\s]+)\](?!:)")
 
@@ -65,24 +70,35 @@ class _Block:
         return any(line.strip() for line in self.text)
 
 
+def _headings(body: str) -> dict[int, tuple[int, str]]:
+    """The `#`, `##`, `###` headings of the body by line offset: (level, title).
+
+    indexer.corpus.markdown finds them (none inside fenced code); this importer asks more
+    of a heading line than CommonMark does: it starts the line (no indentation)
+    and its `#`s are followed by a space or a tab. A title that is only `#`s
+    (`## ##`) is those `#`s, not empty as in CommonMark."""
+    out: dict[int, tuple[int, str]] = {}
+    for b in markdown.blocks(body):
+        unindented = b.text.startswith("#") and b.text[b.level : b.level + 1] in (" ", "\t")
+        if b.kind == "heading" and b.level <= 3 and unindented:
+            out[b.start] = (b.level, b.title.strip() or b.text[b.level :].strip())
+    return out
+
+
 def _outline(path: str, body: str, first_line: int) -> list[_Block]:
     """The `#`, `##`, `###` blocks of the file; deeper headings stay in the text."""
     works: list[_Block] = []
     stack: list[_Block] = []
-    fence: str | None = None
     preamble: list[str] = []
+    headings = _headings(body)
     for offset, line in enumerate(body.split("\n")):
         number = first_line + offset
-        m = _FENCE.match(line)
-        if m:
-            mark = m.group(1)[0] * 3
-            fence = None if fence == mark else (fence or mark)
-        h = _HEADING.match(line) if fence is None else None
-        if h and len(h.group(1)) == 3 and stack and _is_chapter(stack[-1]):
+        h = headings.get(offset)
+        if h and h[0] == 3 and stack and _is_chapter(stack[-1]):
             h = None  # `### ` inside a `## Chapter 3` of a book without parts: its text
-        if h and len(h.group(1)) <= 3:
-            level = len(h.group(1))
-            block = _Block(level, h.group(2).strip(), number)
+        if h:
+            level, title = h
+            block = _Block(level, title, number)
             while stack and stack[-1].level >= level:
                 stack.pop()
             if level == 1:
@@ -225,14 +241,7 @@ def read_markdown(
 ) -> list[Work]:
     """The works of one Markdown file."""
     path = str(src)
-    try:
-        doc = frontmatter.read(path, src.read_bytes())
-    except OSError as e:
-        raise ImportSourceError(
-            path, f"cannot be read ({e.strerror}); check its permissions"
-        ) from None
-    except CorpusError as e:
-        raise ImportSourceError(path, e.message) from None
+    doc = read_document(src)
     meta = dict(doc.meta)
     selection = Selection(exclude, skip_front_matter)
     works: list[Work] = []
@@ -245,60 +254,82 @@ def read_markdown(
             lang=str(lang or meta.get("lang") or guess_language(doc.body)),
             meta={k: v for k, v in meta.items() if k not in ("author", "lang", "title")},
         )
-        if wblock.has_text:
-            raise ImportSourceError(
-                f"{path}:{wblock.line}",
-                "text directly under the work's title; put it under a `## ` heading "
-                "(e.g. `## Avant-propos`) so it becomes a liminary piece",
-            )
-        sections: list[Section] = []
-        seen_part = False
-        bare = _bare_numbers([b for b in wblock.children if not b.children])
-        flat = [b for b in wblock.children if not b.children]
-        for block in wblock.children:
-            if block.children:
-                seen_part = True
-                if selection.excluded(block.title):
-                    continue
-                if block.has_text:
-                    raise ImportSourceError(
-                        f"{path}:{block.line}",
-                        f"text under the part {block.title!r} before its first chapter; "
-                        "give it a `### ` heading (e.g. `### Introduction`)",
-                    )
-                part = Part(block.title)
-                bare = _bare_numbers(block.children)
-                for k, cblock in enumerate(block.children):
-                    if selection.excluded(cblock.title):
-                        continue
-                    part.sections.append(_section(path, cblock, work.lang, bare.get(k)))
-                if part.sections:
-                    work.add_part(part)
-                    sections.extend(part.sections)
-                continue
-            if not block.has_text:
-                raise ImportSourceError(
-                    f"{path}:{block.line}",
-                    f"`## {block.title}` has neither text nor `### ` chapters; "
-                    "write it, give it chapters, or remove the heading",
-                )
-            if selection.excluded(block.title, front=not seen_part):
-                continue
-            if is_contents_title(block.title):  # the book's own list of its chapters
-                work.notes.append(
-                    f"left out the contents list `## {block.title}` (line {block.line})"
-                )
-                continue
-            piece = _section(path, block, work.lang, bare.get(flat.index(block)))
-            work.add_piece(piece)  # numbered: a chapter of a book without parts
-            sections.append(piece)
-        _distribute_notes(sections)
-        if not work.parts and not work.flat_chapters():
-            raise ImportSourceError(
-                f"{path}:{wblock.line}",
-                f"the work {work.title!r} has no chapter, only liminary pieces or nothing: "
-                "give each chapter a `## ` heading (`## Chapter 1. Title`), or use `## ` "
-                "for parts and `### ` for their chapters",
-            )
+        _fill_work(path, work, wblock, selection)
         works.append(work)
     return works
+
+
+def _fill_work(path: str, work: Work, wblock: _Block, selection: Selection) -> None:
+    """Give `work` the parts and pieces of its `#` block, and each chapter its notes."""
+    if wblock.has_text:
+        raise ImportSourceError(
+            f"{path}:{wblock.line}",
+            "text directly under the work's title; put it under a `## ` heading "
+            "(e.g. `## Avant-propos`) so it becomes a liminary piece",
+        )
+    sections: list[Section] = []
+    seen_part = False
+    flat = [b for b in wblock.children if not b.children]
+    bare = _bare_numbers(flat)
+    for block in wblock.children:
+        if block.children:
+            seen_part = True
+            part = _part(path, block, work.lang, selection)
+            if part is not None:
+                work.add_part(part)
+                sections.extend(part.sections)
+            continue
+        piece = _piece(path, block, work, selection, not seen_part, bare.get(flat.index(block)))
+        if piece is not None:
+            work.add_piece(piece)  # numbered: a chapter of a book without parts
+            sections.append(piece)
+    _distribute_notes(sections)
+    if not work.parts and not work.flat_chapters():
+        raise ImportSourceError(
+            f"{path}:{wblock.line}",
+            f"the work {work.title!r} has no chapter, only liminary pieces or nothing: "
+            "give each chapter a `## ` heading (`## Chapter 1. Title`), or use `## ` "
+            "for parts and `### ` for their chapters",
+        )
+
+
+def _part(path: str, block: _Block, lang: str, selection: Selection) -> Part | None:
+    """A `##` block with `###` chapters; None when it is left out or all its chapters are."""
+    if selection.excluded(block.title):
+        return None
+    if block.has_text:
+        raise ImportSourceError(
+            f"{path}:{block.line}",
+            f"text under the part {block.title!r} before its first chapter; "
+            "give it a `### ` heading (e.g. `### Introduction`)",
+        )
+    part = Part(block.title)
+    bare = _bare_numbers(block.children)
+    for k, cblock in enumerate(block.children):
+        if not selection.excluded(cblock.title):
+            part.sections.append(_section(path, cblock, lang, bare.get(k)))
+    return part if part.sections else None
+
+
+def _piece(
+    path: str,
+    block: _Block,
+    work: Work,
+    selection: Selection,
+    front: bool,
+    bare: tuple[str, str] | None,
+) -> Section | None:
+    """A `##` block without `###`: a chapter of a book without parts, or a liminary
+    piece (`front`: before any part); None when it is left out."""
+    if not block.has_text:
+        raise ImportSourceError(
+            f"{path}:{block.line}",
+            f"`## {block.title}` has neither text nor `### ` chapters; "
+            "write it, give it chapters, or remove the heading",
+        )
+    if selection.excluded(block.title, front=front):
+        return None
+    if is_contents_title(block.title):  # the book's own list of its chapters
+        work.notes.append(f"left out the contents list `## {block.title}` (line {block.line})")
+        return None
+    return _section(path, block, work.lang, bare)

