@@ -31,7 +31,7 @@ from starlette.routing import BaseRoute, Route
 
 from gitserver.repos import RepoStore
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
-from search.web.app import WebReader
+from search.web.reader import WebReader
 from store.db import Database
 from store.errors import describe_failure
 from store.server import ping_async

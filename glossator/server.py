@@ -35,7 +35,7 @@ from hooks.queue import list_jobs
 from hooks.reuse import IndexFn
 from search.service import SearchService
 from search.web.access import Readers
-from search.web.app import WebReader
+from search.web.reader import WebReader
 from store.db import Database
 
 

@@ -11,6 +11,8 @@ import ast
 import re
 from pathlib import Path
 
+import grimp
+
 ROOT = Path(__file__).resolve().parents[1]
 CHECKED = ("gitserver", "hooks", "indexer", "search", "store")
 
@@ -332,3 +334,55 @@ def test_no_function_is_over_80_lines() -> None:
 def test_long_function_debts_are_still_owed() -> None:
     paid = sorted(set(LONG_FUNCTION_DEBTS) - set(long_functions()))
     assert not paid, f"now short: remove {paid} from LONG_FUNCTION_DEBTS in tests/test_layers.py"
+
+
+PACKAGES = ("core", "gitserver", "glossator", "hooks", "indexer", "search", "store")
+
+
+def import_circles(graph: grimp.ImportGraph) -> list[list[str]]:
+    """The modules that import each other in a circle (Tarjan's strongly connected
+    components of the module graph with more than one module), lazy imports included."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    circles: list[list[str]] = []
+
+    def visit(module: str) -> None:  # recursion: the graph is a few hundred modules deep at most
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        on_stack.add(module)
+        for other in sorted(graph.find_modules_directly_imported_by(module)):
+            if other not in index:
+                visit(other)
+                low[module] = min(low[module], low[other])
+            elif other in on_stack:
+                low[module] = min(low[module], index[other])
+        if low[module] == index[module]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == module:
+                    break
+            if len(component) > 1:
+                circles.append(sorted(component))
+
+    for module in sorted(graph.modules):
+        if module not in index:
+            visit(module)
+    return circles
+
+
+def test_no_import_circle() -> None:
+    """No two modules of ours import each other, directly or round a circle (issue 27),
+    a lazy import inside a function included. An import under TYPE_CHECKING is for the
+    type checker only and makes no circle at run time: not counted."""
+    graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=True)
+    assert import_circles(graph) == []
+    # the check sees a circle, including one the type checker alone would not run
+    typed = grimp.build_graph(*PACKAGES)
+    typed.add_import(importer="store.db", imported="search.service")
+    typed.add_import(importer="search.service", imported="store.db")
+    assert ["search.service", "store.db"] in import_circles(typed)

@@ -17,8 +17,9 @@ from starlette.testclient import TestClient
 from glossator.search_service import search_service
 from search.mcp_server import build_server
 from search.web.access import CSRF_COOKIE, SESSION_COOKIE, Readers
-from search.web.app import CSP, WebReader
+from search.web.app import CSP
 from search.web.markdown import BookText, query_words
+from search.web.reader import WebReader
 from search.web.reading import paragraph_hash
 from tests.plugins.corpus import FIRST_SERIES, WORK
 from tests.plugins.search import PETITION, REPOSITORY

@@ -6,5 +6,5 @@ content), reading (what a reading page shows, anchors that survive an edit),
 markdown (book text → inert HTML, the query's words marked), access (read policy,
 login sessions, CSRF), params (query strings → typed arguments). Templates
 (Jinja2, autoescape on) and the static files (CSS, the jobs page's script) sit
-beside them. `glossator/routes.py` mounts `WebReader(...).routes()`.
+beside them. `glossator/routes.py` mounts `search.web.reader.WebReader(...).routes()`.
 """
