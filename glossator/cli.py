@@ -1,4 +1,4 @@
-"""The `glossator` command. Subcommands live in `glossator.commands` (and `doctor`); this module
+"""The `glossator` command. Subcommands live in `glossator.commands`; this module
 only wires them together, loads settings once, and turns Glossator's own errors
 into one clear line and a non-zero exit code (never a traceback).
 """
@@ -16,6 +16,7 @@ from rich.table import Table
 from core.errors import GlossatorError
 from glossator.commands.base import Context, out_console, pass_context
 from glossator.commands.corpus import corpus
+from glossator.commands.doctor import doctor
 from glossator.commands.indexing import index, sidecars
 from glossator.commands.load import db, load
 from glossator.commands.reading import context, outline, show
@@ -24,7 +25,6 @@ from glossator.commands.repos import repo, status
 from glossator.commands.search import eval_command, mcp, search
 from glossator.commands.serve import serve, worker
 from glossator.commands.summarize import summarize
-from glossator.doctor import doctor
 from glossator.settings import Settings, SettingsError
 
 __all__ = ["Context", "main", "out_console", "pass_context"]

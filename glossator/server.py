@@ -3,6 +3,10 @@
     app = build_app(settings)        # nothing started yet; worker="process" by default
     uvicorn.Server(uvicorn.Config(app)).run()
 
+`worker` is where the indexing runs: "process" (a `glossator worker` child, supervised),
+"thread" (in this process; tests pass their indexer as `index_fn`) or "none"
+(glossator.supervision.indexing).
+
 `build_app` only composes: it builds the collaborators from the settings and mounts
 the routes of glossator/routes.py (the server's own endpoints: `/`, `/api/jobs`, the
 health check, the post-receive callback; the web reader's and MCP's) on the git
@@ -15,6 +19,7 @@ git http-backend's environment, never through a file.
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Callable
 from typing import Any
 
 from starlette.applications import Starlette
@@ -69,7 +74,11 @@ def readers(policy: Policy, throttle: Throttle) -> Readers:
 
 
 def web_reader(
-    service: SearchService, db: Database, policy: Policy, throttle: Throttle, problem: Any
+    service: SearchService,
+    db: Database,
+    policy: Policy,
+    throttle: Throttle,
+    problem: Callable[[], str | None],
 ) -> WebReader:
     """Pages and the JSON API over the search service; the jobs from the queue."""
 
@@ -83,13 +92,11 @@ def web_reader(
 def build_app(
     settings: Settings, *, worker: str = "process", index_fn: IndexFn | None = None
 ) -> Starlette:
-    """The whole server as one ASGI app. `worker`: process, thread or none
-    (glossator.worker.serve_indexing); `index_fn`: a thread worker's indexer (tests)."""
+    """The whole server as one ASGI app (`worker`, `index_fn`: see the module's docstring)."""
     quiet_expected_failures()  # the queue's loops log an outage once a line, not a traceback
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     db = database(settings)
     supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan
-    embedder = get_embedder(settings)
     service = search_service(settings, db)  # MCP and the web reader share its query cache
     throttle = Throttle()  # wrong tokens an address, at every door (core.throttle)
     mcp = _mcp_app(settings, service, throttle)
@@ -104,7 +111,7 @@ def build_app(
         supervisor,
         store,
         worker=worker,
-        embedder=embedder,
+        embedder=get_embedder(settings),  # the thread worker's; a process worker builds its own
         index_fn=index_fn,
         mcp=mcp,
     )

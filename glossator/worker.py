@@ -1,8 +1,9 @@
-"""The indexing side of the composition: the `glossator worker` process, and what
-`glossator serve` runs to index pushes (a supervised child worker, a thread, or none).
+"""The `glossator worker` process: the indexing service composed from the settings, run
+until SIGTERM, and (when a server supervises it) its side of the bargain, never to
+outlive that server. What `glossator serve` runs to index pushes (this process
+supervised, the same service in a thread, or none) is glossator/supervision/indexing.py.
 
     run_worker(settings)                       # `glossator worker`: until SIGTERM
-    async with serve_indexing("process", settings, db, store, embedder=e): ...
 
 A worker needs the server's database and repositories, nothing else: the queue,
 the per-branch locks and the job history are in PostgreSQL, and the bare
@@ -18,7 +19,7 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+import threading
 from typing import TYPE_CHECKING
 
 from core.errors import GlossatorError
@@ -28,7 +29,6 @@ from glossator.wiring import database
 from store.db import Database
 
 if TYPE_CHECKING:  # imported where used: `glossator --help` does not load them
-    from glossator.supervision.worker_process import WorkerSupervisor
     from hooks.indexing_service import IndexingService
     from hooks.reuse import IndexFn
     from indexer.providers.embedders.base import Embedder
@@ -57,7 +57,7 @@ def _database(settings: Settings, pool_max: int) -> Database:
     return database(settings, pool_max=pool_max)
 
 
-def _service(
+def indexing_service(
     settings: Settings,
     db: Database,
     store: RepoStore,
@@ -116,8 +116,6 @@ def run_worker(
     Leaves with os._exit: a job still running after STOP_GRACE_S is abandoned, and
     the interpreter would otherwise wait for its thread however long it takes."""
     if supervised_by is not None:
-        from glossator.supervision.worker_process import die_with_parent
-
         die_with_parent(supervised_by)
     loop = asyncio.new_event_loop()
     try:
@@ -144,7 +142,7 @@ async def _worker(
     await asyncio.to_thread(db.start)
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     embedder = await asyncio.to_thread(get_embedder, settings)
-    service = _service(
+    service = indexing_service(
         settings, db, store, embedder=embedder, concurrency=concurrency, sole_worker=sole_worker
     )
     await service.start()
@@ -174,60 +172,26 @@ async def _worker(
     return 0
 
 
-@contextlib.asynccontextmanager
-async def serve_indexing(
-    mode: str,
-    settings: Settings,
-    db: Database,
-    store: RepoStore,
-    *,
-    embedder: Embedder,
-    index_fn: IndexFn | None = None,
-) -> AsyncIterator[IndexingService | WorkerSupervisor | None]:
-    """What `glossator serve` runs to index pushes; yields the service or supervisor.
+def die_with_parent(parent: int) -> None:
+    """In the child: never outlive the server `parent`: SIGKILL when it dies (Linux), and
+    an exit when stdin, a pipe only the server holds, reaches end of file (any platform;
+    glossator/supervision/worker_process.py starts the child with it)."""
+    if sys.platform.startswith("linux"):
+        import ctypes
 
-    - `process` (default): `glossator worker` as a supervised child
-      (glossator/supervision/worker_process.py); with the embedded database it is the
-      only possible worker (`--sole-worker`).
-    - `thread`: the indexing service in the server's own event loop (one process).
-    - `none`: no worker; `glossator worker` processes elsewhere run the jobs.
-    The queue's schema is applied in every mode: the hooks queue into it."""
-    from hooks.queue import ensure_schema
+        pr_set_pdeathsig = 1
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
+    if os.getppid() != parent:  # it died before we could ask
+        os._exit(1)
 
-    if mode == "thread":
-        service = _service(
-            settings, db, store, embedder=embedder, sole_worker=db.embedded, index_fn=index_fn
-        )
-        await service.start()
-        try:
-            yield service
-        finally:
-            await service.stop()
-        return
-    await asyncio.to_thread(ensure_schema, db.conninfo)
-    if mode == "none":
-        log.info("no indexing worker in this server: run `glossator worker` to index pushes")
-        yield None
-        return
-    if mode != "process":
-        raise GlossatorError(f"unknown worker mode {mode!r}: process, thread or none")
-    from glossator.supervision.worker_process import (
-        WorkerSupervisor,
-        worker_command,
-        worker_environment,
-    )
+    def watch() -> None:
+        with contextlib.suppress(OSError, ValueError):
+            while sys.stdin.buffer.read(65536):
+                pass
+        # a crash of the server: behave as part of it (no cleanup; every step of a job
+        # is safe to interrupt, and the next worker recovers the job)
+        log.warning("the server (pid %s) is gone: the worker stops at once", parent)
+        os._exit(1)
 
-    supervisor = WorkerSupervisor(
-        worker_command(os.getpid(), sole_worker=db.embedded),
-        worker_environment(
-            settings,
-            db.conninfo,
-            # the level `serve -v`/-vv (or GLOSSATOR_LOG_LEVEL) gave this process
-            log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
-        ),
-    )
-    await supervisor.start()
-    try:
-        yield supervisor
-    finally:
-        await supervisor.stop()
+    threading.Thread(target=watch, name="glossator-parent-watch", daemon=True).start()

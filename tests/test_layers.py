@@ -386,3 +386,35 @@ def test_no_import_circle() -> None:
     typed.add_import(importer="store.db", imported="search.service")
     typed.add_import(importer="search.service", imported="store.db")
     assert ["search.service", "store.db"] in import_circles(typed)
+
+
+def sibling_graph(graph: grimp.ImportGraph, package: str) -> grimp.ImportGraph:
+    """`package`'s direct children (modules and subpackages) as one node each, with an
+    arrow where anything inside one imports anything inside another."""
+
+    def child(module: str) -> str:
+        return f"{package}.{module[len(package) + 1 :].split('.')[0]}"
+
+    inside = [m for m in graph.modules if m.startswith(f"{package}.")]
+    siblings = grimp.ImportGraph()
+    for module in inside:
+        siblings.add_module(child(module))
+        for other in graph.find_modules_directly_imported_by(module):
+            if other.startswith(f"{package}.") and child(other) != child(module):
+                siblings.add_import(importer=child(module), imported=child(other))
+    return siblings
+
+
+def test_no_circle_between_sibling_modules_or_packages() -> None:
+    """Nor do two children of one package, taken whole: `glossator.supervision` may use
+    `glossator.worker` or the other way round, not both (issue 27: a reader follows each
+    arrow one way). Lazy imports included, TYPE_CHECKING ones not, as above."""
+    graph = grimp.build_graph(*PACKAGES, exclude_type_checking_imports=True)
+    packages = {m.rsplit(".", 1)[0] for m in graph.modules if "." in m}
+    circles = {p: import_circles(sibling_graph(graph, p)) for p in sorted(packages)}
+    assert {p: c for p, c in circles.items() if c} == {}
+    # the check sees one between a module and a package beside it
+    graph.add_import(importer="glossator.supervision.lifespan", imported="glossator.cli")
+    graph.add_import(importer="glossator.cli", imported="glossator.supervision.database")
+    found = import_circles(sibling_graph(graph, "glossator"))
+    assert any({"glossator.cli", "glossator.supervision"} <= set(c) for c in found), found

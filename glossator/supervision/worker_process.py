@@ -15,7 +15,8 @@ The child is restarted when it dies (1 s, doubling to 60 s; back to 1 s once it
 has run a minute), stopped with the server, and never outlives it: it asks the
 kernel for SIGKILL when its parent dies (Linux) and also exits when its stdin,
 a pipe only the server holds, reaches end of file (any platform), so even a
-SIGKILLed server leaves no worker behind.
+SIGKILLed server leaves no worker behind (glossator.worker.die_with_parent, the child's
+side).
 """
 
 from __future__ import annotations
@@ -26,7 +27,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -224,26 +224,3 @@ def _exit_reason(code: int | str) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}" if isinstance(code, int) else code
-
-
-def die_with_parent(parent: int) -> None:
-    """In the child: never outlive the server `parent` (module docstring)."""
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        pr_set_pdeathsig = 1
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, signal.SIGKILL)
-    if os.getppid() != parent:  # it died before we could ask
-        os._exit(1)
-
-    def watch() -> None:
-        with contextlib.suppress(OSError, ValueError):
-            while sys.stdin.buffer.read(65536):
-                pass
-        # a crash of the server: behave as part of it (no cleanup; every step of a job
-        # is safe to interrupt, and the next worker recovers the job)
-        log.warning("the server (pid %s) is gone: the worker stops at once", parent)
-        os._exit(1)
-
-    threading.Thread(target=watch, name="glossator-parent-watch", daemon=True).start()

@@ -1,0 +1,86 @@
+"""What `glossator serve` runs to index pushes: `glossator worker` as a supervised child
+(glossator/supervision/worker_process.py), the same indexing service in a thread of the
+server (glossator.worker.indexing_service), or none.
+
+    async with serve_indexing("process", settings, db, store, embedder=e) as running: ...
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING
+
+from core.errors import GlossatorError
+from gitserver.repos import RepoStore
+from glossator.settings import Settings
+from glossator.supervision.worker_process import (
+    WorkerSupervisor,
+    worker_command,
+    worker_environment,
+)
+from glossator.worker import indexing_service
+from store.db import Database
+
+if TYPE_CHECKING:
+    from hooks.indexing_service import IndexingService
+    from hooks.reuse import IndexFn
+    from indexer.providers.embedders.base import Embedder
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.asynccontextmanager
+async def serve_indexing(
+    mode: str,
+    settings: Settings,
+    db: Database,
+    store: RepoStore,
+    *,
+    embedder: Embedder,
+    index_fn: IndexFn | None = None,
+) -> AsyncIterator[IndexingService | WorkerSupervisor | None]:
+    """What `glossator serve` runs to index pushes; yields the service or supervisor.
+
+    - `process` (default): `glossator worker` as a supervised child
+      (glossator/supervision/worker_process.py); with the embedded database it is the
+      only possible worker (`--sole-worker`).
+    - `thread`: the indexing service in the server's own event loop (one process).
+    - `none`: no worker; `glossator worker` processes elsewhere run the jobs.
+    The queue's schema is applied in every mode: the hooks queue into it."""
+    from hooks.queue import ensure_schema
+
+    if mode == "thread":
+        service = indexing_service(
+            settings, db, store, embedder=embedder, sole_worker=db.embedded, index_fn=index_fn
+        )
+        await service.start()
+        try:
+            yield service
+        finally:
+            await service.stop()
+        return
+    await asyncio.to_thread(ensure_schema, db.conninfo)
+    if mode == "none":
+        log.info("no indexing worker in this server: run `glossator worker` to index pushes")
+        yield None
+        return
+    if mode != "process":
+        raise GlossatorError(f"unknown worker mode {mode!r}: process, thread or none")
+    supervisor = WorkerSupervisor(
+        worker_command(os.getpid(), sole_worker=db.embedded),
+        worker_environment(
+            settings,
+            db.conninfo,
+            # the level `serve -v`/-vv (or GLOSSATOR_LOG_LEVEL) gave this process
+            log_level=logging.getLevelName(logging.getLogger().getEffectiveLevel()),
+        ),
+    )
+    await supervisor.start()
+    try:
+        yield supervisor
+    finally:
+        await supervisor.stop()
