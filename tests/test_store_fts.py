@@ -14,8 +14,8 @@ import psycopg
 import pytest
 from click.testing import CliRunner
 
+from glossator.checks import run
 from glossator.cli import main
-from glossator.doctor import run
 from search.retrieval import Filters, keyword
 from store import fts
 from store.db import Database, DatabaseConfig

@@ -17,8 +17,8 @@ import pytest
 from click.testing import CliRunner
 from psycopg import sql
 
+from glossator.checks import run as doctor_run
 from glossator.cli import main
-from glossator.doctor import run as doctor_run
 from glossator.settings import Settings
 from glossator.wiring import database
 from indexer.corpus.source import MemorySource

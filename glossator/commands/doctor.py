@@ -1,4 +1,4 @@
-"""`glossator doctor`, the command: glossator.doctor's checks as a table (or JSON), and
+"""`glossator doctor`, the command: the checks of glossator/checks.py as a table (or JSON), and
 an exit status of 1 when one failed."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import sys
 import click
 from rich.table import Table
 
+from glossator.checks import run
 from glossator.commands.base import out_console
-from glossator.doctor import run
 from glossator.settings import Settings
 
 

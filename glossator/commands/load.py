@@ -22,9 +22,9 @@ from rich.table import Table
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator import wiring
+from glossator.checks import keyword_caveat
 from glossator.commands.base import out_console
 from glossator.commands.common import err_console, json_option, progress_bar, report
-from glossator.doctor import keyword_caveat
 from glossator.settings import Settings
 from indexer.corpus.source import DirectorySource
 from store import content, embedded, migrations, server, vectors

@@ -8,7 +8,7 @@ Start-up, in order: the database (embedded PostgreSQL by default, migrations
 applied), its supervisor (glossator/supervision/database.py), `server.json` (commands
 run elsewhere find the repositories from it), the repositories' hooks (rewritten, so
 they call this interpreter), the hooks' environment handed to git http-backend (the
-database URL, never through a file), the indexing (glossator.supervision.indexing:
+database URL, never through a file), the indexing (glossator.supervision.indexing_modes:
 procrastinate's schema, then `glossator worker` as a supervised child process, the
 indexing service in this process with worker="thread", or no worker with "none"),
 and the MCP session manager when `search.mcp_http` is installed. Shut-down, in
@@ -31,7 +31,7 @@ from gitserver.repos import RepoStore
 from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
-from glossator.supervision.indexing import serve_indexing
+from glossator.supervision.indexing_modes import serve_indexing
 from hooks.reuse import IndexFn
 from indexer.providers.embedders.base import Embedder
 from store.db import Database
@@ -52,7 +52,7 @@ def hook_environment(settings: Settings, db: Database) -> dict[str, str]:
 class ServerLifespan:
     """Starlette's `lifespan=`: called with the app, an async context around serving.
 
-    `worker`: process, thread or none (glossator.supervision.indexing); `index_fn`
+    `worker`: process, thread or none (glossator.supervision.indexing_modes); `index_fn`
     replaces the indexer of a thread worker (tests); `mcp`: the MCP app whose session
     manager runs while the server does, or None."""
 

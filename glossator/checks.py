@@ -1,4 +1,4 @@
-"""`glossator doctor`: is this installation healthy, and if not, what fixes it?
+"""The checks behind `glossator doctor` (glossator/commands/doctor.py): is this installation
 
 Each check returns `Finding`s (ok, warn or fail) with the command that fixes the
 problem. The checks read only: the doctor never migrates, indexes or repairs,
