@@ -74,6 +74,7 @@ from hooks.queue import QUEUE, TASK_NAME, ensure_schema
 from hooks.repositories import Repositories
 from hooks.retries import SLOW_RETRY_S, FollowUps
 from hooks.runs import RunHistory, one_line
+from store.db import async_pool_options
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
@@ -104,7 +105,9 @@ class IndexingService:
         self.concurrency = concurrency
         self.indexed = indexed
         self.app = procrastinate.App(
-            connector=procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=4)
+            connector=procrastinate.PsycopgConnector(
+                conninfo=conninfo, min_size=1, max_size=4, **async_pool_options()
+            )
         )
         self.history = RunHistory(conninfo)
         self.follow_ups = FollowUps(
