@@ -8,6 +8,9 @@ from by itself. `quiet_expected_failures()` puts a filter on procrastinate's log
 that keeps such a record at its level as one line (what failed, then the reason as
 store.errors.describe_failure words it) and logs its traceback at DEBUG (`-vv`).
 A failure that is not expected (a bug, an SQL error) keeps its traceback at ERROR.
+It also puts psycopg_pool's line per reconnection attempt (`PoolReconnecting`: one
+every second or two per pool while the database is down, store.db.RECONNECT_S, each
+quoting the driver's message) at DEBUG.
 
     quiet_expected_failures()      # the composition root, where a worker or server starts
 """
@@ -73,9 +76,37 @@ class OneLineFailures(logging.Filter):
         return True
 
 
+# psycopg_pool's logger, and the starts of its messages (format strings) while it
+# tries to replace a lost connection: "error connecting in %r: %s" and "reconnection
+# attempt in pool %r failed after %s sec"
+POOL_LOGGER = "psycopg.pool"
+POOL_RECONNECTING = ("error connecting in ", "reconnection attempt in pool ")
+
+
+class PoolReconnecting(logging.Filter):
+    """psycopg_pool's warning for each failed reconnection attempt, at DEBUG: while the
+    database is down the pools try every second or two (store.db.RECONNECT_S), and the
+    outage is said once, in our words (glossator.supervision.database, the worker)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if (
+            record.levelno == logging.WARNING
+            and isinstance(record.msg, str)
+            and record.msg.startswith(POOL_RECONNECTING)
+        ):
+            if not logging.getLogger(record.name).isEnabledFor(logging.DEBUG):
+                return False
+            record.levelno, record.levelname = logging.DEBUG, "DEBUG"
+        return True
+
+
 def quiet_expected_failures() -> None:
-    """Put the filter on procrastinate's loggers (once: calling again adds nothing)."""
+    """Put the filters on procrastinate's loggers and psycopg_pool's (once: calling
+    again adds nothing)."""
     for name in QUIETED_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(f, OneLineFailures) for f in logger.filters):
             logger.addFilter(OneLineFailures())
+    pool = logging.getLogger(POOL_LOGGER)
+    if not any(isinstance(f, PoolReconnecting) for f in pool.filters):
+        pool.addFilter(PoolReconnecting())

@@ -74,9 +74,19 @@ from hooks.queue import QUEUE, TASK_NAME, ensure_schema
 from hooks.repositories import Repositories
 from hooks.retries import SLOW_RETRY_S, FollowUps
 from hooks.runs import RunHistory, one_line
+from store.db import async_pool_options
 from store.errors import describe_failure
+from store.server import ping
 
 log = logging.getLogger(__name__)
+
+# procrastinate's worker started again after it stopped: at once once the database
+# answers after an outage (asked every DATABASE_POLL_S, the database supervisor's own
+# interval: glossator.supervision.database), else after RESTART_MIN_S doubling to
+# RESTART_MAX_S (a worker that keeps dying with the database up must not spin)
+DATABASE_POLL_S = 1.0
+RESTART_MIN_S = 1.0
+RESTART_MAX_S = 60.0
 
 
 class IndexingService:
@@ -104,7 +114,9 @@ class IndexingService:
         self.concurrency = concurrency
         self.indexed = indexed
         self.app = procrastinate.App(
-            connector=procrastinate.PsycopgConnector(conninfo=conninfo, min_size=1, max_size=4)
+            connector=procrastinate.PsycopgConnector(
+                conninfo=conninfo, min_size=1, max_size=4, **async_pool_options()
+            )
         )
         self.history = RunHistory(conninfo)
         self.follow_ups = FollowUps(
@@ -182,10 +194,15 @@ class IndexingService:
         }
 
     async def _run_worker(self) -> None:
-        """Procrastinate's worker, restarted with backoff when it dies: a lost database
+        """Procrastinate's worker, started again when it dies: a lost database
         connection (a restart, a full disk, a PANIC) stops it, and nothing else would
-        run a job again until `glossator serve` restarts."""
-        delay = 1.0
+        run a job again until `glossator serve` restarts.
+
+        It starts again as soon as the database answers (asked every DATABASE_POLL_S):
+        a backoff that grew through the outage made the first jobs after it wait up to a
+        minute. The backoff (1, 2, 4 … 60 s) is for a worker that dies while the
+        database answers (a bug): it does not spin."""
+        delay = RESTART_MIN_S
         while True:
             started = time.monotonic()
             try:
@@ -193,11 +210,27 @@ class IndexingService:
                 why = "it stopped"
             except Exception as e:
                 why = describe_failure(e) if isinstance(e, psycopg.Error) else one_line(e)
-            if time.monotonic() - started > 60:
-                delay = 1.0  # it had been running fine: start again quickly
-            log.warning("indexing worker stopped (%s); restarting in %.0f s", why, delay)
+            outage = not await asyncio.to_thread(self._database_answers)
+            if outage or time.monotonic() - started > 60:
+                delay = RESTART_MIN_S  # not its own fault, or it had run fine
+            if outage:
+                log.warning("indexing worker stopped (%s); restarting once it answers", why)
+                while not await asyncio.to_thread(self._database_answers):
+                    await asyncio.sleep(DATABASE_POLL_S)
+            else:
+                log.warning("indexing worker stopped (%s); restarting in %.0f s", why, delay)
             await asyncio.sleep(delay)
-            delay = min(delay * 2, 60.0)
+            delay = min(delay * 2, RESTART_MAX_S)
+
+    def _database_answers(self) -> bool:
+        """Whether the database answers a new connection now (a pooled one says nothing
+        of a server that restarted)."""
+        try:
+            with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
+                ping(conn)
+        except psycopg.Error:
+            return False
+        return True
 
     async def drain(self) -> None:
         """Run every job that is due, then return (tests, one-shot tools)."""

@@ -40,6 +40,11 @@ RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach th
 # A job our thread finished but procrastinate still shows `doing` this long after:
 # persisting its outcome failed; we close it (a healthy finish takes milliseconds).
 UNFINISHED_S = 10.0
+# A maintenance round that failed (the database down) is tried again this soon: one
+# refused connection while it is down, and the round after an outage (the attempts'
+# ends written, a job for what was pushed meanwhile) within a second of its return,
+# not STALLED_S / 2 later. The database supervisor's interval (glossator.supervision).
+OUTAGE_RETRY_S = 1.0
 
 
 def stalled_hold_after_start(uptime_s: float) -> float:
@@ -73,6 +78,12 @@ class LocalJobs:
     def runs(self, job_id: int) -> bool:
         with self._lock:
             return job_id in self._running
+
+    def has_returned(self, job_id: int) -> bool:
+        """Whether our thread finished `job_id` (and `close_unfinished` has not yet
+        looked at it since)."""
+        with self._lock:
+            return job_id in self._returned
 
     def returned_before(self, older_than: float) -> dict[int, bool]:
         """Jobs our thread finished at least `older_than` seconds ago, and whether they
@@ -113,6 +124,9 @@ class QueueMaintenance:
         # no job is taken for stalled, or another live worker's running job would be
         # re-queued under its attempt (hold_stalled_recovery)
         self._hold_stalled_until = 0.0
+        # the last reconciliation left a branch alone for a job our thread had already
+        # finished, whose end the database did not show yet: look again (`reconcile`)
+        self.reconcile_again = False
 
     async def start(self) -> None:
         """At a worker's start: stalled jobs back in the queue, then reconciliation."""
@@ -123,12 +137,15 @@ class QueueMaintenance:
         await self.reconcile()
 
     async def watch(self) -> None:
-        """Every STALLED_S / 2 until cancelled; a failing round is retried."""
+        """Every STALLED_S / 2 until cancelled; a failing round is retried every
+        OUTAGE_RETRY_S, so that the round after an outage comes as soon as the database
+        answers again (what a push made during it waits for)."""
         loop = asyncio.get_running_loop()
         last_reconcile = loop.time()
         failing = False
         while True:
-            await asyncio.sleep(STALLED_S / 2)
+            soon = failing or self.reconcile_again
+            await asyncio.sleep(OUTAGE_RETRY_S if soon else STALLED_S / 2)
             try:
                 restarted = await asyncio.to_thread(self._database_restarted)
                 if failing or restarted:  # the database is back: let heartbeats resume
@@ -136,8 +153,11 @@ class QueueMaintenance:
                 await asyncio.to_thread(self.history.flush)
                 await self.recover_stalled()
                 await self.close_unfinished()
-                # after an outage at once: a push then could not queue its job
-                if failing or restarted or loop.time() - last_reconcile >= RECONCILE_S:
+                # after an outage at once: a push then could not queue its job (nor a
+                # job that failed then its follow-up); again while the last one left
+                # a branch to a job that had ended (`reconcile`)
+                due = loop.time() - last_reconcile >= RECONCILE_S
+                if failing or restarted or self.reconcile_again or due:
                     last_reconcile = loop.time()
                     await self.reconcile()
                 if failing:
@@ -240,12 +260,15 @@ class QueueMaintenance:
                     out[job.id] = str(getattr(job.status, "value", job.status))
         return out
 
-    async def _busy_locks(self) -> set[str]:
-        """`<repo>/<branch>` of every branch with an indexing job waiting or running."""
-        busy: set[str] = set()
+    async def _busy_locks(self) -> dict[str, set[int]]:
+        """`<repo>/<branch>` of every branch with an indexing job waiting or running,
+        and those jobs' ids."""
+        busy: dict[str, set[int]] = {}
         for status in ("todo", "doing"):
             jobs = await self.app.job_manager.list_jobs_async(task=TASK_NAME, status=status)
-            busy.update(job.lock for job in jobs if job.lock)
+            for job in jobs:
+                if job.lock and job.id is not None:
+                    busy.setdefault(job.lock, set()).add(job.id)
         return busy
 
     def _sync_tips(self) -> list[tuple[str, str, str]]:
@@ -264,7 +287,17 @@ class QueueMaintenance:
 
     async def reconcile(self) -> int:
         """Queue a job for each idle branch whose tip differs from its indexed commit, or
-        whose last index left problems (not fully indexed)."""
+        whose last index left problems (not fully indexed).
+
+        A branch is left alone while a job of it waits or runs: that job covers it. But
+        a job our thread has finished may still show running, its end not yet in the
+        database (it was down when the job ended: procrastinate writes it once it is
+        back, or `close_unfinished` does); it covers nothing any more: a push during
+        the outage could not queue its job, nor a job that failed then its follow-up.
+        Then `reconcile_again` is set, and `watch` looks again within OUTAGE_RETRY_S
+        until that job's end is there. After an outage this was a race: the ending job
+        was written just after the reconciliation read it running, and the branch
+        waited RECONCILE_S (5 minutes) for the next one."""
         indexed = await asyncio.to_thread(runs.indexed_commits, self.conninfo)
         incomplete = await asyncio.to_thread(runs.incomplete_branches, self.conninfo)
         busy = await self._busy_locks()
@@ -280,10 +313,14 @@ class QueueMaintenance:
                 todo.append((repository, branch))
         todo += [k for k in indexed if k not in seen and self.store.exists(k[0])]
         queued = 0
+        again = False
         for repository, branch in todo:
-            if f"{repository}/{branch}" in busy:
-                continue  # its waiting or running job covers it
+            jobs = busy.get(f"{repository}/{branch}")
+            if jobs:  # its waiting or running job covers it, unless it has ended here
+                again |= all(self.local_jobs.has_returned(job_id) for job_id in jobs)
+                continue
             queued += await defer_async(self.app, repository, branch) is not None
+        self.reconcile_again = again
         if queued:
             log.info("reconciliation queued %d branch(es) to index", queued)
         return queued

@@ -80,6 +80,10 @@ def defer_sync(
     `failures`/`delay_s`: a follow-up after failed attempts, run `delay_s` from now.
     When a job already waits it covers this request; a push (`delay_s` 0) moves a
     delayed one to now."""
+    # A database that does not answer is said at once: procrastinate's pool waits 30 s
+    # for its first connections (not configurable), which a job that met an outage
+    # spent queueing its follow-up before it could end
+    psycopg.connect(conninfo, autocommit=True, connect_timeout=10).close()
     app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))
     name = lock_name(repository, branch)
     args: dict[str, Any] = {"repository": repository, "branch": branch}

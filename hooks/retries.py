@@ -22,9 +22,13 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import psycopg
+from psycopg_pool import PoolTimeout
+
 from hooks.gitsource import branch_tip
 from hooks.queue import defer_sync
 from hooks.repositories import Repositories
+from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +104,9 @@ class FollowUps:
                 self.conninfo, repository, branch, failures=failures, delay_s=delay
             ).job_id
         except Exception as e:  # the database is gone: reconciliation will queue it
-            log.warning("could not queue the follow-up of %s/%s: %s", repository, branch, e)
+            # ours, not the driver's message: it may quote the URL or the socket's path
+            why = describe_failure(e) if isinstance(e, psycopg.Error | PoolTimeout) else e
+            log.warning("could not queue the follow-up of %s/%s: %s", repository, branch, why)
             return None
 
     def tip(self, repository: str, branch: str) -> str | None:

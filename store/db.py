@@ -64,6 +64,15 @@ MIN_SERVER_VERSION = 150000
 # does not answer"): a request while the server is down fails in this time, not in
 # psycopg_pool's default 30 s; a healthy pool of 8 hands one out in milliseconds.
 POOL_WAIT_S = 10.0
+# How long a pool keeps replacing a lost connection before it gives up (psycopg_pool's
+# `reconnect_timeout`, 5 minutes by default). Its attempts are spaced 1, 2, 4 … s, so
+# after an outage of a minute the next one was due a minute after the database came
+# back, and every caller in between waited POOL_WAIT_S and failed with the database
+# up (a job's load did, then its retries: minutes before a push was indexed). With
+# 4 s the attempts come at 0, 1, 3 and 4 s, never more than 2 s apart; when they give
+# up while a caller waits, `_regrow` starts them again at once, and otherwise the
+# next caller does. An attempt on a server that is down is one refused connection.
+RECONNECT_S = 4.0
 EMBEDDED_DBNAME = "glossator"
 REQUIRED_EXTENSIONS = {
     "vector": (
@@ -246,6 +255,8 @@ class Database:
                 configure=configure_connection,
                 check=ConnectionPool.check_connection,  # _CHECK below
                 timeout=POOL_WAIT_S,
+                reconnect_timeout=RECONNECT_S,
+                reconnect_failed=_regrow,
                 name="glossator",
                 open=False,
             )
@@ -261,7 +272,7 @@ class Database:
                 max_size=self.pool_max,
                 configure=configure_async_connection,
                 check=AsyncConnectionPool.check_connection,  # _CHECK below
-                timeout=POOL_WAIT_S,
+                **async_pool_options(),
                 name="glossator-async",
                 open=False,
             )
@@ -384,6 +395,28 @@ class Database:
 # _CHECK: the pools test a connection (an empty query) before handing it out, and
 # replace it when it is broken: after a restart of the server (a crash, a PANIC,
 # glossator.supervision.database) the first request gets a fresh connection, not the error.
+
+
+def async_pool_options() -> dict[str, Any]:
+    """How an async pool of ours waits and reconnects (POOL_WAIT_S, RECONNECT_S); also
+    given to procrastinate's (hooks.indexing_service), which a worker fetches jobs from."""
+    return {
+        "timeout": POOL_WAIT_S,
+        "reconnect_timeout": RECONNECT_S,
+        "reconnect_failed": _regrow_async,
+    }
+
+
+def _regrow(pool: ConnectionPool) -> None:
+    """`reconnect_failed`: the pool gave up replacing a connection (RECONNECT_S); when a
+    caller waits for one, try again at once rather than leave it to its timeout."""
+    if pool.get_stats().get("requests_waiting"):
+        pool.check()  # an empty pool starts connecting again
+
+
+async def _regrow_async(pool: AsyncConnectionPool) -> None:
+    if pool.get_stats().get("requests_waiting"):
+        await pool.check()
 
 
 def _enable_pg_search(conn: psycopg.Connection, embedded: bool, *, quiet: bool) -> bool:

@@ -31,11 +31,15 @@ GIT_ENV = {
 
 def wait_for(what: str, check: Callable[[], Any], timeout: float = 240) -> Any:
     """`check()`'s first true value, polled every 0.2 s; TimeoutError naming `what`
-    after `timeout` s (a deadline for a condition, generous: never a timer raced)."""
-    deadline = time.monotonic() + timeout
+    after `timeout` s (a deadline for a condition, generous: never a timer raced).
+    Each wait prints how long it took (a failed test's captured output: where the
+    time went)."""
+    start = time.monotonic()
+    deadline = start + timeout
     while True:
         value = check()
         if value:
+            print(f"{time.strftime('%H:%M:%S')} {what}: {time.monotonic() - start:.1f} s")
             return value
         if time.monotonic() > deadline:
             raise TimeoutError(f"{what}: not within {timeout:.0f} s")

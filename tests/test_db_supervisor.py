@@ -228,6 +228,9 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
         if r.levelno >= logging.ERROR and (r.exc_info or "Traceback" in r.getMessage())
     ]
     assert not loud, loud
+    # nor a line per reconnection attempt of the pools (glossator.logs.PoolReconnecting)
+    pools = [r.getMessage() for r in caplog.records if r.name == "psycopg.pool"]
+    assert not [m for m in pools if "error connecting" in m], pools[:3]
 
 
 @contextlib.contextmanager
@@ -313,6 +316,7 @@ def test_full_disk_panic_is_one_line_and_the_server_recovers_once_space_is_back(
             assert "database down: the database's disk is full" in log, log[-3000:]
             assert log.count("database down: the database's disk is full") <= 2
             assert "database back after" in log and "postgresql://" not in log
+            assert "error connecting in" not in log  # the pools' attempts: at DEBUG
             assert "Traceback" not in log, log[max(0, log.index("Traceback") - 2000) :][:6000]
         finally:
             server.stop()

@@ -363,6 +363,33 @@ async def test_reconciliation_leaves_a_busy_branch_alone(
         await service.app.close_async()
 
 
+async def test_reconciliation_looks_again_while_a_finished_job_still_shows_running(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """After an outage: our thread's job has ended (failed, its follow-up not queued:
+    the database was down) but still shows running, its end not yet written. It covers
+    nothing any more, so the reconciliation that left the branch to it says to look
+    again; once its end is there the branch is queued (seen in test_db_supervisor
+    under load: the branch waited RECONCILE_S)."""
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
+    job = defer_sync(database.conninfo, "livre", "main").job_id
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        conn.execute("UPDATE procrastinate_jobs SET status = 'doing' WHERE id = %s", (job,))
+    await service.app.open_async()
+    try:
+        assert await service.maintenance.reconcile() == 0
+        assert not service.maintenance.reconcile_again  # running here or elsewhere: it covers it
+        service.local_jobs.returned(job, False)  # our thread is done with it
+        assert await service.maintenance.reconcile() == 0
+        assert service.maintenance.reconcile_again  # its end is on its way: look again
+        with psycopg.connect(database.conninfo, autocommit=True) as conn:
+            conn.execute("UPDATE procrastinate_jobs SET status = 'failed' WHERE id = %s", (job,))
+        assert await service.maintenance.reconcile() == 1
+        assert not service.maintenance.reconcile_again
+    finally:
+        await service.app.close_async()
+
+
 async def test_work_survives_a_lost_race(
     branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
 ) -> None:
