@@ -311,6 +311,7 @@ def read_text(
     title = card.get("title") or page_title or src.stem
     author = smart_title(author) if author else None
     work = Work(smart_title(_one_line(title)), author, L.code(language))
+    heads = _without_the_books_title(heads, work.title)
     if not (card.get("title") or page_title):
         work.notes.append(TITLE_FROM_FILE_NAME)
     if used != "utf-8" and not encoding:
@@ -371,10 +372,21 @@ def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
     return out
 
 
+# a contents entry's own numeral: `II.        Il padre ed il figlio`
+_ENTRY_NUMERAL = re.compile(r"^\s*(?P<num>[IVXLCDM]+|\d{1,4})\.?\s+(?P<title>\S.*)$")
+
+
 def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
     """A heading in capitals that repeats a contents entry takes the entry's case: `FEE DE
-    ERRATAS` is `Fee de erratas` in Don Quijote's contents, not `Fee de Erratas`."""
+    ERRATAS` is `Fee de erratas` in Don Quijote's contents, not `Fee de Erratas`; `II. — IL
+    PADRE ED IL FIGLIO.` is `Il padre ed il figlio` in its `INDICE` (the entry's numeral
+    the heading's)."""
     by_key = {E.comparable(x): x for x in entries}
+    numbered = {}
+    for x in entries:
+        m = _ENTRY_NUMERAL.match(x)
+        if m:
+            numbered[(m.group("num").upper(), E.comparable(m.group("title")))] = m.group("title")
     out = []
     for f in heads:
         h = f.heading
@@ -382,10 +394,24 @@ def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
         entry = by_key.get(E.comparable(h.title), "") if h.kind == "piece" else ""
         # only its case differs (`YOUTH — Æt. 1-25` is not The Prince's `YOUTH Æt. 1-25`)
         same = " ".join(entry.split()).casefold() == " ".join(h.source.split()).casefold()
+        if h.kind == "chapter" and h.number and h.title:
+            entry = numbered.get((h.number.upper(), E.comparable(h.title)), "")
+            same = " ".join(entry.split()).casefold() == " ".join(h.title.split()).casefold()
         if entry and same and sum(c.isupper() for c in letters) >= 0.7 * len(letters):
             f = H.Found(f.index, h.with_title(clean_title(entry)), f.consumed)
         out.append(f)
     return out
+
+
+def _without_the_books_title(heads: list[H.Found], title: str) -> list[H.Found]:
+    """`CHAPITRE PREMIER.` / `DEUX ANS DE VACANCES` (Verne, as found): the book's title
+    printed over its first chapter is not that chapter's title."""
+    first = next((n for n, f in enumerate(heads) if f.heading.kind == "chapter"), None)
+    if first is None or not E.same_text(heads[first].heading.title, title):
+        return heads
+    f = heads[first]
+    return [*heads[:first], H.Found(f.index, f.heading.with_title(""), f.consumed),
+            *heads[first + 1 :]]  # fmt: skip
 
 
 def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:
