@@ -37,6 +37,7 @@ VERGA = ETEXTS / "verga-i-malavoglia-excerpt.txt"
 VACANCES = ETEXTS / "verne-deux-ans-de-vacances-excerpt.txt"
 GRANT = ETEXTS / "verne-kinder-des-kapitaens-grant-excerpt.txt"
 CONTE = ETEXTS / "dumas-il-conte-di-monte-cristo-pg65391-excerpt.txt"
+MEILEN = ETEXTS / "verne-20000-meilen-unter-den-meeren-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -314,6 +315,11 @@ def test_pinocchio_in_markdown_bare_numerals_and_an_indice(tmp_path: Path) -> No
          ("part", "Parte", "1", "Primera parte del ingenioso hidalgo don Quijote de la Mancha")),
         ("Capítulo Primero. De lo que el cura", ("chapter", "Capítulo", "1", "De lo que el cura")),
         ("Première partie", ("part", "Partie", "1", "")),
+        # German ordinals past the tenth, and the spelling before 1901
+        ("Dreiundzwanzigstes Capitel: Schluß", ("chapter", "Capitel", "23", "Schluß")),
+        ("Elftes Kapitel", ("chapter", "Kapitel", "11", "")),
+        ("Zwölfter Teil", ("part", "Teil", "12", "")),
+        ("Einunddreißigstes Kapitel", ("chapter", "Kapitel", "31", "")),
     ],
 )  # fmt: skip
 def test_heading_numerals_in_the_books_languages(line: str, expected: tuple) -> None:
@@ -1011,3 +1017,22 @@ def test_il_conte_di_monte_cristo_dashes_an_indice_at_the_end_and_endnotes() -> 
         "left out the contents list 'INDICE' (120 entries, lines 193-315)",
         "left out the title page before 'I. — MARSIGLIA — L’ARRIVO.' (10 paragraphs, lines 26-56)",
     ]
+
+
+def test_20000_meilen_the_older_spelling_and_ordinals_past_the_tenth() -> None:
+    """Verne's 20000 Meilen unter den Meeren in German as found (one paragraph a line, no
+    title page): `Band 1`, `Erstes Capitel: Eine schweifende Klippe` (the spelling before
+    1901), `Band 2` numbered again from its `Erstes Capitel`, up to `Dreiundzwanzigstes
+    Capitel: Schluß`. `Capitel` was no label and German ordinals stopped at the tenth: the
+    book was two chapters, `Band 1` and `Band 2`."""
+    work = read_text(MEILEN)
+    assert (work.title, work.author, work.lang) == (MEILEN.stem, None, "de")
+    assert [p.title for p in work.parts] == ["Band 1", "Band 2"]
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("1", "Eine schweifende Klippe"),
+        ("2", "Für und Wider"),
+        ("1", "Der Indische Ocean"),
+        ("23", "Schluß"),
+    ]
+    last = work.sections()[-1].body.rstrip()
+    assert last.startswith("Hiermit schließt") and last.endswith("Der Kapitän Nemo – – und ich.")

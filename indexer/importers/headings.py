@@ -27,6 +27,7 @@ CHAPTER_WORDS = (
     "chapter", "chap.", "chapitre", "letter", "lettre", "kapitel", "brief", "capítulo",
     "capitulo", "capitolo", "capitol", "hoofdstuk", "kapittel", "luku", "rozdział",
     "глава", "stave", "canto", "chant", "section", "episode", "scene", "act",
+    "capitel",  # German before its 1901 spelling (`Erstes Capitel`)
 )  # fmt: skip
 _NUM = rf"(?:[ivxlcdm]+|\d{{1,4}}|(?:the\s+)?(?:{N.WORDS_RE})(?:[- ](?:{N.WORDS_RE}))?)"
 _LABELS = "|".join(re.escape(w) for w in sorted(PART_WORDS + CHAPTER_WORDS, key=len, reverse=True))
