@@ -320,6 +320,10 @@ def test_pinocchio_in_markdown_bare_numerals_and_an_indice(tmp_path: Path) -> No
         ("Elftes Kapitel", ("chapter", "Kapitel", "11", "")),
         ("Zwölfter Teil", ("part", "Teil", "12", "")),
         ("Einunddreißigstes Kapitel", ("chapter", "Kapitel", "31", "")),
+        # French ordinals past the tenth; `dix` a number word, not the roman DIX (509)
+        ("LIVRE ONZIÈME", ("part", "Livre", "11", "")),
+        ("Chapitre dix-septième", ("chapter", "Chapitre", "17", "")),
+        ("LIVRE DIX", ("part", "Livre", "10", "")),
     ],
 )  # fmt: skip
 def test_heading_numerals_in_the_books_languages(line: str, expected: tuple) -> None:

@@ -29,7 +29,8 @@ CHAPTER_WORDS = (
     "глава", "stave", "canto", "chant", "section", "episode", "scene", "act",
     "capitel",  # German before its 1901 spelling (`Erstes Capitel`)
 )  # fmt: skip
-_NUM = rf"(?:[ivxlcdm]+|\d{{1,4}}|(?:the\s+)?(?:{N.WORDS_RE})(?:[- ](?:{N.WORDS_RE}))?)"
+# (number words first: `dix-septième` is not the roman `DIX` and a title `-septième`)
+_NUM = rf"(?:(?:the\s+)?(?:{N.WORDS_RE})(?:[- ](?:{N.WORDS_RE}))?(?![\w'’])|[ivxlcdm]+|\d{{1,4}})"
 _LABELS = "|".join(re.escape(w) for w in sorted(PART_WORDS + CHAPTER_WORDS, key=len, reverse=True))
 _LABELLED = re.compile(rf"^(?P<label>{_LABELS})\s+(?P<num>{_NUM})(?![\w'’])(?P<rest>.*)$", re.I)
 _BARE = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})(?:(?P<sep>[.:)])\s*(?P<rest>.*)|\s*)$")
@@ -89,11 +90,11 @@ def _number(raw: str) -> tuple[str, int] | None:
     raw = " ".join(raw.split())
     if raw.isdigit():
         return raw, int(raw)
-    value = roman_to_int(raw)
+    value = N.word_number(raw)  # (first: `DIX` is ten, not the roman 509)
     if value is not None:
-        return raw.upper(), value
-    value = N.word_number(raw)
-    return (str(value), value) if value is not None else None
+        return str(value), value
+    value = roman_to_int(raw)
+    return (raw.upper(), value) if value is not None else None
 
 
 def parse(line: str, *, mixed: bool = False) -> Heading | None:

@@ -62,6 +62,10 @@ _FRENCH = {
     "seconde": 2, "deux": 2, "troisieme": 3, "trois": 3, "quatrieme": 4, "quatre": 4,
     "cinquieme": 5, "cinq": 5, "sixieme": 6, "six": 6, "septieme": 7, "sept": 7,
     "huitieme": 8, "huit": 8, "neuvieme": 9, "neuf": 9, "dixieme": 10, "dix": 10,
+    # (`Livre onzième`, `Chapitre vingtième`: the ordinals past the tenth)
+    "onzieme": 11, "douzieme": 12, "treizieme": 13, "quatorzieme": 14, "quinzieme": 15,
+    "seizieme": 16, "dix-septieme": 17, "dix-huitieme": 18, "dix-neuvieme": 19,
+    "vingtieme": 20,
 }  # fmt: skip
 
 
