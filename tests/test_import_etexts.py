@@ -38,6 +38,7 @@ VACANCES = ETEXTS / "verne-deux-ans-de-vacances-excerpt.txt"
 GRANT = ETEXTS / "verne-kinder-des-kapitaens-grant-excerpt.txt"
 CONTE = ETEXTS / "dumas-il-conte-di-monte-cristo-pg65391-excerpt.txt"
 MEILEN = ETEXTS / "verne-20000-meilen-unter-den-meeren-excerpt.txt"
+QUICHOTTE = ETEXTS / "cervantes-don-quichotte-pg42524-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -1040,3 +1041,33 @@ def test_20000_meilen_the_older_spelling_and_ordinals_past_the_tenth() -> None:
     ]
     last = work.sections()[-1].body.rstrip()
     assert last.startswith("Hiermit schließt") and last.endswith("Der Kapitän Nemo – – und ich.")
+
+
+def test_don_quichotte_a_book_and_its_chapter_on_one_line_and_the_translators_piece() -> None:
+    """Gutenberg's Don Quichotte in French (Furne's translation, #42524): `PREMIÈRE PARTIE`,
+    then `LIVRE PREMIER--CHAPITRE PREMIER` (the book's heading and its first chapter's on
+    one line) over the title in capitals; after the `PRÉFACE`, the translator's `UN MOT SUR
+    CETTE NOUVELLE TRADUCTION`. Chapter I was lost (the line made a part titled `Chapitre
+    Premier`, its text that part's first section) and the translator's note was read as
+    the end of the author's preface."""
+    work = _book(
+        QUICHOTTE,
+        "L'ingénieux chevalier Don Quichotte de la Manche",
+        "Miguel de Cervantes Saavedra",
+        "fr",
+    )
+    assert [p.title for p in work.parts] == ["Première partie — Livre premier"]
+    assert [(s.number, s.title) for s in work.sections()] == [
+        (None, "Au lecteur"),
+        (None, "Préface"),
+        (None, "Un Mot sur Cette Nouvelle Traduction"),
+        ("I", "Qui Traite de la Qualité et des Habitudes de l'Ingénieux Don Quichotte"),
+        ("II", "Qui Traite de la Première Sortie Que Fit l'Ingénieux Don Quichotte"),
+        ("III", "Ou l'on Raconte de Quelle Plaisante Manière Don Quichotte Fut Armé Chevalier"),
+    ]
+    sections = work.sections()
+    assert sections[1].body.rstrip().endswith("sans m'oublier cependant.")
+    assert sections[2].body.startswith("Comme Homère, comme Virgile")
+    assert sections[3].body.startswith("Dans un petit bourg de la Manche")
+    # the romancero's quatrain keeps its lines
+    assert "Vit-on jamais un chevalier,\nPlus en faveur auprès des belles?\n" in sections[4].body

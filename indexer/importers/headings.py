@@ -188,6 +188,26 @@ _SENTENCE = re.compile(r"[.!?;:,]\s*$")  # a heading ends without a sentence's f
 _OF = re.compile(r"^\s+(?:del|de|della|dello|di|du|des|van|von|do|da|dos|das)\s", re.I)
 
 
+def part_and_chapter(line: str) -> tuple[str, str] | None:
+    """`LIVRE PREMIER--CHAPITRE PREMIER` (a book's first chapter under its part's heading,
+    on one line: Gutenberg's Don Quichotte, #42524): the part's words and the chapter's,
+    else None."""
+    text = " ".join(line.split())
+    m = _LABELLED.match(text)
+    if m is None or m.group("label").casefold().rstrip(".") not in {
+        w.rstrip(".") for w in PART_WORDS
+    }:
+        return None
+    rest = m.group("rest")
+    sep = _SEP.match(rest)
+    if sep is None or not sep.group().strip():
+        return None  # (a separator that is a space only: `Book I Chapter 1` is too loose)
+    h = parse(rest[sep.end() :])
+    if h is None or h.kind != "chapter" or h.label is None:
+        return None
+    return text[: m.start("rest")].strip(), rest[sep.end() :].strip()
+
+
 def is_page_list(lines: list[str]) -> bool:
     """A list of entries with page numbers (a table of contents, a list of illustrations)."""
     return len(lines) >= 2 and all(_PAGE_ENTRY.fullmatch(x.strip()) for x in lines)

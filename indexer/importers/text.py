@@ -232,9 +232,14 @@ def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
     """`CHAPTER IV.` on the first line of its text's paragraph (no blank line after it):
     the heading becomes a paragraph of its own. Only a labelled heading (a label and a
     number), followed by more lines than a title has, is split off; not a list of
-    headings (a table of contents)."""
+    headings (a table of contents). A part's heading and its first chapter's on one line
+    (`LIVRE PREMIER--CHAPITRE PREMIER`) become two."""
     out: list[_Para] = []
     for p in paras:
+        both = H.part_and_chapter(p.lines[0])
+        if both is not None:  # `LIVRE PREMIER--CHAPITRE PREMIER`: two headings, one line
+            out.append(_Para([both[0]], p.line))
+            p = _Para([both[1], *p.lines[1:]], p.line)
         h = H.parse(p.lines[0]) if len(p.lines) > 4 else None
         listed = h is not None and any(H.parse(x) is not None for x in p.lines[1:3])
         # (not a part named by its whole line, `Segunda parte del ingenioso caballero…`)
@@ -319,7 +324,7 @@ def read_text(
     work.notes.extend(cleaned.notes)
     book = measure(paras)
     if heads:  # (a title page has no running text under its lines in capitals)
-        heads = _front_titles(paras, first) + heads
+        heads = sorted(_front_titles(paras, heads, book) + heads, key=lambda f: f.index)
         first = heads[0].index
     front = paras[:first]
     front_text = "\n\n".join(p.text for p in front)
@@ -348,25 +353,35 @@ def read_text(
     return work
 
 
-def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
-    """Before the first heading: a line in capitals of three words or more with running
-    text under it opens a piece
-    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`), and so does a
-    dedication to a name with running text under it (Madame Bovary's letter `À
-    Marie-Antoine-Jules Senard`, the author's text, was left out with the title page)."""
+def _front_titles(paras: list[_Para], heads: list[H.Found], book: Measure) -> list[H.Found]:
+    """Before the first part or chapter: a line in capitals of three words or more with
+    running text under it opens a piece
+    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`; after Don
+    Quichotte's `PRÉFACE`, the translator's `UN MOT SUR CETTE NOUVELLE TRADUCTION`), and
+    so does a dedication to a name with running text under it (Madame Bovary's letter `À
+    Marie-Antoine-Jules Senard`, the author's text, was left out with the title page).
+    Inside a piece, the text under the line must be prose, not verse (Don Quijote's
+    `AMADÍS DE GAULA A DON QUIJOTE DE LA MANCHA` titles a sonnet of its `Al libro…`)."""
 
     def caps(p: _Para) -> bool:
         letters = [c for c in p.text if c.isalpha()]
         return len(p.lines) == 1 and bool(letters) and not any(c.islower() for c in letters)
 
+    opening = next((f.index for f in heads if f.heading.kind != "piece"), heads[0].index)
+    taken = {f.index + d for f in heads for d in range(f.consumed)}
     out = []
-    for k in range(first - 1):
+    for k in range(max(opening, heads[0].index) - 1):
+        if k in taken:
+            continue
         text = paras[k].text.strip()
         dedication = E.is_dedication(paras[k])
         if not dedication and (not caps(paras[k]) or len(text.split()) < 3):
             continue
-        under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : first])
-        if any(E.is_prose(p) for p in under):  # (`Bewerkt naar…` may stand between)
+        stop = next((f.index for f in heads if f.index > k), len(paras))
+        under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : stop])
+        inside = k > heads[0].index
+        if any(E.is_prose(p) and not (inside and is_verse(p, book)) for p in under):
+            # (`Bewerkt naar…` may stand between)
             title = clean_title(H.NOTE_CALL.sub("", text))
             out.append(H.Found(k, H.Heading("piece", None, None, None, title, text), 1))
     return out
