@@ -952,6 +952,8 @@ def test_malavoglia_a_title_in_capitals_over_its_author_without_a_word_between()
         # two lines that read as names: which is the author is not told, none is taken
         (["Oliver Twist", "Charles Dickens"], ("Oliver Twist", None)),
         (["THE AWAKENING", "A Novel"], ("THE AWAKENING", None)),  # a genre is no name
+        # a longer page: a publisher's name reads as a person's, none is taken
+        (["I MALAVOGLIA", "Giovanni Verga", "Fratelli Treves Editori"], ("I MALAVOGLIA", None)),
     ],
 )  # fmt: skip
 def test_a_name_alone_on_a_title_page(page: list[str], expected: tuple[str, str | None]) -> None:

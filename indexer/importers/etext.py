@@ -213,12 +213,13 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
         rest.append(texts[i])
         i += 1
     if not author:
-        # `Jules Verne / Deux Ans de vacances`, `I MALAVOGLIA / Giovanni Verga`: no word
-        # introduces the author, but one line alone reads as a person's name (in mixed
-        # case: a title in capitals may read as one too); two such lines (`Oliver Twist /
-        # Charles Dickens`) cannot be told apart and are left as they are
+        # `Jules Verne / Deux Ans de vacances`, `I MALAVOGLIA / Giovanni Verga`: a title
+        # page of two lines, no word introducing the author, one of them a person's name
+        # (in mixed case: a title in capitals may read as one too); two such lines
+        # (`Oliver Twist / Charles Dickens`) cannot be told apart and are left as they are,
+        # and so is a longer page (a publisher's or a place's name reads as a person's)
         names = [x for x in rest if _is_name(x)]
-        if len(names) == 1 and len(rest) > 1:
+        if len(names) == 1 and len(rest) == 2:
             author = names[0]
     if author:
         key = _comparable(author)

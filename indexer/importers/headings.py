@@ -382,12 +382,12 @@ def _with_unnamed_parts(found: list[Found], paras: Sequence[Para]) -> list[Found
         if m is None or value is None:
             continue
         rest = m.group("rest")
-        if not (rest.strip() in ("", ".") or rest.lstrip()[:1] in (":", ".", "—", "–")):
+        if rest.lstrip()[:1] not in (":", ".", "—", "–"):
             continue  # (`Erstes Mal sah er…`: a sentence)
         sep = _SEP.match(rest)
         title = _clean_title(rest[sep.end() :] if sep else rest)
-        if title[:1].islower():
-            continue
+        if not title[:1].isalpha() or title[:1].islower():
+            continue  # a part of this kind is named (not `First Edition.`, `Second: 1851`)
         word = m.group("label")
         label = word[:1].upper() + word[1:].lower()
         out.append(Found(k, Heading("part", label, str(value), value, title, line), 1))
