@@ -1050,8 +1050,8 @@ def test_don_quichotte_a_book_and_its_chapter_on_one_line_and_the_translators_pi
     then `LIVRE PREMIER--CHAPITRE PREMIER` (the book's heading and its first chapter's on
     one line) over the title in capitals; after the `PRÉFACE`, the translator's `UN MOT SUR
     CETTE NOUVELLE TRADUCTION`. Chapter I was lost (the line made a part titled `Chapitre
-    Premier`, its text that part's first section) and the translator's note was read as
-    the end of the author's preface."""
+    Premier`, its text that part's first section), the translator's note was read as
+    the end of the author's preface, and the transcriber's `Au lecteur` was a piece."""
     work = _book(
         QUICHOTTE,
         "L'ingénieux chevalier Don Quichotte de la Manche",
@@ -1060,7 +1060,6 @@ def test_don_quichotte_a_book_and_its_chapter_on_one_line_and_the_translators_pi
     )
     assert [p.title for p in work.parts] == ["Première partie — Livre premier"]
     assert [(s.number, s.title) for s in work.sections()] == [
-        (None, "Au lecteur"),
         (None, "Préface"),
         (None, "Un Mot sur Cette Nouvelle Traduction"),
         ("I", "Qui Traite de la Qualité et des Habitudes de l'Ingénieux Don Quichotte"),
@@ -1068,8 +1067,11 @@ def test_don_quichotte_a_book_and_its_chapter_on_one_line_and_the_translators_pi
         ("III", "Ou l'on Raconte de Quelle Plaisante Manière Don Quichotte Fut Armé Chevalier"),
     ]
     sections = work.sections()
-    assert sections[1].body.rstrip().endswith("sans m'oublier cependant.")
-    assert sections[2].body.startswith("Comme Homère, comme Virgile")
-    assert sections[3].body.startswith("Dans un petit bourg de la Manche")
+    assert sections[0].body.rstrip().endswith("sans m'oublier cependant.")
+    assert sections[1].body.startswith("Comme Homère, comme Virgile")
+    assert sections[2].body.startswith("Dans un petit bourg de la Manche")
     # the romancero's quatrain keeps its lines
-    assert "Vit-on jamais un chevalier,\nPlus en faveur auprès des belles?\n" in sections[4].body
+    assert "Vit-on jamais un chevalier,\nPlus en faveur auprès des belles?\n" in sections[3].body
+    # `  Au lecteur` over the transcriber's note, indented like the title pages after it,
+    # is the file's front matter, not a piece of the book's (it held the title pages)
+    assert "left out the title page before 'PRÉFACE' (12 paragraphs, lines 34-89)" in work.notes

@@ -306,6 +306,7 @@ def read_text(
         heads = _after_contents(heads, paras, cleaned.contents_line)
     heads = _entry_case(heads, cleaned.entries)
     chapters = any(h.heading.kind in ("chapter", "part") for h in heads)
+    heads = _without_indented_front(heads, paras)
     first = heads[0].index if heads else _title_page_end(paras)
     # `Title: Dom Casmurro` / `Author: Machado de Assis` at the head of a copy that lost
     # Gutenberg's markers: the card's fields, not the title page's lines
@@ -416,6 +417,19 @@ def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
             f = H.Found(f.index, h.with_title(clean_title(entry)), f.consumed)
         out.append(f)
     return out
+
+
+def _without_indented_front(heads: list[H.Found], paras: list[_Para]) -> list[H.Found]:
+    """A liminary title indented like every line after it up to the next heading is the
+    file's, not the book's: Gutenberg's Don Quichotte (#42524) opens with `  Au lecteur`
+    over the transcriber's indented note and the indented title pages. The book's own
+    preface runs in unindented prose."""
+    if len(heads) < 2 or heads[0].heading.kind != "piece":
+        return heads
+    block = paras[heads[0].index : heads[1].index]
+    if all(x[:1].isspace() for p in block for x in p.lines if x.strip()):
+        return heads[1:]
+    return heads
 
 
 def _without_the_books_title(heads: list[H.Found], title: str) -> list[H.Found]:
