@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.corpus.layout import read_corpus
 from indexer.corpus.source import DirectorySource
-from indexer.importers.common import ImportSourceError
+from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError
 from indexer.importers.etext import is_dedication, title_and_author
 from indexer.importers.headings import parse
 from indexer.importers.text import decode, read_text
@@ -32,6 +32,13 @@ CASMURRO = ETEXTS / "machado-dom-casmurro-excerpt.txt"
 MONTE_CRISTO = ETEXTS / "dumas-monte-cristo-pg17989-excerpt.txt"
 UNRAT = ETEXTS / "mann-professor-unrat-excerpt.txt"
 UILENSPIEGEL = ETEXTS / "de-coster-uilenspiegel-pg11208-excerpt.txt"
+PIRANDELLO = ETEXTS / "pirandello-uno-nessuno-e-centomila-excerpt.txt"
+VERGA = ETEXTS / "verga-i-malavoglia-excerpt.txt"
+VACANCES = ETEXTS / "verne-deux-ans-de-vacances-excerpt.txt"
+GRANT = ETEXTS / "verne-kinder-des-kapitaens-grant-excerpt.txt"
+CONTE = ETEXTS / "dumas-il-conte-di-monte-cristo-pg65391-excerpt.txt"
+MEILEN = ETEXTS / "verne-20000-meilen-unter-den-meeren-excerpt.txt"
+QUICHOTTE = ETEXTS / "cervantes-don-quichotte-pg42524-excerpt.txt"
 ROMAN = [
     "I",
     "II",
@@ -309,6 +316,15 @@ def test_pinocchio_in_markdown_bare_numerals_and_an_indice(tmp_path: Path) -> No
          ("part", "Parte", "1", "Primera parte del ingenioso hidalgo don Quijote de la Mancha")),
         ("Capítulo Primero. De lo que el cura", ("chapter", "Capítulo", "1", "De lo que el cura")),
         ("Première partie", ("part", "Partie", "1", "")),
+        # German ordinals past the tenth, and the spelling before 1901
+        ("Dreiundzwanzigstes Capitel: Schluß", ("chapter", "Capitel", "23", "Schluß")),
+        ("Elftes Kapitel", ("chapter", "Kapitel", "11", "")),
+        ("Zwölfter Teil", ("part", "Teil", "12", "")),
+        ("Einunddreißigstes Kapitel", ("chapter", "Kapitel", "31", "")),
+        # French ordinals past the tenth; `dix` a number word, not the roman DIX (509)
+        ("LIVRE ONZIÈME", ("part", "Livre", "11", "")),
+        ("Chapitre dix-septième", ("chapter", "Chapitre", "17", "")),
+        ("LIVRE DIX", ("part", "Livre", "10", "")),
     ],
 )  # fmt: skip
 def test_heading_numerals_in_the_books_languages(line: str, expected: tuple) -> None:
@@ -874,3 +890,188 @@ def test_madame_bovary_contents_of_bare_numerals_a_dedication_and_parts(tmp_path
 def test_a_dedication_line(line: str, expected: bool) -> None:
     """What ends a contents list and opens a piece before the first heading."""
     assert is_dedication(SimpleNamespace(lines=[line], line=1)) is expected
+
+
+def test_pirandello_bare_numerals_with_titles_in_mixed_case_under_a_book(tmp_path: Path) -> None:
+    """Uno, nessuno e centomila as found (one paragraph a line): `Libro primo`, then `I. Mia
+    moglie e il mio naso.`, `II. E il vostro naso?`: a numeral, a period and a title in mixed
+    case. Only titles in capitals were read after a bare numeral: the book was one chapter,
+    `Libro 1`, its four chapters lost in it."""
+    work = _book(PIRANDELLO, "Uno, nessuno e centomila", "Luigi Pirandello", "it")
+    assert [p.title for p in work.parts] == ["Libro primo"]
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("I", "Mia moglie e il mio naso"),
+        ("II", "E il vostro naso?"),
+        ("III", "Bel modo di essere soli"),
+        ("IV", "Com’io volevo esser solo"),
+    ]
+    sections = work.sections()
+    assert sections[0].body.startswith("– Che fai? – mia moglie mi domandò")
+    # the song's lines, one a paragraph in the file, are kept one a paragraph
+    assert "E se mi dici di no,\n\ncaro il mio bene, doman non verrò;\n\n" in sections[2].body
+    assert sections[3].body.rstrip().endswith("Forse perché non riflettete bene.")
+
+
+@pytest.mark.parametrize(
+    ("line", "mixed", "expected"),
+    [
+        ("I. Mia moglie e il mio naso.", True, ("I", "Mia moglie e il mio naso")),
+        ("II. E il vostro naso?", True, ("II", "E il vostro naso?")),
+        ("I. Mia moglie e il mio naso.", False, None),  # inside running text: not read
+        ("M. Dupont entra dans la pièce.", False, None),  # `Monsieur`, opening a line
+        ("XII. Il padre, che non parlava,", True, None),  # a sentence going on
+        ("II. — IL PADRE ED IL FIGLIO.", False, ("II", "Il Padre Ed il Figlio")),
+    ],
+)  # fmt: skip
+def test_a_bare_numeral_with_a_title_in_mixed_case(
+    line: str, mixed: bool, expected: tuple[str, str] | None
+) -> None:
+    h = parse(line, mixed=mixed)
+    assert (None if h is None else (h.number, h.title)) == expected
+
+
+def test_malavoglia_a_title_in_capitals_over_its_author_without_a_word_between() -> None:
+    """I Malavoglia as found: `I MALAVOGLIA` / `Giovanni Verga` (no `di` between), then
+    `Capitolo I`. The author was lost: only a word (`di`, `by`, `von`) or initials named
+    one."""
+    work = _book(VERGA, "I Malavoglia", "Giovanni Verga", "it")
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("I", "Capitolo I"),
+        ("II", "Capitolo II"),
+        ("III", "Capitolo III"),
+    ]
+    assert work.sections()[-1].body.rstrip().endswith("è stato Rocco Spatu.")
+
+
+@pytest.mark.parametrize(
+    ("page", "expected"),
+    [
+        # the shapes of the two fixtures around this test
+        (["I MALAVOGLIA", "Giovanni Verga"], ("I MALAVOGLIA", "Giovanni Verga")),
+        (["Jules Verne", "Deux Ans de vacances"], ("Deux Ans de vacances", "Jules Verne")),
+        # two lines that read as names: which is the author is not told, none is taken
+        (["Oliver Twist", "Charles Dickens"], ("Oliver Twist", None)),
+        (["THE AWAKENING", "A Novel"], ("THE AWAKENING", None)),  # a genre is no name
+        # a longer page: a publisher's name reads as a person's, none is taken
+        (["I MALAVOGLIA", "Giovanni Verga", "Fratelli Treves Editori"], ("I MALAVOGLIA", None)),
+    ],
+)  # fmt: skip
+def test_a_name_alone_on_a_title_page(page: list[str], expected: tuple[str, str | None]) -> None:
+    assert title_and_author(page) == expected
+
+
+def test_deux_ans_de_vacances_author_over_title_and_the_numeral_again(tmp_path: Path) -> None:
+    """Verne's Deux ans de vacances as found (Wikisource's layout: `Jules Verne` / `Deux
+    Ans de vacances`, `CHAPITRE PREMIER.` / `DEUX ANS DE VACANCES`, `CHAPITRE II.` / `II`,
+    each chapter's argument under it, captions `(Page 9.)`). The work was titled `Jules
+    Verne` with no author, chapter I took the book's title and chapter II opened with `II`."""
+    work = _book(VACANCES, "Deux Ans de vacances", "Jules Verne", "fr")
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("I", "Chapitre I"),
+        ("II", "Chapitre II"),
+        ("XXX", "Chapitre XXX"),
+    ]
+    sections = work.sections()
+    assert sections[0].body.startswith("La tempête. – Un schooner désemparé.")
+    assert sections[1].body.startswith("Au milieu du ressac. – Briant et Doniphan.")
+    assert "DEUX ANS DE VACANCES" not in "".join(s.body for s in sections)
+    assert "\n\nCette eau ne provenait que des paquets de mer (Page 9.)\n\n" in sections[0].body
+    assert sections[-1].body.rstrip().endswith("les grands presque des hommes.")
+
+
+def test_kinder_des_kapitaens_grant_no_blank_lines_and_a_part_without_a_known_label() -> None:
+    """Verne's Die Kinder des Kapitäns Grant as found (one paragraph a line, no blank line,
+    no title page): `Einleitung.`, `Erstes Welttheater: Süd-Amerika.` over `Erstes
+    Kapitel: Der Hammerhai.`. The part's line was a paragraph of the introduction."""
+    work = read_text(GRANT)
+    assert (work.title, work.author, work.lang) == (GRANT.stem, None, "de")
+    assert TITLE_FROM_FILE_NAME in work.notes
+    assert [p.title for p in work.parts] == ["Süd-Amerika"]
+    assert [(s.number, s.title) for s in work.sections()] == [
+        (None, "Einleitung"),
+        ("1", "Der Hammerhai"),
+        ("2", "Die drei Schriftstücke"),
+    ]
+    intro, first, second = work.sections()
+    assert "Welttheater" not in intro.body and len(intro.body.split("\n\n")) == 3
+    assert len(first.body.rstrip().split("\n\n")) == 6
+    assert "Es ist der Hammerhai, [Fußnote] und wenn" in first.body
+    assert second.body.rstrip().endswith("eine schottische Kolonie zu gründen.")
+
+
+def test_il_conte_di_monte_cristo_dashes_an_indice_at_the_end_and_endnotes() -> None:
+    """Gutenberg's Il Conte di Monte-Cristo (Italian, #65391): `I. — MARSIGLIA — L’ARRIVO.`
+    (a dash after the numeral), an `INDICE` after `FINE.` (`Capitolo … Pag.`, entries
+    over two lines, numerals `IL.` and `IC.`), then `NOTE:` over the translator's notes and
+    a `Nota del Trascrittore`. The titles began with the dash (`— Il Padre Ed il Figlio`),
+    and `NOTE:` was taken for an entry of the `INDICE`, its notes left in chapter II."""
+    work = _book(CONTE, "Il Conte di Monte-Cristo", "Alexandre Dumas, Auguste Maquet", "it")
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("I", "Marsiglia — L’arrivo"),
+        ("II", "Il padre ed il figlio"),
+        (None, "Note"),
+    ]
+    first, second, notes = work.sections()
+    assert first.body.startswith("Il 28 Febbraio 1815 la vedetta")
+    # the count's letter: its paragraphs joined, its signature kept line by line
+    assert "Vostro amico\nEDMONDO DANTÈS\n_Conte di Monte-Cristo_.»" in second.body
+    assert second.body.rstrip().endswith("_Aspettare e sperare_?\n\nFINE.")
+    assert notes.body.startswith("[1] _Monte-Cristo, piccola isola del mar Tirreno")
+    assert notes.body.rstrip().endswith("proprio del teatro francese. (T.)_")
+    assert "INDICE" not in "".join(s.body for s in work.sections())
+    assert work.notes == [
+        "left out a transcriber's note (lines 350-359)",
+        "left out the contents list 'INDICE' (120 entries, lines 193-315)",
+        "left out the title page before 'I. — MARSIGLIA — L’ARRIVO.' (10 paragraphs, lines 26-56)",
+    ]
+
+
+def test_20000_meilen_the_older_spelling_and_ordinals_past_the_tenth() -> None:
+    """Verne's 20000 Meilen unter den Meeren in German as found (one paragraph a line, no
+    title page): `Band 1`, `Erstes Capitel: Eine schweifende Klippe` (the spelling before
+    1901), `Band 2` numbered again from its `Erstes Capitel`, up to `Dreiundzwanzigstes
+    Capitel: Schluß`. `Capitel` was no label and German ordinals stopped at the tenth: the
+    book was two chapters, `Band 1` and `Band 2`."""
+    work = read_text(MEILEN)
+    assert (work.title, work.author, work.lang) == (MEILEN.stem, None, "de")
+    assert [p.title for p in work.parts] == ["Band 1", "Band 2"]
+    assert [(s.number, s.title) for s in work.sections()] == [
+        ("1", "Eine schweifende Klippe"),
+        ("2", "Für und Wider"),
+        ("1", "Der Indische Ocean"),
+        ("23", "Schluß"),
+    ]
+    last = work.sections()[-1].body.rstrip()
+    assert last.startswith("Hiermit schließt") and last.endswith("Der Kapitän Nemo – – und ich.")
+
+
+def test_don_quichotte_a_book_and_its_chapter_on_one_line_and_the_translators_piece() -> None:
+    """Gutenberg's Don Quichotte in French (Furne's translation, #42524): `PREMIÈRE PARTIE`,
+    then `LIVRE PREMIER--CHAPITRE PREMIER` (the book's heading and its first chapter's on
+    one line) over the title in capitals; after the `PRÉFACE`, the translator's `UN MOT SUR
+    CETTE NOUVELLE TRADUCTION`. Chapter I was lost (the line made a part titled `Chapitre
+    Premier`, its text that part's first section), the translator's note was read as
+    the end of the author's preface, and the transcriber's `Au lecteur` was a piece."""
+    work = _book(
+        QUICHOTTE,
+        "L'ingénieux chevalier Don Quichotte de la Manche",
+        "Miguel de Cervantes Saavedra",
+        "fr",
+    )
+    assert [p.title for p in work.parts] == ["Première partie — Livre premier"]
+    assert [(s.number, s.title) for s in work.sections()] == [
+        (None, "Préface"),
+        (None, "Un Mot sur Cette Nouvelle Traduction"),
+        ("I", "Qui Traite de la Qualité et des Habitudes de l'Ingénieux Don Quichotte"),
+        ("II", "Qui Traite de la Première Sortie Que Fit l'Ingénieux Don Quichotte"),
+        ("III", "Ou l'on Raconte de Quelle Plaisante Manière Don Quichotte Fut Armé Chevalier"),
+    ]
+    sections = work.sections()
+    assert sections[0].body.rstrip().endswith("sans m'oublier cependant.")
+    assert sections[1].body.startswith("Comme Homère, comme Virgile")
+    assert sections[2].body.startswith("Dans un petit bourg de la Manche")
+    # the romancero's quatrain keeps its lines
+    assert "Vit-on jamais un chevalier,\nPlus en faveur auprès des belles?\n" in sections[3].body
+    # `  Au lecteur` over the transcriber's note, indented like the title pages after it,
+    # is the file's front matter, not a piece of the book's (it held the title pages)
+    assert "left out the title page before 'PRÉFACE' (12 paragraphs, lines 34-89)" in work.notes

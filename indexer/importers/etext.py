@@ -212,11 +212,31 @@ def title_and_author(texts: list[str], known_author: str | None = None) -> tuple
             continue
         rest.append(texts[i])
         i += 1
+    if not author:
+        # `Jules Verne / Deux Ans de vacances`, `I MALAVOGLIA / Giovanni Verga`: a title
+        # page of two lines, no word introducing the author, one of them a person's name
+        # (in mixed case: a title in capitals may read as one too); two such lines
+        # (`Oliver Twist / Charles Dickens`) cannot be told apart and are left as they are,
+        # and so is a longer page (a publisher's or a place's name reads as a person's)
+        names = [x for x in rest if _is_name(x)]
+        if len(names) == 1 and len(rest) == 2:
+            author = names[0]
     if author:
         key = _comparable(author)
         rest = [x for x in rest if key not in (_comparable(x), _comparable(person_name(x)))]
     title = titled or (rest[0] if rest else texts[0])
     return title, author
+
+
+def _is_name(text: str) -> bool:
+    """`Giovanni Verga`, `E. T. A. Hoffmann`: capitalised words in mixed case, not a
+    dedication (`À Marie-Antoine-Jules Senard`)."""
+    return (
+        bool(_NAME.match(text) or _INITIALS.match(text))
+        and any(c.islower() for c in text)
+        and not _DEDICATION.match(text)
+        and not _GENRE.match(text)  # `A Novel`
+    )
 
 
 # The genre a title page prints under the title, in the languages of indexer.corpus.lang
@@ -496,6 +516,10 @@ def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cle
         while j < n and not drop[j] and not is_prose(paras[j]):
             if is_dedication(paras[j]):
                 break  # Madame Bovary's `À Marie-Antoine-Jules Senard` after its contents
+            if entries and j + 1 < n and is_prose(paras[j + 1]) and _heading(texts[j]):
+                # a heading with running text under it is the text's, not an entry: the
+                # `NOTE:` over the endnotes after Il Conte di Monte-Cristo's `INDICE`
+                break
             here = comparable(texts[j])
             joined = comparable(f"{texts[j]} {texts[j + 1]}") if j + 1 < n else ""
             first = comparable(paras[j].lines[0])

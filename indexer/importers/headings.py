@@ -27,8 +27,10 @@ CHAPTER_WORDS = (
     "chapter", "chap.", "chapitre", "letter", "lettre", "kapitel", "brief", "capítulo",
     "capitulo", "capitolo", "capitol", "hoofdstuk", "kapittel", "luku", "rozdział",
     "глава", "stave", "canto", "chant", "section", "episode", "scene", "act",
+    "capitel",  # German before its 1901 spelling (`Erstes Capitel`)
 )  # fmt: skip
-_NUM = rf"(?:[ivxlcdm]+|\d{{1,4}}|(?:the\s+)?(?:{N.WORDS_RE})(?:[- ](?:{N.WORDS_RE}))?)"
+# (number words first: `dix-septième` is not the roman `DIX` and a title `-septième`)
+_NUM = rf"(?:(?:the\s+)?(?:{N.WORDS_RE})(?:[- ](?:{N.WORDS_RE}))?(?![\w'’])|[ivxlcdm]+|\d{{1,4}})"
 _LABELS = "|".join(re.escape(w) for w in sorted(PART_WORDS + CHAPTER_WORDS, key=len, reverse=True))
 _LABELLED = re.compile(rf"^(?P<label>{_LABELS})\s+(?P<num>{_NUM})(?![\w'’])(?P<rest>.*)$", re.I)
 _BARE = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})(?:(?P<sep>[.:)])\s*(?P<rest>.*)|\s*)$")
@@ -88,15 +90,19 @@ def _number(raw: str) -> tuple[str, int] | None:
     raw = " ".join(raw.split())
     if raw.isdigit():
         return raw, int(raw)
-    value = roman_to_int(raw)
+    value = N.word_number(raw)  # (first: `DIX` is ten, not the roman 509)
     if value is not None:
-        return raw.upper(), value
-    value = N.word_number(raw)
-    return (str(value), value) if value is not None else None
+        return str(value), value
+    value = roman_to_int(raw)
+    return (raw.upper(), value) if value is not None else None
 
 
-def parse(line: str) -> Heading | None:
-    """One line read as a heading, or None. `CHAPTER IV.`, `Letter 3`, `XII. TITLE`, `PREFACE`."""
+def parse(line: str, *, mixed: bool = False) -> Heading | None:
+    """One line read as a heading, or None. `CHAPTER IV.`, `Letter 3`, `XII. TITLE`, `PREFACE`.
+
+    `mixed`: a bare numeral may have a title in mixed case (`I. Mia moglie e il mio
+    naso.`); only for a paragraph of one line (find's candidates), since inside running
+    text `M. Dupont` or `V. Hugo` opens a line as often."""
     text = NOTE_CALL.sub("", " ".join(line.split())).rstrip("]").strip()
     if not text or _too_long(text):
         return None
@@ -134,9 +140,13 @@ def parse(line: str) -> Heading | None:
     m = _BARE.match(text)
     if m:
         num = _number(m.group("num"))
-        rest = (m.group("rest") or "").strip()
-        # a bare numeral: alone, or followed by a separator and a title in capitals
-        if num is not None and (not rest or (m.group("sep") and rest.upper() == rest)):
+        # (`I. — MARSIGLIA — L’ARRIVO.`: a dash after the numeral's period is no title's)
+        rest = _LEAD_DASH.sub("", (m.group("rest") or "").strip())
+        # a bare numeral: alone, or followed by a separator and a title in capitals or
+        # one in mixed case (`I. Mia moglie e il mio naso.`: Pirandello); find() keeps
+        # bare numerals only in sequence, with text under each
+        titled = bool(m.group("sep")) and (rest.upper() == rest or (mixed and _bare_title(rest)))
+        if num is not None and (not rest or titled):
             if rest and not any(c.isalpha() for c in rest):
                 return None
             return Heading("chapter", None, num[0], num[1], _clean_title(rest), line.strip())
@@ -151,6 +161,22 @@ def parse(line: str) -> Heading | None:
     return None
 
 
+_LEAD_DASH = re.compile(r"^[—–-]{1,2}\s*")
+# A mixed-case title after a bare numeral (`II. E il vostro naso?`): a short line opening
+# with a capital, not a sentence that goes on (a comma, semicolon or colon at its end),
+# of a heading's length in words (Pirandello's run to 9; a numbered sentence of the text
+# runs longer)
+MAX_BARE_TITLE_WORDS = 12
+
+
+def _bare_title(rest: str) -> bool:
+    return (
+        rest[:1].isupper()
+        and len(rest.split()) <= MAX_BARE_TITLE_WORDS
+        and not rest.rstrip().endswith((",", ";", ":"))
+    )
+
+
 # A part's name before a labelled heading, set off by a bullet or a bar (not a dash: `Title
 # — Chapter` is rare, `Chapter 3 — Title` common): short, starting with a letter
 _RUNNING_HEAD = re.compile(r"^(?P<prefix>[^\W\d_][^•·|]{0,39}?)\s+[•·|]\s+(?P<rest>\S.*)$")
@@ -160,6 +186,26 @@ _SENTENCE = re.compile(r"[.!?;:,]\s*$")  # a heading ends without a sentence's f
 # `del`, `de la`, `of`…: a part heading whose number is followed by what it is part of
 # (not English `of`: `The first part of this deposition…` opens a sentence in Frankenstein)
 _OF = re.compile(r"^\s+(?:del|de|della|dello|di|du|des|van|von|do|da|dos|das)\s", re.I)
+
+
+def part_and_chapter(line: str) -> tuple[str, str] | None:
+    """`LIVRE PREMIER--CHAPITRE PREMIER` (a book's first chapter under its part's heading,
+    on one line: Gutenberg's Don Quichotte, #42524): the part's words and the chapter's,
+    else None."""
+    text = " ".join(line.split())
+    m = _LABELLED.match(text)
+    if m is None or m.group("label").casefold().rstrip(".") not in {
+        w.rstrip(".") for w in PART_WORDS
+    }:
+        return None
+    rest = m.group("rest")
+    sep = _SEP.match(rest)
+    if sep is None or not sep.group().strip():
+        return None  # (a separator that is a space only: `Book I Chapter 1` is too loose)
+    h = parse(rest[sep.end() :])
+    if h is None or h.kind != "chapter" or h.label is None:
+        return None
+    return text[: m.start("rest")].strip(), rest[sep.end() :].strip()
 
 
 def is_page_list(lines: list[str]) -> bool:
@@ -225,11 +271,17 @@ def _candidate(paras: Sequence[Para], i: int) -> Found | None:
     para = paras[i]
     if len(para.lines) > 4 or _too_long(para.lines[0].strip()):
         return None
-    h = parse(para.lines[0])
+    h = parse(para.lines[0], mixed=len(para.lines) == 1)
     if h is None:
         return None
-    rest = [x.strip() for x in para.lines[1:]]
-    if sum(parse(x) is not None for x in para.lines) >= 2:
+    lines = para.lines
+    again = 0  # `CHAPITRE II.` / `II`: the numeral again under its labelled heading
+    if len(lines) > 1 and _repeats(lines[1], h):
+        lines = [lines[0], *lines[2:]]
+    elif len(lines) == 1 and i + 1 < len(paras) and len(paras[i + 1].lines) == 1:
+        again = int(_repeats(paras[i + 1].lines[0], h))
+    rest = [x.strip() for x in lines[1:]]
+    if sum(parse(x) is not None for x in lines) >= 2:
         return None  # several headings in one paragraph: a table of contents
     if h.kind == "piece":
         return Found(i, h, 1) if not rest else None
@@ -240,11 +292,28 @@ def _candidate(paras: Sequence[Para], i: int) -> Found | None:
             return None
         title = " ".join([h.title, *rest]).strip() if h.title else " ".join(rest)
         return Found(i, h.with_title(_clean_title(title)), 1)
-    if not h.title and i + 1 < len(paras):
-        caps = _caps_title(paras[i + 1])
-        if caps is not None and not (i + 2 < len(paras) and _caps_title(paras[i + 2])):
-            return Found(i, h.with_title(_clean_title(caps)), 2)
-    return Found(i, h, 1)
+    k = i + 1 + again
+    if not h.title and k < len(paras):
+        caps = _caps_title(paras[k])
+        if caps is not None and not (k + 1 < len(paras) and _caps_title(paras[k + 1])):
+            return Found(i, h.with_title(_clean_title(caps)), 2 + again)
+    return Found(i, h, 1 + again)
+
+
+def _repeats(line: str, h: Heading) -> bool:
+    """Is this line the labelled heading's numeral alone again (`CHAPITRE II.` / `II`:
+    Verne's Deux ans de vacances as found)?"""
+    r = parse(line)
+    return (
+        h.label is not None
+        and h.kind == "chapter"
+        and not h.title  # (`Tome I (1845-1846)` / `I`: a volume's title page, then chapter I)
+        and r is not None
+        and r.label is None
+        and r.kind == "chapter"
+        and not r.title
+        and r.value == h.value
+    )
 
 
 def _words(paras: Sequence[Para]) -> int:
@@ -283,6 +352,7 @@ def find(paras: Sequence[Para], listed: Collection[int] = ()) -> list[Found]:
             i += f.consumed
         else:
             i += 1
+    found = _with_unnamed_parts(found, paras)
     labelled = any(f.heading.label and f.heading.kind == "chapter" for f in found)
     if labelled:  # labelled chapters: a bare numeral is a sub-division or a list, text
         found = [f for f in found if f.heading.label is not None or f.heading.kind != "chapter"]
@@ -291,6 +361,37 @@ def find(paras: Sequence[Para], listed: Collection[int] = ()) -> list[Found]:
     found = _in_the_books_numerals(_with_running_parts(found, paras))
     found = _with_listed(found, paras, listed)
     return _with_line_titles(_without_contents(found, paras), paras)
+
+
+def _with_unnamed_parts(found: list[Found], paras: Sequence[Para]) -> list[Found]:
+    """`Erstes Welttheater: Süd-Amerika.` / `Erstes Kapitel: Der Hammerhai.` (Verne's Die
+    Kinder des Kapitäns Grant as found): an ordinal before a word that is no label we know,
+    a separator and a title, on a line of its own just above a labelled first chapter,
+    opens a part (its word is the book's own for one)."""
+    covered = {f.index + k for f in found for k in range(f.consumed)}
+    out = list(found)
+    for f in found:
+        h, k = f.heading, f.index - 1
+        if h.kind != "chapter" or h.label is None or h.value != 1 or k < 0 or k in covered:
+            continue
+        if len(paras[k].lines) != 1:
+            continue
+        line = " ".join(paras[k].lines[0].split())
+        m = N.ORDINAL_FIRST.match(line)
+        value = N.word_number(m.group("num")) if m else None
+        if m is None or value is None:
+            continue
+        rest = m.group("rest")
+        if rest.lstrip()[:1] not in (":", ".", "—", "–"):
+            continue  # (`Erstes Mal sah er…`: a sentence)
+        sep = _SEP.match(rest)
+        title = _clean_title(rest[sep.end() :] if sep else rest)
+        if not title[:1].isalpha() or title[:1].islower():
+            continue  # a part of this kind is named (not `First Edition.`, `Second: 1851`)
+        word = m.group("label")
+        label = word[:1].upper() + word[1:].lower()
+        out.append(Found(k, Heading("part", label, str(value), value, title, line), 1))
+    return sorted(out, key=lambda f: f.index)
 
 
 def _in_the_books_numerals(found: list[Found]) -> list[Found]:
@@ -417,9 +518,7 @@ def _argument_title(paras: Sequence[Para], k: int, usual_gap: int) -> str | None
 
 def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
     untitled = [
-        (n, f)
-        for n, f in enumerate(found)
-        if f.heading.kind == "chapter" and not f.heading.title and f.consumed == 1
+        (n, f) for n, f in enumerate(found) if f.heading.kind == "chapter" and not f.heading.title
     ]
     # the book's usual gap between two paragraphs of text (not around a heading or title)
     near = {f.index + d for f in found for d in (-1, 0, 1)}
@@ -429,7 +528,7 @@ def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
     usual_gap = gaps[len(gaps) // 2] if gaps else 1
     titles = {}
     for n, f in untitled:
-        nxt = f.index + 1
+        nxt = f.index + f.consumed  # (after `CHAPITRE II.` / `II`, both the heading's)
         end = found[n + 1].index if n + 1 < len(found) else len(paras)
         if nxt + 1 < end:  # a title needs text after it
             title = _line_title(paras[nxt]) or _argument_title(paras, nxt, usual_gap)
@@ -443,8 +542,8 @@ def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
     closed = {
         n: t
         for n, f in untitled
-        if f.index + 2 < (found[n + 1].index if n + 1 < len(found) else len(paras))
-        and (t := _closed_title(paras[f.index + 1])) is not None
+        if f.index + f.consumed + 1 < (found[n + 1].index if n + 1 < len(found) else len(paras))
+        and (t := _closed_title(paras[f.index + f.consumed])) is not None
     }
     if not titles and len(closed) >= 3 and len(closed) >= CLOSED_TITLES_SHARE * len(untitled):
         titles = closed
@@ -462,7 +561,7 @@ def _with_line_titles(found: list[Found], paras: Sequence[Para]) -> list[Found]:
     out = list(found)
     for n, title in titles.items():
         f = found[n]
-        out[n] = Found(f.index, f.heading.with_title(_clean_title(title)), 2)
+        out[n] = Found(f.index, f.heading.with_title(_clean_title(title)), f.consumed + 1)
     return out
 
 

@@ -62,6 +62,10 @@ _FRENCH = {
     "seconde": 2, "deux": 2, "troisieme": 3, "trois": 3, "quatrieme": 4, "quatre": 4,
     "cinquieme": 5, "cinq": 5, "sixieme": 6, "six": 6, "septieme": 7, "sept": 7,
     "huitieme": 8, "huit": 8, "neuvieme": 9, "neuf": 9, "dixieme": 10, "dix": 10,
+    # (`Livre onzième`, `Chapitre vingtième`: the ordinals past the tenth)
+    "onzieme": 11, "douzieme": 12, "treizieme": 13, "quatorzieme": 14, "quinzieme": 15,
+    "seizieme": 16, "dix-septieme": 17, "dix-huitieme": 18, "dix-neuvieme": 19,
+    "vingtieme": 20,
 }  # fmt: skip
 
 
@@ -126,13 +130,28 @@ def word_number(text: str) -> int | None:
 
 
 _ACCENTED = [w.replace("ieme", "ième").replace("premiere", "première") for w in _FRENCH]
-_GERMAN = {
-    "erstes": 1, "erster": 1, "erste": 1, "zweites": 2, "zweiter": 2, "zweite": 2,
-    "drittes": 3, "dritter": 3, "dritte": 3, "viertes": 4, "vierter": 4, "vierte": 4,
-    "fünftes": 5, "fünfter": 5, "fünfte": 5, "sechstes": 6, "sechster": 6, "sechste": 6,
-    "siebentes": 7, "siebtes": 7, "siebenter": 7, "siebter": 7, "achtes": 8, "achter": 8,
-    "neuntes": 9, "neunter": 9, "zehntes": 10, "zehnter": 10,
+# German ordinals 1-99 as headings write them before the label (`Erstes Kapitel`,
+# `Dreiundzwanzigstes Capitel`: Verne's 20000 Meilen unter den Meeren as found),
+# each stem with the endings `-es`, `-er`, `-e`
+_GERMAN_UNITS = {
+    "ein": 1, "zwei": 2, "drei": 3, "vier": 4, "fünf": 5, "sechs": 6, "sieben": 7,
+    "acht": 8, "neun": 9,
 }  # fmt: skip
+_GERMAN_STEMS = {
+    "erst": 1, "zweit": 2, "dritt": 3, "viert": 4, "fünft": 5, "sechst": 6, "siebent": 7,
+    "siebt": 7, "acht": 8, "neunt": 9, "zehnt": 10, "elft": 11, "zwölft": 12,
+    "dreizehnt": 13, "vierzehnt": 14, "fünfzehnt": 15, "sechzehnt": 16, "siebzehnt": 17,
+    "siebenzehnt": 17, "achtzehnt": 18, "neunzehnt": 19,
+}  # fmt: skip
+_GERMAN_TENS = {
+    "zwanzigst": 20, "dreißigst": 30, "dreissigst": 30, "vierzigst": 40, "fünfzigst": 50,
+    "sechzigst": 60, "siebzigst": 70, "siebenzigst": 70, "achtzigst": 80, "neunzigst": 90,
+}  # fmt: skip
+for _tens, _t in list(_GERMAN_TENS.items()):
+    _GERMAN_STEMS[_tens] = _t
+    for _unit, _u in _GERMAN_UNITS.items():
+        _GERMAN_STEMS[f"{_unit}und{_tens}"] = _t + _u
+_GERMAN = {stem + end: n for stem, n in _GERMAN_STEMS.items() for end in ("es", "er", "e")}
 # Ordinals 1-10 as they stand before a part word in the Romance languages (`Primera parte
 # del ingenioso hidalgo…`: Cervantes, Gutenberg #2000; `Prima parte`, `Première partie`,
 # `Segunda parte`), accents as written

@@ -232,9 +232,14 @@ def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
     """`CHAPTER IV.` on the first line of its text's paragraph (no blank line after it):
     the heading becomes a paragraph of its own. Only a labelled heading (a label and a
     number), followed by more lines than a title has, is split off; not a list of
-    headings (a table of contents)."""
+    headings (a table of contents). A part's heading and its first chapter's on one line
+    (`LIVRE PREMIER--CHAPITRE PREMIER`) become two."""
     out: list[_Para] = []
     for p in paras:
+        both = H.part_and_chapter(p.lines[0])
+        if both is not None:  # `LIVRE PREMIER--CHAPITRE PREMIER`: two headings, one line
+            out.append(_Para([both[0]], p.line))
+            p = _Para([both[1], *p.lines[1:]], p.line)
         h = H.parse(p.lines[0]) if len(p.lines) > 4 else None
         listed = h is not None and any(H.parse(x) is not None for x in p.lines[1:3])
         # (not a part named by its whole line, `Segunda parte del ingenioso caballero…`)
@@ -301,6 +306,7 @@ def read_text(
         heads = _after_contents(heads, paras, cleaned.contents_line)
     heads = _entry_case(heads, cleaned.entries)
     chapters = any(h.heading.kind in ("chapter", "part") for h in heads)
+    heads = _without_indented_front(heads, paras)
     first = heads[0].index if heads else _title_page_end(paras)
     # `Title: Dom Casmurro` / `Author: Machado de Assis` at the head of a copy that lost
     # Gutenberg's markers: the card's fields, not the title page's lines
@@ -311,6 +317,7 @@ def read_text(
     title = card.get("title") or page_title or src.stem
     author = smart_title(author) if author else None
     work = Work(smart_title(_one_line(title)), author, L.code(language))
+    heads = _without_the_books_title(heads, work.title)
     if not (card.get("title") or page_title):
         work.notes.append(TITLE_FROM_FILE_NAME)
     if used != "utf-8" and not encoding:
@@ -318,7 +325,7 @@ def read_text(
     work.notes.extend(cleaned.notes)
     book = measure(paras)
     if heads:  # (a title page has no running text under its lines in capitals)
-        heads = _front_titles(paras, first) + heads
+        heads = sorted(_front_titles(paras, heads, book) + heads, key=lambda f: f.index)
         first = heads[0].index
     front = paras[:first]
     front_text = "\n\n".join(p.text for p in front)
@@ -347,34 +354,55 @@ def read_text(
     return work
 
 
-def _front_titles(paras: list[_Para], first: int) -> list[H.Found]:
-    """Before the first heading: a line in capitals of three words or more with running
-    text under it opens a piece
-    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`), and so does a
-    dedication to a name with running text under it (Madame Bovary's letter `À
-    Marie-Antoine-Jules Senard`, the author's text, was left out with the title page)."""
+def _front_titles(paras: list[_Para], heads: list[H.Found], book: Measure) -> list[H.Found]:
+    """Before the first part or chapter: a line in capitals of three words or more with
+    running text under it opens a piece
+    (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`; after Don
+    Quichotte's `PRÉFACE`, the translator's `UN MOT SUR CETTE NOUVELLE TRADUCTION`), and
+    so does a dedication to a name with running text under it (Madame Bovary's letter `À
+    Marie-Antoine-Jules Senard`, the author's text, was left out with the title page).
+    Inside a piece, the text under the line must be prose, not verse (Don Quijote's
+    `AMADÍS DE GAULA A DON QUIJOTE DE LA MANCHA` titles a sonnet of its `Al libro…`)."""
 
     def caps(p: _Para) -> bool:
         letters = [c for c in p.text if c.isalpha()]
         return len(p.lines) == 1 and bool(letters) and not any(c.islower() for c in letters)
 
+    opening = next((f.index for f in heads if f.heading.kind != "piece"), heads[0].index)
+    taken = {f.index + d for f in heads for d in range(f.consumed)}
     out = []
-    for k in range(first - 1):
+    for k in range(max(opening, heads[0].index) - 1):
+        if k in taken:
+            continue
         text = paras[k].text.strip()
         dedication = E.is_dedication(paras[k])
         if not dedication and (not caps(paras[k]) or len(text.split()) < 3):
             continue
-        under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : first])
-        if any(E.is_prose(p) for p in under):  # (`Bewerkt naar…` may stand between)
+        stop = next((f.index for f in heads if f.index > k), len(paras))
+        under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : stop])
+        inside = k > heads[0].index
+        if any(E.is_prose(p) and not (inside and is_verse(p, book)) for p in under):
+            # (`Bewerkt naar…` may stand between)
             title = clean_title(H.NOTE_CALL.sub("", text))
             out.append(H.Found(k, H.Heading("piece", None, None, None, title, text), 1))
     return out
 
 
+# a contents entry's own numeral: `II.        Il padre ed il figlio`
+_ENTRY_NUMERAL = re.compile(r"^\s*(?P<num>[IVXLCDM]+|\d{1,4})\.?\s+(?P<title>\S.*)$")
+
+
 def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
     """A heading in capitals that repeats a contents entry takes the entry's case: `FEE DE
-    ERRATAS` is `Fee de erratas` in Don Quijote's contents, not `Fee de Erratas`."""
+    ERRATAS` is `Fee de erratas` in Don Quijote's contents, not `Fee de Erratas`; `II. — IL
+    PADRE ED IL FIGLIO.` is `Il padre ed il figlio` in its `INDICE` (the entry's numeral
+    the heading's)."""
     by_key = {E.comparable(x): x for x in entries}
+    numbered = {}
+    for x in entries:
+        m = _ENTRY_NUMERAL.match(x)
+        if m:
+            numbered[(m.group("num").upper(), E.comparable(m.group("title")))] = m.group("title")
     out = []
     for f in heads:
         h = f.heading
@@ -382,10 +410,37 @@ def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
         entry = by_key.get(E.comparable(h.title), "") if h.kind == "piece" else ""
         # only its case differs (`YOUTH — Æt. 1-25` is not The Prince's `YOUTH Æt. 1-25`)
         same = " ".join(entry.split()).casefold() == " ".join(h.source.split()).casefold()
+        if h.kind == "chapter" and h.number and h.title:
+            entry = numbered.get((h.number.upper(), E.comparable(h.title)), "")
+            same = " ".join(entry.split()).casefold() == " ".join(h.title.split()).casefold()
         if entry and same and sum(c.isupper() for c in letters) >= 0.7 * len(letters):
             f = H.Found(f.index, h.with_title(clean_title(entry)), f.consumed)
         out.append(f)
     return out
+
+
+def _without_indented_front(heads: list[H.Found], paras: list[_Para]) -> list[H.Found]:
+    """A liminary title indented like every line after it up to the next heading is the
+    file's, not the book's: Gutenberg's Don Quichotte (#42524) opens with `  Au lecteur`
+    over the transcriber's indented note and the indented title pages. The book's own
+    preface runs in unindented prose."""
+    if len(heads) < 2 or heads[0].heading.kind != "piece":
+        return heads
+    block = paras[heads[0].index : heads[1].index]
+    if all(x[:1].isspace() for p in block for x in p.lines if x.strip()):
+        return heads[1:]
+    return heads
+
+
+def _without_the_books_title(heads: list[H.Found], title: str) -> list[H.Found]:
+    """`CHAPITRE PREMIER.` / `DEUX ANS DE VACANCES` (Verne, as found): the book's title
+    printed over its first chapter is not that chapter's title."""
+    first = next((n for n, f in enumerate(heads) if f.heading.kind == "chapter"), None)
+    if first is None or not E.same_text(heads[first].heading.title, title):
+        return heads
+    f = heads[first]
+    return [*heads[:first], H.Found(f.index, f.heading.with_title(""), f.consumed),
+            *heads[first + 1 :]]  # fmt: skip
 
 
 def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:

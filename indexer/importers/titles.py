@@ -111,8 +111,8 @@ _SMALL_WORDS = frozenset(
 
 def clean_title(text: str) -> str:
     text = text.strip().rstrip("]").strip()
-    if text.endswith(".") and not text.endswith(".."):
-        text = text[:-1].rstrip()
+    if text.endswith((".", ":")) and not text.endswith(".."):
+        text = text[:-1].rstrip()  # (`NOTE:` over a book's endnotes is `Note`)
     if len(text) >= 2 and text[0] == text[-1] == "_":  # Gutenberg's italics
         text = text[1:-1].strip()
     return smart_title(text)
