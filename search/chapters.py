@@ -52,7 +52,9 @@ def evidence(
     engine: str | None = None,
 ) -> dict[str, ChapterEvidence]:
     """The store's chapter evidence for each repository searched, on its branch
-    (`branches`: repository → branch; one statement each); `texts` gives a repository
+    (`branches`: repository → branch; one round trip each: a search has them with its
+    rankings, search.stages.retrieve, and asks here only for a repository it has not);
+    `texts` gives a repository
     another text for its BM25 than `query` (the content words of a question in another
     language: search.language). `engine`: the chapters' engine as the keyword retrieval
     read it with the catalogue ("pg_search" or "postgres-fts"; None: the store asks,

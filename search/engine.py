@@ -83,15 +83,16 @@ def search(
     fusion = tuning.fusion
     rrf_k = fusion.rrf_k if options.rrf_k is None else options.rrf_k
     vector = query_vector if options.mode != "bm25" else None
+    depth = fusion.chapter_depth  # chapter evidence's, fetched with the rankings
     timings: dict[str, float] = {}
     with R.connection(conn_or_pool) as conn:
         scope = resolve_scope(conn, options.repository, options.branch)
-        rankings = S.retrieve(conn, query, vector, options, scope, timings)
+        rankings = S.retrieve(conn, query, vector, options, scope, timings, depth)
         if options.work is not None and rankings.empty():  # nothing found: is it a typo?
             stored = R.resolve_work(conn, options.work, scope.pairs, scope.described)
             if stored != options.work:  # the work's folder in the other Unicode normalization
                 options = replace(options, work=stored)
-                rankings = S.retrieve(conn, query, vector, options, scope, timings)
+                rankings = S.retrieve(conn, query, vector, options, scope, timings, depth)
         t = time.perf_counter()
         fused = S.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
         rows = R.by_ids(conn, fused.ids)

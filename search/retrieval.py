@@ -11,8 +11,8 @@ do not take part.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import psycopg
@@ -21,8 +21,12 @@ from psycopg import sql
 from core.vocabulary import DEFAULT_BRANCH
 from search import language as L
 from store import catalogue as store_catalogue
+from store import chapters as store_chapters
 from store import keyword as store_keyword
+from store import pipeline as store_pipeline
 from store import vectors as store_vectors
+from store.bm25 import hits
+from store.pipeline import Statement
 
 
 @dataclass(frozen=True)
@@ -103,13 +107,17 @@ class KeywordRankings:
     """`keyword_split`'s answer: the rows of repositories in the query's language and
     those of the others (`foreign`), searched for `content` (the query's content words);
     and the engine that ranks chapters (`chapter_engine`, store.chapters), read with the
-    catalogue so that chapter evidence asks nothing more."""
+    catalogue so that chapter evidence asks nothing more; the branch each repository was
+    searched on (`branches`) and, when asked (`chapter_depth`), each one's chapter BM25
+    (`chapters`: (chapter folder, score), best first), sent with the rows' BM25."""
 
     native: list[tuple[int, float]]
     away: list[tuple[int, float]]
     foreign: set[str]
     content: str
     chapter_engine: str | None = None
+    branches: dict[str, str] = field(default_factory=dict)
+    chapters: dict[str, list[tuple[str, float]]] | None = None
 
 
 def keyword_split(
@@ -118,6 +126,7 @@ def keyword_split(
     filters: Filters,
     depth: int,
     query_lang: str | None = None,
+    chapter_depth: int | None = None,
 ) -> KeywordRankings:
     """BM25 ranking from the store's keyword backend (pg_search when set up, else
     PostgreSQL's own text search, store.fts):
@@ -133,13 +142,15 @@ def keyword_split(
     repositories none of whose languages is `query_lang` (search.language.foreign;
     empty when the language is unknown), searched for the query's content words (its
     own language's stop words dropped, `store.keyword.content_words`) and ranked the
-    same way: fusion weighs it down.
+    same way: fusion weighs it down. With `chapter_depth`, each repository's chapter
+    BM25 (store.chapters, `work` its one filter) comes in the same round trip.
     """
-    # the backend and the repositories searched with their languages: one query, in a
-    # pipeline so that the BEGIN opening a search's transaction goes with it
+    # the backend, the repositories searched with their languages, and the query's
+    # lexemes: one query, in a pipeline so that the BEGIN opening a search's transaction
+    # goes with it
     scope = dict(filters.scope) if filters.scope is not None else None
     catalogue = store_catalogue.corpus_languages(
-        conn, scope=scope, branch=filters.branch, repository=filters.repository
+        conn, scope=scope, branch=filters.branch, repository=filters.repository, text=query
     )
     languages = catalogue.languages
     backend = store_keyword.backend_for(catalogue.pg_search, catalogue.text_search)
@@ -147,19 +158,65 @@ def keyword_split(
         query_lang,
         {r: [L.config_language(c) for c in cfgs] for r, cfgs in languages.items()},
     )
+    branches = {
+        r: scope.get(r, filters.branch) if scope is not None else filters.branch for r in languages
+    }
     # a foreign repository is searched for the question's content words: the stop
     # words of the question's own language would be taken for words of the book's
-    content = store_keyword.content_words(conn, query, query_lang) if away and query_lang else ""
-    # every repository's ranking in one round trip
-    requests = [
-        (
-            content if repository in away else query,
-            repository,
-            scope.get(repository, filters.branch) if scope is not None else filters.branch,
+    content: str = ""
+    away_lexemes: dict[str, list[str]] = {}
+    if away and query_lang:
+        content, away_lexemes = store_keyword.content_lexemes(
+            conn, query, query_lang, {r: branches[r] for r in sorted(away)}
         )
-        for repository in languages
+    terms = {
+        r: away_lexemes.get(r, []) if r in away else catalogue.query_lexemes(r) for r in languages
+    }
+    # every repository's ranking (and chapters) in one round trip
+    statements = backend.statements(
+        [(terms[r], r, branches[r]) for r in languages],
+        filters=filters.as_store_filters(),
+        k=depth,
+    )
+    if chapter_depth is not None:
+        statements += _chapter_statements(
+            terms, branches, filters.work, chapter_depth, catalogue.chapter_engine
+        )
+    found = store_pipeline.run(conn, statements)
+    rankings = [hits(rows) for rows in found[: len(languages)]]
+    native, foreign = _merge(languages, away, rankings, depth)
+    out = KeywordRankings(native, foreign, away, content, catalogue.chapter_engine, branches)
+    if chapter_depth is not None:
+        out.chapters = {
+            r: store_chapters.evidence_of(rows, ()).keyword
+            for r, rows in zip(languages, found[len(languages) :], strict=True)
+        }
+    return out
+
+
+def _chapter_statements(
+    terms: dict[str, list[str]],
+    branches: dict[str, str],
+    work: str | None,
+    depth: int,
+    engine: str,
+) -> list[Statement | None]:
+    """Each repository's chapter BM25 (store.chapters), for its query's `terms`."""
+    return [
+        store_chapters.keyword_statement(
+            terms[r], repository=r, branch=branches[r], work=work, depth=depth, engine=engine
+        )
+        for r in branches
     ]
-    rankings = backend.search_many(conn, requests, filters=filters.as_store_filters(), k=depth)
+
+
+def _merge(
+    languages: dict[str, tuple[str, ...]],
+    away: set[str],
+    rankings: list[list[tuple[int, float]]],
+    depth: int,
+) -> tuple[list[tuple[int, float]], list[tuple[int, float]]]:
+    """Each repository's ranking merged: by score within a language, by rank across."""
     groups: dict[tuple[bool, tuple[str, ...]], list[tuple[int, float]]] = {}
     for (repository, language), found in zip(languages.items(), rankings, strict=True):
         groups.setdefault((repository in away, language), []).extend(found)
@@ -173,7 +230,7 @@ def keyword_split(
             ranked.extend((rank, -score, i) for rank, (i, score) in enumerate(found[:depth]))
         ranked.sort()
         out[int(side)].extend((i, -neg) for _, neg, i in ranked[:depth])
-    return KeywordRankings(out[0], out[1], away, content, catalogue.chapter_engine)
+    return out
 
 
 def index_always(filters: Filters) -> bool:
@@ -211,9 +268,39 @@ def vector(
     (pgvector 0.8 `relaxed_order`: it goes on until `depth` rows pass them) and
     the rows are sorted again here, since relaxed order may swap close ones.
     """
+    return vector_and_summaries(conn, query_vector, model, dimension, filters, depth, {}, 1)[0]
+
+
+def vector_and_summaries(
+    conn: psycopg.Connection,
+    query_vector: Sequence[float],
+    model: str,
+    dimension: int,
+    filters: Filters,
+    depth: int,
+    branches: Mapping[str, str],
+    chapter_depth: int,
+) -> tuple[list[tuple[int, float]], dict[str, list[tuple[str, float]]]]:
+    """`vector`, and in the same round trip the cosines of the chapter summaries of each
+    repository of `branches` (repository → branch; store.chapters: the `chapter_depth`
+    nearest, `work` their one filter), as (chapter folder, cosine), best first."""
     if len(query_vector) != dimension:
         raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")
     where, params = filters.where()
+    repositories = sorted(branches)
+    also = [
+        store_chapters.summaries_statement(
+            query_vector,
+            model=model,
+            dimension=dimension,
+            repository=r,
+            branch=branches[r],
+            work=filters.work,
+            depth=chapter_depth,
+        )
+        for r in repositories
+    ]
+    also_rows: list[list[Any]] = []
     found = store_vectors.nearest(
         conn,
         model,
@@ -224,6 +311,12 @@ def vector(
         k=depth,
         ef_search=ef_search(depth),
         sorts=not index_always(filters),
+        also=also,
+        also_rows=also_rows,
     )
+    summaries = {
+        r: store_chapters.evidence_of((), rows).summary
+        for r, rows in zip(repositories, also_rows, strict=True)
+    }
     found.sort(key=lambda r: r[1])
-    return [(i, 1.0 - d) for i, d in found]
+    return [(i, 1.0 - d) for i, d in found], summaries

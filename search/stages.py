@@ -49,6 +49,10 @@ class Rankings:
     # the engine that ranks chapters, as the keyword retrieval read it with the catalogue
     # (store.catalogue); None when no keyword ranking was made (chapter evidence asks)
     chapter_engine: str | None = None
+    # chapter evidence fetched with the rankings (`retrieve`'s chapter_depth): each
+    # repository's, and the branch it was read on; chapter evidence asks for the others
+    chapters: dict[str, chapters.ChapterEvidence] = field(default_factory=dict)
+    chapter_branches: dict[str, str] = field(default_factory=dict)
 
     @property
     def keyword(self) -> Ranking:
@@ -101,31 +105,59 @@ def retrieve(
     options: SearchOptions,
     scope: Scope,
     timings: dict[str, float] | None = None,
+    chapter_depth: int | None = None,
 ) -> Rankings:
     """The keyword ranking (hybrid, bm25) and the vector one (when a vector is given) of
     the rows `scope` reads; each one's milliseconds in `timings`. In hybrid mode, with
     the query's language known (`options.query_lang`), the keyword hits of repositories
-    in another language are a ranking of their own, "keyword_foreign" (search.language)."""
+    in another language are a ranking of their own, "keyword_foreign" (search.language).
+    With `chapter_depth` (hybrid, chapter evidence wanted: `wants_chapters`), each
+    repository's chapter BM25 comes with the rows' and its summaries' cosines with the
+    vector query (`Rankings.chapters`: no round trip of their own)."""
     where = filters(options, scope)
     out = Rankings()
     timings = {} if timings is None else timings
+    if not wants_chapters(options):
+        chapter_depth = None
     if options.mode in ("hybrid", "bm25"):
         t = time.perf_counter()
         lang = options.query_lang if options.mode == "hybrid" else None
-        found = retrieval.keyword_split(conn, query, where, options.depth, lang)
+        found = retrieval.keyword_split(conn, query, where, options.depth, lang, chapter_depth)
         out.lists["keyword"] = found.native
         if found.away:
             out.lists["keyword_foreign"] = found.away
         out.foreign, out.foreign_query = found.foreign, found.content
         out.chapter_engine = found.chapter_engine
+        if found.chapters is not None and vector is not None:
+            out.chapter_branches = found.branches
+            out.chapters = {r: chapters.ChapterEvidence(kw) for r, kw in found.chapters.items()}
         timings["keyword"] = ms(t)
     if vector is not None and options.mode != "bm25":
         t = time.perf_counter()
-        out.lists["vector"] = retrieval.vector(
-            conn, vector.values, vector.model, vector.dimension, where, options.depth
+        out.lists["vector"], summaries = retrieval.vector_and_summaries(
+            conn,
+            vector.values,
+            vector.model,
+            vector.dimension,
+            where,
+            options.depth,
+            out.chapter_branches,
+            chapter_depth or 1,
         )
+        for repository, found_summaries in summaries.items():
+            out.chapters[repository].summary = found_summaries
         timings["vector"] = ms(t)
     return out
+
+
+def wants_chapters(options: SearchOptions) -> bool:
+    """Chapter evidence can count: hybrid, its weight above 0, rows of levels 0-1 asked."""
+    levels = options.levels
+    return (
+        options.mode == "hybrid"
+        and options.chapter_weight > 0
+        and (levels is None or any(level <= 1 for level in levels))
+    )
 
 
 def ms(since: float) -> float:
@@ -182,13 +214,20 @@ def chapter_evidence(
     if not wanted or not any(r.level <= 1 for r in rows.values()):
         return fused
     t = time.perf_counter()
-    found = chapters.evidence(
+    branches = {r.repository: r.branch for r in rows.values()}
+    found = {
+        r: rankings.chapters[r]
+        for r, b in branches.items()
+        if r in rankings.chapters and rankings.chapter_branches.get(r) == b
+    }
+    missing = {r: b for r, b in branches.items() if r not in found}
+    found |= chapters.evidence(
         conn,
         query,
         vector.values if vector is not None else None,
         model=vector.model if vector is not None else None,
         dimension=vector.dimension if vector is not None else None,
-        branches={r.repository: r.branch for r in rows.values()},
+        branches=missing,
         work=options.work,
         depth=fusion.chapter_depth,
         texts={r: rankings.foreign_query for r in rankings.foreign},

@@ -26,6 +26,10 @@ rows' trigger uses: stop words, unaccent, stemmer) with each configuration the
 branch uses, and the distinct lexemes are ORed (BM25 ranks documents with any
 of the terms; `websearch_to_tsquery` would AND them). Quotes, operators and
 punctuation in the user's text are plain text here: only lexemes are looked up.
+A search computes the lexemes once, in its catalogue statement
+(`LEXEMES_BY_REPOSITORY`, store.catalogue), and gives them to both its BM25 statements,
+the rows' and the chapters' (store.chapters), sent together (`statements`,
+store.pipeline); `search` and `search_many` ask for them first (one round trip more).
 
 What the engines share lives here, below them; which engine a database gets is
 store.keyword's choice, above them (it imports both: no module imports back up).
@@ -36,13 +40,13 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import psycopg
 from psycopg import sql
 
 from core.vocabulary import DEFAULT_BRANCH
+from store.pipeline import Statement, run
 
 log = logging.getLogger(__name__)
 
@@ -92,18 +96,33 @@ class KeywordBackend(ABC):
 
     @abstractmethod
     def query(self, filters: Filters | None, k: int) -> tuple[sql.Composed, dict[str, Any]]:
-        """The SQL returning (id, score) best first, the `k` best, with %(text)s,
-        %(repository)s, %(branch)s and %(k)s placeholders (a backend may write `k` into
-        the text instead: store.pgsearch), and the filter parameters."""
+        """The SQL returning (id, score) best first, the `k` best, with the query's
+        lexemes (%(lexemes)s, or %(terms)s: `lexeme_params`), %(repository)s, %(branch)s
+        and %(k)s placeholders (a backend may write `k` into the text instead:
+        store.pgsearch), and the filter parameters."""
 
-    def _params(
-        self, text: str, repository: str, branch: str, filters: Filters | None, k: int
-    ) -> tuple[sql.Composed, dict[str, Any]]:
+    def statements(
+        self,
+        requests: Sequence[tuple[Sequence[str], str, str]],
+        *,
+        filters: Filters | None = None,
+        k: int = 10,
+    ) -> list[Statement | None]:
+        """The statements ranking each (query's lexemes, repository, branch), for
+        `store.pipeline.run` (None for a query of no lexeme: it matches nothing)."""
         if k < 1:
             raise ValueError("k must be at least 1")
-        query, params = self.query(filters, k)
-        params.update(text=text, repository=repository, branch=branch, k=k, k1=K1, b=B)
-        return query, params
+        out: list[Statement | None] = []
+        for lexemes, repository, branch in requests:
+            if not lexemes:
+                out.append(None)
+                continue
+            query, params = self.query(filters, k)
+            params.update(
+                lexeme_params(lexemes), repository=repository, branch=branch, k=k, k1=K1, b=B
+            )
+            out.append(Statement(query, params, self.prepare, self.around))
+        return out
 
     # statements run around a search's queries, in their round trip and transaction
     # (settings local to it: see store.pgsearch)
@@ -132,27 +151,16 @@ class KeywordBackend(ABC):
         filters: Filters | None = None,
         k: int = 10,
     ) -> list[Hits]:
-        """The rankings of several (text, repository, branch), in one round trip."""
-        stmts = [
-            self._params(text, repository, branch, filters, k) if text.strip() else None
-            for text, repository, branch in requests
-        ]
-        if not any(stmts):
-            return [[] for _ in requests]
-        # settings local to the transaction: an autocommit connection needs one
-        own = conn.transaction() if self.around and conn.autocommit else nullcontext()
-        with conn.pipeline(), own:
-            if self.around:
-                conn.execute(self.around[0])
-            cursors = [
-                conn.execute(*stmt, prepare=self.prepare) if stmt else None for stmt in stmts
-            ]
-            if self.around:
-                conn.execute(self.around[1])
-        return [
-            [(int(i), float(s)) for i, s in cur.fetchall()] if cur is not None else []
-            for cur in cursors
-        ]
+        """The rankings of several (text, repository, branch): their lexemes in one
+        round trip, the rankings in another (a search has the lexemes from its catalogue
+        statement and sends `statements` with its other queries: search.retrieval)."""
+        if k < 1:
+            raise ValueError("k must be at least 1")
+        terms = lexemes_of(conn, requests)
+        stmts = self.statements(
+            [(t, r, b) for t, (_, r, b) in zip(terms, requests, strict=True)], filters=filters, k=k
+        )
+        return [hits(rows) for rows in run(conn, stmts)]
 
     async def asearch(
         self,
@@ -166,34 +174,82 @@ class KeywordBackend(ABC):
     ) -> Hits:
         if not query.strip():
             return []
-        stmt, params = self._params(query, repository, branch, filters, k)
-        cur = await conn.execute(stmt, params)
-        return [(int(i), float(s)) for i, s in await cur.fetchall()]
+        cur = await conn.execute(
+            _LEXEMES, {"text": query, "repository": repository, "branch": branch}
+        )
+        row = await cur.fetchone()
+        stmt = self.statements(
+            [(list(row[0]) if row else [], repository, branch)], filters=filters, k=k
+        )[0]
+        if stmt is None:
+            return []
+        cur = await conn.execute(stmt.query, stmt.params)
+        return hits(await cur.fetchall())
 
 
-# The query's distinct lexemes, through each text search configuration the
-# (repository, branch) uses: the CTE `q` every BM25 query here starts with
-# (store.chapters too).
+def hits(rows: Sequence[tuple[Any, Any]]) -> Hits:
+    return [(int(i), float(s)) for i, s in rows]
+
+
+# The query's lexemes, given (`lexeme_params`): the CTE `q` of store.fts's BM25 queries
+# and store.chapters'. pg_search's take them as one text (%(terms)s).
 QUERY_LEXEMES = """
-q AS (
-    SELECT DISTINCT l.lexeme
-      FROM branch_languages c,
-           unnest(tsvector_to_array(glossator_tsvector(c.ts_config, %(text)s::text))) AS l(lexeme)
-     WHERE c.repository = %(repository)s AND c.branch = %(branch)s
-)"""
+q AS (SELECT unnest(%(lexemes)s::text[]) AS lexeme)"""
+
+
+def lexemes_sql(text: str, repository: str, branch: str) -> str:
+    """A text's distinct lexemes through each text search configuration of a
+    (repository, branch)'s rows, as a jsonb array (`text`, `repository`, `branch`: SQL
+    expressions): glossator_tsvector, the function the rows' trigger uses (stop words,
+    unaccent, stemmer). In the order PostgreSQL's DISTINCT gives them (its hash), as
+    each BM25 statement's own CTE did when it computed them: pg_search sums a
+    document's term scores in the query's order, in float4, and the sorted order moved
+    scores by their last bit (up to 1.7e-7 of a score on bench/queries.jsonl, no
+    ranking's order)."""
+    return (
+        "(SELECT coalesce(jsonb_agg(q.lexeme), '[]') FROM (SELECT DISTINCT l.lexeme"
+        " FROM branch_languages c,"
+        f" unnest(tsvector_to_array(glossator_tsvector(c.ts_config, {text}))) AS l(lexeme)"
+        f" WHERE c.repository = {repository} AND c.branch = {branch}) AS q)"
+    )
+
+
+# The lexemes of %(text)s in each repository of the catalogue's rows `where` keeps, as
+# jsonb {repository: [lexeme, …]} (NULL: none). A search asks it in its catalogue
+# statement (store.catalogue): once for both its BM25 statements, the rows' and the
+# chapters'.
+LEXEMES_BY_REPOSITORY = (
+    "(SELECT jsonb_object_agg(p.repository, "
+    + lexemes_sql("%(text)s::text", "p.repository", "p.branch")
+    + ") FROM (SELECT DISTINCT repository, branch FROM branch_languages WHERE {where}) AS p)"
+)
+_LEXEMES = "SELECT " + lexemes_sql("%(text)s::text", "%(repository)s", "%(branch)s")
+
+
+def lexeme_params(lexemes: Sequence[str]) -> dict[str, Any]:
+    """The parameters of a BM25 statement for these lexemes: store.fts's and
+    store.chapters' `QUERY_LEXEMES` (an array), pg_search's (one text, split on spaces)."""
+    return {"lexemes": list(lexemes), "terms": " ".join(lexemes)}
+
+
+def lexemes_of(
+    conn: psycopg.Connection, requests: Sequence[tuple[str, str, str]]
+) -> list[list[str]]:
+    """The lexemes of each (text, repository, branch), one round trip (none for blanks)."""
+    stmts = [
+        Statement(_LEXEMES, {"text": t, "repository": r, "branch": b}) if t.strip() else None
+        for t, r, b in requests
+    ]
+    return [list(rows[0][0]) if rows else [] for rows in run(conn, stmts)]
 
 
 def query_lexemes(
     conn: psycopg.Connection, text: str, *, repository: str, branch: str = "main"
 ) -> list[str]:
-    """The terms a query is searched for on the branch by store.fts (`QUERY_LEXEMES`:
-    through each configuration the branch's rows use), sorted: explanations, tests, and
+    """The terms a query is searched for on the branch (`lexemes_sql`: through
+    each configuration the branch's rows use), sorted: explanations, tests, and
     bench/load.py's `bm25s` comparison over the same tokens."""
-    rows = conn.execute(
-        "WITH" + QUERY_LEXEMES + " SELECT lexeme FROM q ORDER BY 1",
-        {"text": text, "repository": repository, "branch": branch},
-    ).fetchall()
-    return [str(r[0]) for r in rows]
+    return sorted(lexemes_of(conn, [(text, repository, branch)])[0])
 
 
 # N and avgdl of the (repository, branch), over every configuration it uses: the CTE

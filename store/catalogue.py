@@ -24,21 +24,26 @@ source.md) for the chapter BM25 (store.chapters); `glossator_chapter_documents`
     found.languages        # {"livre": ("french",), …}, by repository
     found.pg_search, found.text_search                               # store.keyword.backend_for
     found.chapter_engine                     # "pg_search" or "postgres-fts": store.chapters
+    found = corpus_languages(conn, scope={"livre": "main"}, text="chandelles soleil")
+    found.query_lexemes("livre")             # ["chandel", "soleil"]: its BM25's terms
 
 `corpus_languages` is the one function that reads the catalogue for search. The
 backend's flags (store.keyword's BACKEND_COLUMNS: the rows' engine, and the chapters'
 that chapter evidence uses) come in the same statement, sent in a pipeline: with the
 BEGIN that opens a search's transaction it is one round trip
-(search.retrieval.keyword_split), and chapter evidence asks nothing more.
+(search.retrieval.keyword_split), and chapter evidence asks nothing more. So do the
+query's lexemes (`text`): computed once a search, for its rows' BM25 and its chapters'.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import psycopg
 
+from store.bm25 import LEXEMES_BY_REPOSITORY
 from store.keyword import BACKEND_COLUMNS
 
 # each repository as 'repository config,config…' (configs sorted), repositories in order
@@ -46,12 +51,18 @@ _LANGUAGES = (
     "ARRAY(SELECT repository || ' ' || string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
     " FROM branch_languages WHERE {where} GROUP BY repository ORDER BY repository)"
 )
-_IN_SCOPE = f"SELECT {BACKEND_COLUMNS}, " + _LANGUAGES.format(
-    where="(repository, branch) IN (SELECT * FROM unnest(%s::text[], %s::text[]))"
+_IN_SCOPE = (
+    "(repository, branch) IN (SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[]))"
 )
-_ON_BRANCH = f"SELECT {BACKEND_COLUMNS}, " + _LANGUAGES.format(
-    where="branch = %s AND (%s::text IS NULL OR repository = %s::text)"
-)
+_ON_BRANCH = "branch = %(branch)s AND (%(repo)s::text IS NULL OR repository = %(repo)s::text)"
+
+
+def _statement(where: str, text: bool) -> str:
+    """The catalogue statement; with `text`, the query's lexemes by configuration too."""
+    columns = [BACKEND_COLUMNS, _LANGUAGES.format(where=where)]
+    if text:
+        columns.append(LEXEMES_BY_REPOSITORY.format(where=where))
+    return "SELECT " + ", ".join(columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,11 +73,17 @@ class CorpusLanguages:
     text_search: bool  # PostgreSQL's text search with its GIN index (store.fts)
     languages: dict[str, tuple[str, ...]]  # repository -> its ts_configs, sorted; by repository
     chapter_pg_search: bool = False  # pg_search's chapters' index (store.chapters)
+    # the text's lexemes by repository (store.bm25.LEXEMES_BY_REPOSITORY), when given one
+    lexemes: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def chapter_engine(self) -> str:
         """store.chapters.chapter_evidence's `engine`: which index ranks chapters."""
         return "pg_search" if self.chapter_pg_search else "postgres-fts"
+
+    def query_lexemes(self, repository: str) -> list[str]:
+        """The terms the text is searched for in `repository` (through its configs)."""
+        return list(self.lexemes.get(repository, ()))
 
 
 def corpus_languages(
@@ -75,22 +92,30 @@ def corpus_languages(
     scope: Mapping[str, str] | None = None,
     branch: str = "",
     repository: str | None = None,
+    text: str | None = None,
 ) -> CorpusLanguages:
     """The repositories that have rows in `scope` (repository → branch), or when it is
     None on `branch` (every repository, or the one `repository`), with the text search
-    configurations of their rows; and the keyword engines' flags. One statement."""
+    configurations of their rows; the keyword engines' flags; and given a query `text`,
+    its lexemes in each repository (through each of its configurations) (both BM25 statements of a search
+    take them: store.bm25.LEXEMES_BY_REPOSITORY). One statement."""
+    params: dict[str, Any] = {"text": text}
+    if scope is not None:
+        params.update(repos=list(scope), branches=list(scope.values()))
+        stmt = _statement(_IN_SCOPE, text is not None)
+    else:
+        params.update(branch=branch, repo=repository)
+        stmt = _statement(_ON_BRANCH, text is not None)
     with conn.pipeline():
-        if scope is not None:
-            cur = conn.execute(_IN_SCOPE, (list(scope), list(scope.values())))
-        else:
-            cur = conn.execute(_ON_BRANCH, (branch, repository, repository))
+        cur = conn.execute(stmt, params)
     row = cur.fetchone()
     languages: dict[str, tuple[str, ...]] = {}
     for entry in row[3] if row else []:
         name, configs = entry.split(" ", 1)
         languages[name] = tuple(configs.split(","))
+    lexemes = dict(row[4] or {}) if row and text is not None else {}
     return CorpusLanguages(
-        bool(row and row[0]), bool(row and row[1]), languages, bool(row and row[2])
+        bool(row and row[0]), bool(row and row[1]), languages, bool(row and row[2]), lexemes
     )
 
 

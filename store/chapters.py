@@ -27,7 +27,10 @@ contain the term. Summaries are level-1 rows; their cosine is computed for all
 of them (one per chapter: a few hundred for a large book), exactly, without the
 HNSW index, so no chapter is missed by an approximate scan.
 
-Both queries are sent together (one round trip), as two prepared statements.
+Both queries are sent together (one round trip), as two prepared statements; in a
+search, the BM25 one goes with the rows' BM25 and the summaries' with the vector
+query (search.retrieval: `keyword_statement`, `summaries_statement`), the query's
+lexemes computed once for both BM25 statements (store.bm25.LEXEMES_BY_REPOSITORY).
 The `work` filter narrows the chapters; other filters (level, node type) do not
 apply here, since they choose rows, and the engine only gives chapter evidence to
 rows of a chapter.
@@ -36,7 +39,6 @@ rows of a chapter.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,24 +50,21 @@ from psycopg import sql
 from core.vocabulary import DEFAULT_BRANCH
 from store import pgsearch
 from store import vectors as store_vectors
-from store.bm25 import K1, QUERY_LEXEMES, B, bm25_index_exists
+from store.bm25 import K1, QUERY_LEXEMES, B, bm25_index_exists, lexeme_params, lexemes_of
+from store.pipeline import Statement, run
 
 # pg_search: the chapters' bm25 index (migration 034), as store.pgsearch queries the rows'
-_PG_SEARCH = (
-    "WITH"
-    + QUERY_LEXEMES
-    + """,
-keyword AS (
+_PG_SEARCH = """
+WITH keyword AS (
     SELECT c.source_file, pdb.score(c.id) AS score
       FROM chapter_documents c
-     WHERE c.lexemes ||| (SELECT coalesce(string_agg(lexeme, ' '), '') FROM q)
+     WHERE c.lexemes ||| %(terms)s::text
        AND c.repository = %(repository)s AND c.branch = %(branch)s AND {work_c}
      ORDER BY score DESC, c.id
      LIMIT {depth}
 )
 SELECT 'keyword'::text AS kind, source_file, score::float8 FROM keyword
 """
-)
 
 # PostgreSQL's text search (store.fts): tf from the paragraphs the rows' GIN index
 # matches (a paragraph's tsvector counts every occurrence; a whole chapter's would not:
@@ -118,7 +117,7 @@ SELECT kind, source_file, score FROM keyword
 )
 
 # The summaries' cosines: a statement of its own, sent with the BM25 one (one round
-# trip), prepared by psycopg and planned with its values (the pg_search statement is
+# trip; in a search, with the vector query: store.vectors.nearest), prepared by psycopg and planned with its values (the pg_search statement is
 # planned once, generic, under settings local to it: store.pgsearch).
 _SUMMARIES = """
 SELECT 'summary'::text, source_file,
@@ -144,6 +143,89 @@ def chapter_of_file(source_file: str) -> str:
     return source_file.rsplit("/", 1)[0]
 
 
+def keyword_statement(
+    lexemes: Sequence[str],
+    *,
+    repository: str,
+    branch: str = DEFAULT_BRANCH,
+    work: str | None = None,
+    depth: int = 20,
+    engine: str = "pg_search",
+) -> Statement | None:
+    """The chapters' BM25 for the query's `lexemes` (store.bm25.lexemes_sql; None
+    when there is none: it matches nothing), for `store.pipeline.run`: a search sends it
+    with the rows' BM25 (search.retrieval). `engine`: "pg_search" or "postgres-fts"."""
+    if depth < 1:
+        raise ValueError("depth must be at least 1")
+    if not lexemes:
+        return None
+    params: dict[str, Any] = {
+        **lexeme_params(lexemes),
+        "repository": repository,
+        "branch": branch,
+        "depth": depth,
+        "k1": K1,
+        "b": B,
+        "work": work,
+    }
+    if engine == "pg_search":
+        work_pg = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")
+        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg, depth=sql.Literal(int(depth)))
+        # as store.pgsearch runs the rows' query: prepared, a generic plan (the LIMIT in
+        # its text), no parallel workers
+        return Statement(stmt, params, True, pgsearch.AROUND)
+    work_c = sql.SQL("m.work = %(work)s" if work is not None else "TRUE")
+    return Statement(sql.SQL(_SQL).format(work=work_c), params)
+
+
+def summaries_statement(
+    query_vector: Sequence[float],
+    *,
+    model: str,
+    dimension: int,
+    repository: str,
+    branch: str = DEFAULT_BRANCH,
+    work: str | None = None,
+    depth: int = 20,
+) -> Statement:
+    """The chapter summaries' cosines, for `store.pipeline.run`: a search sends it with
+    its vector query (store.vectors.nearest)."""
+    if depth < 1:
+        raise ValueError("depth must be at least 1")
+    if len(query_vector) != dimension:
+        raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")
+    q: Any = np.asarray(query_vector, dtype=np.float32)
+    if dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
+        q = HalfVector(q)
+    params = {
+        "q": q,
+        "model": model,
+        "repository": repository,
+        "branch": branch,
+        "depth": depth,
+        "work": work,
+    }
+    summaries = sql.SQL(_SUMMARIES).format(
+        cast=sql.SQL(store_vectors.cast_type(dimension)),
+        work=sql.SQL("work = %(work)s" if work is not None else "TRUE"),
+    )
+    return Statement(summaries, params)
+
+
+def evidence_of(
+    keyword: Sequence[tuple[Any, str, Any]], summary: Sequence[tuple[Any, str, Any]]
+) -> ChapterEvidence:
+    """A repository's evidence from its statements' rows (kind, source_file, score):
+    best first, ties by name (deterministic)."""
+    found = ChapterEvidence(
+        [(chapter_of_file(f), float(score)) for _, f, score in keyword],
+        [(chapter_of_file(f), float(score)) for _, f, score in summary],
+    )
+    found.keyword.sort(key=lambda x: (-x[1], x[0]))
+    found.summary.sort(key=lambda x: (-x[1], x[0]))
+    return found
+
+
 def chapter_evidence(
     conn: psycopg.Connection,
     text: str,
@@ -156,66 +238,36 @@ def chapter_evidence(
     work: str | None = None,
     depth: int = 20,
     engine: str | None = None,
+    lexemes: Sequence[str] | None = None,
 ) -> ChapterEvidence:
     """Chapter BM25 and (given a query vector) the summaries' cosines, in one round trip.
 
     `engine`: "pg_search" or "postgres-fts" (store.keyword's backend names), as a
     search has it from the catalogue (store.catalogue.CorpusLanguages.chapter_engine);
-    None: pg_search when the chapters' bm25 index is there (one more query)."""
+    None: pg_search when the chapters' bm25 index is there (one more query).
+    `lexemes`: the text's (store.bm25.lexemes_sql), as a search has them from the
+    catalogue; None: asked first (one more round trip). A search sends these statements
+    with its others (`keyword_statement`, `summaries_statement`: search.retrieval)."""
     if depth < 1:
         raise ValueError("depth must be at least 1")
-    params: dict[str, Any] = {
-        "text": text,
-        "repository": repository,
-        "branch": branch,
-        "depth": depth,
-        "k1": K1,
-        "b": B,
-        "work": work,
-    }
-    work_sql = sql.SQL("work = %(work)s" if work is not None else "TRUE")
-    work_c = sql.SQL("m.work = %(work)s" if work is not None else "TRUE")
-    summaries: sql.Composed | None = None
+    summaries: Statement | None = None
     if query_vector is not None and model is not None and dimension is not None:
-        if len(query_vector) != dimension:
-            raise ValueError(
-                f"the query vector has {len(query_vector)} dimensions, not {dimension}"
-            )
-        q: Any = np.asarray(query_vector, dtype=np.float32)
-        if dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
-            q = HalfVector(q)
-        params.update(q=q, model=model)
-        summaries = sql.SQL(_SUMMARIES).format(
-            cast=sql.SQL(store_vectors.cast_type(dimension)), work=work_sql
+        summaries = summaries_statement(
+            query_vector,
+            model=model,
+            dimension=dimension,
+            repository=repository,
+            branch=branch,
+            work=work,
+            depth=depth,
         )
     if engine is None:
         indexed = bm25_index_exists(conn, pgsearch.CHAPTER_INDEX)
         engine = "pg_search" if indexed else "postgres-fts"
-    found = ChapterEvidence()
-    around: tuple[str, str] | None = None
-    if engine == "pg_search":
-        work_pg = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")
-        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg, depth=sql.Literal(int(depth)))
-        # as store.pgsearch runs the rows' query: prepared, a generic plan (the LIMIT in
-        # its text), no parallel workers
-        around, prepare = pgsearch.AROUND, True
-    else:
-        stmt, prepare = sql.SQL(_SQL).format(work=work_c), None
-    # settings local to the transaction: an autocommit connection needs one
-    own = conn.transaction() if around and conn.autocommit else nullcontext()
-    with conn.pipeline(), own:
-        if around:
-            conn.execute(around[0])
-        cursors = [conn.execute(stmt, params, prepare=prepare)]
-        if around:
-            conn.execute(around[1])
-        if summaries is not None:
-            cursors.append(conn.execute(summaries, params))
-    rows = [row for cur in cursors for row in cur.fetchall()]
-    for kind, source_file, score in rows:
-        ranking = found.keyword if kind == "keyword" else found.summary
-        ranking.append((chapter_of_file(source_file), float(score)))
-    # UNION ALL keeps no order: best first, ties by name (deterministic)
-    found.keyword.sort(key=lambda x: (-x[1], x[0]))
-    found.summary.sort(key=lambda x: (-x[1], x[0]))
-    return found
+    if lexemes is None:
+        lexemes = lexemes_of(conn, [(text, repository, branch)])[0]
+    keyword = keyword_statement(
+        lexemes, repository=repository, branch=branch, work=work, depth=depth, engine=engine
+    )
+    keyword_rows, summary_rows = run(conn, [keyword, summaries])
+    return evidence_of(keyword_rows, summary_rows)

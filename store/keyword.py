@@ -12,6 +12,8 @@ has (`BACKEND_COLUMNS`: pg_search's index, else PostgreSQL's own text search).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import psycopg
 
 from store.bm25 import (
@@ -20,6 +22,7 @@ from store.bm25 import (
     TSV_INDEX,
     KeywordBackend,
     bm25_index_sql,
+    lexemes_sql,
 )
 from store.fts import FtsBackend
 from store.pgsearch import PgSearchBackend
@@ -53,17 +56,38 @@ def choose_backend(conn: psycopg.Connection) -> KeywordBackend:
 
 # The words of a text that its own language keeps (its stop words dropped), in order,
 # through the language's configuration (migration 021's glossator_ts_config: `simple`,
-# which stops nothing, for a language without one). Reads no BM25 table.
-_CONTENT_WORDS = """
-SELECT coalesce(string_agg(p.token, ' ' ORDER BY p.ord), '')
+# which stops nothing, for a language without one), and their lexemes in each
+# (repository, branch) of %(repos)s, %(branches)s (store.bm25.lexemes_sql, as
+# jsonb {repository: [lexeme, …]}). Reads no BM25 table.
+_CONTENT_WORDS = (
+    """
+WITH w AS (
+SELECT coalesce(string_agg(p.token, ' ' ORDER BY p.ord), '') AS words
   FROM ts_parse('default', %(text)s) WITH ORDINALITY AS p(tokid, token, ord)
  WHERE length(glossator_tsvector(glossator_ts_config(%(lang)s), p.token)) > 0
+)
+SELECT w.words, (SELECT jsonb_object_agg(p.r, """
+    + lexemes_sql("w.words", "p.r", "p.b")
+    + """) FROM unnest(%(repos)s::text[], %(branches)s::text[]) AS p(r, b))
+  FROM w
 """
+)
 
 
 def content_words(conn: psycopg.Connection, text: str, lang: str) -> str:
     """`text` without the stop words of `lang` (ISO 639-1): what a question in one
     language keeps for a BM25 search of a book in another, whose analysis would take
     "to" or "come" for words of its own (search.language)."""
-    row = conn.execute(_CONTENT_WORDS, {"text": text, "lang": lang}).fetchone()
-    return str(row[0]) if row else ""
+    return content_lexemes(conn, text, lang, {})[0]
+
+
+def content_lexemes(
+    conn: psycopg.Connection, text: str, lang: str, branches: Mapping[str, str]
+) -> tuple[str, dict[str, list[str]]]:
+    """`content_words`, and their lexemes in each repository of `branches` (repository
+    → branch: the foreign ones, whose BM25 statements take them). One statement."""
+    row = conn.execute(
+        _CONTENT_WORDS,
+        {"text": text, "lang": lang, "repos": list(branches), "branches": list(branches.values())},
+    ).fetchone()
+    return (str(row[0]), dict(row[1] or {})) if row else ("", {})

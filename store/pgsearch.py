@@ -26,7 +26,7 @@ Snowball stemmer; `simple` for a language without one). So every language
 PostgreSQL stems keeps its stemmer, French accents are folded, and the terms
 are exactly those the fallback (store.fts), the phrase check (store.phrases)
 and the gate see. A query is analysed the same way, with each configuration the
-(repository, branch) uses (`store.bm25.QUERY_LEXEMES`), and its lexemes
+(repository, branch) uses (`store.bm25.lexemes_sql`), and its lexemes
 are matched as they are (the whitespace tokenizer only splits them).
 
 `mutable_segment_rows = 0`: rows written after the index was made go to
@@ -57,7 +57,6 @@ from psycopg import sql
 
 from store.bm25 import (
     CHAPTER_BM25_INDEX,
-    QUERY_LEXEMES,
     ROWS_BM25_INDEX,
     Filters,
     KeywordBackend,
@@ -79,15 +78,15 @@ CHAPTER_INDEX_SQL = (
 # The indexed expression, as the index has it (a query must spell it the same way).
 LEXEMES = "glossator_lexeme_text(h.tsv)"
 
+# the query's lexemes are given as one text (store.bm25.lexeme_params: computed once a
+# search, in its catalogue statement, for this statement and the chapters')
 _QUERY = (
-    "WITH"
-    + QUERY_LEXEMES
-    + """
+    """
 SELECT h.id, pdb.score(h.id) AS score
   FROM hierarchical_content_nodes h
  WHERE """
     + LEXEMES
-    + """ ||| (SELECT coalesce(string_agg(lexeme, ' '), '') FROM q)
+    + """ ||| %(terms)s::text
    AND h.repository = %(repository)s AND h.branch = %(branch)s
    AND {keep}
  ORDER BY score DESC, h.id

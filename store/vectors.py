@@ -50,6 +50,7 @@ from pgvector import HalfVector
 from psycopg import sql
 
 from indexer.corpus.errors import CorpusError
+from store.pipeline import Statement
 
 log = logging.getLogger(__name__)
 
@@ -189,6 +190,8 @@ def nearest(
     k: int,
     ef_search: int,
     sorts: bool,
+    also: Sequence[Statement] = (),
+    also_rows: list[list[Any]] | None = None,
 ) -> list[tuple[int, float]]:
     """(id, cosine distance) of the `k` rows of `model` nearest `query_vector` among those
     `where` keeps (its named `params`), as the index scan returns them: relaxed order
@@ -201,7 +204,12 @@ def nearest(
     Not a savepoint rolled back: psycopg forgets its prepared statements on
     any ROLLBACK, and every statement of every search would be planned again (+1-2 ms).
     The hnsw.* settings last to the end of the transaction (only HNSW scans read them).
+    `also`: statements sent after these, in the same round trip (a search's chapter
+    summaries' cosines: store.chapters.summaries_statement); their rows in `also_rows`
+    when given.
     """
+    if any(s.around for s in also):
+        raise ValueError("statements sent with the vector query take no settings around them")
     q: Any = np.asarray(query_vector, dtype=np.float32)
     if dimension > HNSW_VECTOR_MAX_DIMS:
         q = HalfVector(q)  # the index casts to halfvec(N) above 2,000 dimensions
@@ -214,6 +222,9 @@ def nearest(
         conn.execute(VECTOR_SETTINGS, (str(ef_search), "on" if sorts else "off"))
         cur = conn.execute(nearest_sql(model, dimension, where=where), {**params, "q": q, "k": k})
         conn.execute(RESTORE_ENABLE_SORT)
+        more = [conn.execute(s.query, s.params, prepare=s.prepare) for s in also]
+    if also_rows is not None:
+        also_rows.extend(c.fetchall() for c in more)
     return [(int(i), float(d)) for i, d in cur.fetchall()]
 
 

