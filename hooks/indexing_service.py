@@ -74,9 +74,8 @@ from hooks.queue import QUEUE, TASK_NAME, ensure_schema
 from hooks.repositories import Repositories
 from hooks.retries import SLOW_RETRY_S, FollowUps
 from hooks.runs import RunHistory, one_line
-from store.db import async_pool_options
+from store.db import async_pool_options, probe
 from store.errors import describe_failure
-from store.server import ping
 
 log = logging.getLogger(__name__)
 
@@ -223,14 +222,8 @@ class IndexingService:
             delay = min(delay * 2, RESTART_MAX_S)
 
     def _database_answers(self) -> bool:
-        """Whether the database answers a new connection now (a pooled one says nothing
-        of a server that restarted)."""
-        try:
-            with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
-                ping(conn)
-        except psycopg.Error:
-            return False
-        return True
+        """Whether the database answers a new connection now (store.db.probe)."""
+        return probe(self.conninfo) is None
 
     async def drain(self) -> None:
         """Run every job that is due, then return (tests, one-shot tools)."""

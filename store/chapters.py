@@ -117,8 +117,9 @@ SELECT kind, source_file, score FROM keyword
 )
 
 # The summaries' cosines: a statement of its own, sent with the BM25 one (one round
-# trip; in a search, with the vector query: store.vectors.nearest), prepared by psycopg and planned with its values (the pg_search statement is
-# planned once, generic, under settings local to it: store.pgsearch).
+# trip; in a search, with the vector query: store.vectors.nearest), prepared by psycopg
+# and planned with its values (the pg_search statement is planned once, generic, under
+# settings local to it: store.pgsearch).
 _SUMMARIES = """
 SELECT 'summary'::text, source_file,
        1 - ((embedding::{cast}) <=> %(q)s::{cast})::float8

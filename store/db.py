@@ -364,14 +364,7 @@ class Database:
 
     def probe(self, timeout: float = 5.0) -> psycopg.Error | None:
         """None when the server answers a query on a new connection, else the error."""
-        try:
-            with psycopg.connect(
-                self.conninfo, autocommit=True, connect_timeout=max(2, round(timeout))
-            ) as conn:
-                conn.execute("SELECT 1")
-        except psycopg.Error as e:
-            return e
-        return None
+        return probe(self.conninfo, timeout)
 
     def server_alive(self) -> bool:
         """Whether the embedded server's postmaster still runs."""
@@ -395,6 +388,19 @@ class Database:
 # _CHECK: the pools test a connection (an empty query) before handing it out, and
 # replace it when it is broken: after a restart of the server (a crash, a PANIC,
 # glossator.supervision.database) the first request gets a fresh connection, not the error.
+
+
+def probe(conninfo: str, timeout: float = 5.0) -> psycopg.Error | None:
+    """None when the server at `conninfo` answers a query on a new connection (a pooled
+    one says nothing of a server that restarted), else the error."""
+    try:
+        with psycopg.connect(
+            conninfo, autocommit=True, connect_timeout=max(2, round(timeout))
+        ) as conn:
+            conn.execute("SELECT 1")
+    except psycopg.Error as e:
+        return e
+    return None
 
 
 def async_pool_options() -> dict[str, Any]:
