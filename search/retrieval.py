@@ -318,5 +318,6 @@ def vector_and_summaries(
         r: store_chapters.evidence_of((), rows).summary
         for r, rows in zip(repositories, also_rows, strict=True)
     }
-    found.sort(key=lambda r: r[1])
+    # ties (a work summary quoting a chapter's) by row id: the same ranks every run
+    found.sort(key=lambda r: (r[1], r[0]))
     return [(i, 1.0 - d) for i, d in found], summaries
