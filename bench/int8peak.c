@@ -109,20 +109,28 @@ __attribute__((target("avx2,avxvnni"))) static int64_t run_avxvnni(int64_t iters
 #define HAVE_AVXVNNI 1
 #endif
 
+/* What kernels 3 and 6 share: the constants (-1 as s8 in ymm14, 1 as u8 in ymm15, 1 as
+ * int16 in ymm13) and a step's 4 chains of vpmaddubsw then vpmaddwd (int32 sums in
+ * ymm4-7). */
+#define AVX2_CONSTANTS                              \
+    "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"       \
+    "vpabsb %%ymm14, %%ymm15\n\t"                   \
+    "vpabsw %%ymm14, %%ymm13\n\t"
+#define AVX2_PAIRS                                                                     \
+    "vpmaddubsw %%ymm14, %%ymm15, %%ymm0\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm1\n\t" \
+    "vpmaddubsw %%ymm14, %%ymm15, %%ymm2\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm3\n\t" \
+    "vpmaddwd %%ymm13, %%ymm0, %%ymm4\n\t"    "vpmaddwd %%ymm13, %%ymm1, %%ymm5\n\t"    \
+    "vpmaddwd %%ymm13, %%ymm2, %%ymm6\n\t"    "vpmaddwd %%ymm13, %%ymm3, %%ymm7\n\t"
+
 /* AVX2 has no int8 dot product: vpmaddubsw (u8 x s8 -> pairs summed in int16),
  * vpmaddwd by ones (-> int32), vpaddd, on 4 independent chains of three (12 registers);
  * 32 multiply-adds per chain step. Operands 1 x -1 keep the int16 sums from saturating. */
 __attribute__((target("avx2"))) static int64_t run_avx2(int64_t iters) {
     int64_t n = iters;
     __asm__ volatile(
-        "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"  /* -1 as s8 */
-        "vpabsb %%ymm14, %%ymm15\n\t"              /* 1 as u8 */
-        "vpabsw %%ymm14, %%ymm13\n\t"              /* 1 as int16 */
+        AVX2_CONSTANTS
         "1:\n\t"
-        "vpmaddubsw %%ymm14, %%ymm15, %%ymm0\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm1\n\t"
-        "vpmaddubsw %%ymm14, %%ymm15, %%ymm2\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm3\n\t"
-        "vpmaddwd %%ymm13, %%ymm0, %%ymm4\n\t"    "vpmaddwd %%ymm13, %%ymm1, %%ymm5\n\t"
-        "vpmaddwd %%ymm13, %%ymm2, %%ymm6\n\t"    "vpmaddwd %%ymm13, %%ymm3, %%ymm7\n\t"
+        AVX2_PAIRS
         "vpaddd %%ymm4, %%ymm8, %%ymm8\n\t"       "vpaddd %%ymm5, %%ymm9, %%ymm9\n\t"
         "vpaddd %%ymm6, %%ymm10, %%ymm10\n\t"     "vpaddd %%ymm7, %%ymm11, %%ymm11\n\t"
         "dec %0\n\t"
@@ -138,15 +146,10 @@ __attribute__((target("avx2"))) static int64_t run_avx2(int64_t iters) {
 __attribute__((target("avx2,fma"))) static int64_t run_avx2_blocks(int64_t iters) {
     int64_t n = iters;
     __asm__ volatile(
-        "vpcmpeqd %%ymm14, %%ymm14, %%ymm14\n\t"  /* -1 as s8 */
-        "vpabsb %%ymm14, %%ymm15\n\t"              /* 1 as u8 */
-        "vpabsw %%ymm14, %%ymm13\n\t"              /* 1 as int16 */
+        AVX2_CONSTANTS
         "vxorps %%ymm12, %%ymm12, %%ymm12\n\t"     /* the scale: 0.0, so sums stay finite */
         "1:\n\t"
-        "vpmaddubsw %%ymm14, %%ymm15, %%ymm0\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm1\n\t"
-        "vpmaddubsw %%ymm14, %%ymm15, %%ymm2\n\t" "vpmaddubsw %%ymm14, %%ymm15, %%ymm3\n\t"
-        "vpmaddwd %%ymm13, %%ymm0, %%ymm4\n\t"    "vpmaddwd %%ymm13, %%ymm1, %%ymm5\n\t"
-        "vpmaddwd %%ymm13, %%ymm2, %%ymm6\n\t"    "vpmaddwd %%ymm13, %%ymm3, %%ymm7\n\t"
+        AVX2_PAIRS
         "vcvtdq2ps %%ymm4, %%ymm4\n\t"            "vcvtdq2ps %%ymm5, %%ymm5\n\t"
         "vcvtdq2ps %%ymm6, %%ymm6\n\t"            "vcvtdq2ps %%ymm7, %%ymm7\n\t"
         "vfmadd231ps %%ymm12, %%ymm4, %%ymm8\n\t" "vfmadd231ps %%ymm12, %%ymm5, %%ymm9\n\t"

