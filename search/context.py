@@ -271,7 +271,7 @@ def context(
         relevance=judged.relevance,
         index=response.index,
         timings_ms=timings,
-        notes=scope.notes(found),
+        notes=scope.notes(bool(response.hits)),  # rows found, whatever the gate says
     )
 
 

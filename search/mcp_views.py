@@ -52,6 +52,17 @@ Field = Literal["text", "heading", "lines", "scores"]
 DEFAULT_FIELDS: tuple[Field, ...] = ("text", "heading", "lines")
 SNIPPET_WORDS = 40  # about two lines: enough to judge a hit before opening it with get_node
 NO_HIT = "No hit: try other words, mode vector for a paraphrase, or fewer filters."
+# no repository was read (an empty server, books not indexed yet): other words cannot help
+NOTHING_READ = (
+    "No hit: nothing indexed was searched (the note says why); other words will not help."
+)
+
+
+def no_hit(index: list[Freshness]) -> str:
+    """What an answer without hits says: other words help only where something was read."""
+    return NO_HIT if index else NOTHING_READ
+
+
 SHORT_COMMIT = 12  # as `git log --abbrev=12` prints: unambiguous in any book-sized repository
 
 
@@ -156,7 +167,7 @@ def search_view(
             lean["hits"].append(_lean_hit(hit, want, snippets, folder))
         groups.append(lean)
     if not response.hits:
-        lines.append(NO_HIT)
+        lines.append(no_hit(response.index))
     elif omitted:
         lines.append(f"\n{omitted} more hits left out to stay within max_tokens={max_tokens}.")
     data: LeanSearch = {

@@ -36,6 +36,7 @@ class Scope:
     branches: dict[str, str]  # repository → the branch read; the repositories read
     asked: str | None  # the branch the request named; None: each repository's default
     known: dict[str, DefaultBranch]  # every repository with rows or a HEAD
+    named: bool = False  # the request named its repository: other repositories are not news
 
     @property
     def pairs(self) -> Pairs:
@@ -76,20 +77,42 @@ class Scope:
                     f"{repository} has no indexed rows on {whose} {branch!r}; it has rows on "
                     f"{_listing(indexed)}: pass branch={indexed[0]!r} to read them"
                 )
+        if not any(d.indexed for d in self.known.values()):
+            return [self._nothing_indexed()]
         if found:
             return out
+        # other branches of the repositories read; another repository is not another branch,
+        # so it is named only where the request asked a branch and named no repository
         elsewhere = [
             f"{r}@{b}"
             for r, d in sorted(self.known.items())
             for b in d.indexed
-            if self.branches.get(r) != b and (self.asked is None or r not in self.branches)
+            if (r in self.branches and self.branches[r] != b)
+            or (r not in self.branches and self.asked is not None and not self.named)
         ]
         if elsewhere and not out:
             out.append(
                 f"nothing found on {self.described}; other branches have rows: {', '.join(elsewhere[:10])}"
                 " (pass branch to read one)"
             )
+        pending = sorted(r for r, d in self.known.items() if not d.indexed and not self.named)
+        if pending:
+            out.append(_pending(pending))
         return out
+
+    def _nothing_indexed(self) -> str:
+        """Why no request reads anything: an empty server, or books pushed, not yet indexed."""
+        if self.known:
+            return "nothing is indexed here yet: " + _pending(sorted(self.known))
+        return "nothing is indexed here: push a corpus to this server and let it index"
+
+
+def _pending(repositories: list[str]) -> str:
+    verb = "is" if len(repositories) == 1 else "are"
+    return (
+        f"{', '.join(repositories[:10])} {verb} pushed, not indexed yet "
+        "(`glossator status` shows the indexing job, or what failed)"
+    )
 
 
 def _listing(branches: Sequence[str]) -> str:
@@ -116,6 +139,11 @@ def resolve(conn: psycopg.Connection, repository: str | None, branch: str | None
             {r: branch for r, d in with_rows.items() if branch in d.indexed}, branch, known
         )
     found = with_rows.get(repository)
+    if found is None and repository in known:
+        raise UnknownRepository(
+            f"{repository!r} is pushed but not indexed yet: its indexing job has not loaded "
+            "rows yet (`glossator status` shows its progress, or what failed)"
+        )
     if found is None:
         listing = ", ".join(sorted(with_rows)[:20]) or "none yet: push a corpus and let it index"
         raise UnknownRepository(
@@ -126,4 +154,4 @@ def resolve(conn: psycopg.Connection, repository: str | None, branch: str | None
             f"repository {repository!r} has no indexed rows on branch {branch!r}; "
             f"indexed branches: {', '.join(found.indexed)}"
         )
-    return Scope({repository: branch or found.branch}, branch, known)
+    return Scope({repository: branch or found.branch}, branch, known, named=True)

@@ -7,7 +7,8 @@ import psycopg
 import pytest
 
 from indexer.corpus.source import MemorySource
-from search import SearchOptions, UnknownFile, get_node, outline, search
+from search import SearchOptions, UnknownFile, UnknownRepository, get_node, outline, search
+from search.mcp_views import NO_HIT, NOTHING_READ, search_view
 from store.tips import default_branches, record_heads
 from store.tree import sync_tree
 from tests.store_sidecars import sidecar_for
@@ -94,3 +95,52 @@ def test_a_branch_asked_that_has_no_rows_says_which_have(two_books):
     ]
     found = search(two_books, "prince feared", SearchOptions(mode="bm25", branch="master"))
     assert {h.citation.repository for h in found.hits} == {"prince"}
+
+
+def test_a_named_repository_hears_nothing_of_the_others(two_books):
+    # mybook's own answer never calls another repository "another branch" (issue 37, item 3)
+    answer = search(two_books, "zeppelin", SearchOptions(mode="bm25", repository="gardens"))
+    assert answer.hits == [] and answer.notes == []
+    with pytest.raises(UnknownFile) as missing:
+        get_node(two_books, "corpus/gardens/chapter-09/source.md", repository="gardens")
+    assert "prince" not in str(missing.value) and "other branches" not in str(missing.value)
+    # its own other branch is news, and named as a branch of it
+    drafted = _book("gardens", "Zeppelins drift over the rose beds.\n")
+    assert sync_tree(two_books, repository="gardens", branch="draft", source=drafted).ok
+    two_books.commit()
+    answer = search(two_books, "tulips", SearchOptions(mode="bm25", repository="gardens"))
+    assert answer.notes == [
+        "nothing found on branch 'main'; other branches have rows: gardens@draft "
+        "(pass branch to read one)"
+    ]
+
+
+def test_an_empty_server_and_a_book_not_indexed_yet_are_said_as_such(conn):
+    answer = search(conn, "anything", SearchOptions(mode="bm25"))
+    assert answer.hits == [] and answer.index == []
+    assert answer.notes == [
+        "nothing is indexed here: push a corpus to this server and let it index"
+    ]
+    record_heads(conn, {"mybook": "main"})  # what a push records before its job runs
+    conn.commit()
+    answer = search(conn, "anything", SearchOptions(mode="bm25"))
+    assert answer.notes == [
+        "nothing is indexed here yet: mybook is pushed, not indexed yet "
+        "(`glossator status` shows the indexing job, or what failed)"
+    ]
+    with pytest.raises(UnknownRepository, match="'mybook' is pushed but not indexed yet"):
+        search(conn, "anything", SearchOptions(mode="bm25", repository="mybook"))
+    # an agent reading the MCP page is not told to rephrase: other words cannot help
+    text, data = search_view(answer)
+    assert NOTHING_READ in text and NO_HIT not in text and "mybook is pushed" in text
+    assert data["notes"] == answer.notes
+
+
+def test_a_book_not_indexed_yet_beside_one_that_is(two_books):
+    record_heads(two_books, {"mybook": "main"})
+    two_books.commit()
+    assert search(two_books, "roses", SearchOptions(mode="bm25")).notes == []  # found: no noise
+    assert search(two_books, "zeppelin", SearchOptions(mode="bm25")).notes == [
+        "mybook is pushed, not indexed yet (`glossator status` shows the indexing job, "
+        "or what failed)"
+    ]

@@ -15,7 +15,7 @@ from starlette.responses import RedirectResponse, Response
 from search import nodes as N
 from search import rows as R
 from search.engine import index_freshness
-from search.mcp_views import NO_HIT, index_lines, ref_of
+from search.mcp_views import index_lines, no_hit, ref_of
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope
 from search.web import access as A
@@ -154,7 +154,7 @@ class Pages:
                 response=response,
                 hits=[self._hit(h, marks) for h in response.hits],
                 index=index_lines(response.index) + [f"note: {n}" for n in response.notes],
-                no_hit=NO_HIT,
+                no_hit=no_hit(response.index),
             )
 
         return self.base.answer(request, True, build)
