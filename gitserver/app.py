@@ -42,7 +42,7 @@ from gitserver.auth import (
     required_access,
     token_matches,
 )
-from gitserver.errors import GitServerError, RepositoryNameError
+from gitserver.errors import BadRequest, BodyTooLarge, GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
 from hooks import receiving
 
@@ -61,6 +61,9 @@ PostReceiveHandler = Callable[[str, str, str], Awaitable[str]]
 # round figure, several pull-and-push cycles on a loaded machine.
 HOLD_MAX_S = 30.0
 HOLD_POLL_S = 0.05
+
+# the setting's default (glossator.settings.max_push_bytes says why 1 GiB)
+DEFAULT_MAX_BODY = 1024**3
 
 HealthCheck = Callable[[], Awaitable[None]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -96,8 +99,10 @@ class GitServer:
         hook_env: Mapping[str, str] | None = None,
         post_receive: PostReceiveHandler | None = None,
         throttle: Throttle | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.store = store
+        self.max_body = max_body  # bytes of a request body (backend.spool_body)
         # wrong tokens a client address (core.throttle): shared with the web reader's logins
         self.throttle = throttle if throttle is not None else Throttle()
         self.policy = policy
@@ -143,6 +148,16 @@ class GitServer:
             return _unauthorized(access)
         if not self.store.exists(name):
             return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+        if (
+            access is Access.PUSH
+            and rest == "info/refs"
+            and receiving.being_deleted(self.store.path(name))
+        ):
+            # git prints the text/plain body of a refused info/refs as `remote:` lines; a
+            # push already past it is refused by its pre-receive hook (hooks.pre_receive),
+            # whose lines git shows: an HTTP error on the POST would read "RPC failed"
+            log.info("refused a push to %s: being deleted", name)
+            return PlainTextResponse(f"{receiving.DELETING_LINE.format(name=name)}\n", 409)
         marker = None
         if rest == "git-receive-pack":
             log.info("push received for %s", name)
@@ -163,7 +178,18 @@ class GitServer:
         credentials: Credentials | None,
         marker: receiving.Marker | None,
     ) -> Response:
-        body = await backend.spool_body(request) if request.method == "POST" else None
+        try:
+            body = (
+                await backend.spool_body(request, self.max_body)
+                if request.method == "POST"
+                else None
+            )
+        except (BodyTooLarge, BadRequest) as e:
+            if marker is not None:
+                marker.finish()
+            log.warning("refused a %s request to %s: %s", rest, name, e)
+            # Connection: close: the rest of the body is not read
+            return PlainTextResponse(f"{e}\n", e.status, headers={"Connection": "close"})
         if marker is not None and body is not None:
             refs = backend.pushed_refs(body, request.headers.get("content-encoding"))
             if refs:
@@ -205,7 +231,12 @@ class GitServer:
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "repository and updates required"}, 400)
         if not self.store.exists(name):
-            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+            # answered, not 404: on an error the hook would queue the jobs itself, for a
+            # name that is not served (issue 38's ghost `.<name>.deleting`)
+            log.warning("post-receive of %r: not a repository of the store, nothing queued", name)
+            return JSONResponse(
+                {"output": f"glossator: no repository named {name!r} here; indexing not queued\n"}
+            )
         output = await self.post_receive(name, updates, url)
         await self._let_other_writers_in(name, updates)
         return JSONResponse({"output": output})
@@ -338,6 +369,7 @@ def create_app(
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     post_receive: PostReceiveHandler | None = None,
     throttle: Throttle | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
 ) -> Starlette:
     """The ASGI app. `extra_routes` come before the git routes (which match `/<name>/…`).
     `post_receive`: what a push's post-receive hook asks of the server (HOOK_CALLBACK)."""
@@ -348,6 +380,7 @@ def create_app(
         hook_env=hook_env,
         post_receive=post_receive,
         throttle=throttle,
+        max_body=max_body,
     )
 
     async def healthz(request: Request) -> Response:
