@@ -162,7 +162,10 @@ class GitServer:
         if rest == "git-receive-pack":
             log.info("push received for %s", name)
             # a push under way: the commit-backs of its branches wait (hooks.receiving)
-            marker = receiving.begin(self.store.path(name))
+            try:
+                marker = receiving.begin(self.store.path(name))
+            except FileNotFoundError:  # deleted since `exists` above (`glossator repo delete`)
+                return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         try:
             return await self._backend(request, name, rest, credentials, marker)
         except BaseException:
