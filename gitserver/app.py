@@ -1,7 +1,8 @@
 """The Starlette app of the git server: smart HTTP, repository admin, health.
 
     GET  /<name>.git/info/refs?service=git-upload-pack|git-receive-pack
-    POST /<name>.git/git-upload-pack | git-receive-pack        (also without ".git")
+    POST /<name>.git/git-upload-pack | git-receive-pack        (also without ".git"; a body
+                                            over `max_body` bytes: 413, backend.spool_body)
     POST /api/repos        {"name": "…"}   admin bearer token → 201 / 400 / 401 / 409
     GET  /api/repos                         admin bearer token → the repositories
     GET  /healthz                           200 "ok" (plus checks given by the caller)

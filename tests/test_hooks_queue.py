@@ -153,6 +153,12 @@ def test_a_database_that_does_not_answer_is_one_clear_line(
     assert "restarting" in describe_failure(psycopg.errors.AdminShutdown("terminating"))
     lost = psycopg.OperationalError('connection to server at "127.0.0.1", port 9 failed')
     assert "does not answer" in describe_failure(lost) and "127.0.0.1" not in describe_failure(lost)
+    # the server's state, which fails a load's job (store.loader), not a file's own fault
+    from store.errors import is_outage
+
+    assert is_outage(psycopg.errors.DiskFull("could not extend file")) and is_outage(lost)
+    assert is_outage(psycopg.errors.AdminShutdown("terminating"))
+    assert not is_outage(psycopg.errors.UniqueViolation("duplicate key"))
 
     result = CliRunner().invoke(cli, ["status"], env={"GLOSSATOR_DATABASE_URL": unused_url})
     assert result.exit_code == 1 and "does not answer" in result.output
