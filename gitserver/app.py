@@ -1,7 +1,8 @@
 """The Starlette app of the git server: smart HTTP, repository admin, health.
 
     GET  /<name>.git/info/refs?service=git-upload-pack|git-receive-pack
-    POST /<name>.git/git-upload-pack | git-receive-pack        (also without ".git")
+    POST /<name>.git/git-upload-pack | git-receive-pack        (also without ".git"; a body
+                                            over `max_body` bytes: 413, backend.spool_body)
     POST /api/repos        {"name": "…"}   admin bearer token → 201 / 400 / 401 / 409
     GET  /api/repos                         admin bearer token → the repositories
     GET  /healthz                           200 "ok" (plus checks given by the caller)
@@ -42,7 +43,7 @@ from gitserver.auth import (
     required_access,
     token_matches,
 )
-from gitserver.errors import GitServerError, RepositoryNameError
+from gitserver.errors import BadRequest, BodyTooLarge, GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
 from hooks import receiving
 
@@ -61,6 +62,9 @@ PostReceiveHandler = Callable[[str, str, str], Awaitable[str]]
 # round figure, several pull-and-push cycles on a loaded machine.
 HOLD_MAX_S = 30.0
 HOLD_POLL_S = 0.05
+
+# the setting's default (glossator.settings.max_push_bytes says why 1 GiB)
+DEFAULT_MAX_BODY = 1024**3
 
 HealthCheck = Callable[[], Awaitable[None]]
 Endpoint = Callable[[Request], Awaitable[Response]]
@@ -96,8 +100,10 @@ class GitServer:
         hook_env: Mapping[str, str] | None = None,
         post_receive: PostReceiveHandler | None = None,
         throttle: Throttle | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.store = store
+        self.max_body = max_body  # bytes of a request body (backend.spool_body)
         # wrong tokens a client address (core.throttle): shared with the web reader's logins
         self.throttle = throttle if throttle is not None else Throttle()
         self.policy = policy
@@ -143,11 +149,24 @@ class GitServer:
             return _unauthorized(access)
         if not self.store.exists(name):
             return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+        if (
+            access is Access.PUSH
+            and rest == "info/refs"
+            and receiving.being_deleted(self.store.path(name))
+        ):
+            # git prints the text/plain body of a refused info/refs as `remote:` lines; a
+            # push already past it is refused by its pre-receive hook (hooks.pre_receive),
+            # whose lines git shows: an HTTP error on the POST would read "RPC failed"
+            log.info("refused a push to %s: being deleted", name)
+            return PlainTextResponse(f"{receiving.DELETING_LINE.format(name=name)}\n", 409)
         marker = None
         if rest == "git-receive-pack":
             log.info("push received for %s", name)
             # a push under way: the commit-backs of its branches wait (hooks.receiving)
-            marker = receiving.begin(self.store.path(name))
+            try:
+                marker = receiving.begin(self.store.path(name))
+            except FileNotFoundError:  # deleted since `exists` above (`glossator repo delete`)
+                return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         try:
             return await self._backend(request, name, rest, credentials, marker)
         except BaseException:
@@ -163,7 +182,18 @@ class GitServer:
         credentials: Credentials | None,
         marker: receiving.Marker | None,
     ) -> Response:
-        body = await backend.spool_body(request) if request.method == "POST" else None
+        try:
+            body = (
+                await backend.spool_body(request, self.max_body)
+                if request.method == "POST"
+                else None
+            )
+        except (BodyTooLarge, BadRequest) as e:
+            if marker is not None:
+                marker.finish()
+            log.warning("refused a %s request to %s: %s", rest, name, e)
+            # Connection: close: the rest of the body is not read
+            return PlainTextResponse(f"{e}\n", e.status, headers={"Connection": "close"})
         if marker is not None and body is not None:
             refs = backend.pushed_refs(body, request.headers.get("content-encoding"))
             if refs:
@@ -205,7 +235,12 @@ class GitServer:
         except (ValueError, KeyError, TypeError):
             return JSONResponse({"error": "repository and updates required"}, 400)
         if not self.store.exists(name):
-            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+            # answered, not 404: on an error the hook would queue the jobs itself, for a
+            # name that is not served (issue 38's ghost `.<name>.deleting`)
+            log.warning("post-receive of %r: not a repository of the store, nothing queued", name)
+            return JSONResponse(
+                {"output": f"glossator: no repository named {name!r} here; indexing not queued\n"}
+            )
         output = await self.post_receive(name, updates, url)
         await self._let_other_writers_in(name, updates)
         return JSONResponse({"output": output})
@@ -338,6 +373,7 @@ def create_app(
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     post_receive: PostReceiveHandler | None = None,
     throttle: Throttle | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
 ) -> Starlette:
     """The ASGI app. `extra_routes` come before the git routes (which match `/<name>/…`).
     `post_receive`: what a push's post-receive hook asks of the server (HOOK_CALLBACK)."""
@@ -348,6 +384,7 @@ def create_app(
         hook_env=hook_env,
         post_receive=post_receive,
         throttle=throttle,
+        max_body=max_body,
     )
 
     async def healthz(request: Request) -> Response:

@@ -4,12 +4,15 @@ Git itself does the protocol (v0 and v2, pack negotiation, partial clone filters
 the ref updates with their locks and compare-and-swap, and the hooks; this
 module only adapts HTTP to CGI and back, streaming both bodies:
 
-- The request body is spooled to an unnamed temporary file (memory for the first
+- The request body is spooled to an unnamed temporary file, at most the server's
+  limit (GLOSSATOR_MAX_PUSH_BYTES): a Content-Length over it is refused before a
+  byte is read, a chunked body once it crosses it, nothing of it kept (413) (memory for the first
   MiB, then disk) and given to git as its stdin file descriptor. Git reads the
   whole request before it answers, and Starlette must not start the response
   while the request is still being received (its disconnect listener would eat
   request messages), so spooling first is both required and deadlock-free: git
-  never waits on a pipe we are not reading. A 200 MB push costs disk, not RAM.
+  never waits on a pipe we are not reading. A 200 MB push costs disk, not RAM,
+  and the limit bounds the disk.
 - The response is git's stdout: CGI headers (`Status:`, `Content-Type:` …),
   a blank line, then the body, streamed in 64 KiB chunks.
 - `Content-Encoding: gzip` request bodies are inflated by git itself
@@ -34,7 +37,7 @@ from pathlib import Path
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from gitserver.errors import BackendError
+from gitserver.errors import BackendError, BadRequest, BodyTooLarge
 
 log = logging.getLogger(__name__)
 
@@ -89,14 +92,37 @@ class CgiRequest:
         return env
 
 
-async def spool_body(request: Request) -> tempfile.SpooledTemporaryFile[bytes]:
-    """The whole request body in a spooled temp file, rewound."""
+def too_large(limit: int) -> str:
+    """The refusal of a body over `limit` bytes (git shows the 413 as "RPC failed")."""
+    return (
+        f"glossator: the request body is over this server's limit of {limit:,} bytes "
+        "(GLOSSATOR_MAX_PUSH_BYTES): push less at once (a few commits or branches at a time) "
+        "or ask its operator to raise it"
+    )
+
+
+async def spool_body(request: Request, limit: int) -> tempfile.SpooledTemporaryFile[bytes]:
+    """The whole request body in a spooled temp file, rewound; BodyTooLarge (nothing kept)
+    when it is over `limit` bytes: said by Content-Length before anything is read, or
+    met while a chunked body streams in, before the chunk that crosses it is written."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        try:
+            size = int(declared)
+        except ValueError:
+            raise BadRequest(f"bad Content-Length {declared[:40]!r}") from None
+        if size > limit:
+            raise BodyTooLarge(too_large(limit))
     spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(  # noqa: SIM115 - returned open, closed by run()
         max_size=SPOOL_IN_MEMORY
     )
+    written = 0
     try:
         async for chunk in request.stream():
             if chunk:
+                written += len(chunk)
+                if written > limit:
+                    raise BodyTooLarge(too_large(limit))
                 spool.write(chunk)
         spool.flush()
         spool.seek(0)

@@ -5,6 +5,9 @@ GlossatorError                  (core.errors)
       ├── RepositoryNameError   a name that is not allowed       (HTTP 400)
       ├── RepositoryNotFound    no such repository               (HTTP 404)
       ├── RepositoryExists      the name is taken                (HTTP 409)
+      ├── PushUnderWay          a delete waited too long for a push  (HTTP 409)
+      ├── BadRequest            a malformed request             (HTTP 400)
+      ├── BodyTooLarge          a request body over the limit    (HTTP 413)
       └── BackendError          `git http-backend` misbehaved    (HTTP 502)
 """
 
@@ -27,6 +30,18 @@ class RepositoryNotFound(GitServerError):
 
 class RepositoryExists(GitServerError):
     status = 409
+
+
+class PushUnderWay(GitServerError):
+    status = 409
+
+
+class BadRequest(GitServerError):
+    status = 400
+
+
+class BodyTooLarge(GitServerError):
+    status = 413
 
 
 class BackendError(GitServerError):

@@ -22,13 +22,19 @@ import re
 import shlex
 import shutil
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pygit2
 
 from core.vocabulary import DEFAULT_BRANCH, head_for
-from gitserver.errors import RepositoryExists, RepositoryNameError, RepositoryNotFound
+from gitserver.errors import (
+    PushUnderWay,
+    RepositoryExists,
+    RepositoryNameError,
+    RepositoryNotFound,
+)
 from hooks import receiving
 
 log = logging.getLogger(__name__)
@@ -58,6 +64,7 @@ CONFIG: dict[str, str | bool] = {
 }
 
 HOOKS = ("pre-receive", "post-receive")
+PUSH_POLL_S = 0.1  # between looks at the pushes a delete waits for
 # What the hook scripts run: named, not imported (the composition root is above this layer).
 HOOK_MODULE = "glossator.githooks"
 
@@ -150,13 +157,27 @@ class RepoStore:
         log.info("created repository %s", name)
         return full
 
-    def retire(self, name: str) -> Path:
-        """Take repository `name` out of service before it is deleted: renamed to a hidden
-        name in the store, so pushes and clones answer "no repository" and a job that
-        opens it fails. Returns where it now is (also when an earlier delete left it
-        there); RepositoryNotFound when neither exists. Remove it with `shutil.rmtree`."""
+    def retire(self, name: str, *, wait_s: float = 600.0) -> Path:
+        """Take repository `name` out of service before it is deleted: marked as being
+        deleted (every push from then on is refused, hooks.receiving.DELETING), the pushes
+        being received waited for (up to `wait_s`, else PushUnderWay: run it again), then
+        renamed to a hidden name in the store, so pushes and clones answer "no repository"
+        and a job that opens it fails. Never renamed under a push: git would go on in the
+        renamed directory and its hooks would queue jobs for a name that is not served
+        (issue 38). Returns where it now is (also when an earlier delete left it there);
+        RepositoryNotFound when neither exists. Remove it with `shutil.rmtree`."""
         full, aside = self.path(name), self.root / f".{name}.deleting"
         if self.exists(name):
+            receiving.mark_deleting(full)
+            deadline = time.monotonic() + wait_s
+            while pushes := receiving.receiving_now(full):
+                if time.monotonic() >= deadline:
+                    raise PushUnderWay(
+                        f"{pushes} push(es) to {name!r} still being received after "
+                        f"{wait_s:.0f} s; {name} refuses pushes from now on: run "
+                        f"`glossator repo delete {name} --yes` again to finish"
+                    )
+                time.sleep(PUSH_POLL_S)
             if aside.exists():
                 shutil.rmtree(aside)
             os.rename(full, aside)

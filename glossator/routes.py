@@ -34,7 +34,7 @@ from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from search.web.reader import WebReader
 from store.db import Database
 from store.errors import describe_failure
-from store.server import ping_async
+from store.server import ping_async, write_probe_async
 
 # the statuses /api/jobs filters on: the queue's, and the words of a run's outcome
 JOB_STATUSES = frozenset(
@@ -120,6 +120,8 @@ class Endpoints:
             pool = await self.db.open_async_pool()
             async with pool.connection(timeout=10) as conn:
                 await ping_async(conn)
+                # it also writes: reads go on when the disk is full (issue 38)
+                await write_probe_async(conn)
         except (psycopg.Error, PoolTimeout) as e:
             raise RuntimeError(describe_failure(e)) from None
 

@@ -126,6 +126,7 @@ def build_app(
         lifespan=lifespan,
         post_receive=endpoints.post_receive,
         throttle=throttle,
+        max_body=settings.max_push_bytes,
     )
     app.state.service = lifespan.state
     return app

@@ -151,6 +151,14 @@ class Settings(BaseSettings):
         description="Comma-separated tokens for clone/fetch when anonymous reads are off "
         "(push tokens also read).",
     )
+    max_push_bytes: PositiveInt = Field(
+        # 1 GiB: the example (one book, 580 KB of Markdown, its sidecars with 384-d
+        # vectors) packs to ~3 MB, so one push carries ~300 such books at once, more than
+        # a sane library sends in one push; a 2 GB body is refused (issue 38)
+        1024**3,
+        description="Largest request body of a push (or fetch) in bytes, refused with HTTP "
+        "413 before it is written to disk; push a larger library in several pushes.",
+    )
     anonymous_read: Flag = Field(
         True,  # a judgment call: a server of books is there to be cloned; pushes need a token
         description="Allow clone and fetch without a token.",

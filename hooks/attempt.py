@@ -14,8 +14,10 @@ attempt's status and what follows it:
   and reconciliation leaves the branch alone at that tip until a push;
 - other problems, or a failure: the follow-up of hooks.retries, until it gives up.
 
-A failure is raised to procrastinate as `JobFailed`, one line, its follow-up
-already queued. `Indexed` is told of each branch indexed (search.warming).
+A job for a repository the store no longer holds (deleted, or a name it never
+serves) is dropped with a log line, neither run nor followed up: it could only fail,
+and retry, for ever (issue 38). A failure is raised to procrastinate as `JobFailed`,
+one line, its follow-up already queued. `Indexed` is told of each branch indexed (search.warming).
 """
 
 from __future__ import annotations
@@ -28,11 +30,23 @@ import psycopg
 
 from hooks.job import BranchIndexer, Outcome
 from hooks.progress import JobProgress
+from hooks.repositories import Repositories
 from hooks.retries import FollowUps, retry_line
 from hooks.runs import RunHistory, one_line
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
+
+
+def _gone(store: Repositories, name: str) -> bool:
+    """Whether repository `name` is gone for good: a name the store never serves, or
+    absent from a store that is there (a missing store, say an unmounted shared volume,
+    fails the job instead, and it is retried)."""
+    try:
+        path = store.path(name)
+    except ValueError:  # gitserver's RepositoryNameError is one
+        return True
+    return path.parent.is_dir() and not store.exists(name)
 
 
 class JobFailed(RuntimeError):
@@ -69,6 +83,14 @@ class Attempts:
 
     def run(self, job_id: int, attempt: int, repository: str, branch: str, failures: int) -> None:
         """One attempt, from its start in the history to its end there."""
+        if _gone(self.job.store, repository):
+            log.warning(
+                "job %s (%s/%s) dropped: no such repository any more (deleted)",
+                job_id,
+                repository,
+                branch,
+            )
+            return
         self.history.start(job_id, attempt, repository, branch, self.worker)
         progress = JobProgress(
             lambda snap: self.history.progress(job_id, attempt, snap),

@@ -58,6 +58,14 @@ def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdou
     if not branches:
         return 0
     repository, url = config.repository, config.database_url
+    if config.git_dir and not Path(config.git_dir).resolve().name.endswith(SUFFIX):
+        # a repository renamed aside by `glossator repo delete` (gitserver.repos.retire):
+        # its name is not served, and a job for it would retry for ever (issue 38)
+        print(
+            f"glossator: repository {repository} is being deleted; indexing not queued",
+            file=out,
+        )
+        return 0
     head = _settle_head(config, created, out)
     if not url:
         print(

@@ -30,12 +30,14 @@ from __future__ import annotations
 import sys
 import unicodedata
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import TextIO
 
 import pygit2
 from pygit2.enums import FileMode
 
 from hooks.gitsource import GitTreeSource
+from hooks.receiving import DELETING_LINE, being_deleted
 from hooks.refupdates import ZERO, parse_updates
 from indexer.corpus import frontmatter
 from indexer.corpus.errors import CorpusError, Problem
@@ -200,15 +202,25 @@ def main(
     stdin: TextIO = sys.stdin,
     out: TextIO = sys.stderr,
 ) -> int:
+    if being_deleted(Path(git_dir)):
+        name = Path(git_dir).resolve().name.removesuffix(".git")
+        print(DELETING_LINE.format(name=name), file=out)
+        return 1
     try:
         repo = open_repository(git_dir, quarantine)
         problems = check_updates(repo, parse_updates(stdin))
-    except Exception as e:  # never let a bug in the check block every push silently
+    except Exception as e:
+        # Refused: a check that crashed cannot vouch for the push, and the crash may be the
+        # repository changing under it (issue 38: a delete renamed it; the push was then
+        # "accepted" and lost). A retry costs the pusher one command; a bug that repeats
+        # is reported by the line below, which names it.
+        why = " ".join(str(e).split())[:300]
         print(
-            f"glossator: the push check failed ({type(e).__name__}: {e}); push accepted",
+            f"glossator: the push check failed ({type(e).__name__}: {why}); "
+            "push refused, nothing was stored: push again, and report this line if it repeats",
             file=out,
         )
-        return 0
+        return 1
     if not problems:
         return 0
     for p in problems:

@@ -150,3 +150,41 @@ def clear(repo_path: Path) -> int:
                 os.unlink(entry.path)
                 removed += 1
     return removed
+
+
+# A repository being deleted (`glossator repo delete`, gitserver.repos.RepoStore.retire)
+# carries this file in its git dir, outside DIR (which `clear` empties at start). The
+# delete writes it, then waits until no push is being received; a push writes its marker,
+# then looks for it (the server, then the pre-receive hook): each of the two sees the
+# other, so a push is either received before the repository goes, or refused.
+DELETING = "glossator-deleting"
+DELETING_LINE = (
+    "glossator: repository {name} is being deleted (`glossator repo delete`): push refused, "
+    "nothing was stored"
+)
+
+
+def mark_deleting(repo_path: Path) -> None:
+    """Refuse every push from now on: the repository is being deleted."""
+    (repo_path / DELETING).write_text("glossator repo delete\n")
+
+
+def being_deleted(repo_path: Path) -> bool:
+    return (repo_path / DELETING).exists()
+
+
+def receiving_now(repo_path: Path, *, stale_s: float = STALE_S, now: float | None = None) -> int:
+    """How many pushes are being received (their markers not ended, nor stale)."""
+    try:
+        entries = list(os.scandir(repo_path / DIR))
+    except FileNotFoundError:
+        return 0
+    now = time.time() if now is None else now
+    count = 0
+    for entry in entries:
+        if entry.name.endswith((ENDED, ".tmp")):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            if now - entry.stat().st_mtime <= stale_s:
+                count += 1
+    return count

@@ -39,6 +39,17 @@ _CONNECTION = "08"
 _SHUTDOWN = ("57P01", "57P02", "57P03")
 
 
+def is_outage(e: BaseException) -> bool:
+    """Whether a database failure is the server's state (out of a resource: a full disk;
+    the connection gone; shutting down), not the statement's: every statement would meet it."""
+    sqlstate = getattr(e, "sqlstate", None) or ""
+    return (
+        sqlstate.startswith((_RESOURCE, _CONNECTION))
+        or sqlstate in _SHUTDOWN
+        or (not sqlstate and type(e).__name__ == "OperationalError")
+    )
+
+
 def describe_failure(e: BaseException) -> str:
     """A database failure as one line for a client or a log: what, and what to do.
 

@@ -52,6 +52,7 @@ from indexer.corpus.errors import CorpusError, Problem
 from indexer.corpus.sidecar_format import Sidecar, loads, validate
 from indexer.corpus.source import FileSource
 from store import catalogue, vectors
+from store.errors import is_outage
 
 log = logging.getLogger(__name__)
 
@@ -281,6 +282,11 @@ def _guarded(load: _Load, path: str, work: Callable[[], None]) -> None:
         result.problems.append(Problem(sidecar_path(path), message))
         log.info("not loaded, previous rows kept: %s: %s", path, message)
     except psycopg.Error as e:
+        if is_outage(e):
+            # not this file's fault, and every other file would meet it too (issue 38:
+            # a full disk made each file a problem and the job "done, loaded 0"): the job
+            # fails with the failure's sentence (store.errors.describe_failure)
+            raise
         # the savepoint rolled back: this file keeps its previous rows
         message = f"the database refused this file ({type(e).__name__}: {e.sqlstate})"
         result.problems.append(Problem(path, message))

@@ -153,6 +153,12 @@ def test_a_database_that_does_not_answer_is_one_clear_line(
     assert "restarting" in describe_failure(psycopg.errors.AdminShutdown("terminating"))
     lost = psycopg.OperationalError('connection to server at "127.0.0.1", port 9 failed')
     assert "does not answer" in describe_failure(lost) and "127.0.0.1" not in describe_failure(lost)
+    # the server's state, which fails a load's job (store.loader), not a file's own fault
+    from store.errors import is_outage
+
+    assert is_outage(psycopg.errors.DiskFull("could not extend file")) and is_outage(lost)
+    assert is_outage(psycopg.errors.AdminShutdown("terminating"))
+    assert not is_outage(psycopg.errors.UniqueViolation("duplicate key"))
 
     result = CliRunner().invoke(cli, ["status"], env={"GLOSSATOR_DATABASE_URL": unused_url})
     assert result.exit_code == 1 and "does not answer" in result.output
@@ -178,3 +184,26 @@ def unused_url() -> str:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     return f"postgresql://glossator:secret@127.0.0.1:{port}/glossator?connect_timeout=5"
+
+
+def test_pre_receive_refuses_a_push_to_a_repository_being_deleted_or_when_it_crashes(
+    tmp_path: Path,
+) -> None:
+    """Issue 38: a repository marked as being deleted refuses every push from its
+    pre-receive hook; a check that crashes refuses too, saying so (never "accepted")."""
+    import pygit2
+
+    from hooks import receiving
+
+    bare = tmp_path / "livre.git"
+    pygit2.init_repository(str(bare), bare=True)
+    receiving.mark_deleting(bare)
+    out = io.StringIO()
+    assert pre_receive.main(str(bare), None, io.StringIO(""), out) == 1
+    assert out.getvalue().startswith("glossator: repository livre is being deleted")
+    out = io.StringIO()
+    missing = tmp_path / "gone.git"  # what the push meets when the repository went away
+    assert pre_receive.main(str(missing), None, io.StringIO(""), out) == 1
+    said = out.getvalue()
+    assert said.startswith("glossator: the push check failed (") and "push refused" in said
+    assert said.count("\n") == 1

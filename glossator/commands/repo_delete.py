@@ -8,11 +8,19 @@ In this order, so that nothing comes back: the repository is taken out of servic
 fails), its queued jobs are cancelled, a running one is waited for (`--wait`), then
 its rows and records go (`store.removal`, one transaction), then its jobs
 (`hooks.queue`), then the repository's files. A delete stopped half-way (a job still
-running after `--wait`) is finished by running the same command again.
+running after `--wait`, or a push still being received) is finished by running the
+same command again.
+
+A ghost — the records and jobs of `.<name>.deleting`, the hidden name a repository
+had while being deleted, left by a push that raced the delete before the two were
+serialised (issue 38) — is not a repository name, but it is accepted here:
+`glossator repo delete .livre.deleting` drops its rows and jobs (and the folder,
+if one is left).
 """
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import time
@@ -26,6 +34,8 @@ from glossator.commands.repos import _settings, _status_conninfo, _store
 from glossator.settings import Settings
 
 POLL_S = 0.5  # between looks at a running job
+# gitserver.repos.RepoStore.retire's hidden name: `.<repository name>.deleting`
+GHOST = re.compile(r"^\.[a-z0-9][a-z0-9._-]{0,63}\.deleting$")
 
 
 @click.command("delete")
@@ -43,6 +53,9 @@ def repo_delete(name: str, yes: bool, wait_s: float) -> None:
     """Delete repository NAME: its git repository, its indexed rows and its jobs."""
     settings = _settings()
     store = _store(settings)
+    if GHOST.match(name):
+        _delete_ghost(settings, store.root / name, yes, wait_s)
+        return
     try:
         path = store.path(name)
     except GitServerError as e:
@@ -64,12 +77,31 @@ def repo_delete(name: str, yes: bool, wait_s: float) -> None:
             abort=True,
         )
     try:
-        retired = store.retire(name)
+        retired = store.retire(name, wait_s=wait_s)
     except GitServerError as e:
         raise click.ClickException(str(e)) from None
     rows, jobs = _forget(settings, name, wait_s)
     shutil.rmtree(retired)
     click.echo(f"deleted repository {name}: its git repository, {rows} rows, {jobs} jobs")
+
+
+def _delete_ghost(settings: Settings, folder: Path, yes: bool, wait_s: float) -> None:
+    """The rows, jobs and folder left under a repository's hidden name (module docstring)."""
+    name = folder.name
+    if not yes:
+        if not sys.stdin.isatty():
+            raise click.ClickException(
+                f"not deleting {name!r} without a confirmation: stdin is not a terminal; "
+                f"run `glossator repo delete {name} --yes` to delete it"
+            )
+        click.confirm(f"Delete what is left of {name!r}: its rows and its jobs?", abort=True)
+    rows, jobs = _forget(settings, name, wait_s)
+    there = folder.is_dir() and not folder.is_symlink()
+    if there:
+        shutil.rmtree(folder)
+    if not (rows or jobs or there):
+        raise click.ClickException(f"nothing of {name!r} to delete: no rows, jobs or folder")
+    click.echo(f"deleted what was left of {name}: {rows} rows, {jobs} jobs")
 
 
 def _forget(settings: Settings, name: str, wait_s: float) -> tuple[int, int]:

@@ -210,8 +210,13 @@ def _print_status(
             )
             for line in r["problems"][:20]:
                 click.echo(f"  - {line}")
+    behind = {(f["repository"], f["branch"]): f for f in failing}
     for repo_name, branch, commit, at in indexed:
-        click.echo(f"indexed {repo_name}/{branch} at {commit[:12]} ({at:%Y-%m-%d %H:%M:%S})")
+        # a branch whose last job failed or met problems is not current at that commit:
+        # its rows are those of an earlier index, or miss what the job could not load
+        f = behind.get((repo_name, branch))
+        why = "" if f is None else f"; not current: its last job (job {f['job']}) {f['status']}"
+        click.echo(f"indexed {repo_name}/{branch} at {commit[:12]} ({at:%Y-%m-%d %H:%M:%S}){why}")
     for f in failing:  # the exit code is 1: say why, and what to do
         what = f["error"] or f"{f['problem_count']} problem(s), first: {(f['problems'] or [''])[0]}"
         click.echo(
