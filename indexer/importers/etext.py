@@ -278,8 +278,10 @@ _CARD_WORDS = re.compile(
 _CARD_KEY = re.compile(r"^[A-ZÀ-Ý0-9' ]{3,}:")  # `DIRITTI D'AUTORE: no`, in capitals
 
 
-# a header's `Release date: …`, `Language: English`, `Credits: …`
-_KEY_VALUE = re.compile(r"^[A-ZÀ-Ý][\w' ]{1,30}:\s+\S")
+# a header's `Release date: …`, `Language: English`, `Credits: …`; Liber Liber's
+# `1a EDIZIONE ELETTRONICA DEL: …` and the scale under `INDICE DI AFFIDABILITA': 1`
+# (`0: affidabilità bassa`)
+_KEY_VALUE = re.compile(r"^(?:[A-ZÀ-Ý]|\d+\w?\b)[\w' ]{0,30}:\s+\S")
 
 
 def _card_like(text: str) -> bool:
@@ -495,12 +497,22 @@ def _card_end(paras: list[_P], texts: list[str], i: int) -> int:
     last = i
     k = i + 1
     while k < len(paras) and k - last <= CARD_GAP:
-        if _heading(texts[k]) or is_contents_title(texts[k]):
+        if _card_field(texts[k]):
+            last = k
+        elif _heading(texts[k]) or is_contents_title(texts[k]):
             break
-        if _card_like(texts[k]) or is_boilerplate(texts[k]):
+        elif _card_like(texts[k]) or is_boilerplate(texts[k]):
             last = k
         k += 1
     return last + 1
+
+
+def _card_field(text: str) -> bool:
+    """A card's field, though its key reads like a liminary title: `NOTE:` with no
+    value (Liber Liber's card: `NOTE:`, `SOGGETTO:`, `REVISIONE:`, their values, if any,
+    on the lines under them). A heading's own colon is followed by its title."""
+    first = text.split("\n", 1)[0].strip()
+    return bool(_CARD_KEY.match(first)) and first.endswith(":")
 
 
 def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cleaned[_P]) -> None:

@@ -60,6 +60,8 @@ def _too_long(text: str) -> bool:
 
 
 MAX_TITLE_CHARS = 100
+# A chapter's argument as its title: up to this long (as `_argument_title` takes it)
+MAX_ARGUMENT_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -286,7 +288,10 @@ def _candidate(paras: Sequence[Para], i: int) -> Found | None:
     if h.kind == "piece":
         return Found(i, h, 1) if not rest else None
     if rest:  # the title continues (or is) on the next lines of the same paragraph
-        if len(rest) > 3 or any(len(x) > MAX_TITLE_CHARS for x in rest):
+        # a numeral alone over one long line: that line is the chapter's argument, its
+        # title (Pinocchio's run to 187 characters, unwrapped as Liber Liber's files are)
+        argument = not h.title and len(rest) == 1 and len(rest[0]) <= MAX_ARGUMENT_CHARS
+        if len(rest) > 3 or (any(len(x) > MAX_TITLE_CHARS for x in rest) and not argument):
             return None
         if any(x[:1].islower() for x in rest) and not h.title:
             return None
@@ -505,11 +510,21 @@ def _argument_title(paras: Sequence[Para], k: int, usual_gap: int) -> str | None
     between its paragraphs; in a file without blank lines, one short line."""
     p = paras[k]
     text = " ".join(x.strip() for x in p.lines).strip("_ ")
-    if len(text) > 300 or len(p.lines) > 4 or not text[:1].isupper() or k + 1 >= len(paras):
+    if (
+        len(text) > MAX_ARGUMENT_CHARS
+        or len(p.lines) > 4
+        or not text[:1].isupper()
+        or k + 1 >= len(paras)
+    ):
         return None
     if parse(p.lines[0]) is not None:
         return None
     if usual_gap >= 1 and _gap(paras, k) > usual_gap:
+        return text
+    if usual_gap >= 1 and k > 0 and _gap(paras, k - 1) == 0 and _gap(paras, k) >= usual_gap:
+        # glued to its numeral (no blank line between them) in a book whose paragraphs
+        # are set apart by blank lines: one heading (`I` / its argument, one paragraph a
+        # line as in Liber Liber's unwrapped files)
         return text
     if usual_gap == 0 and len(p.lines) == 1 and len(text) <= 200:
         return text

@@ -1,0 +1,71 @@
+"""The e-text shapes issue 40 found misread, each on a real text (tests/fixtures/etexts/,
+SOURCES.md names each source), and the `left out …` notices on stderr through the CLI.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from glossator.cli import main
+from indexer.corpus.layout import read_corpus
+from indexer.corpus.source import DirectorySource
+from indexer.importers.text import read_text
+
+ETEXTS = Path(__file__).parent / "fixtures" / "etexts"
+LIBER_LIBER = ETEXTS / "collodi-pinocchio-liberliber-card.txt"
+PINOCCHIO_TITLES = [
+    "Come andò che Maestro Ciliegia, falegname trovò un pezzo di legno che piangeva e "
+    "rideva come un bambino.",
+    "Maestro Ciliegia regala il pezzo di legno al suo amico Geppetto, il quale lo prende per "
+    "fabbricarsi un burattino maraviglioso, che sappia ballare, tirar di scherma e fare i "
+    "salti mortali.",
+    "Geppetto, tornato a casa, comincia subito a fabbricarsi il burattino e gli mette il nome "
+    "di Pinocchio. Prime monellerie del burattino.",
+    "La storia di Pinocchio col Grillo-parlante, dove si vede come i ragazzi cattivi hanno a "
+    "noja di sentirsi correggere da chi ne sa più di loro.",
+]
+
+
+def test_liber_liber_card_with_empty_fields_and_long_titles_under_bare_numerals(
+    tmp_path: Path,
+) -> None:
+    """Liber Liber's card as its files carry it now (`NOTE:`, `SOGGETTO:` with no value on
+    their line, `CODICE ISBN E-BOOK`, `TRATTO DA`, `INDICE DI AFFIDABILITA': 1` over its
+    scale `0: affidabilità bassa`…): all of it left out, none of it a piece titled `Note`
+    (it was: the card ended at `NOTE:`, read as a liminary heading). Each chapter's numeral
+    alone on its line with its long argument on the next (unwrapped) is one heading with
+    that title (they were untitled, the argument left as the chapter's first paragraph)."""
+    work = read_text(LIBER_LIBER)
+    assert (work.title, work.author, work.lang) == (
+        "Le avventure di Pinocchio",
+        "Carlo Collodi",
+        "it",
+    )
+    assert not work.parts
+    assert [(s.number, s.title) for s in work.sections()] == list(
+        zip(["I", "II", "III", "IV"], [t.rstrip(".") for t in PINOCCHIO_TITLES], strict=True)
+    )
+    assert work.sections()[0].body.startswith("— C'era una volta....")
+    text = "\n".join(s.body for s in work.sections())
+    assert "AFFIDABILIT" not in text and "SOGGETTO" not in text and "TRATTO DA" not in text
+    assert work.notes == [
+        "left out the licence card before the text (lines 1-57)",
+        "left out the title page before 'I' (3 paragraphs, lines 61-65)",
+    ]
+
+
+def test_left_out_notices_on_stderr_with_dry_run_and_import(tmp_path: Path) -> None:
+    """docs/corpus.md promises `left out …` on stderr: with --dry-run and without, the
+    tree or the summary on stdout, the notices on stderr only."""
+    dest = tmp_path / "book"
+    for args in (["--dry-run"], []):
+        result = CliRunner().invoke(main, ["corpus", "import", str(LIBER_LIBER), str(dest), *args])
+        assert result.exit_code == 0, result.output
+        assert "left out the licence card before the text (lines 1-57)" in result.stderr
+        assert "left out the title page before 'I'" in result.stderr
+        assert "left out" not in result.stdout
+        assert "0 parts, 4 chapters, 0 pieces" in result.stdout
+    corpus = read_corpus(DirectorySource(dest))
+    assert [p for p in corpus.problems if p.severity == "error"] == []
