@@ -69,3 +69,43 @@ def test_left_out_notices_on_stderr_with_dry_run_and_import(tmp_path: Path) -> N
         assert "0 parts, 4 chapters, 0 pieces" in result.stdout
     corpus = read_corpus(DirectorySource(dest))
     assert [p for p in corpus.problems if p.severity == "error"] == []
+
+
+SMITH = ETEXTS / "smith-wealth-of-nations-pg3300-excerpt.txt"
+
+
+def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> None:
+    """Smith's Wealth of Nations (Gutenberg #3300): `BOOK I.` (its title in capitals on
+    three lines) holds chapters, and `CHAPTER X.` divides its own text into `PART I.` and
+    `PART II.--…`. Those were read as parts (and `BOOK II.` filed under `PART II` as a part
+    of parts); they are the chapter's sections, `###` headings in its text."""
+    work = read_text(SMITH)
+    assert (work.title, work.author, work.lang) == (
+        "An Inquiry into the Nature and Causes of the Wealth of Nations",
+        "Adam Smith",
+        "en",
+    )
+    assert [s.title for _, s in work.pieces] == ["Introduction and Plan of the Work"]
+    assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
+        (
+            "Of the Causes of Improvement in the Productive Powers of Labour, and of the Order "
+            "According to Which Its Produce Is Naturally Distributed Among the Different Ranks "
+            "of the People",
+            [
+                ("I", "Of the Division of Labour"),
+                ("X", "Of Wages and Profit in the Different Employments of Labour and Stock"),
+            ],
+        ),
+        (
+            "Of the Nature, Accumulation, and Employment of Stock",
+            [(None, "Introduction"), ("I", "Of the Division of Stock")],
+        ),
+    ]
+    chapter_x = work.parts[0].sections[1].body
+    assert (
+        "\n\n### Part I. Inequalities arising from the nature of the employments themselves\n\n"
+        in chapter_x
+    )
+    assert "\n\n### Part II. Inequalities occasioned by the Policy of Europe\n\n" in chapter_x
+    assert chapter_x.rstrip().endswith("and from place to place.")
+    assert "headings labelled 'Part' met inside chapters are kept as their sections" in work.notes

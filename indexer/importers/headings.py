@@ -295,7 +295,12 @@ def _candidate(paras: Sequence[Para], i: int) -> Found | None:
             return None
         if any(x[:1].islower() for x in rest) and not h.title:
             return None
-        title = " ".join([h.title, *rest]).strip() if h.title else " ".join(rest)
+        if h.title and not any(c.islower() for x in [lines[0], *rest] for c in x):
+            # a title in capitals over several lines (`BOOK I. OF THE CAUSES … LABOUR,` /
+            # `AND OF THE ORDER …`): one title, its case normalised as a whole
+            title = " ".join([h.title.upper(), *rest])
+        else:
+            title = " ".join([h.title, *rest]).strip() if h.title else " ".join(rest)
         return Found(i, h.with_title(_clean_title(title)), 1)
     k = i + 1 + again
     if not h.title and k < len(paras):

@@ -348,6 +348,7 @@ def read_text(
         body = paras[first:]
         work.add_chapter(_section(work.title, None, {}, body, book, path))
         return work
+    heads, paras = _chapter_sections(heads, paras, work)
     _assemble(work, heads, paras, book, path, Selection(exclude, skip_front_matter))
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
@@ -558,6 +559,57 @@ def _assemble(
         if not in_work:
             work.add_part(part)
             in_work = True
+
+
+def _chapter_sections(
+    heads: list[H.Found], paras: list[_Para], work: Work
+) -> tuple[list[H.Found], list[_Para]]:
+    """A part heading met inside a chapter is that chapter's section, not a new part
+    (Smith's Wealth of Nations: `BOOK I.` holds `CHAPTER X.`, whose text is divided into
+    `PART I.` and `PART II.`, then `CHAPTER XI.`). Its label is first met after a chapter,
+    with text under it, and the chapters after it go on with the numbering (a part that
+    holds chapters comes before its first one, or starts them again from one: `TOME I` /
+    `LIVRE PREMIER` / `CHAPITRE I`…`LIVRE DEUXIÈME` / `CHAPITRE I`). It stays in the
+    chapter's text as a `###` heading (DESIGN §3: deeper headings stay in the chapter)."""
+    first_seen: dict[str | None, int] = {}  # a part label → the position of its first heading
+    for n, f in enumerate(heads):
+        if f.heading.kind == "part":
+            first_seen.setdefault(f.heading.label, n)
+    inner: set[str | None] = set()
+    for label, n in first_seen.items():
+        before = heads[n - 1].heading if n > 0 else None
+        if before is None or before.kind != "chapter" or before.value is None:
+            continue
+        nxt = None  # the next chapter under this label (another part's heading: none)
+        for f in heads[n + 1 :]:
+            if f.heading.kind == "part" and f.heading.label != label:
+                break
+            if f.heading.kind == "chapter":
+                nxt = f.heading
+                break
+        restarts = nxt is not None and nxt.label == before.label and nxt.value == 1
+        end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
+        has_text = any(p.text.strip() for p in paras[heads[n].index + heads[n].consumed : end])
+        if has_text and not restarts:
+            inner.add(label)
+    if not inner:
+        return heads, paras
+    paras = list(paras)
+    kept: list[H.Found] = []
+    in_chapter = False
+    for f in heads:
+        h = f.heading
+        if h.kind == "part" and h.label in inner and in_chapter:
+            title = " ".join(f"{h.label} {h.number}. {h.title}".split()).rstrip(". ")
+            paras[f.index] = _Para([f"### {title}"], paras[f.index].line)
+            for k in range(f.index + 1, f.index + f.consumed):
+                paras[k] = _Para([], paras[k].line)
+            continue
+        in_chapter = h.kind == "chapter" or (in_chapter and h.kind == "part" and h.label in inner)
+        kept.append(f)
+    labels = ", ".join(sorted(repr(x) for x in inner if x))
+    work.notes.append(f"headings labelled {labels} met inside chapters are kept as their sections")
+    return kept, paras
 
 
 def _has_text(body: list[_Para]) -> bool:
