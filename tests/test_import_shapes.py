@@ -109,3 +109,53 @@ def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> N
     assert "\n\n### Part II. Inequalities occasioned by the Policy of Europe\n\n" in chapter_x
     assert chapter_x.rstrip().endswith("and from place to place.")
     assert "headings labelled 'Part' met inside chapters are kept as their sections" in work.notes
+
+
+NIEBLA = ETEXTS / "unamuno-niebla-pg49836-excerpt.txt"
+
+
+def test_niebla_note_post_preface_title_over_chapter_one_and_an_epilogue_on_two_lines(
+    tmp_path: Path,
+) -> None:
+    """Unamuno's Niebla (Gutenberg #49836) as gutenberg.org serves it, a byte-order mark
+    and CRLF line ends: a `NOTA DE TRANSCRIPCIÓN` of bulleted items before the title page
+    (they were a piece with it), a `POST-PRÓLOGO` signed `M. DE U.` after the `PRÓLOGO`
+    (it was merged into it), the book's title `NIEBLA` over `I` (it was left at the end of
+    the post-preface), and the epilogue's heading over two paragraphs, `ORACIÓN FÚNEBRE` /
+    `POR MODO DE EPÍLOGO` (it was chapter III's text)."""
+    src = tmp_path / "pg49836.txt"
+    src.write_bytes(
+        b"\xef\xbb\xbf" + NIEBLA.read_text(encoding="utf-8").replace("\n", "\r\n").encode()
+    )
+    work = read_text(src)
+    assert (work.title, work.author, work.lang) == ("Niebla (Nivola)", "Miguel de Unamuno", "es")
+    assert [(s.number, s.title) for s in work.sections()] == [
+        (None, "Prólogo"),
+        (None, "Post-prólogo"),
+        ("I", "Capítulo I"),
+        ("II", "Capítulo II"),
+        ("III", "Capítulo III"),
+        (None, "Oración Fúnebre por Modo de Epílogo"),
+    ]
+    prologue, post, first, _, third, epilogue = work.sections()
+    assert prologue.body.rstrip().endswith("Y con esto acabo.\n\nVÍCTOR GOTI.")
+    assert post.body.startswith("De buena gana discutiría")
+    assert post.body.rstrip().endswith("M. DE U.")
+    assert first.body.startswith("Al aparecer Augusto")
+    assert third.body.rstrip().endswith("salió a la calle.")
+    assert epilogue.body.startswith("Suele ser costumbre al final de las novelas")
+    text = "".join(s.body for s in work.sections())
+    assert "NIEBLA" not in text and "TRANSCRIPCIÓN" not in text and "ÍNDICE" not in text
+    assert work.notes == [
+        "left out Project Gutenberg's header (lines 1-26)",
+        "left out Project Gutenberg's licence after the text (lines 274-280)",
+        "left out a transcriber's note (lines 28-41)",
+        "left out the list with page numbers 'ÍNDICE' (36 entries, lines 228-266)",
+        "left out the book's title 'NIEBLA' over 'I' (line 136)",
+        "left out the title page before 'PRÓLOGO' (9 paragraphs, lines 46-76)",
+    ]
+    dry = CliRunner().invoke(main, ["corpus", "import", str(src), str(tmp_path / "n"), "--dry-run"])
+    assert dry.exit_code == 0, dry.output
+    for note in work.notes:
+        assert f"Niebla (Nivola): {note}" in dry.stderr
+    assert "would import 1 work(s), 0 parts, 3 chapters, 3 pieces" in dry.stdout

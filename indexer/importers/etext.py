@@ -63,6 +63,7 @@ _BOILERPLATE = re.compile(
     # transcribers' notes, in the languages of indexer.corpus.lang
     r"\[?transcriber'?s'? notes?|\[?note de transcription|\[?nota del trascrittore|"
     r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o|"
+    r"\[?nota de transcripci[óo]n|"
     # the transcriber's table of the characters the file uses (Gutenberg's Divina
     # Commedia, #1012: `TAVOLA DEI CARATTERI SPECIALI / TABLE OF SPECIAL CHARACTERS`)
     r"(?:table|list) of (?:special )?characters|tavola dei caratteri|"
@@ -364,8 +365,16 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
                 # boilerplate or heading, three paragraphs of prose at most and any number
                 # of list lines (a table of characters: `à = a grave`)
                 prose = 0
+                gaps = []  # blank lines before each of its paragraphs
                 while j < n and not is_boilerplate(texts[j]) and not _heading(texts[j]):
-                    listed = all(len(x.strip()) < LIST_LINE for x in paras[j].lines)
+                    gap = paras[j].line - (paras[j - 1].line + len(paras[j - 1].lines))
+                    if gaps and gap > max(gaps) + 1:
+                        break  # set apart from the note by more blank lines than its own
+                    gaps.append(gap)
+                    # (a bulleted item, `  * Se ha modernizado la ortografía…`, is a list's)
+                    listed = all(len(x.strip()) < LIST_LINE for x in paras[j].lines) or bool(
+                        _BULLET.match(paras[j].lines[0])
+                    )
                     prose += 0 if listed else 1
                     if prose > 3:
                         break
@@ -488,6 +497,7 @@ _NOTE = re.compile(
 # A line of a list or table, not of prose: shorter than any wrapped line (Gutenberg wraps
 # at 70-75 columns); a transcriber's note runs on over such lines
 LIST_LINE = 40
+_BULLET = re.compile(r"^\s*[*•·–-]\s+\S")
 _RULE = re.compile(r"^[-–—*_=.·•~ ]{3,}$")  # a typographic rule: `- - - - -`, `* * *`
 
 

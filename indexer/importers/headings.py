@@ -37,11 +37,16 @@ _BARE = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})(?:(?P<sep>[.:)])\s*(?P<rest>.*
 _SEP = re.compile(r"^\s*(?:[.:)\]]|[—–-]{1,2}|\s)\s*(?:[—–-]{1,2}\s*)?")
 _LIMINARY = re.compile(
     r"^(?:the\s+)?(?:(?:author|translator|editor|publisher)['’]?s?\s+)?"
+    # `by way of epilogue`, `por modo de epílogo`, `en guise de préface`, `a mo' di prefazione`
+    r"(?:(?:by way of(?: an?)?|as an?|por modo de|a modo de|a manera de|en guise de|"
+    r"en forme de|in guisa di|a mo['’] di|als|bij wijze van)\s+)?"
+    # a second preface after the first: `POST-PRÓLOGO` (Unamuno's Niebla), `Post-scriptum`
+    r"(?:post-?)?"
     r"(?:preface|pr[ée]face|foreword|introduction|prologue|prolog|epilogue|[ée]pilogue|"
     r"afterword|postface|conclusion|appendix|annexe|dedication|d[ée]dicace|avant-propos|"
     r"avertissement|vorwort|einleitung|nachwort|note|notice|to the reader|au lecteur|"
     r"pr[óo]logo|prefacio|prefazione|introducci[óo]n|introduzione|ep[íi]logo|"
-    r"voorrede|voorwoord|inleiding|nawoord|opdracht|pref[áa]cio|introdu[çc][ãa]o)"
+    r"voorrede|voorwoord|inleiding|nawoord|opdracht|pref[áa]cio|introdu[çc][ãa]o|(?<=post)scriptum|(?<=post-)scriptum)"
     r"(?:\s+(?:to|of|for|by|de|du|à|zur|van|von|del|della|di|do|da)\b.{0,60})?\s*[.:]?$",
     re.IGNORECASE,
 )
@@ -223,10 +228,10 @@ class Para(Protocol):
 _P = TypeVar("_P", bound=Para)
 
 
-def drop_page_lists(paras: list[_P]) -> list[_P]:
+def drop_page_lists(paras: list[_P], notes: list[str] | None = None) -> list[_P]:
     """Paragraphs without lists of page-numbered entries (contents, illustrations): a
     paragraph of such lines, or a run of 3 or more one-line paragraphs of them, and the
-    lone `PAGE` / `CONTENTS` line heading such a list."""
+    lone `PAGE` / `CONTENTS` line heading such a list; each list left out said in `notes`."""
     entry = [all(_PAGE_ENTRY.fullmatch(x.strip()) for x in p.lines) for p in paras]
     drop = [e and len(p.lines) >= 2 for e, p in zip(entry, paras, strict=True)]
     i = 0
@@ -241,7 +246,31 @@ def drop_page_lists(paras: list[_P]) -> list[_P]:
     for k, _p in enumerate(paras):
         if drop[k] and k > 0 and _LIST_TITLE.match(" ".join(paras[k - 1].lines).strip()):
             drop[k - 1] = True
+    if notes is not None:
+        notes.extend(_page_list_notes(paras, drop))
     return [p for p, d in zip(paras, drop, strict=True) if not d]
+
+
+def _page_list_notes(paras: Sequence[Para], drop: list[bool]) -> list[str]:
+    out = []
+    k = 0
+    while k < len(paras):
+        if not drop[k]:
+            k += 1
+            continue
+        j = k
+        while j < len(paras) and drop[j]:
+            j += 1
+        entries = [x for p in paras[k:j] for x in p.lines if _PAGE_ENTRY.fullmatch(x.strip())]
+        first = " ".join(paras[k].lines).strip()
+        title = f" {first!r}" if _LIST_TITLE.match(first) else ""
+        last = paras[j - 1].line + len(paras[j - 1].lines) - 1
+        out.append(
+            f"left out the list with page numbers{title} ({len(entries)} entries, "
+            f"lines {paras[k].line}-{last})"
+        )
+        k = j
+    return out
 
 
 _LIST_TITLE = re.compile(

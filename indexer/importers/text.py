@@ -165,6 +165,24 @@ def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     return "\n".join(body), fields
 
 
+def gutenberg_notes(decoded: str, text: str) -> list[str]:
+    """What `strip_gutenberg` cut: Gutenberg's header before the START line and its
+    licence after the END line, by lines of the file."""
+    if not text or text == decoded:
+        return []
+    start = decoded.find(text)
+    first = decoded[:start].count("\n") + 1  # the text's first line
+    last = first + text.count("\n")
+    lines = decoded.split("\n")
+    total = len(lines) - (1 if decoded.endswith("\n") else 0)
+    # the licence from its first line after the text (the END marker), blank lines skipped
+    end = next((k for k in range(last, total) if lines[k].strip()), total) + 1
+    out = [f"left out Project Gutenberg's header (lines 1-{first - 1})"] if first > 1 else []
+    if end <= total:
+        out.append(f"left out Project Gutenberg's licence after the text (lines {end}-{total})")
+    return out
+
+
 # `[Illustration: …]` and its kin in the languages of indexer.corpus.lang (Gutenberg's transcribers)
 _ILLUSTRATION = re.compile(
     r"^\[(?:illustration|illustrazione|ilustraci[óo]n|ilustra[çc][ãa]o|abbildung|"
@@ -295,7 +313,8 @@ def read_text(
     text, fields = strip_gutenberg(decoded)
     header = decoded[: decoded.find(text)].count("\n") if text and fields else 0
     lines = drop_illustrations(text.split("\n"))
-    cleaned = E.clean(H.drop_page_lists(paragraphs(lines, header + 1)))
+    page_lists: list[str] = []
+    cleaned = E.clean(H.drop_page_lists(paragraphs(lines, header + 1), page_lists))
     paras = _split_heading_lines(cleaned.paras)
     if not paras:
         raise ImportSourceError(path, "holds no text")
@@ -322,7 +341,11 @@ def read_text(
         work.notes.append(TITLE_FROM_FILE_NAME)
     if used != "utf-8" and not encoding:
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
+    work.notes.extend(gutenberg_notes(decoded, text))
     work.notes.extend(cleaned.notes)
+    work.notes.extend(page_lists)
+    heads = _with_caps_lines_above(heads, paras)
+    heads, paras = _without_title_above_first_chapter(heads, paras, work)
     book = measure(paras)
     if heads:  # (a title page has no running text under its lines in capitals)
         heads = sorted(_front_titles(paras, heads, book) + heads, key=lambda f: f.index)
@@ -442,6 +465,61 @@ def _without_the_books_title(heads: list[H.Found], title: str) -> list[H.Found]:
     f = heads[first]
     return [*heads[:first], H.Found(f.index, f.heading.with_title(""), f.consumed),
             *heads[first + 1 :]]  # fmt: skip
+
+
+def _with_caps_lines_above(heads: list[H.Found], paras: list[_Para]) -> list[H.Found]:
+    """A liminary heading whose first words are on the line above it, in a paragraph of
+    their own (`ORACIÓN FÚNEBRE` / `POR MODO DE EPÍLOGO`: Unamuno's Niebla): one heading
+    over two paragraphs, when that line is in capitals, short, and set apart from the text
+    above by more blank lines than from the heading."""
+    out = list(heads)
+    taken = {f.index for f in heads}
+    for n, f in enumerate(heads):
+        i = f.index
+        # (the first heading's line above is the title page's)
+        if f.heading.kind != "piece" or n == 0 or i < 2 or (i - 1) in taken:
+            continue
+        above = paras[i - 1]
+        text = above.text.strip()
+        letters = [c for c in text if c.isalpha()]
+        if len(above.lines) != 1 or not letters or any(c.islower() for c in letters):
+            continue
+        if len(text) > MAX_CAPS_LINE_ABOVE or H.parse(text) is not None:
+            continue
+        gap_above = above.line - (paras[i - 2].line + len(paras[i - 2].lines))
+        gap_below = paras[i].line - (above.line + 1)
+        if gap_above <= gap_below:
+            continue
+        title = clean_title(f"{text} {f.heading.source}")
+        out[n] = H.Found(i - 1, f.heading.with_title(title), f.consumed + 1)
+    return out
+
+
+# `ORACIÓN FÚNEBRE` over `POR MODO DE EPÍLOGO`: a title's first line, not a paragraph
+MAX_CAPS_LINE_ABOVE = 60
+
+
+def _without_title_above_first_chapter(
+    heads: list[H.Found], paras: list[_Para], work: Work
+) -> tuple[list[H.Found], list[_Para]]:
+    """The book's title printed again over its first chapter (`NIEBLA` / `I`, after the
+    prefaces: Niebla) is not the text of the piece before it: left out, said in notes."""
+    first = next((f for f in heads if f.heading.kind == "chapter"), None)
+    if first is None or first is heads[0]:  # (before the first heading: the title page's)
+        return heads, paras
+    k = first.index - 1
+    above = paras[k]
+    if any(f.index == k for f in heads) or len(above.lines) != 1:
+        return heads, paras
+    text = above.text.strip()
+    main = re.split(r"\s*[(:;]|\s+[—–-]\s+", work.title)[0]  # `Niebla (Nivola)` → `Niebla`
+    if not (E.same_text(text, work.title) or E.same_text(text, main)):
+        return heads, paras
+    work.notes.append(
+        f"left out the book's title {text!r} over {first.heading.source!r} (line {above.line})"
+    )
+    moved = [H.Found(f.index - (f.index > k), f.heading, f.consumed) for f in heads]
+    return moved, [*paras[:k], *paras[k + 1 :]]
 
 
 def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:
