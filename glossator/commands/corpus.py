@@ -17,7 +17,7 @@ from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError
 from indexer.importers.tree import Work
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
-FORMATS = ("auto", "folder", "markdown", "epub", "text")
+FORMATS = ("auto", "folder", "markdown", "epub", "text", "docx")
 # the first commit's author when git has no identity configured (first_commit says so)
 IMPORT_NAME = "Glossator corpus import"
 IMPORT_EMAIL = "glossator@localhost"
@@ -32,11 +32,13 @@ def detect_format(src: Path) -> str:
         return "markdown"
     if suffix == ".epub":
         return "epub"
+    if suffix == ".docx":
+        return "docx"
     if suffix in TEXT_SUFFIXES or _looks_like_text(src):
         return "text"
     raise ImportSourceError(
         str(src),
-        "cannot tell its format from the name; pass --format folder, markdown, epub or text",
+        "cannot tell its format from the name; pass --format folder, markdown, epub, text or docx",
     )
 
 
@@ -83,6 +85,10 @@ def read_source(
         from indexer.importers.epub import read_epub
 
         works = [read_epub(src, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)]
+    elif fmt == "docx":
+        from indexer.importers.docx import read_docx
+
+        works = [read_docx(src, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)]
     elif fmt == "text":
         from indexer.importers.text import read_text
 
@@ -125,7 +131,8 @@ def corpus() -> None:
     help="folder: chapter files (YAML headers optional); markdown: one file, # work, "
     "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
     "parts and chapters; text: a plain-text book (Gutenberg's, Liber Liber's, Wikisource's…), headings found "
-    "in the text. auto: from the name (.txt and unknown text files: text).",
+    "in the text; docx: a Word document, Heading 1/2 styles give parts and chapters. auto: from "
+    "the name (.txt and unknown text files: text).",
 )
 @click.option("--work-title", help="Title of the work (overrides the book's own).")
 @click.option("--author", help="Author of the work (overrides the book's own).")

@@ -365,7 +365,7 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
                 # boilerplate or heading, three paragraphs of prose at most and any number
                 # of list lines (a table of characters: `à = a grave`)
                 prose = 0
-                gaps = []  # blank lines before each of its paragraphs
+                gaps: list[int] = []  # blank lines before each of its paragraphs
                 while j < n and not is_boilerplate(texts[j]) and not _heading(texts[j]):
                     gap = paras[j].line - (paras[j - 1].line + len(paras[j - 1].lines))
                     if gaps and gap > max(gaps) + 1:
