@@ -341,25 +341,15 @@ def read_text(
         work.notes.append(TITLE_FROM_FILE_NAME)
     if used != "utf-8" and not encoding:
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
-    work.notes.extend(gutenberg_notes(decoded, text))
-    work.notes.extend(cleaned.notes)
-    work.notes.extend(page_lists)
-    heads = _with_caps_lines_above(heads, paras)
-    heads, paras = _without_title_above_first_chapter(heads, paras, work)
+    work.notes.extend([*gutenberg_notes(decoded, text), *cleaned.notes, *page_lists])
+    heads, paras = _without_title_above_first_chapter(
+        _with_caps_lines_above(heads, paras), paras, work
+    )
     book = measure(paras)
     if heads:  # (a title page has no running text under its lines in capitals)
         heads = sorted(_front_titles(paras, heads, book) + heads, key=lambda f: f.index)
         first = heads[0].index
-    front = paras[:first]
-    front_text = "\n\n".join(p.text for p in front)
-    if len(front_text) > TITLE_PAGE_CHARS:
-        work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, book, path))
-    elif front:
-        before = repr(heads[0].heading.source) if heads else "the text"
-        work.notes.append(
-            f"left out the title page before {before} "
-            f"({len(front)} paragraphs, lines {front[0].line}-{front[-1].line})"
-        )
+    _title_page(work, paras[:first], heads, book, path)
     if not chapters:
         # No heading at all: the book is one chapter, said plainly (not an error: nothing
         # of the text is lost, and the user can add headings and import again).
@@ -542,6 +532,21 @@ def _title_page_end(paras: list[_Para]) -> int:
         if E.is_prose(p):
             return k
     return 0
+
+
+def _title_page(
+    work: Work, front: list[_Para], heads: list[H.Found], book: Measure, path: str
+) -> None:
+    """Text before the first heading: a title page left out (said in notes) when short,
+    else kept as a piece."""
+    if len("\n\n".join(p.text for p in front)) > TITLE_PAGE_CHARS:
+        work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, book, path))
+    elif front:
+        before = repr(heads[0].heading.source) if heads else "the text"
+        work.notes.append(
+            f"left out the title page before {before} "
+            f"({len(front)} paragraphs, lines {front[0].line}-{front[-1].line})"
+        )
 
 
 def _one_line(text: str) -> str:
