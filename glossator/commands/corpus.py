@@ -7,17 +7,22 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from core.vocabulary import DEFAULT_BRANCH
+from glossator.commands.common import settings_from_context
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError
 from indexer.importers.tree import Work
+
+if TYPE_CHECKING:
+    from indexer.importers.docling import DoclingServer
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
-FORMATS = ("auto", "folder", "markdown", "epub", "text", "docx", "html")
+FORMATS = ("auto", "folder", "markdown", "epub", "text", "docx", "html", "docling")
 # the first commit's author when git has no identity configured (first_commit says so)
 IMPORT_NAME = "Glossator corpus import"
 IMPORT_EMAIL = "glossator@localhost"
@@ -108,6 +113,18 @@ def read_source(
         from indexer.importers.docx import read_docx
 
         works = [read_docx(src, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)]
+    elif fmt == "docling":  # any file docling-serve converts (PDF, DOCX, PPTX, images…)
+        from indexer.importers.docling import read_docling
+
+        works = [
+            read_docling(
+                src,
+                _docling_server(),
+                exclude=exclude,
+                skip_front_matter=skip_front_matter,
+                lang=lang,
+            )
+        ]
     elif fmt == "text":
         from indexer.importers.text import read_text
 
@@ -123,6 +140,17 @@ def read_source(
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
     return _override(works, work_title, author, lang)
+
+
+def _docling_server() -> DoclingServer | None:
+    """The docling-serve the settings name (GLOSSATOR_DOCLING_*), or None."""
+    from indexer.importers.docling import DoclingServer
+
+    settings = settings_from_context()
+    if not settings.docling_url:
+        return None
+    key = settings.docling_api_key.get_secret_value() if settings.docling_api_key else None
+    return DoclingServer(settings.docling_url, key, settings.docling_timeout)
 
 
 def _override(
@@ -158,8 +186,9 @@ def corpus() -> None:
     "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
     "parts and chapters; text: a plain-text book (Gutenberg's, Liber Liber's, Wikisource's…), headings found "
     "in the text; docx: a Word document, Heading 1/2 styles give parts and chapters; html: a saved "
-    "web page (a Wikisource chapter) or a folder of a site's chapter pages. auto: from the name "
-    "(.txt and unknown text files: text; a folder of .html pages only: html).",
+    "web page (a Wikisource chapter) or a folder of a site's chapter pages; docling: any file "
+    "(PDF, DOCX, PPTX, images…) converted by the docling-serve GLOSSATOR_DOCLING_URL names. "
+    "auto: from the name (.txt and unknown text files: text; a folder of .html pages only: html).",
 )
 @click.option("--work-title", help="Title of the work (overrides the book's own).")
 @click.option("--author", help="Author of the work (overrides the book's own).")
