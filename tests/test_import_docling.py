@@ -248,3 +248,17 @@ def test_a_slow_conversion_times_out_in_one_line(docling: Any) -> None:
         ImportSourceError, match=r"Docling did not finish within 2 s .*GLOSSATOR_DOCLING_TIMEOUT"
     ):
         read_docling(NIEBLA, DoclingServer(docling.url, "docling-key", timeout=2))
+
+
+def test_without_a_server_the_cli_says_how_to_set_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("GLOSSATOR_DOCLING_URL", raising=False)
+    dest = tmp_path / "out"
+    result = CliRunner().invoke(
+        main, ["corpus", "import", str(NIEBLA), str(dest), "--format", "docling"]
+    )
+    assert result.exit_code == 1
+    assert len(result.output.strip().splitlines()) == 1
+    assert "set GLOSSATOR_DOCLING_URL (e.g. http://127.0.0.1:5001" in result.output
+    assert not dest.exists()
