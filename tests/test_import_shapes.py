@@ -77,15 +77,19 @@ SMITH = ETEXTS / "smith-wealth-of-nations-pg3300-excerpt.txt"
 def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> None:
     """Smith's Wealth of Nations (Gutenberg #3300): `BOOK I.` (its title in capitals on
     three lines) holds chapters, and `CHAPTER X.` divides its own text into `PART I.` and
-    `PART II.--…`. Those were read as parts (and `BOOK II.` filed under `PART II` as a part
-    of parts); they are the chapter's sections, `###` headings in its text."""
+    `PART II.--…`, as Book V's `CHAPTER I.` does from its first line. Those were read as
+    parts (and `BOOK II.` filed under `PART II` as a part of parts); they are the chapter's
+    sections, `###` headings in its text."""
     work = read_text(SMITH)
     assert (work.title, work.author, work.lang) == (
         "An Inquiry into the Nature and Causes of the Wealth of Nations",
         "Adam Smith",
         "en",
     )
-    assert [s.title for _, s in work.pieces] == ["Introduction and Plan of the Work"]
+    assert [s.title for _, s in work.pieces] == [
+        "Introduction and Plan of the Work",
+        "Appendix to Book IV",
+    ]
     assert [(p.title, [(s.number, s.title) for s in p.sections]) for p in work.parts] == [
         (
             "Of the Causes of Improvement in the Productive Powers of Labour, and of the Order "
@@ -100,6 +104,10 @@ def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> N
             "Of the Nature, Accumulation, and Employment of Stock",
             [(None, "Introduction"), ("I", "Of the Division of Stock")],
         ),
+        (  # `BOOK V.` alone, its title in capitals in the next paragraph
+            "Of the Revenue of the Sovereign or Commonwealth",
+            [("I", "Of the Expenses of the Sovereign or Commonwealth")],
+        ),
     ]
     chapter_x = work.parts[0].sections[1].body
     assert (
@@ -108,6 +116,9 @@ def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> N
     )
     assert "\n\n### Part II. Inequalities occasioned by the Policy of Europe\n\n" in chapter_x
     assert chapter_x.rstrip().endswith("and from place to place.")
+    # Book V's chapter I opens on its own `PART I.`, straight under the chapter's heading
+    book_v_one = work.parts[2].sections[0].body
+    assert book_v_one.startswith("### Part I. Of the Expense of Defence\n\nThe first duty")
     assert "headings labelled 'Part' met inside chapters are kept as their sections" in work.notes
 
 
