@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -101,7 +102,9 @@ def _docx_without_headings(path: Path) -> None:
         (_docx_without_headings, "has no paragraph in a Heading style"),
     ],
 )
-def test_bad_docx_one_line_exit_1_nothing_written(tmp_path: Path, make, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_docx_one_line_exit_1_nothing_written(
+    tmp_path: Path, make: Callable[[Path], object], message: str
+) -> None:
     src = tmp_path / "book.docx"
     make(src)
     with pytest.raises(ImportSourceError, match=re.escape(message)):
