@@ -261,6 +261,20 @@ class Settings(BaseSettings):
         description="Logging level: DEBUG, INFO, WARNING, ERROR (unset: INFO for serve, "
         "WARNING for other commands; -v and -vv raise it).",
     )
+    docling_url: Text | None = Field(
+        None,  # unset: no Docling; `corpus import --format docling` says how to set it
+        description="Base URL of a docling-serve deployed apart (e.g. http://127.0.0.1:5001): "
+        "`corpus import --format docling` sends it the book and imports its Markdown.",
+    )
+    docling_api_key: Secret | None = Field(
+        None,  # docling-serve's DOCLING_SERVE_API_KEY, sent as X-Api-Key
+        description="API key of that docling-serve (its DOCLING_SERVE_API_KEY), sent as X-Api-Key.",
+    )
+    docling_timeout: Float = Field(
+        900.0,  # a judgment call: a 300-page scan through OCR on a CPU takes minutes
+        description="Seconds to wait for Docling's conversion of one book (the async task "
+        "polled until then).",
+    )
     anthropic_api_key: Secret | None = Field(
         None,
         validation_alias="ANTHROPIC_API_KEY",

@@ -135,6 +135,15 @@ def test_compose_file_structure() -> None:
     assert {k for k in worker["environment"] if k.startswith("GLOSSATOR_")} <= known
     assert not {"GLOSSATOR_PUSH_TOKENS", "GLOSSATOR_ADMIN_TOKEN"} & set(worker["environment"])
     assert worker["healthcheck"] == {"disable": True}  # the image's check is the server's
+    # Docling: on its own profile (never pulled by a plain `up`), pinned, keyed by the
+    # setting Glossator sends as X-Api-Key, on the port GLOSSATOR_DOCLING_URL's example names
+    docling = spec["services"]["docling"]
+    assert docling["profiles"] == ["docling"]
+    assert re.fullmatch(
+        r"quay\.io/docling-project/docling-serve-cpu:v\d+\.\d+\.\d+", docling["image"]
+    ), docling["image"]
+    assert docling["environment"]["DOCLING_SERVE_API_KEY"] == "${GLOSSATOR_DOCLING_API_KEY:-}"
+    assert docling["ports"] == ["127.0.0.1:5001:5001"]
     dockerfile = (ROOT / "Dockerfile").read_text()
     assert 'CMD ["glossator", "serve"]' in dockerfile and "git" in dockerfile
     for package in ("glossator", "gitserver", "hooks", "indexer", "search", "store"):

@@ -555,6 +555,8 @@ def test_dante_running_heads_parts_without_a_label_verse_and_a_table_of_characte
     assert "CARATTERI" not in text and "= a grave" not in text and "- - -" not in text
     assert "Produced by" not in text and "Inferno •" not in text
     assert work.notes == [
+        "left out Project Gutenberg's header (lines 1-24)",
+        "left out Project Gutenberg's licence after the text (lines 282-292)",
         "left out a transcriber's note (lines 233-270)",
         "left out the title page before 'INFERNO' (2 paragraphs, lines 29-41)",
     ]
@@ -612,6 +614,8 @@ def test_don_quijote_contents_without_a_title_two_parts_and_their_preliminaries(
     text = "".join(s.body for s in sections)
     assert "Que trata de la notable pendencia" not in text  # a contents entry, not text
     assert work.notes == [
+        "left out Project Gutenberg's header (lines 1-22)",
+        "left out Project Gutenberg's licence after the text (lines 495-501)",
         "left out a contents list without a title (84 entries, lines 41-261): "
         "its entries are the headings of the text",
         "left out the title page before 'TASA' (3 paragraphs, lines 27-37)",
@@ -682,6 +686,8 @@ def test_monte_cristo_contents_with_an_author_line_and_a_tome_on_the_title_page(
     assert sections[-1].body.rstrip().endswith("inouï.\n\nFIN DU TOME PREMIER")
     assert "Table des matières" not in "".join(s.body for s in sections)
     assert work.notes == [
+        "left out Project Gutenberg's header (lines 1-24)",
+        "left out Project Gutenberg's licence after the text (lines 167-173)",
         "left out the contents list 'Table des matières' (32 entries, lines 38-72)",
         "left out the title page before 'I' (3 paragraphs, lines 29-33)",
     ]
@@ -866,6 +872,8 @@ def test_madame_bovary_contents_of_bare_numerals_a_dedication_and_parts(tmp_path
     assert "Table des matières" not in text and "TROISIÈME PARTIE" not in text
     assert "Updated editions" not in text and "Ebooks libres" not in text
     assert work.notes == [
+        "left out Project Gutenberg's header (lines 1-23)",
+        "left out Project Gutenberg's licence after the text (lines 162-168)",
         "left out the contents list 'Table des matières' (38 entries, lines 40-79)",
         "left out the title page before 'À Marie-Antoine-Jules Senard' (3 paragraphs, lines 27-37)",
     ]
@@ -1020,6 +1028,8 @@ def test_il_conte_di_monte_cristo_dashes_an_indice_at_the_end_and_endnotes() -> 
     assert notes.body.rstrip().endswith("proprio del teatro francese. (T.)_")
     assert "INDICE" not in "".join(s.body for s in work.sections())
     assert work.notes == [
+        "left out Project Gutenberg's header (lines 1-24)",
+        "left out Project Gutenberg's licence after the text (lines 363-369)",
         "left out a transcriber's note (lines 350-359)",
         "left out the contents list 'INDICE' (120 entries, lines 193-315)",
         "left out the title page before 'I. — MARSIGLIA — L’ARRIVO.' (10 paragraphs, lines 26-56)",

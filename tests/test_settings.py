@@ -165,6 +165,7 @@ def test_secrets_are_masked_in_config_reprs_and_logs(caplog):
         "GLOSSATOR_READ_TOKENS",
         "GLOSSATOR_ADMIN_TOKEN",
         "GLOSSATOR_MCP_TOKEN",
+        "GLOSSATOR_DOCLING_API_KEY",
         "ANTHROPIC_API_KEY",
         "OPENAI_API_KEY",
         "VOYAGE_API_KEY",

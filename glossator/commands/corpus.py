@@ -7,17 +7,22 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
 from core.vocabulary import DEFAULT_BRANCH
+from glossator.commands.common import settings_from_context
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError
 from indexer.importers.tree import Work
+
+if TYPE_CHECKING:
+    from indexer.importers.docling import DoclingServer
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
-FORMATS = ("auto", "folder", "markdown", "epub", "text")
+FORMATS = ("auto", "folder", "markdown", "epub", "text", "docx", "html", "docling")
 # the first commit's author when git has no identity configured (first_commit says so)
 IMPORT_NAME = "Glossator corpus import"
 IMPORT_EMAIL = "glossator@localhost"
@@ -26,18 +31,34 @@ TEXT_SUFFIXES = (".txt", ".text", "")
 
 def detect_format(src: Path) -> str:
     if src.is_dir():
-        return "folder"
+        return "html" if _holds_only_pages(src) else "folder"
     suffix = src.suffix.lower()
     if suffix in (".md", ".markdown"):
         return "markdown"
     if suffix == ".epub":
         return "epub"
+    if suffix == ".docx":
+        return "docx"
+    if suffix in _page_suffixes():
+        return "html"
     if suffix in TEXT_SUFFIXES or _looks_like_text(src):
         return "text"
     raise ImportSourceError(
         str(src),
-        "cannot tell its format from the name; pass --format folder, markdown, epub or text",
+        "cannot tell its format from the name; pass --format folder, markdown, epub, text or docx",
     )
+
+
+def _holds_only_pages(src: Path) -> bool:
+    """A folder of saved web pages (a site's chapters), no Markdown file among them."""
+    names = [p.suffix.lower() for p in src.iterdir() if p.is_file()]
+    return any(n in _page_suffixes() for n in names) and ".md" not in names
+
+
+def _page_suffixes() -> tuple[str, ...]:
+    from indexer.importers.webpage import PAGE_SUFFIXES  # (lxml loaded only when asked)
+
+    return PAGE_SUFFIXES
 
 
 def _looks_like_text(src: Path) -> bool:
@@ -67,6 +88,11 @@ def read_source(
         raise ImportSourceError(str(src), "does not exist; check the path")
     if fmt == "auto":
         fmt = detect_format(src)
+    if fmt == "html":  # one saved page, or a folder of a site's chapter pages
+        from indexer.importers.webpage import read_pages
+
+        works = [read_pages(src, work_title=work_title, lang=lang)]
+        return _override(works, work_title, author, lang)
     if fmt == "folder":
         from indexer.importers.folder import read_folder
 
@@ -83,6 +109,22 @@ def read_source(
         from indexer.importers.epub import read_epub
 
         works = [read_epub(src, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)]
+    elif fmt == "docx":
+        from indexer.importers.docx import read_docx
+
+        works = [read_docx(src, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)]
+    elif fmt == "docling":  # any file docling-serve converts (PDF, DOCX, PPTX, images…)
+        from indexer.importers.docling import read_docling
+
+        works = [
+            read_docling(
+                src,
+                _docling_server(),
+                exclude=exclude,
+                skip_front_matter=skip_front_matter,
+                lang=lang,
+            )
+        ]
     elif fmt == "text":
         from indexer.importers.text import read_text
 
@@ -97,6 +139,24 @@ def read_source(
         ]
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
+    return _override(works, work_title, author, lang)
+
+
+def _docling_server() -> DoclingServer | None:
+    """The docling-serve the settings name (GLOSSATOR_DOCLING_*), or None."""
+    from indexer.importers.docling import DoclingServer
+
+    settings = settings_from_context()
+    if not settings.docling_url:
+        return None
+    key = settings.docling_api_key.get_secret_value() if settings.docling_api_key else None
+    return DoclingServer(settings.docling_url, key, settings.docling_timeout)
+
+
+def _override(
+    works: list[Work], work_title: str | None, author: str | None, lang: str | None
+) -> list[Work]:
+    """The works with what the command line says instead of what the book says."""
     for work in works:
         if work_title:
             work.title = work_title
@@ -125,7 +185,10 @@ def corpus() -> None:
     help="folder: chapter files (YAML headers optional); markdown: one file, # work, "
     "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
     "parts and chapters; text: a plain-text book (Gutenberg's, Liber Liber's, Wikisource's…), headings found "
-    "in the text. auto: from the name (.txt and unknown text files: text).",
+    "in the text; docx: a Word document, Heading 1/2 styles give parts and chapters; html: a saved "
+    "web page (a Wikisource chapter) or a folder of a site's chapter pages; docling: any file "
+    "(PDF, DOCX, PPTX, images…) converted by the docling-serve GLOSSATOR_DOCLING_URL names. "
+    "auto: from the name (.txt and unknown text files: text; a folder of .html pages only: html).",
 )
 @click.option("--work-title", help="Title of the work (overrides the book's own).")
 @click.option("--author", help="Author of the work (overrides the book's own).")

@@ -63,6 +63,7 @@ _BOILERPLATE = re.compile(
     # transcribers' notes, in the languages of indexer.corpus.lang
     r"\[?transcriber'?s'? notes?|\[?note de transcription|\[?nota del trascrittore|"
     r"\[?anmerkungen? zur transkription|\[?nota del transcriptor|\[?nota de transcri[çc][ãa]o|"
+    r"\[?nota de transcripci[óo]n|"
     # the transcriber's table of the characters the file uses (Gutenberg's Divina
     # Commedia, #1012: `TAVOLA DEI CARATTERI SPECIALI / TABLE OF SPECIAL CHARACTERS`)
     r"(?:table|list) of (?:special )?characters|tavola dei caratteri|"
@@ -278,8 +279,10 @@ _CARD_WORDS = re.compile(
 _CARD_KEY = re.compile(r"^[A-ZÀ-Ý0-9' ]{3,}:")  # `DIRITTI D'AUTORE: no`, in capitals
 
 
-# a header's `Release date: …`, `Language: English`, `Credits: …`
-_KEY_VALUE = re.compile(r"^[A-ZÀ-Ý][\w' ]{1,30}:\s+\S")
+# a header's `Release date: …`, `Language: English`, `Credits: …`; Liber Liber's
+# `1a EDIZIONE ELETTRONICA DEL: …` and the scale under `INDICE DI AFFIDABILITA': 1`
+# (`0: affidabilità bassa`)
+_KEY_VALUE = re.compile(r"^(?:[A-ZÀ-Ý]|\d+\w?\b)[\w' ]{0,30}:\s+\S")
 
 
 def _card_like(text: str) -> bool:
@@ -362,8 +365,16 @@ def clean(paras: list[_P]) -> Cleaned[_P]:
                 # boilerplate or heading, three paragraphs of prose at most and any number
                 # of list lines (a table of characters: `à = a grave`)
                 prose = 0
+                gaps: list[int] = []  # blank lines before each of its paragraphs
                 while j < n and not is_boilerplate(texts[j]) and not _heading(texts[j]):
-                    listed = all(len(x.strip()) < LIST_LINE for x in paras[j].lines)
+                    gap = paras[j].line - (paras[j - 1].line + len(paras[j - 1].lines))
+                    if gaps and gap > max(gaps) + 1:
+                        break  # set apart from the note by more blank lines than its own
+                    gaps.append(gap)
+                    # (a bulleted item, `  * Se ha modernizado la ortografía…`, is a list's)
+                    listed = all(len(x.strip()) < LIST_LINE for x in paras[j].lines) or bool(
+                        _BULLET.match(paras[j].lines[0])
+                    )
                     prose += 0 if listed else 1
                     if prose > 3:
                         break
@@ -486,6 +497,7 @@ _NOTE = re.compile(
 # A line of a list or table, not of prose: shorter than any wrapped line (Gutenberg wraps
 # at 70-75 columns); a transcriber's note runs on over such lines
 LIST_LINE = 40
+_BULLET = re.compile(r"^\s*[*•·–-]\s+\S")
 _RULE = re.compile(r"^[-–—*_=.·•~ ]{3,}$")  # a typographic rule: `- - - - -`, `* * *`
 
 
@@ -495,12 +507,22 @@ def _card_end(paras: list[_P], texts: list[str], i: int) -> int:
     last = i
     k = i + 1
     while k < len(paras) and k - last <= CARD_GAP:
-        if _heading(texts[k]) or is_contents_title(texts[k]):
+        if _card_field(texts[k]):
+            last = k
+        elif _heading(texts[k]) or is_contents_title(texts[k]):
             break
-        if _card_like(texts[k]) or is_boilerplate(texts[k]):
+        elif _card_like(texts[k]) or is_boilerplate(texts[k]):
             last = k
         k += 1
     return last + 1
+
+
+def _card_field(text: str) -> bool:
+    """A card's field, though its key reads like a liminary title: `NOTE:` with no
+    value (Liber Liber's card: `NOTE:`, `SOGGETTO:`, `REVISIONE:`, their values, if any,
+    on the lines under them). A heading's own colon is followed by its title."""
+    first = text.split("\n", 1)[0].strip()
+    return bool(_CARD_KEY.match(first)) and first.endswith(":")
 
 
 def _drop_contents(paras: list[_P], texts: list[str], drop: list[bool], out: Cleaned[_P]) -> None:

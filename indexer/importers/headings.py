@@ -37,11 +37,16 @@ _BARE = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})(?:(?P<sep>[.:)])\s*(?P<rest>.*
 _SEP = re.compile(r"^\s*(?:[.:)\]]|[—–-]{1,2}|\s)\s*(?:[—–-]{1,2}\s*)?")
 _LIMINARY = re.compile(
     r"^(?:the\s+)?(?:(?:author|translator|editor|publisher)['’]?s?\s+)?"
+    # `by way of epilogue`, `por modo de epílogo`, `en guise de préface`, `a mo' di prefazione`
+    r"(?:(?:by way of(?: an?)?|as an?|por modo de|a modo de|a manera de|en guise de|"
+    r"en forme de|in guisa di|a mo['’] di|als|bij wijze van)\s+)?"
+    # a second preface after the first: `POST-PRÓLOGO` (Unamuno's Niebla), `Post-scriptum`
+    r"(?:post-?)?"
     r"(?:preface|pr[ée]face|foreword|introduction|prologue|prolog|epilogue|[ée]pilogue|"
     r"afterword|postface|conclusion|appendix|annexe|dedication|d[ée]dicace|avant-propos|"
     r"avertissement|vorwort|einleitung|nachwort|note|notice|to the reader|au lecteur|"
     r"pr[óo]logo|prefacio|prefazione|introducci[óo]n|introduzione|ep[íi]logo|"
-    r"voorrede|voorwoord|inleiding|nawoord|opdracht|pref[áa]cio|introdu[çc][ãa]o)"
+    r"voorrede|voorwoord|inleiding|nawoord|opdracht|pref[áa]cio|introdu[çc][ãa]o|(?<=post)scriptum|(?<=post-)scriptum)"
     r"(?:\s+(?:to|of|for|by|de|du|à|zur|van|von|del|della|di|do|da)\b.{0,60})?\s*[.:]?$",
     re.IGNORECASE,
 )
@@ -60,6 +65,8 @@ def _too_long(text: str) -> bool:
 
 
 MAX_TITLE_CHARS = 100
+# A chapter's argument as its title: up to this long (as `_argument_title` takes it)
+MAX_ARGUMENT_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -221,10 +228,10 @@ class Para(Protocol):
 _P = TypeVar("_P", bound=Para)
 
 
-def drop_page_lists(paras: list[_P]) -> list[_P]:
+def drop_page_lists(paras: list[_P], notes: list[str] | None = None) -> list[_P]:
     """Paragraphs without lists of page-numbered entries (contents, illustrations): a
     paragraph of such lines, or a run of 3 or more one-line paragraphs of them, and the
-    lone `PAGE` / `CONTENTS` line heading such a list."""
+    lone `PAGE` / `CONTENTS` line heading such a list; each list left out said in `notes`."""
     entry = [all(_PAGE_ENTRY.fullmatch(x.strip()) for x in p.lines) for p in paras]
     drop = [e and len(p.lines) >= 2 for e, p in zip(entry, paras, strict=True)]
     i = 0
@@ -239,7 +246,31 @@ def drop_page_lists(paras: list[_P]) -> list[_P]:
     for k, _p in enumerate(paras):
         if drop[k] and k > 0 and _LIST_TITLE.match(" ".join(paras[k - 1].lines).strip()):
             drop[k - 1] = True
+    if notes is not None:
+        notes.extend(_page_list_notes(paras, drop))
     return [p for p, d in zip(paras, drop, strict=True) if not d]
+
+
+def _page_list_notes(paras: Sequence[Para], drop: list[bool]) -> list[str]:
+    out = []
+    k = 0
+    while k < len(paras):
+        if not drop[k]:
+            k += 1
+            continue
+        j = k
+        while j < len(paras) and drop[j]:
+            j += 1
+        entries = [x for p in paras[k:j] for x in p.lines if _PAGE_ENTRY.fullmatch(x.strip())]
+        first = " ".join(paras[k].lines).strip()
+        title = f" {first!r}" if _LIST_TITLE.match(first) else ""
+        last = paras[j - 1].line + len(paras[j - 1].lines) - 1
+        out.append(
+            f"left out the list with page numbers{title} ({len(entries)} entries, "
+            f"lines {paras[k].line}-{last})"
+        )
+        k = j
+    return out
 
 
 _LIST_TITLE = re.compile(
@@ -286,11 +317,19 @@ def _candidate(paras: Sequence[Para], i: int) -> Found | None:
     if h.kind == "piece":
         return Found(i, h, 1) if not rest else None
     if rest:  # the title continues (or is) on the next lines of the same paragraph
-        if len(rest) > 3 or any(len(x) > MAX_TITLE_CHARS for x in rest):
+        # a numeral alone over one long line: that line is the chapter's argument, its
+        # title (Pinocchio's run to 187 characters, unwrapped as Liber Liber's files are)
+        argument = not h.title and len(rest) == 1 and len(rest[0]) <= MAX_ARGUMENT_CHARS
+        if len(rest) > 3 or (any(len(x) > MAX_TITLE_CHARS for x in rest) and not argument):
             return None
         if any(x[:1].islower() for x in rest) and not h.title:
             return None
-        title = " ".join([h.title, *rest]).strip() if h.title else " ".join(rest)
+        if h.title and not any(c.islower() for x in [lines[0], *rest] for c in x):
+            # a title in capitals over several lines (`BOOK I. OF THE CAUSES … LABOUR,` /
+            # `AND OF THE ORDER …`): one title, its case normalised as a whole
+            title = " ".join([h.title.upper(), *rest])
+        else:
+            title = " ".join([h.title, *rest]).strip() if h.title else " ".join(rest)
         return Found(i, h.with_title(_clean_title(title)), 1)
     k = i + 1 + again
     if not h.title and k < len(paras):
@@ -505,11 +544,21 @@ def _argument_title(paras: Sequence[Para], k: int, usual_gap: int) -> str | None
     between its paragraphs; in a file without blank lines, one short line."""
     p = paras[k]
     text = " ".join(x.strip() for x in p.lines).strip("_ ")
-    if len(text) > 300 or len(p.lines) > 4 or not text[:1].isupper() or k + 1 >= len(paras):
+    if (
+        len(text) > MAX_ARGUMENT_CHARS
+        or len(p.lines) > 4
+        or not text[:1].isupper()
+        or k + 1 >= len(paras)
+    ):
         return None
     if parse(p.lines[0]) is not None:
         return None
     if usual_gap >= 1 and _gap(paras, k) > usual_gap:
+        return text
+    if usual_gap >= 1 and k > 0 and _gap(paras, k - 1) == 0 and _gap(paras, k) >= usual_gap:
+        # glued to its numeral (no blank line between them) in a book whose paragraphs
+        # are set apart by blank lines: one heading (`I` / its argument, one paragraph a
+        # line as in Liber Liber's unwrapped files)
         return text
     if usual_gap == 0 and len(p.lines) == 1 and len(text) <= 200:
         return text

@@ -35,7 +35,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from indexer.corpus import markdown
+from indexer.corpus import frontmatter, markdown
+from indexer.corpus.errors import CorpusError
 from indexer.importers.common import (
     ImportSourceError,
     drop_title_heading,
@@ -240,8 +241,35 @@ def read_markdown(
     lang: str | None = None,
 ) -> list[Work]:
     """The works of one Markdown file."""
-    path = str(src)
     doc = read_document(src)
+    return works_of(str(src), doc, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)
+
+
+def read_markdown_data(
+    path: str,
+    data: bytes,
+    *,
+    exclude: tuple[str, ...] = (),
+    skip_front_matter: bool = False,
+    lang: str | None = None,
+) -> list[Work]:
+    """The works of Markdown another importer made (DOCX, Docling's), named `path` in errors."""
+    try:
+        doc = frontmatter.read(path, data)
+    except CorpusError as e:
+        raise ImportSourceError(path, e.message) from None
+    return works_of(path, doc, exclude=exclude, skip_front_matter=skip_front_matter, lang=lang)
+
+
+def works_of(
+    path: str,
+    doc: frontmatter.Document,
+    *,
+    exclude: tuple[str, ...] = (),
+    skip_front_matter: bool = False,
+    lang: str | None = None,
+) -> list[Work]:
+    """The works of a Markdown document read from `path`."""
     meta = dict(doc.meta)
     selection = Selection(exclude, skip_front_matter)
     works: list[Work] = []

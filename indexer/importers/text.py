@@ -165,6 +165,24 @@ def strip_gutenberg(text: str) -> tuple[str, dict[str, str]]:
     return "\n".join(body), fields
 
 
+def gutenberg_notes(decoded: str, text: str) -> list[str]:
+    """What `strip_gutenberg` cut: Gutenberg's header before the START line and its
+    licence after the END line, by lines of the file."""
+    if not text or text == decoded:
+        return []
+    start = decoded.find(text)
+    first = decoded[:start].count("\n") + 1  # the text's first line
+    last = first + text.count("\n")
+    lines = decoded.split("\n")
+    total = len(lines) - (1 if decoded.endswith("\n") else 0)
+    # the licence from its first line after the text (the END marker), blank lines skipped
+    end = next((k for k in range(last, total) if lines[k].strip()), total) + 1
+    out = [f"left out Project Gutenberg's header (lines 1-{first - 1})"] if first > 1 else []
+    if end <= total:
+        out.append(f"left out Project Gutenberg's licence after the text (lines {end}-{total})")
+    return out
+
+
 # `[Illustration: …]` and its kin in the languages of indexer.corpus.lang (Gutenberg's transcribers)
 _ILLUSTRATION = re.compile(
     r"^\[(?:illustration|illustrazione|ilustraci[óo]n|ilustra[çc][ãa]o|abbildung|"
@@ -295,7 +313,8 @@ def read_text(
     text, fields = strip_gutenberg(decoded)
     header = decoded[: decoded.find(text)].count("\n") if text and fields else 0
     lines = drop_illustrations(text.split("\n"))
-    cleaned = E.clean(H.drop_page_lists(paragraphs(lines, header + 1)))
+    page_lists: list[str] = []
+    cleaned = E.clean(H.drop_page_lists(paragraphs(lines, header + 1), page_lists))
     paras = _split_heading_lines(cleaned.paras)
     if not paras:
         raise ImportSourceError(path, "holds no text")
@@ -322,21 +341,15 @@ def read_text(
         work.notes.append(TITLE_FROM_FILE_NAME)
     if used != "utf-8" and not encoding:
         work.notes.append(f"decoded as {used} (not UTF-8); pass --encoding to read it otherwise")
-    work.notes.extend(cleaned.notes)
+    work.notes.extend([*gutenberg_notes(decoded, text), *cleaned.notes, *page_lists])
+    heads, paras = _without_title_above_first_chapter(
+        _with_caps_lines_above(heads, paras), paras, work
+    )
     book = measure(paras)
     if heads:  # (a title page has no running text under its lines in capitals)
         heads = sorted(_front_titles(paras, heads, book) + heads, key=lambda f: f.index)
         first = heads[0].index
-    front = paras[:first]
-    front_text = "\n\n".join(p.text for p in front)
-    if len(front_text) > TITLE_PAGE_CHARS:
-        work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, book, path))
-    elif front:
-        before = repr(heads[0].heading.source) if heads else "the text"
-        work.notes.append(
-            f"left out the title page before {before} "
-            f"({len(front)} paragraphs, lines {front[0].line}-{front[-1].line})"
-        )
+    _title_page(work, paras[:first], heads, book, path)
     if not chapters:
         # No heading at all: the book is one chapter, said plainly (not an error: nothing
         # of the text is lost, and the user can add headings and import again).
@@ -348,6 +361,7 @@ def read_text(
         body = paras[first:]
         work.add_chapter(_section(work.title, None, {}, body, book, path))
         return work
+    heads, paras = _chapter_sections(heads, paras, work)
     _assemble(work, heads, paras, book, path, Selection(exclude, skip_front_matter))
     if not work.parts and not work.pieces:
         raise ImportSourceError(path, "every chapter found was excluded or empty")
@@ -443,6 +457,61 @@ def _without_the_books_title(heads: list[H.Found], title: str) -> list[H.Found]:
             *heads[first + 1 :]]  # fmt: skip
 
 
+def _with_caps_lines_above(heads: list[H.Found], paras: list[_Para]) -> list[H.Found]:
+    """A liminary heading whose first words are on the line above it, in a paragraph of
+    their own (`ORACIÓN FÚNEBRE` / `POR MODO DE EPÍLOGO`: Unamuno's Niebla): one heading
+    over two paragraphs, when that line is in capitals, short, and set apart from the text
+    above by more blank lines than from the heading."""
+    out = list(heads)
+    taken = {f.index for f in heads}
+    for n, f in enumerate(heads):
+        i = f.index
+        # (the first heading's line above is the title page's)
+        if f.heading.kind != "piece" or n == 0 or i < 2 or (i - 1) in taken:
+            continue
+        above = paras[i - 1]
+        text = above.text.strip()
+        letters = [c for c in text if c.isalpha()]
+        if len(above.lines) != 1 or not letters or any(c.islower() for c in letters):
+            continue
+        if len(text) > MAX_CAPS_LINE_ABOVE or H.parse(text) is not None:
+            continue
+        gap_above = above.line - (paras[i - 2].line + len(paras[i - 2].lines))
+        gap_below = paras[i].line - (above.line + 1)
+        if gap_above <= gap_below:
+            continue
+        title = clean_title(f"{text} {f.heading.source}")
+        out[n] = H.Found(i - 1, f.heading.with_title(title), f.consumed + 1)
+    return out
+
+
+# `ORACIÓN FÚNEBRE` over `POR MODO DE EPÍLOGO`: a title's first line, not a paragraph
+MAX_CAPS_LINE_ABOVE = 60
+
+
+def _without_title_above_first_chapter(
+    heads: list[H.Found], paras: list[_Para], work: Work
+) -> tuple[list[H.Found], list[_Para]]:
+    """The book's title printed again over its first chapter (`NIEBLA` / `I`, after the
+    prefaces: Niebla) is not the text of the piece before it: left out, said in notes."""
+    first = next((f for f in heads if f.heading.kind == "chapter"), None)
+    if first is None or first is heads[0]:  # (before the first heading: the title page's)
+        return heads, paras
+    k = first.index - 1
+    above = paras[k]
+    if any(f.index == k for f in heads) or len(above.lines) != 1:
+        return heads, paras
+    text = above.text.strip()
+    main = re.split(r"\s*[(:;]|\s+[—–-]\s+", work.title)[0]  # `Niebla (Nivola)` → `Niebla`
+    if not (E.same_text(text, work.title) or E.same_text(text, main)):
+        return heads, paras
+    work.notes.append(
+        f"left out the book's title {text!r} over {first.heading.source!r} (line {above.line})"
+    )
+    moved = [H.Found(f.index - (f.index > k), f.heading, f.consumed) for f in heads]
+    return moved, [*paras[:k], *paras[k + 1 :]]
+
+
 def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:
     """A part heading above a contents list that stands before the text, with no chapter
     before that list, is the title page's (`LE COMTE DE MONTE-CRISTO / Alexandre Dumas /
@@ -463,6 +532,21 @@ def _title_page_end(paras: list[_Para]) -> int:
         if E.is_prose(p):
             return k
     return 0
+
+
+def _title_page(
+    work: Work, front: list[_Para], heads: list[H.Found], book: Measure, path: str
+) -> None:
+    """Text before the first heading: a title page left out (said in notes) when short,
+    else kept as a piece."""
+    if len("\n\n".join(p.text for p in front)) > TITLE_PAGE_CHARS:
+        work.add_piece(_section(FRONT_MATTER_TITLE, None, {}, front, book, path))
+    elif front:
+        before = repr(heads[0].heading.source) if heads else "the text"
+        work.notes.append(
+            f"left out the title page before {before} "
+            f"({len(front)} paragraphs, lines {front[0].line}-{front[-1].line})"
+        )
 
 
 def _one_line(text: str) -> str:
@@ -558,6 +642,57 @@ def _assemble(
         if not in_work:
             work.add_part(part)
             in_work = True
+
+
+def _chapter_sections(
+    heads: list[H.Found], paras: list[_Para], work: Work
+) -> tuple[list[H.Found], list[_Para]]:
+    """A part heading met inside a chapter is that chapter's section, not a new part
+    (Smith's Wealth of Nations: `BOOK I.` holds `CHAPTER X.`, whose text is divided into
+    `PART I.` and `PART II.`, then `CHAPTER XI.`). Its label is first met after a chapter,
+    with text under it, and the chapters after it go on with the numbering (a part that
+    holds chapters comes before its first one, or starts them again from one: `TOME I` /
+    `LIVRE PREMIER` / `CHAPITRE I`…`LIVRE DEUXIÈME` / `CHAPITRE I`). It stays in the
+    chapter's text as a `###` heading (DESIGN §3: deeper headings stay in the chapter)."""
+    first_seen: dict[str | None, int] = {}  # a part label → the position of its first heading
+    for n, f in enumerate(heads):
+        if f.heading.kind == "part":
+            first_seen.setdefault(f.heading.label, n)
+    inner: set[str | None] = set()
+    for label, n in first_seen.items():
+        before = heads[n - 1].heading if n > 0 else None
+        if before is None or before.kind != "chapter" or before.value is None:
+            continue
+        nxt = None  # the next chapter under this label (another part's heading: none)
+        for f in heads[n + 1 :]:
+            if f.heading.kind == "part" and f.heading.label != label:
+                break
+            if f.heading.kind == "chapter":
+                nxt = f.heading
+                break
+        restarts = nxt is not None and nxt.label == before.label and nxt.value == 1
+        end = heads[n + 1].index if n + 1 < len(heads) else len(paras)
+        has_text = any(p.text.strip() for p in paras[heads[n].index + heads[n].consumed : end])
+        if has_text and not restarts:
+            inner.add(label)
+    if not inner:
+        return heads, paras
+    paras = list(paras)
+    kept: list[H.Found] = []
+    in_chapter = False
+    for f in heads:
+        h = f.heading
+        if h.kind == "part" and h.label in inner and in_chapter:
+            title = " ".join(f"{h.label} {h.number}. {h.title}".split()).rstrip(". ")
+            paras[f.index] = _Para([f"### {title}"], paras[f.index].line)
+            for k in range(f.index + 1, f.index + f.consumed):
+                paras[k] = _Para([], paras[k].line)
+            continue
+        in_chapter = h.kind == "chapter" or (in_chapter and h.kind == "part" and h.label in inner)
+        kept.append(f)
+    labels = ", ".join(sorted(repr(x) for x in inner if x))
+    work.notes.append(f"headings labelled {labels} met inside chapters are kept as their sections")
+    return kept, paras
 
 
 def _has_text(body: list[_Para]) -> bool:
