@@ -48,7 +48,8 @@ hybrid, each as agents get it (one row per chapter: the page the MCP tool return
 query language. `--fusion NAME=VALUE` replaces one of search.tuning.Fusion's numbers
 (e.g. `--fusion chapter_top_paragraphs=1`), to measure a change on every set at once.
 `--sets medecin,minna` measures the dialogue-heavy books of issue 37 (bench/books/medecin,
-bench/books/minna) in a run of their own, for the same reason as the Gutenberg books.
+bench/books/minna) in a run of their own, for the same reason as the Gutenberg books
+(`--sets gutenberg` names the committed bench/books/gutenberg alone).
 
 Synthetic rows are made to look like the corpus, not like noise: each vector is
 a random convex mix of three real paragraph vectors plus a little Gaussian noise
@@ -452,6 +453,8 @@ JUDGED = (
 DIALOGUE = (
     ("medecin", BENCH / "books" / "medecin", "medecin", BENCH / "queries-medecin.jsonl"),
     ("minna", BENCH / "books" / "minna", "minna", BENCH / "queries-minna.jsonl"),
+    # the committed Gutenberg book, by name (the same set as --gutenberg bench/books/gutenberg)
+    ("gutenberg", BENCH / "books" / "gutenberg", "gutenberg", BENCH / "queries-gutenberg.jsonl"),
 )
 QUALITY_MODES = ("bm25", "vector", "hybrid")  # each at one row per chapter, as agents get it
 
@@ -581,8 +584,8 @@ def main() -> None:
         "--sets",
         type=lambda v: v.split(","),
         metavar="NAME,NAME",
-        help="--quality: only these sets (of example, inferno, grimm, medecin, minna; default the"
-        " first three), e.g. --sets medecin,minna",
+        help="--quality: only these sets (of example, inferno, grimm, medecin, minna, gutenberg;"
+        " default the first three), e.g. --sets medecin,minna",
     )
     ap.add_argument(
         "--fusion",
