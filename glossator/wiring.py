@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from gitserver.auth import Policy
+from core.access import AccessPolicy, StoredLookup
 from gitserver.repos import RepoStore
 from glossator import rebuild
 from glossator.settings import Settings, reveal
@@ -43,10 +43,16 @@ def database(
     )
 
 
-def auth_policy(settings: Settings) -> Policy:
-    """Who may push and read (GLOSSATOR_PUSH_TOKENS, _READ_TOKENS, _ANONYMOUS_READ)."""
-    return Policy(
-        push_tokens=reveal(settings.push_tokens),
-        read_tokens=reveal(settings.read_tokens),
+def access_policy(settings: Settings, stored: StoredLookup | None = None) -> AccessPolicy:
+    """Who may read, push and administer (core.access): GLOSSATOR_ANONYMOUS_READ, the
+    `GLOSSATOR_*_TOKENS` variables (all-repository tokens of their role), the MCP token,
+    and the tokens stored by `glossator token create` (`stored`, their lookup)."""
+    admin = reveal(settings.admin_token)
+    return AccessPolicy.from_tokens(
         anonymous_read=settings.anonymous_read,
+        read=reveal(settings.read_tokens),
+        push=reveal(settings.push_tokens),
+        admin=(admin,) if admin else (),
+        mcp=reveal(settings.mcp_token) or None,
+        stored=stored,
     )
