@@ -35,7 +35,7 @@ from glossator.search_service import search_service
 from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.lifespan import ServerLifespan
-from glossator.wiring import access_policy, database
+from glossator.wiring import access_policy, database, stored_tokens
 from hooks.queue import list_jobs
 from hooks.reuse import IndexFn
 from search.service import SearchService
@@ -92,7 +92,7 @@ def build_app(
     service = search_service(settings, db)  # MCP and the web reader share its query cache
     throttle = Throttle()  # wrong tokens an address, at every door (core.throttle)
     mcp = _mcp_app(settings, service)
-    policy = access_policy(settings)
+    policy = access_policy(settings, stored=stored_tokens(db))
     web = web_reader(service, db, policy, throttle, lambda: supervisor.problem)
     endpoints = Endpoints(
         db, store, web, problem=lambda: supervisor.problem, mcp_token=not policy.mcp_open

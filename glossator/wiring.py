@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from core.access import AccessPolicy, StoredLookup
+from core.access import AccessPolicy, Grant, Role, StoredLookup
 from gitserver.repos import RepoStore
 from glossator import rebuild
 from glossator.settings import Settings, reveal
 from store.db import Database, DatabaseConfig
+from store.tokens import token_grant
 
 
 def database_config(settings: Settings) -> DatabaseConfig:
@@ -56,3 +57,19 @@ def access_policy(settings: Settings, stored: StoredLookup | None = None) -> Acc
         mcp=reveal(settings.mcp_token) or None,
         stored=stored,
     )
+
+
+def stored_tokens(db: Database) -> StoredLookup:
+    """The lookup of the tokens `glossator token create` stored (store.tokens), on the
+    server's pool; a revoked token is no token from the next request on."""
+
+    def lookup(digest: str) -> Grant | None:
+        with db.pool.connection(timeout=10) as conn:
+            found = token_grant(conn, digest)
+        if found is None:
+            return None
+        token_id, role, repositories = found
+        scope = frozenset(repositories) if repositories is not None else None
+        return Grant(Role(role), scope, f"token {token_id}")
+
+    return lookup
