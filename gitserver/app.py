@@ -36,7 +36,6 @@ from gitserver import backend
 from gitserver.auth import (
     REALM,
     Access,
-    Credentials,
     basic_credentials,
     bearer_token,
     required_access,
@@ -139,7 +138,8 @@ class GitServer:
             # a push under way: the commit-backs of its branches wait (hooks.receiving)
             marker = receiving.begin(self.store.path(name))
         try:
-            return await self._backend(request, name, rest, credentials, marker)
+            user = (credentials.user if credentials else "") or "glossator"
+            return await self._backend(request, name, rest, user if caller.grant else None, marker)
         except BaseException:
             if marker is not None:
                 marker.finish()
@@ -150,7 +150,7 @@ class GitServer:
         request: Request,
         name: str,
         rest: str,
-        credentials: Credentials | None,
+        remote_user: str | None,
         marker: receiving.Marker | None,
     ) -> Response:
         body = await backend.spool_body(request) if request.method == "POST" else None
@@ -167,7 +167,7 @@ class GitServer:
             content_type=request.headers.get("content-type"),
             content_encoding=request.headers.get("content-encoding"),
             git_protocol=request.headers.get("git-protocol"),
-            remote_user=(credentials.user or "glossator") if credentials else None,
+            remote_user=remote_user,  # git lets an authenticated user push (REMOTE_USER)
             remote_addr=client,
             extra_env={**self.hook_env, **self._callback_env(request)},
         )
