@@ -278,7 +278,7 @@ class Pages:
                 "login.html",
                 401,
                 next=target,
-                message="That is not a token of this server (GLOSSATOR_READ_TOKENS, "
+                message="That is not a read token of this server (GLOSSATOR_READ_TOKENS, "
                 "a push token, or one made by `glossator token create`).",
             )
         response = _redirect(target)
