@@ -93,3 +93,21 @@ def test_bad_input_is_one_line_and_writes_nothing(
 def test_revoking_an_unknown_token_is_an_error(env: dict[str, str]) -> None:
     r = CliRunner().invoke(main, ["token", "revoke", "99"], env=env)
     assert r.exit_code == 1 and "no live token 99" in r.output
+
+
+def test_doctor_and_start_up_say_who_can_read_what() -> None:
+    from glossator.checks import check_access
+
+    opened = {f.check: f for f in check_access(Settings.from_env({}), None)}
+    assert opened["access reads"].detail == "reads: open to anyone (GLOSSATOR_ANONYMOUS_READ=true)"
+    assert opened["access MCP"].detail.startswith("MCP: open to anyone")
+    exposed = Settings.from_env({"GLOSSATOR_HOST": "0.0.0.0"})
+    assert {f.check: f for f in check_access(exposed, None)}["access MCP"].status == "warn"
+    shut = Settings.from_env({"GLOSSATOR_ANONYMOUS_READ": "false"})
+    closed = {f.check: f for f in check_access(shut, None)}
+    assert closed["access reads"].detail.startswith("reads: tokens only")
+    assert closed["access MCP"].detail == "MCP: tokens only"
+    guarded = Settings.from_env({"GLOSSATOR_MCP_TOKEN": "m"})
+    assert {f.check: f for f in check_access(guarded, None)}["access MCP"].detail == (
+        "MCP: tokens only"
+    )
