@@ -271,12 +271,20 @@ def mcp_round_trips(
     from starlette.applications import Starlette
     from starlette.routing import Mount
 
+    from core.access import AccessPolicy
+    from core.throttle import Throttle
+    from gitserver.boundary import Boundary
     from search.mcp_http import mcp_http_app
     from tests.gitserver_support import ServerThread  # bench/ puts the project on sys.path
 
     service = search_service(settings, db.pool, embedder=embedder, reranker=None)
-    app = mcp_http_app(service, token=None)
-    host = Starlette(routes=[Mount("/mcp", app=app)], lifespan=lambda _: app.lifespan())
+    app = mcp_http_app(service)
+    # behind the server's access boundary, reads open (its cost is part of the figure)
+    host = Boundary(
+        Starlette(routes=[Mount("/mcp", app=app)], lifespan=lambda _: app.lifespan()),
+        AccessPolicy.from_tokens(anonymous_read=True),
+        throttle=Throttle(),
+    )
     with ServerThread(host, lifespan="on") as server:
         out = subprocess.run(
             [sys.executable, __file__, "--mcp-client", f"{server.base}/mcp/",

@@ -7,11 +7,12 @@
     GET  /api/repos                         admin bearer token → the repositories
     GET  /healthz                           200 "ok" (plus checks given by the caller)
 
-The indexing queue (`/api/jobs`), the worker and the MCP mount are added by the
-composition root (`glossator.server`) through `read_routes` (guarded by the same
-read policy as clone and fetch: one policy for every route that shows a
-repository's content or names), `extra_routes` (their own guard, like MCP's
-bearer token) and `lifespan`, so this module stays testable with no database.
+Every request passes one boundary first (gitserver.boundary: the access policy of
+core.access, the throttle of wrong tokens), which leaves the caller in its scope; the
+routes here then check the repository a request names against it. The indexing queue
+(`/api/jobs`), the web reader and the MCP mount are added by the composition root
+(`glossator.server`) through `extra_routes` and `lifespan`, behind the same boundary,
+so this module stays testable with no database.
 """
 
 from __future__ import annotations
@@ -30,19 +31,18 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from core.throttle import Throttle, client_host, wait_words
+from core.access import AccessPolicy, caller_of
+from core.throttle import Throttle
 from gitserver import backend
 from gitserver.auth import (
     REALM,
     Access,
-    Credentials,
-    Policy,
     basic_credentials,
     bearer_token,
-    read_credentials,
     required_access,
     token_matches,
 )
+from gitserver.boundary import CALLBACK_PATH, Boundary, PageRefusal, Sessions
 from gitserver.errors import BadRequest, BodyTooLarge, GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
 from hooks import receiving
@@ -54,7 +54,6 @@ HOOK_URL = "GLOSSATOR_HOOK_URL"  # read by hooks.post_receive to tell the pusher
 # (this request's own socket address) and with which token (one per server, random).
 HOOK_CALLBACK = "GLOSSATOR_HOOK_CALLBACK"
 HOOK_TOKEN = "GLOSSATOR_HOOK_TOKEN"
-CALLBACK_PATH = "/api/hooks/post-receive"
 # (repository, git's `<old> <new> <ref>` lines, the server's URL) → the lines to print
 PostReceiveHandler = Callable[[str, str, str], Awaitable[str]]
 # A push that landed while other writers' pushes to its branch are under way or were
@@ -67,16 +66,6 @@ HOLD_POLL_S = 0.05
 DEFAULT_MAX_BODY = 1024**3
 
 HealthCheck = Callable[[], Awaitable[None]]
-Endpoint = Callable[[Request], Awaitable[Response]]
-
-
-def _throttled(wait: float) -> Response:
-    log.warning("refused a request from a throttled address: too many wrong tokens")
-    return PlainTextResponse(
-        f"too many wrong tokens from this address: try again in {wait_words(wait)}\n",
-        status_code=429,
-        headers={"Retry-After": str(int(wait) + 1)},
-    )
 
 
 def _unauthorized(access: Access) -> Response:
@@ -88,26 +77,28 @@ def _unauthorized(access: Access) -> Response:
     )
 
 
+def _forbidden(name: str) -> Response:
+    return PlainTextResponse(
+        f"this token may not push to {name!r}: ask for a push token for it "
+        "(glossator token create --push NAME)\n",
+        status_code=403,
+    )
+
+
 class GitServer:
-    """Request handlers bound to one repository store, auth policy and hook environment."""
+    """Request handlers bound to one repository store and hook environment; who the
+    caller is, the boundary decided (gitserver.boundary)."""
 
     def __init__(
         self,
         store: RepoStore,
-        policy: Policy,
         *,
-        admin_token: str | None = None,
         hook_env: Mapping[str, str] | None = None,
         post_receive: PostReceiveHandler | None = None,
-        throttle: Throttle | None = None,
         max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.store = store
         self.max_body = max_body  # bytes of a request body (backend.spool_body)
-        # wrong tokens a client address (core.throttle): shared with the web reader's logins
-        self.throttle = throttle if throttle is not None else Throttle()
-        self.policy = policy
-        self.admin_token = admin_token
         # Environment for git http-backend and through it the hooks (database URL…).
         self.hook_env = dict(hook_env or {})
         self.post_receive = post_receive
@@ -135,18 +126,16 @@ class GitServer:
             )
         access = required_access(rest, request.query_params.get("service"))
         credentials = basic_credentials(request.headers)
-        wait = self._held(request, credentials is not None)
-        if wait:
-            return _throttled(wait)
-        if not self.policy.allows(access, credentials):
-            self._failed(request, credentials is not None)
-            log.info(
-                "refused %s of %s: %s",
-                access.value,
-                name,
-                "bad token" if credentials else "no token",
-            )
-            return _unauthorized(access)
+        caller = caller_of(request.scope)
+        allowed_here = caller.may_push(name) if access is Access.PUSH else caller.may_read(name)
+        if not allowed_here:
+            log.info("refused %s of %s: %s", access.value, name, caller.grant or "no token")
+            if caller.anonymous:
+                return _unauthorized(access)
+            if access is Access.PUSH and caller.may_read(name):
+                return _forbidden(name)
+            # a repository outside the token's scope is not there, as one that does not exist
+            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         if not self.store.exists(name):
             return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         if (
@@ -168,7 +157,8 @@ class GitServer:
             except FileNotFoundError:  # deleted since `exists` above (`glossator repo delete`)
                 return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         try:
-            return await self._backend(request, name, rest, credentials, marker)
+            user = (credentials.user if credentials else "") or "glossator"
+            return await self._backend(request, name, rest, user if caller.grant else None, marker)
         except BaseException:
             if marker is not None:
                 marker.finish()
@@ -179,7 +169,7 @@ class GitServer:
         request: Request,
         name: str,
         rest: str,
-        credentials: Credentials | None,
+        remote_user: str | None,
         marker: receiving.Marker | None,
     ) -> Response:
         try:
@@ -207,7 +197,7 @@ class GitServer:
             content_type=request.headers.get("content-type"),
             content_encoding=request.headers.get("content-encoding"),
             git_protocol=request.headers.get("git-protocol"),
-            remote_user=(credentials.user or "glossator") if credentials else None,
+            remote_user=remote_user,  # git lets an authenticated user push (REMOTE_USER)
             remote_addr=client,
             extra_env={**self.hook_env, **self._callback_env(request)},
         )
@@ -265,60 +255,7 @@ class GitServer:
                     break
                 await asyncio.sleep(HOLD_POLL_S)
 
-    def read_refusal(self, request: Request) -> Response | None:
-        """None when the read policy lets `request` in (Basic or Bearer token)."""
-        credentials = read_credentials(request.headers)
-        wait = self._held(request, credentials is not None)
-        if wait:
-            return _throttled(wait)
-        if self.policy.allows(Access.READ, credentials):
-            return None
-        self._failed(request, credentials is not None)
-        log.info(
-            "refused read of %s: %s", request.url.path, "bad token" if credentials else "no token"
-        )
-        return _unauthorized(Access.READ)
-
-    def _held(self, request: Request, presented: bool) -> float:
-        """Seconds a request presenting credentials waits (0: none); anonymous never does."""
-        if not presented:
-            return 0.0
-        return self.throttle.retry_after(client_host(request.client))
-
-    def _failed(self, request: Request, presented: bool) -> None:
-        if presented:
-            self.throttle.failed(client_host(request.client))
-
-    def guarded(self, endpoint: Endpoint) -> Endpoint:
-        async def guarded_endpoint(request: Request) -> Response:
-            refusal = self.read_refusal(request)
-            return refusal if refusal is not None else await endpoint(request)
-
-        return guarded_endpoint
-
-    def _admin_refusal(self, request: Request) -> Response | None:
-        if not self.admin_token:
-            return JSONResponse(
-                {"error": "admin routes are disabled: set GLOSSATOR_ADMIN_TOKEN on the server"},
-                status_code=403,
-            )
-        given = bearer_token(request.headers)
-        wait = self._held(request, given is not None)
-        if wait:
-            return _throttled(wait)
-        if not token_matches(given, (self.admin_token,)):
-            self._failed(request, given is not None)
-            return JSONResponse(
-                {"error": "admin token required (Authorization: Bearer <GLOSSATOR_ADMIN_TOKEN>)"},
-                status_code=401,
-                headers={"WWW-Authenticate": f'Bearer realm="{REALM}"'},
-            )
-        return None
-
     async def create_repo(self, request: Request) -> Response:
-        refusal = self._admin_refusal(request)
-        if refusal is not None:
-            return refusal
         try:
             payload = await request.json()
         except ValueError:
@@ -333,9 +270,6 @@ class GitServer:
         return JSONResponse({"name": name, "url": url}, status_code=201)
 
     async def list_repos(self, request: Request) -> Response:
-        refusal = self._admin_refusal(request)
-        if refusal is not None:
-            return refusal
         return JSONResponse(
             [{"name": n, "branches": self.store.branches(n)} for n in self.store.names()]
         )
@@ -363,29 +297,23 @@ def _others_under_way(path: Path, branch: str) -> int:
 
 def create_app(
     store: RepoStore,
-    policy: Policy,
+    policy: AccessPolicy,
     *,
-    admin_token: str | None = None,
     hook_env: Mapping[str, str] | None = None,
     extra_routes: Sequence[BaseRoute] = (),
-    read_routes: Sequence[Route] = (),
     health_checks: Sequence[HealthCheck] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     post_receive: PostReceiveHandler | None = None,
     throttle: Throttle | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    sessions: Sessions | None = None,
+    pages: PageRefusal | None = None,
 ) -> Starlette:
-    """The ASGI app. `extra_routes` come before the git routes (which match `/<name>/…`).
-    `post_receive`: what a push's post-receive hook asks of the server (HOOK_CALLBACK)."""
-    server = GitServer(
-        store,
-        policy,
-        admin_token=admin_token,
-        hook_env=hook_env,
-        post_receive=post_receive,
-        throttle=throttle,
-        max_body=max_body,
-    )
+    """The ASGI app, behind the access boundary (gitserver.boundary: `policy`, `throttle`,
+    the web reader's `sessions` and login `pages`). `extra_routes` come before the git
+    routes (which match `/<name>/…`). `post_receive`: what a push's post-receive hook
+    asks of the server (HOOK_CALLBACK)."""
+    server = GitServer(store, hook_env=hook_env, post_receive=post_receive, max_body=max_body)
 
     async def healthz(request: Request) -> Response:
         for check in health_checks:
@@ -401,14 +329,17 @@ def create_app(
         Route("/api/repos", server.create_repo, methods=["POST"]),
         Route("/api/repos", server.list_repos, methods=["GET"]),
         Route(CALLBACK_PATH, server.hook_post_receive, methods=["POST"]),
-        *[
-            Route(r.path, server.guarded(r.endpoint), methods=sorted(r.methods or ("GET",)))
-            for r in read_routes
-        ],
         *extra_routes,
         Route("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(
+        Boundary,
+        policy=policy,
+        throttle=throttle if throttle is not None else Throttle(),
+        sessions=sessions,
+        pages=pages,
+    )
     app.state.git = server
     return app
 

@@ -1,11 +1,10 @@
-"""Who may read and who may push.
+"""The credentials of a request, as git and the APIs send them.
 
-Git speaks HTTP Basic: the user name is ignored, the password is the token.
-A push (`info/refs?service=git-receive-pack` and the POST to
-`git-receive-pack`) needs a push token; clone and fetch need nothing when
-`anonymous_read` is on, else a read or push token. Tokens are compared in
-constant time against every configured token (no early exit that would time
-which one matched) and never logged: only the outcome is.
+Git speaks HTTP Basic: the user name is ignored, the password is the token; the APIs
+and MCP send `Authorization: Bearer <token>`. A push (`info/refs?service=git-receive-pack`
+and the POST to `git-receive-pack`) needs a push token for its repository, clone and
+fetch a read (core.access, asked for every request by gitserver.boundary). Tokens are
+never logged: only the outcome is.
 """
 
 from __future__ import annotations
@@ -81,18 +80,3 @@ def required_access(path_rest: str, query_service: str | None) -> Access:
     if path_rest == "git-receive-pack" or query_service == "git-receive-pack":
         return Access.PUSH
     return Access.READ
-
-
-@dataclass(frozen=True)
-class Policy:
-    push_tokens: tuple[str, ...]
-    read_tokens: tuple[str, ...]
-    anonymous_read: bool
-
-    def allows(self, access: Access, credentials: Credentials | None) -> bool:
-        token = credentials.token if credentials else None
-        if access is Access.PUSH:
-            return token_matches(token, self.push_tokens)
-        if self.anonymous_read:
-            return True
-        return token_matches(token, self.read_tokens + self.push_tokens)

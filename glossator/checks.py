@@ -370,6 +370,39 @@ def check_jobs(conn: psycopg.Connection | None) -> Iterator[Finding]:
         )
 
 
+def check_access(settings: Settings, conn: psycopg.Connection | None) -> Iterator[Finding]:
+    """Who can read what (core.access.AccessPolicy.describe), and the stored tokens."""
+    from glossator.wiring import access_policy
+    from store.tokens import list_tokens
+
+    reads, mcp, pushes = access_policy(settings).describe()
+    yield Finding("access reads", "ok", reads)
+    local = settings.host in ("127.0.0.1", "localhost", "::1")
+    if "open to anyone" in mcp and not local:  # anyone who reaches the address
+        fix = "set GLOSSATOR_MCP_TOKEN or GLOSSATOR_ANONYMOUS_READ=false"
+        yield Finding("access MCP", "warn", mcp, fix)
+    else:
+        yield Finding("access MCP", "ok", mcp)
+    live: list[str] = []
+    if conn is not None:
+        try:
+            with conn.transaction():
+                live = [
+                    f"{t['id']} {t['role']} "
+                    + (
+                        "every repository"
+                        if t["repositories"] is None
+                        else ",".join(t["repositories"])
+                    )
+                    for t in list_tokens(conn)
+                    if t["revoked_at"] is None
+                ]
+        except psycopg.errors.UndefinedTable:
+            live = []
+    stored = f"; stored tokens: {'; '.join(live)}" if live else "; no stored token"
+    yield Finding("access pushes", "ok", pushes + stored)
+
+
 def run(settings: Settings) -> list[Finding]:
     findings, db = check_database(settings)
     schema_ok = not any(f.status == "fail" for f in findings)
@@ -379,6 +412,7 @@ def run(settings: Settings) -> list[Finding]:
             findings += list(check_embedder(settings, conn))
             findings += list(check_repositories(settings, conn))
             findings += list(check_jobs(conn))
+            findings += list(check_access(settings, conn))
         finally:
             if conn is not None:
                 conn.close()

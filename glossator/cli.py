@@ -25,6 +25,7 @@ from glossator.commands.repos import repo, status
 from glossator.commands.search import eval_command, mcp, search
 from glossator.commands.serve import serve, worker
 from glossator.commands.summarize import summarize
+from glossator.commands.tokens import token
 from glossator.settings import Settings, SettingsError
 
 __all__ = ["Context", "main", "out_console", "pass_context"]
@@ -111,6 +112,7 @@ for _command in (
     mcp,
     eval_command,
     doctor,
+    token,
 ):
     main.add_command(_command)
 repo.add_command(repo_delete)

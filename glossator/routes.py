@@ -1,13 +1,13 @@
 """The server's own HTTP endpoints, and every route it adds to git's, in one table.
 
     endpoints = Endpoints(db, store, web, problem=..., mcp_token=True)
-    table = route_table(endpoints, web, mcp)
-    create_app(store, policy, extra_routes=table.public, read_routes=table.read,
+    create_app(store, policy, extra_routes=route_table(endpoints, web, mcp),
                health_checks=[endpoints.database_ok],
                post_receive=endpoints.post_receive, ...)          # gitserver.app
 
     GET  /            a browser: the web reader's home page; else the endpoints, as JSON
-    GET  /api/jobs    the indexing jobs (?repository=, ?status=, ?limit=): the read policy
+    GET  /api/jobs    the indexing jobs (?repository=, ?status=, ?limit=) of the
+                      repositories the caller may read
     …                 the web reader's pages and JSON API (search/web/), MCP at /mcp
 
 git's own routes (clone, fetch, push, /api/repos, /healthz, the post-receive
@@ -20,7 +20,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from typing import Any
 
 import psycopg
 from psycopg_pool import PoolTimeout
@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from core.access import caller_of
 from gitserver.repos import RepoStore
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from search.web.reader import WebReader
@@ -70,7 +71,7 @@ class Endpoints:
             "web": "/ (in a browser), /search?q=…, /read/<repository>/<file>, /jobs",
             "api": "/api/search?q=…, /api/nodes/<repository>/<file>, /api/outline",
             "mcp": "/mcp (MCP over streamable HTTP"
-            + (", Authorization: Bearer <GLOSSATOR_MCP_TOKEN>)" if self.mcp_token else ")"),
+            + (", Authorization: Bearer <a read token>)" if self.mcp_token else ")"),
             "git": "/<repository>.git (clone, fetch, push)",
             "repositories": "/api/repos (GET lists, POST creates with the admin token)",
             "jobs": "/api/jobs (indexing jobs; ?repository=, ?status=, ?limit=)",
@@ -109,7 +110,8 @@ class Endpoints:
         except (psycopg.Error, PoolTimeout) as e:  # one line, never a 500 and a traceback
             why = self.problem() or describe_failure(e)  # it logs the outage once
             return JSONResponse({"error": why}, 503)
-        return JSONResponse({"jobs": rows})
+        caller = caller_of(request.scope)
+        return JSONResponse({"jobs": [r for r in rows if caller.may_read(r["repository"])]})
 
     async def database_ok(self) -> None:
         """/healthz's check of the database (gitserver.app): RuntimeError saying why not."""
@@ -141,16 +143,13 @@ class Endpoints:
         return out.getvalue()
 
 
-class RouteTable(NamedTuple):
-    public: list[BaseRoute]  # each with its own guard (the web reader's logins, MCP's token)
-    read: list[Route]  # behind the read policy of clone and fetch (gitserver.app)
-
-
-def route_table(endpoints: Endpoints, web: WebReader, mcp: Any | None) -> RouteTable:
+def route_table(endpoints: Endpoints, web: WebReader, mcp: Any | None) -> list[BaseRoute]:
     """Every route the server adds to git's: `/` is ours (the web reader's home page
-    for a browser), then the web reader's others, MCP's, and /api/jobs."""
-    public: list[BaseRoute] = [Route("/", endpoints.index, methods=["GET"])]
-    public.extend(r for r in web.routes() if getattr(r, "path", None) != "/")
+    for a browser), then the web reader's others, MCP's, and /api/jobs. All of them are
+    behind the access boundary (gitserver.boundary)."""
+    routes: list[BaseRoute] = [Route("/", endpoints.index, methods=["GET"])]
+    routes.extend(r for r in web.routes() if getattr(r, "path", None) != "/")
     if mcp is not None:
-        public.extend(mcp.routes("/mcp"))
-    return RouteTable(public=public, read=[Route("/api/jobs", endpoints.jobs, methods=["GET"])])
+        routes.extend(mcp.routes("/mcp"))
+    routes.append(Route("/api/jobs", endpoints.jobs, methods=["GET"]))
+    return routes

@@ -24,18 +24,18 @@ from typing import Any
 
 from starlette.applications import Starlette
 
+from core.access import AccessPolicy, token_digest
 from core.throttle import Throttle
 from gitserver.app import create_app
-from gitserver.auth import Access, Credentials, Policy, read_credentials
 from gitserver.repos import RepoStore
 from glossator.logs import quiet_expected_failures
 from glossator.providers import get_embedder
 from glossator.routes import Endpoints, route_table
 from glossator.search_service import search_service
-from glossator.settings import Settings, reveal
+from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.lifespan import ServerLifespan
-from glossator.wiring import auth_policy, database
+from glossator.wiring import access_policy, database, stored_tokens
 from hooks.queue import list_jobs
 from hooks.reuse import IndexFn
 from search.service import SearchService
@@ -44,39 +44,31 @@ from search.web.reader import WebReader
 from store.db import Database
 
 
-def _mcp_app(settings: Settings, service: SearchService, throttle: Throttle) -> Any | None:
+def _mcp_app(settings: Settings, service: SearchService) -> Any | None:
     """MCP over the search service, which embeds queries with its own embedder (the
     worker's counts stay the worker's) and owns the query cache and the engine lock."""
     if importlib.util.find_spec("search.mcp_http") is None:
         return None
     from search.mcp_http import mcp_http_app
 
-    return mcp_http_app(
-        service,
-        token=reveal(settings.mcp_token) or None,
-        host=settings.host,
-        log_level=settings.log_level,
-        throttle=throttle,
-    )
+    return mcp_http_app(service, host=settings.host, log_level=settings.log_level)
 
 
-def readers(policy: Policy, throttle: Throttle) -> Readers:
-    """The web reader's read policy: clone's (gitserver.auth), with its login sessions, and
-    the git server's throttle of wrong tokens."""
-    return Readers(
-        throttle=throttle,
-        open=policy.anonymous_read,
-        token_ok=lambda token: policy.allows(Access.READ, Credentials("", token)),
-        headers_ok=lambda headers: (
-            (c := read_credentials(headers)) is not None and policy.allows(Access.READ, c)
-        ),
-    )
+def readers(policy: AccessPolicy, throttle: Throttle) -> Readers:
+    """The web reader's login sessions over the access policy (core.access), and the
+    boundary's throttle of wrong tokens."""
+
+    def identify(token: str) -> str | None:
+        digest = token_digest(token)
+        return digest if policy.grant(digest) is not None else None
+
+    return Readers(throttle=throttle, open=policy.anonymous_read, identify=identify)
 
 
 def web_reader(
     service: SearchService,
     db: Database,
-    policy: Policy,
+    policy: AccessPolicy,
     throttle: Throttle,
     problem: Callable[[], str | None],
 ) -> WebReader:
@@ -99,11 +91,11 @@ def build_app(
     supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan
     service = search_service(settings, db)  # MCP and the web reader share its query cache
     throttle = Throttle()  # wrong tokens an address, at every door (core.throttle)
-    mcp = _mcp_app(settings, service, throttle)
-    policy = auth_policy(settings)
+    mcp = _mcp_app(settings, service)
+    policy = access_policy(settings, stored=stored_tokens(db))
     web = web_reader(service, db, policy, throttle, lambda: supervisor.problem)
     endpoints = Endpoints(
-        db, store, web, problem=lambda: supervisor.problem, mcp_token=bool(settings.mcp_token)
+        db, store, web, problem=lambda: supervisor.problem, mcp_token=not policy.mcp_open
     )
     lifespan = ServerLifespan(
         settings,
@@ -115,18 +107,17 @@ def build_app(
         index_fn=index_fn,
         mcp=mcp,
     )
-    routes = route_table(endpoints, web, mcp)
     app = create_app(
         store,
         policy,
-        admin_token=reveal(settings.admin_token),
-        extra_routes=routes.public,
-        read_routes=routes.read,
+        extra_routes=route_table(endpoints, web, mcp),
         health_checks=[endpoints.database_ok],
         lifespan=lifespan,
         post_receive=endpoints.post_receive,
         throttle=throttle,
         max_body=settings.max_push_bytes,
+        sessions=web.base.readers.session_digest,
+        pages=web.refusal,
     )
     app.state.service = lifespan.state
     return app

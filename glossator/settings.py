@@ -142,14 +142,14 @@ class Settings(BaseSettings):
         description="Port the server listens on (0 picks a free one).",
     )
     push_tokens: Tokens = Field(
-        (),  # none: pushes are refused until a token is set (the server says so at start)
-        description="Comma-separated tokens allowed to push (HTTP Basic password). "
-        "Empty: pushes are refused.",
+        (),  # none: only tokens of `glossator token create --push` push (said at start)
+        description="Comma-separated push tokens for every repository (HTTP Basic "
+        "password); `glossator token create --push REPO` makes scoped ones.",
     )
     read_tokens: Tokens = Field(
         (),
-        description="Comma-separated tokens for clone/fetch when anonymous reads are off "
-        "(push tokens also read).",
+        description="Comma-separated read tokens for every repository, on every face, "
+        "when anonymous reads are off (push tokens also read).",
     )
     max_push_bytes: PositiveInt = Field(
         # 1 GiB: the example (one book, 580 KB of Markdown, its sidecars with 384-d
@@ -161,13 +161,16 @@ class Settings(BaseSettings):
     )
     anonymous_read: Flag = Field(
         True,  # a judgment call: a server of books is there to be cloned; pushes need a token
-        description="Allow clone and fetch without a token.",
+        description="Reads without a token on every face (clone, fetch, the API, the "
+        "web reader, MCP, the jobs); false closes them all.",
     )
     admin_token: Secret | None = Field(
-        None, description="Bearer token for the admin HTTP routes (repo creation)."
+        None, description="An admin token: every repository, and /api/repos."
     )
     mcp_token: Secret | None = Field(
-        None, description="Bearer token required on /mcp (unset: no token)."
+        None,
+        description="A read token for /mcp only; when set, MCP wants a token even while "
+        "reads are open.",
     )
     provider_plugins: Plugins = Field(
         (),  # none: the built-in providers only

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from functools import partial
 
-from gitserver.auth import Policy
+from core.access import AccessPolicy, Grant, Role, StoredLookup
 from gitserver.repos import RepoStore
 from glossator import rebuild
 from glossator.settings import Settings, reveal
 from store.db import Database, DatabaseConfig
+from store.tokens import token_grant
 
 
 def database_config(settings: Settings) -> DatabaseConfig:
@@ -43,10 +44,32 @@ def database(
     )
 
 
-def auth_policy(settings: Settings) -> Policy:
-    """Who may push and read (GLOSSATOR_PUSH_TOKENS, _READ_TOKENS, _ANONYMOUS_READ)."""
-    return Policy(
-        push_tokens=reveal(settings.push_tokens),
-        read_tokens=reveal(settings.read_tokens),
+def access_policy(settings: Settings, stored: StoredLookup | None = None) -> AccessPolicy:
+    """Who may read, push and administer (core.access): GLOSSATOR_ANONYMOUS_READ, the
+    `GLOSSATOR_*_TOKENS` variables (all-repository tokens of their role), the MCP token,
+    and the tokens stored by `glossator token create` (`stored`, their lookup)."""
+    admin = reveal(settings.admin_token)
+    return AccessPolicy.from_tokens(
         anonymous_read=settings.anonymous_read,
+        read=reveal(settings.read_tokens),
+        push=reveal(settings.push_tokens),
+        admin=(admin,) if admin else (),
+        mcp=reveal(settings.mcp_token) or None,
+        stored=stored,
     )
+
+
+def stored_tokens(db: Database) -> StoredLookup:
+    """The lookup of the tokens `glossator token create` stored (store.tokens), on the
+    server's pool; a revoked token is no token from the next request on."""
+
+    def lookup(digest: str) -> Grant | None:
+        with db.pool.connection(timeout=10) as conn:
+            found = token_grant(conn, digest)
+        if found is None:
+            return None
+        token_id, role, repositories = found
+        scope = frozenset(repositories) if repositories is not None else None
+        return Grant(Role(role), scope, f"token {token_id}")
+
+    return lookup

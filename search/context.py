@@ -238,7 +238,7 @@ def context(
     packing = tuning.packing
     with R.connection(conn_or_pool) as conn:
         t = time.perf_counter()
-        scope = resolve_scope(conn, repository, branch)
+        scope = resolve_scope(conn, repository, branch, options.readable if options else None)
         judged = _judge(
             conn, response, query_vector, scope, work, options, tuning, corpus_gate, min_relevance
         )

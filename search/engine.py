@@ -86,7 +86,7 @@ def search(
     depth = fusion.chapter_depth  # chapter evidence's, fetched with the rankings
     timings: dict[str, float] = {}
     with R.connection(conn_or_pool) as conn:
-        scope = resolve_scope(conn, options.repository, options.branch)
+        scope = resolve_scope(conn, options.repository, options.branch, options.readable)
         rankings = S.retrieve(conn, query, vector, options, scope, timings, depth)
         if options.work is not None and rankings.empty():  # nothing found: is it a typo?
             stored = R.resolve_work(conn, options.work, scope.pairs, scope.described)

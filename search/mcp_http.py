@@ -1,16 +1,19 @@
 """The MCP server over streamable HTTP, as an ASGI app to mount at `/mcp/`.
 
-    mcp = mcp_http_app(service, token=settings.mcp_token, host=settings.host)
+    mcp = mcp_http_app(service, host=settings.host)
     app = Starlette(
         routes=[*mcp.routes("/mcp"), ...],        # /mcp and /mcp/ alike
         lifespan=lambda app: mcp.lifespan(),      # REQUIRED, see below
     )
+    app = Boundary(app, policy, throttle=…)       # gitserver.boundary: who may call
 
 Clients connect to `http://<host>:<port>/mcp` (or `/mcp/`: both are served, no
 redirect, since clients pick the transport from the URL and the MCP Inspector
-takes `/mcp` for streamable HTTP but not `/mcp/`) and, when `GLOSSATOR_MCP_TOKEN`
-is set, send `Authorization: Bearer <token>`; a missing or wrong token gets 401
-before the request reaches the MCP layer (compared in constant time).
+takes `/mcp` for streamable HTTP but not `/mcp/`). Who may call it is the access
+boundary's business (gitserver.boundary, the same policy as every other face: a
+token unless MCP is open, 401 before the request reaches the MCP layer, the throttle
+of wrong tokens); each tool reads only the repositories of the caller the boundary
+left in the request's scope (search.mcp_server), and nothing without one.
 
 The host app must run `mcp.lifespan()` in its own lifespan: Starlette does not
 run a mounted app's lifespan, and the SDK's session manager (a task group that
@@ -21,9 +24,6 @@ pointed at the returned object), the app handles the lifespan protocol itself.
 
 from __future__ import annotations
 
-import hmac
-import json
-import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -32,32 +32,19 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from core.throttle import Throttle, client_host, wait_words
 from search.mcp_server import LogLevel, build_server
 from search.service import SearchService
-
-log = logging.getLogger(__name__)
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
 class McpHttpApp:
-    """ASGI app: bearer-token check, then the SDK's streamable HTTP transport."""
+    """ASGI app: the SDK's streamable HTTP transport, behind the host app's boundary."""
 
-    def __init__(
-        self,
-        server: MCPServer,
-        *,
-        token: str | None,
-        host: str = "127.0.0.1",
-        throttle: Throttle | None = None,
-    ) -> None:
+    def __init__(self, server: MCPServer, *, host: str = "127.0.0.1") -> None:
         self.server = server
-        self._token = token.encode("utf-8") if token else None
-        # wrong tokens a client address (core.throttle), shared with git and the web reader
-        self._throttle = throttle if throttle is not None else Throttle()
         # DNS-rebinding protection (Host/Origin must be local) only makes sense when
-        # listening on loopback; behind a real host name the bearer token guards.
+        # listening on loopback; behind a real host name the tokens guard.
         security = (
             None
             if host in LOOPBACK
@@ -66,8 +53,6 @@ class McpHttpApp:
         self._inner = server.streamable_http_app(
             streamable_http_path="/", transport_security=security, host=host
         )
-        if self._token is None and host not in LOOPBACK:
-            log.warning("MCP over HTTP on %s has no token: set GLOSSATOR_MCP_TOKEN", host)
 
     def routes(self, prefix: str = "/mcp") -> list[BaseRoute]:
         """`prefix` and `prefix/` both reach the transport (a Mount alone answers the
@@ -81,34 +66,7 @@ class McpHttpApp:
             yield
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and self._token is not None:
-            given = _bearer(scope)
-            address = client_host(scope.get("client"))
-            wait = self._throttle.retry_after(address) if given is not None else 0.0
-            if wait:
-                log.warning("refused an MCP request from a throttled address")
-                await _refuse(
-                    send,
-                    429,
-                    f"too many wrong tokens from this address: try again in {wait_words(wait)}",
-                    [(b"retry-after", str(int(wait) + 1).encode())],
-                )
-                return
-            if given is None or not hmac.compare_digest(given, self._token):
-                if given is not None:
-                    self._throttle.failed(address)
-                await _unauthorized(send)
-                return
         await self._inner(scope, receive, send)
-
-
-def _bearer(scope: Scope) -> bytes | None:
-    for name, value in scope.get("headers", []):
-        if name == b"authorization":
-            scheme, _, given = value.partition(b" ")
-            if scheme.lower() == b"bearer":
-                return given.strip()
-    return None
 
 
 class _Unslashed:
@@ -125,48 +83,8 @@ class _Unslashed:
         await self.app(inner, receive, send)
 
 
-async def _unauthorized(send: Send) -> None:
-    await _refuse(
-        send,
-        401,
-        "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp",
-        [(b"www-authenticate", b'Bearer realm="glossator-mcp"')],
-        error="unauthorized",
-    )
-
-
-async def _refuse(
-    send: Send,
-    status: int,
-    message: str,
-    headers: list[tuple[bytes, bytes]],
-    *,
-    error: str = "too many wrong tokens",
-) -> None:
-    body = json.dumps({"error": error, "message": message}).encode()
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(body)).encode()),
-                *headers,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": body})
-
-
 def mcp_http_app(
-    service: SearchService,
-    *,
-    token: str | None,
-    host: str = "127.0.0.1",
-    log_level: LogLevel = "INFO",
-    throttle: Throttle | None = None,
+    service: SearchService, *, host: str = "127.0.0.1", log_level: LogLevel = "INFO"
 ) -> McpHttpApp:
-    """The `/mcp/` app over a search service; `token` None: no bearer token asked."""
-    return McpHttpApp(
-        build_server(service, log_level=log_level), token=token, host=host, throttle=throttle
-    )
+    """The `/mcp/` app over a search service (mount it behind gitserver.boundary)."""
+    return McpHttpApp(build_server(service, log_level=log_level), host=host)

@@ -28,12 +28,13 @@ from collections.abc import Callable
 from typing import Annotated, Any, Literal, TypeVar
 
 import psycopg
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field, ValidationError
 
+from core.access import caller_of
 from core.errors import GlossatorError
 from search import mcp_reading as P
 from search import mcp_views as V
@@ -230,6 +231,7 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
             int | None, Field(ge=100, description="Leave out the hits past this many tokens.")
         ] = None,
         max_per_chapter: Annotated[int, Field(ge=1, le=MAX_K)] = AGENT_MAX_PER_CHAPTER,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, V.LeanSearch]:
         response = agent_search(
             service,
@@ -241,6 +243,7 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
             repository=repository,
             branch=branch,
             max_per_chapter=max_per_chapter,
+            readable=readable(ctx),
         )
         chosen = tuple(fields) if fields is not None else V.DEFAULT_FIELDS
         text, data = V.search_view(
@@ -254,9 +257,15 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
         work: Work = None,
         repository: Repository = None,
         branch: Branch = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, P.LeanContext]:
         pack = service.context(
-            question, budget=budget, repository=repository, branch=branch, work=work
+            question,
+            budget=budget,
+            repository=repository,
+            branch=branch,
+            work=work,
+            readable=readable(ctx),
         )
         return _result(*P.context_view(pack))
 
@@ -273,16 +282,28 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         context: Annotated[int, Field(ge=0, le=20)] = 0,
         repository: Repository = None,
         branch: Branch = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, V.LeanNode]:
         node = N.get_node(
-            db, source_file, chunk_index, repository=repository, branch=branch, context=context
+            db,
+            source_file,
+            chunk_index,
+            repository=repository,
+            branch=branch,
+            context=context,
+            readable=readable(ctx),
         )
         return _result(*V.node_view(node))
 
     def get_parent(
-        source_file: SourceFile, repository: Repository = None, branch: Branch = None
+        source_file: SourceFile,
+        repository: Repository = None,
+        branch: Branch = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, V.LeanNode]:
-        parent = N.get_parent(db, source_file, repository=repository, branch=branch)
+        parent = N.get_parent(
+            db, source_file, repository=repository, branch=branch, readable=readable(ctx)
+        )
         if parent is None:
             raise ToolError(
                 f"{source_file} is the summary of a whole work: it has no parent. "
@@ -291,9 +312,14 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         return _result(*V.node_view(parent))
 
     def get_children(
-        source_file: SourceFile, repository: Repository = None, branch: Branch = None
+        source_file: SourceFile,
+        repository: Repository = None,
+        branch: Branch = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, V.LeanChildren]:
-        kids = N.get_children(db, source_file, repository=repository, branch=branch)
+        kids = N.get_children(
+            db, source_file, repository=repository, branch=branch, readable=readable(ctx)
+        )
         parent = kids[0].parent_source_file if kids else None
         return _result(*V.children_view(parent or source_file, kids))
 
@@ -303,8 +329,9 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         excerpts: bool = False,
         repository: Repository = None,
         branch: Branch = None,
+        ctx: Context | None = None,
     ) -> Annotated[CallToolResult, P.LeanOutline]:
-        tree = N.outline(db, repository, work, branch=branch)
+        tree = N.outline(db, repository, work, branch=branch, readable=readable(ctx))
         return _result(*P.outline_view(tree, depth=depth, excerpts=excerpts))
 
     return [
@@ -313,6 +340,17 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         (get_children, GET_CHILDREN_DESCRIPTION),
         (outline, OUTLINE_DESCRIPTION),
     ]
+
+
+def readable(ctx: Context | None) -> frozenset[str] | None:
+    """The repositories a tool call may read: those of the caller the access boundary
+    left in its HTTP request's scope (core.access; none without one: fail closed), every
+    one over stdio or in process (no HTTP request: whoever runs it can open the database)."""
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # outside a request
+        request = None
+    return caller_of(getattr(request, "scope", None)).readable
 
 
 def compact_schema(schema: dict[str, Any], *, inputs: bool = False) -> dict[str, Any]:

@@ -37,6 +37,7 @@ def get_node(
     repository: str | None = None,
     branch: str | None = None,
     context: int = 0,
+    readable: frozenset[str] | None = None,
 ) -> Node:
     """A whole file, or one chunk of it with `context` chunks either side. Without a
     branch, each repository's default one (search.scope); likewise below."""
@@ -45,7 +46,7 @@ def get_node(
     if not 0 <= context <= 20:
         raise BadQuery(f"context must be from 0 to 20 chunks, got {context}")
     with R.connection(conn_or_pool) as conn:
-        rows = _file_rows(conn, source_file, repository, branch)
+        rows = _file_rows(conn, source_file, repository, branch, readable)
     if chunk_index is None:
         return R.node(rows)
     last = max(r.chunk_index for r in rows)
@@ -63,10 +64,11 @@ def get_parent(
     *,
     repository: str | None = None,
     branch: str | None = None,
+    readable: frozenset[str] | None = None,
 ) -> Node | None:
     """The node `source_file` hangs from (all its rows), or None for a work's summary."""
     with R.connection(conn_or_pool) as conn:
-        rows = _file_rows(conn, source_file, repository, branch)
+        rows = _file_rows(conn, source_file, repository, branch, readable)
         parent = rows[0].parent_source_file
         if parent is None:
             return None
@@ -86,19 +88,24 @@ def get_children(
     *,
     repository: str | None = None,
     branch: str | None = None,
+    readable: frozenset[str] | None = None,
 ) -> list[Node]:
     """The nodes whose parent is `source_file`, in reading order (empty for a source.md)."""
     with R.connection(conn_or_pool) as conn:
-        rows = _file_rows(conn, source_file, repository, branch)
+        rows = _file_rows(conn, source_file, repository, branch, readable)
         found = children_rows(conn, [(rows[0].repository, rows[0].source_file)], rows[0].branch)
     return R.group_files(found)
 
 
 def _file_rows(
-    conn: psycopg.Connection, source_file: str, repository: str | None, branch: str | None
+    conn: psycopg.Connection,
+    source_file: str,
+    repository: str | None,
+    branch: str | None,
+    readable: frozenset[str] | None,
 ) -> list[R.Row]:
     """The rows of `source_file` among the repositories and branches a request reads."""
-    scope = resolve_scope(conn, repository, branch)
+    scope = resolve_scope(conn, repository, branch, readable)
     try:
         return R.file_rows(conn, source_file, scope.pairs, scope.described)
     except UnknownFile as e:
@@ -157,6 +164,7 @@ def outline(
     work: str | None = None,
     *,
     branch: str | None = None,
+    readable: frozenset[str] | None = None,
 ) -> Outline:
     """Works → parts → chapters (and liminary pieces), with titles and summary excerpts.
 
@@ -165,7 +173,7 @@ def outline(
     gets its folder's name.
     """
     with R.connection(conn_or_pool) as conn:
-        scope = resolve_scope(conn, repository, branch)
+        scope = resolve_scope(conn, repository, branch, readable)
         # the work as typed, or in the other Unicode normalization (R.spellings)
         spelt = R.spellings(work) if work is not None else None
         files = store_nodes.outline_files(conn, scope.pairs, spelt)

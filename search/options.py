@@ -73,6 +73,7 @@ class SearchOptions:
     query's language (ISO 639-1, search.language; None: unknown): in hybrid mode the
     keyword evidence of repositories in other languages is weighed down. `branch` None: each
     repository on its own default branch (search.scope), a name: that branch of each.
+    `readable` None: every repository; else the only ones read (the caller's, core.access).
     """
 
     mode: Mode = "hybrid"
@@ -95,6 +96,7 @@ class SearchOptions:
     climb_down: int = 0
     candidates: int | None = None
     query_lang: str | None = None
+    readable: frozenset[str] | None = None
 
     def replace(self, **changes: object) -> SearchOptions:
         """A copy with `changes` (None values are changes too: `repository=None` is all)."""

@@ -14,6 +14,11 @@ With a branch named, every repository that has rows on it is read.
 A repository read on a branch without rows while it has rows on another is said in the
 answer (`notes`), never silently left out; so is a search that found nothing on the
 branches it read while other branches have rows.
+
+`readable` (None: every repository) is what the caller may read (core.access): the
+scope never holds another repository, so no query built from it (search, outline,
+context, a node) reads its rows, and no note or error names it: to such a caller a
+repository it may not read is one that does not exist.
 """
 
 from __future__ import annotations
@@ -119,9 +124,15 @@ def _listing(branches: Sequence[str]) -> str:
     return ", ".join(repr(b) for b in branches)
 
 
-def resolve(conn: psycopg.Connection, repository: str | None, branch: str | None) -> Scope:
-    """The scope of a request; UnknownRepository when `repository` has no rows (or none on
-    the `branch` it names). Checks the names (rows.check_text) before any query."""
+def resolve(
+    conn: psycopg.Connection,
+    repository: str | None,
+    branch: str | None,
+    readable: frozenset[str] | None = None,
+) -> Scope:
+    """The scope of a request, within the repositories `readable` (None: all; module doc);
+    UnknownRepository when `repository` has no rows (or none on the `branch` it names).
+    Checks the names (rows.check_text) before any query."""
     if branch is not None:
         check_text("branch", branch)
         if not branch.strip():
@@ -131,6 +142,8 @@ def resolve(conn: psycopg.Connection, repository: str | None, branch: str | None
         if not repository.strip():
             raise UnknownRepository("repository must be a name, not an empty string")
     known = default_branches(conn, DEFAULT_BRANCH)
+    if readable is not None:
+        known = {r: d for r, d in known.items() if r in readable}
     with_rows = {r: d for r, d in known.items() if d.indexed}
     if repository is None:
         if branch is None:

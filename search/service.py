@@ -171,9 +171,13 @@ class SearchService:
         branch: str | None = None,
         work: str | None = None,
         min_relevance: float | None = None,
+        readable: frozenset[str] | None = None,
     ) -> ContextPack:
-        """`search.context.context` with the question embedded once for all its steps."""
-        return self._context(question, budget, repository, branch, work, min_relevance, None)
+        """`search.context.context` with the question embedded once for all its steps,
+        within the repositories `readable` (None: all)."""
+        return self._context(
+            question, budget, repository, branch, work, min_relevance, None, readable
+        )
 
     def warm(self, repository: str, branch: str, stop: Callable[[], bool] | None = None) -> None:
         """Measure and keep the gates a `context` pack on `repository`@`branch` would
@@ -198,11 +202,13 @@ class SearchService:
         work: str | None,
         min_relevance: float | None,
         stop: Callable[[], bool] | None,
+        readable: frozenset[str] | None = None,
     ) -> ContextPack:
         check_budget(budget)
         question = check_query(question)
         branch = branch if branch is not None else self.defaults.branch
-        options = self.defaults.replace(query_lang=self.detector.detect(question))
+        lang = self.detector.detect(question)
+        options = self.defaults.replace(query_lang=lang, readable=readable)
         return build_context(
             self.conn_or_pool,
             question,
@@ -216,7 +222,7 @@ class SearchService:
             options=options,
             tuning=self.tuning,
             corpus_gate=lambda conn, langs: self.corpus_gate(
-                conn, langs, repository, branch, work, stop
+                conn, langs, repository, branch, work, stop, readable
             ),
         )
 
@@ -228,6 +234,7 @@ class SearchService:
         branch: str | None,
         work: str | None,
         stop: Callable[[], bool] | None = None,
+        readable: frozenset[str] | None = None,
     ) -> C.Calibration:
         """The gate calibrated on the corpus searched (search.calibration): from this
         process's cache, else from the database (store.calibrations: one measured by
@@ -246,7 +253,9 @@ class SearchService:
         out of reach), the gate is None with the reason: the pack says "uncalibrated"
         rather than "found"; nothing is kept, the next pack tries again."""
         model = self.embedder.model
-        pairs = resolve_scope(conn, repository, branch).pairs  # the branches the pack reads
+        # the branches the pack reads, within the caller's repositories: a calibration
+        # never ranks rows the caller may not read
+        pairs = resolve_scope(conn, repository, branch, readable).pairs
         if repository is not None and len(pairs) == 1:
             branch = pairs[0][1]
         scope = (model, branch, repository, work, languages)
@@ -255,20 +264,26 @@ class SearchService:
             found = self._gates.get((scope, state))
         if found is not None:
             return found
-        stored = load_calibration(conn, scope, state)
+        # one row a scope in the database: a caller's narrower one (its pairs, so its
+        # state, differ) stays in this process rather than replace everyone's
+        shared = readable is None
+        stored = load_calibration(conn, scope, state) if shared else None
         if stored is not None:
             cal = C.Calibration.from_json(stored)
         else:
             try:
-                cal = self._measure(conn, languages, repository, branch, pairs, work, model, stop)
+                cal = self._measure(
+                    conn, languages, repository, branch, pairs, work, model, stop, readable
+                )
             except C.Abandoned:
                 raise
             except Exception as exc:  # the embedder, mostly: a provider out of reach
                 log.warning("the relevance gate could not be calibrated with %s: %s", model, exc)
                 return C.unmeasured(model, languages, exc)
             try:
-                with conn.transaction():  # a savepoint: a failed write spoils no pack
-                    save_calibration(conn, scope, state, cal.to_json())
+                if shared:
+                    with conn.transaction():  # a savepoint: a failed write spoils no pack
+                        save_calibration(conn, scope, state, cal.to_json())
             except psycopg.Error as exc:
                 log.warning("the calibration could not be kept (measured again next time): %s", exc)
         with self._gates_lock:
@@ -292,6 +307,7 @@ class SearchService:
         work: str | None,
         model: str,
         stop: Callable[[], bool] | None = None,
+        readable: frozenset[str] | None = None,
     ) -> C.Calibration:
         log.info(
             "calibrating the relevance gate of %s@%s for %s (once per indexed state, then "
@@ -310,7 +326,7 @@ class SearchService:
                 repository=repository,
                 branch=branch,
                 work=work,
-                options=self.defaults.replace(query_lang=lang),
+                options=self.defaults.replace(query_lang=lang, readable=readable),
                 tuning=self.tuning,
             ).hits
 
@@ -332,9 +348,10 @@ class SearchService:
         branch: str | None,
         work: str | None,
         stop: Callable[[], bool] | None = None,
+        readable: frozenset[str] | None = None,
     ) -> tuple[RelevanceGate | None, str, tuple[float, float] | None]:
         """`search.context.CorpusGate` for the service's embedder."""
-        cal = self.calibration(conn, languages, repository, branch, work, stop)
+        cal = self.calibration(conn, languages, repository, branch, work, stop, readable)
         if cal.uncertain_from is None:
             return cal.gate, cal.reason, None
         cross = cal.uncertain_from_cross

@@ -26,8 +26,10 @@ def agent_search(
     repository: str | None = None,
     branch: str | None = None,
     max_per_chapter: int = AGENT_MAX_PER_CHAPTER,
+    readable: frozenset[str] | None = None,
 ) -> SearchResponse:
-    """The `search` tool's search; `branch` None: each repository's default branch."""
+    """The `search` tool's search; `branch` None: each repository's default branch;
+    `readable`: the repositories the caller may read (None: all)."""
     options = service.options(
         mode=mode,
         k=k,
@@ -36,6 +38,7 @@ def agent_search(
         level=level,
         max_per_chapter=max_per_chapter,
         climb_down=service.tuning.packing.climb_down,
+        readable=readable,
     )
     if branch is not None:
         options = options.replace(branch=branch)

@@ -1,4 +1,4 @@
--- The schema store/migrations/ leave, at version 35. Generated: do not edit.
+-- The schema store/migrations/ leave, at version 50. Generated: do not edit.
 -- Regenerate with `.venv/bin/python -m store.schema --write` (store/schema.py); tests/test_store_schema.py checks it.
 
 -- extensions
@@ -106,6 +106,20 @@ CREATE TEXT SEARCH CONFIGURATION glossator_yi (PARSER = default);
 ALTER TEXT SEARCH CONFIGURATION glossator_yi ADD MAPPING FOR asciihword, asciiword, email, file, float, host, hword, hword_asciipart, hword_numpart, hword_part, int, numhword, numword, sfloat, uint, url, url_path, version, word WITH simple;
 
 -- tables
+
+CREATE TABLE access_tokens (
+    id bigint GENERATED ALWAYS AS IDENTITY NOT NULL,
+    digest text NOT NULL,
+    role text NOT NULL,
+    repositories text[],
+    note text DEFAULT ''::text NOT NULL,
+    created_at timestamp with time zone DEFAULT now() NOT NULL,
+    revoked_at timestamp with time zone,
+    CONSTRAINT access_tokens_digest_check CHECK ((digest ~ '^[0-9a-f]{64}$'::text)),
+    CONSTRAINT access_tokens_digest_key UNIQUE (digest),
+    CONSTRAINT access_tokens_pkey PRIMARY KEY (id),
+    CONSTRAINT access_tokens_role_check CHECK ((role = ANY (ARRAY['read'::text, 'push'::text, 'admin'::text])))
+);
 
 CREATE TABLE branch_languages (
     repository text NOT NULL,

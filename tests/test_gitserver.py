@@ -17,8 +17,9 @@ import pygit2
 import pytest
 from starlette.datastructures import Headers
 
+from core.access import AccessPolicy, Role
 from gitserver.app import create_app
-from gitserver.auth import Access, Policy, basic_credentials, required_access, token_matches
+from gitserver.auth import Access, basic_credentials, required_access, token_matches
 from gitserver.errors import RepositoryExists, RepositoryNameError
 from gitserver.repos import RepoStore, check_name
 from tests.gitserver_support import ServerThread, commit_all, git, init_work, write_files
@@ -38,13 +39,14 @@ def store(tmp_path: Path) -> RepoStore:
     return RepoStore(tmp_path / "repos", data_dir=tmp_path / "data")
 
 
-def make_app(store: RepoStore, *, anonymous_read: bool = True, throttle=None):
-    return create_app(
-        store,
-        Policy(push_tokens=(TOKEN,), read_tokens=(READ,), anonymous_read=anonymous_read),
-        admin_token=ADMIN,
-        throttle=throttle,
+def policy(anonymous_read: bool = True) -> AccessPolicy:
+    return AccessPolicy.from_tokens(
+        anonymous_read=anonymous_read, push=(TOKEN,), read=(READ,), admin=(ADMIN,)
     )
+
+
+def make_app(store: RepoStore, *, anonymous_read: bool = True, throttle=None):
+    return create_app(store, policy(anonymous_read), throttle=throttle)
 
 
 # -- repository store ------------------------------------------------------------
@@ -107,20 +109,29 @@ def test_auth_rules() -> None:
     assert required_access("info/refs", "git-receive-pack") is Access.PUSH
     assert required_access("git-receive-pack", None) is Access.PUSH
     assert required_access("git-upload-pack", None) is Access.READ
-    closed = Policy(("p",), ("r",), anonymous_read=False)
-    assert not closed.allows(Access.READ, None)
-    assert closed.allows(Access.READ, basic_credentials(_basic("u", "r")))
-    assert closed.allows(Access.READ, basic_credentials(_basic("u", "p")))
-    assert not closed.allows(Access.PUSH, basic_credentials(_basic("u", "r")))
+    from core.access import token_digest
+
+    closed = AccessPolicy.from_tokens(anonymous_read=False, push=("p",), read=("r",))
+    assert not closed.caller(None).may_read("x")
+    reader = closed.caller(closed.grant(token_digest("r")))
+    assert reader.may_read("x") and not reader.may_push("x")
+    pusher = closed.caller(closed.grant(token_digest("p")))
+    assert pusher.may_read("x") and pusher.may_push("x") and not pusher.admin
+    assert closed.grant(token_digest("wrong")) is None
 
 
 def test_the_policy_is_built_from_the_settings_by_the_composition_root() -> None:
+    from core.access import token_digest
     from glossator.settings import Settings
-    from glossator.wiring import auth_policy
+    from glossator.wiring import access_policy
 
     env = {"GLOSSATOR_PUSH_TOKENS": "p1,p2", "GLOSSATOR_ANONYMOUS_READ": "false"}
-    assert auth_policy(Settings.from_env(env)) == Policy(("p1", "p2"), (), anonymous_read=False)
-    assert auth_policy(Settings.from_env({})) == Policy((), (), anonymous_read=True)
+    closed = access_policy(Settings.from_env(env))
+    assert not closed.anonymous_read
+    for token in ("p1", "p2"):
+        assert closed.grant(token_digest(token)).role is Role.PUSH  # type: ignore[union-attr]
+    opened = access_policy(Settings.from_env({}))
+    assert opened.anonymous_read and opened.env_grants == () and opened.mcp_open
 
 
 # -- in-process HTTP -------------------------------------------------------------------
@@ -138,9 +149,7 @@ async def test_read_routes_follow_the_read_policy(store: RepoStore) -> None:
 
     for anonymous, expected in ((True, 200), (False, 401)):
         app = create_app(
-            store,
-            Policy(push_tokens=(TOKEN,), read_tokens=(READ,), anonymous_read=anonymous),
-            read_routes=[Route("/api/jobs", secret, methods=["GET"])],
+            store, policy(anonymous), extra_routes=[Route("/api/jobs", secret, methods=["GET"])]
         )
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:

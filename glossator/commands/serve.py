@@ -63,8 +63,15 @@ def serve(host: str | None, port: int | None, worker_mode: str, no_worker: bool)
     settings = _settings()
     host = host or settings.host
     port = settings.port if port is None else port
+    from glossator.wiring import access_policy
+
+    for line in access_policy(settings).describe():  # who can read what, said plainly
+        print(f"glossator: {line}", file=sys.stderr, flush=True)
     if not settings.push_tokens:
-        log.warning("GLOSSATOR_PUSH_TOKENS is empty: every push will be refused")
+        log.warning(
+            "GLOSSATOR_PUSH_TOKENS is empty: pushes need a token of "
+            "`glossator token create --push NAME`"
+        )
     try:
         sock = listening_socket(host, port)
     except OSError as e:

@@ -1,19 +1,21 @@
 """Who may read through the web reader and the HTTP API: the read policy of clone.
 
-    readers = Readers(open=False, token_ok=…, headers_ok=…, key=secrets.token_bytes(32))
+    readers = Readers(open=False, identify=…, key=secrets.token_bytes(32))
 
-The composition root builds it from the git server's policy (anonymous reads, read
-and push tokens): `headers_ok` accepts what clone and `/api/jobs` accept (HTTP Basic
-password or Bearer token), `token_ok` checks a token typed into the login form.
+The composition root builds it from the access policy (core.access): `identify` turns a
+token typed into the login form into its digest when it is a token of this server. Who
+a request is, the access boundary decides for every face (gitserver.boundary), from the
+request's token or from the session cookie signed here (`session_digest`).
 
-A browser that logs in gets a session cookie, never the token: `<expiry>.<nonce>.<mac>`,
-an HMAC-SHA256 under `key` (random per server process, so a restart, which is also
-how tokens change, ends every session). HttpOnly (no script reads it), SameSite=Strict
+A browser that logs in gets a session cookie, never the token:
+`<expiry>.<nonce>.<digest>.<mac>`, an HMAC-SHA256 under `key` (random per server process,
+so a restart ends every session); `digest` is the token's sha256, so the session reads
+what its token reads, and no more once the token is revoked. HttpOnly (no script reads it), SameSite=Strict
 (no other site's page sends it), Secure over HTTPS, Path=/. Logging out revokes the
 nonce for the rest of the process (a bounded set) and clears the cookie.
 
 Failed logins are throttled per client address (`core.throttle.Throttle`, shared with the
-git server by the composition root): after its `allowed` wrong tokens within its window, that address gets 429 with Retry-After
+boundary by the composition root): after its `allowed` wrong tokens within its window, that address gets 429 with Retry-After
 until the oldest failure leaves the window, whether it typed the token into the form or
 sent it in an Authorization header. A right token does not lift it early (else a guesser
 holding one cheap session could keep trying); a read with a valid session or token is never
@@ -35,9 +37,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
 
-from starlette.datastructures import Headers
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -59,60 +59,49 @@ class Readers:
     """The read policy as the web layer asks it, and the sessions it signs."""
 
     open: bool
-    token_ok: Callable[[str], bool]
-    headers_ok: Callable[[Headers], bool]
+    identify: Callable[[str], str | None]  # a token → its digest; None: no token of ours
     key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     throttle: Throttle = field(default_factory=Throttle)
     _revoked: OrderedDict[str, None] = field(default_factory=OrderedDict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def allowed(self, request: Request) -> bool:
-        """Whether `request` may read: open reads, a token in its headers, or a session."""
-        return self.verdict(request)[0] == "read"
-
-    def verdict(self, request: Request) -> tuple[Literal["read", "refused", "throttled"], float]:
-        """`allowed`, telling a refusal from a throttled address (module doc), with the
-        seconds a throttled address waits (0 otherwise): read once, so a 429 never says
-        "retry in 0 s" when the window ends between two reads of the throttle.
-
-        A token sent in the headers that is not one counts as a failed login."""
-        if self.open or self.session_ok(request.cookies.get(SESSION_COOKIE)):
-            return "read", 0.0
-        if "authorization" not in request.headers:
-            return "refused", 0.0
-        if wait := self.throttle.retry_after(client_address(request)):
-            return "throttled", wait
-        if self.headers_ok(request.headers):
-            return "read", 0.0
-        self.throttle.failed(client_address(request))
-        return "refused", 0.0
+        """Whether a browser needs no login: open reads, or a session of ours."""
+        return self.open or self.session_digest(request.cookies.get(SESSION_COOKIE)) is not None
 
     # -- sessions ----------------------------------------------------------------------
 
     def _mac(self, payload: str) -> str:
         return hmac.new(self.key, payload.encode(), hashlib.sha256).hexdigest()
 
-    def new_session(self, now: float | None = None) -> str:
+    def new_session(self, digest: str, now: float | None = None) -> str:
+        """A session for the token whose digest this is (core.access.token_digest)."""
         expiry = int((now if now is not None else time.time()) + SESSION_SECONDS)
-        payload = f"{expiry}.{secrets.token_urlsafe(16)}"
+        payload = f"{expiry}.{secrets.token_urlsafe(16)}.{digest}"
         return f"{payload}.{self._mac(payload)}"
 
-    def session_ok(self, cookie: str | None, now: float | None = None) -> bool:
-        if not cookie or len(cookie) > 200:
-            return False
+    def session_digest(self, cookie: str | None, now: float | None = None) -> str | None:
+        """The token digest of a valid, unexpired, not logged-out session; else None."""
+        if not cookie or len(cookie) > 300:
+            return None
         payload, _, mac = cookie.rpartition(".")
-        expiry, _, nonce = payload.partition(".")
+        expiry, _, rest = payload.partition(".")
+        nonce, _, digest = rest.partition(".")
         if not hmac.compare_digest(mac.encode(), self._mac(payload).encode()):
-            return False
+            return None
         with self._lock:
             if nonce in self._revoked:
-                return False
-        return expiry.isdigit() and int(expiry) > (now if now is not None else time.time())
+                return None
+        live = expiry.isdigit() and int(expiry) > (now if now is not None else time.time())
+        return digest if live and digest else None
+
+    def session_ok(self, cookie: str | None, now: float | None = None) -> bool:
+        return self.session_digest(cookie, now) is not None
 
     def revoke(self, cookie: str | None) -> None:
         if not cookie or not self.session_ok(cookie):
             return
-        nonce = cookie.rpartition(".")[0].partition(".")[2]
+        nonce = cookie.rpartition(".")[0].partition(".")[2].partition(".")[0]
         with self._lock:
             self._revoked[nonce] = None
             while len(self._revoked) > REVOKED_KEPT:

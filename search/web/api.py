@@ -42,7 +42,7 @@ class Api:
     def search(self, request: Request) -> Response:
         def build() -> Response:
             args = Q.SearchArgs.parse(request.query_params)
-            response = self.base.search(args)
+            response = self.base.search(args, self.base.readable(request))
             form = answer_format(request, ("json", "text", "response"))
             if form == "response":
                 return self.base.json(asdict(response))
@@ -62,6 +62,7 @@ class Api:
                 Q.text(params, "repository"),
                 Q.text(params, "work"),
                 branch=self.base.branch(Q.text(params, "branch")),
+                readable=self.base.readable(request),
             )
             _, data = P.outline_view(tree, depth=depth, excerpts=Q.flag(params, "excerpts"))
             return self.base.json(data)
@@ -80,8 +81,11 @@ class Api:
             source_file = Q.source_path(path)
             branch = self.base.branch(Q.text(params, "branch"))
             db = self.base.db
+            readable = self.base.readable(request)
             if view == "parent":
-                parent = N.get_parent(db, source_file, repository=repository, branch=branch)
+                parent = N.get_parent(
+                    db, source_file, repository=repository, branch=branch, readable=readable
+                )
                 if parent is None:
                     raise UnknownFile(
                         f"{source_file} is the summary of a whole work: it has no parent. "
@@ -89,7 +93,9 @@ class Api:
                     )
                 return self.base.json(V.node_view(parent)[1])
             if view == "children":
-                kids = N.get_children(db, source_file, repository=repository, branch=branch)
+                kids = N.get_children(
+                    db, source_file, repository=repository, branch=branch, readable=readable
+                )
                 return self.base.json(V.children_view(source_file, kids)[1])
             node = N.get_node(
                 db,
@@ -98,6 +104,7 @@ class Api:
                 repository=repository,
                 branch=branch,
                 context=Q.whole(params, "context", 0, 0, 20) or 0,
+                readable=readable,
             )
             return self.base.json(V.node_view(node)[1])
 
@@ -115,6 +122,7 @@ class Api:
                 repository=Q.text(params, "repository"),
                 branch=self.base.branch(Q.text(params, "branch")),
                 work=Q.text(params, "work"),
+                readable=self.base.readable(request),
             )
             return self._view(form, *P.context_view(pack))
 

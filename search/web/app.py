@@ -2,8 +2,11 @@
 
     base = WebBase(service, readers, jobs=list_jobs_of_pool, problem=lambda: None)
 
-Every answer passes one boundary (`WebBase.answer`): the read policy first (401: a login
-form for a page, a JSON error for the API, never the data), then Glossator's errors as
+Every request passed the access boundary first (gitserver.boundary: who the caller is,
+what it may read; its refusals of a page are drawn here, a login form). Every answer then
+passes one boundary of its own (`WebBase.answer`): a caller who reads nothing is refused
+again (401: a login form for a page, a JSON error for the API, never the data), then
+Glossator's errors as
 one message with their status (400 a bad argument, 404 an unknown repository, work or
 file, 503 a database that does not answer), never a traceback. The pages
 (search.web.pages) and the API (search.web.api) build on it; search.web.reader mounts
@@ -22,6 +25,7 @@ from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from core.access import caller_of
 from core.errors import GlossatorError
 from core.throttle import wait_words
 from search.errors import BadQuery, UnknownFile, UnknownRepository
@@ -95,9 +99,14 @@ class WebBase:
         # None: each repository's default branch (search.scope), as in the MCP tools
         return given or None
 
-    def search(self, args: SearchArgs) -> SearchResponse:
+    @staticmethod
+    def readable(request: Request) -> frozenset[str] | None:
+        """The repositories the request's caller may read (core.access; None: all)."""
+        return caller_of(request.scope).readable
+
+    def search(self, args: SearchArgs, readable: frozenset[str] | None) -> SearchResponse:
         """The MCP search tool's search (search.tools.agent_search) for a page's or the
-        API's parsed arguments."""
+        API's parsed arguments, within the caller's repositories."""
         return agent_search(
             self.service,
             args.query,
@@ -108,6 +117,7 @@ class WebBase:
             repository=args.repository,
             branch=self.branch(args.branch),
             max_per_chapter=args.max_per_chapter,
+            readable=readable,
         )
 
     def page(self, request: Request, template: str, status: int = 200, **context: Any) -> Response:
@@ -131,10 +141,7 @@ class WebBase:
 
     def answer(self, request: Request, html: bool, build: Callable[[], Response]) -> Response:
         """The one boundary (module doc)."""
-        verdict, wait = self.readers.verdict(request)
-        if verdict == "throttled":
-            return self.throttled(request, html, wait)
-        if verdict == "refused":
+        if not caller_of(request.scope).reads_anything:  # gitserver.boundary refuses first
             return self.refused(request, html)
         try:
             return build()

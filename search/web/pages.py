@@ -67,14 +67,16 @@ class Pages:
 
     # -- helpers -------------------------------------------------------------------------
 
-    def _jobs(self, limit: int) -> list[dict[str, Any]] | None:
-        """The newest jobs, or None when this server has no queue (a bare reader)."""
+    def _jobs(self, limit: int, readable: frozenset[str] | None) -> list[dict[str, Any]] | None:
+        """The newest jobs of the repositories `readable` (None: all), or None when this
+        server has no queue (a bare reader)."""
         if self.base.jobs_source is None:
             return None
         try:
-            return self.base.jobs_source(limit)
+            jobs = self.base.jobs_source(limit)
         except psycopg.errors.UndefinedTable:  # no worker ever made the queue's schema
             return []
+        return [j for j in jobs if readable is None or j.get("repository") in readable]
 
     def _passage(self, citation: Citation, text: str, marks: frozenset[str]) -> Passage:
         return Passage(
@@ -99,10 +101,12 @@ class Pages:
     def home(self, request: Request) -> Response:
         def build() -> Response:
             branch = self.base.branch(Q.text(request.query_params, "branch"))
-            tree = N.outline(self.base.db, None, None, branch=branch)
+            readable = self.base.readable(request)
+            tree = N.outline(self.base.db, None, None, branch=branch, readable=readable)
             repos = list(dict.fromkeys(w.repository for w in tree.works if w.repository))
             with R.connection(self.base.db) as conn:  # each on the branch it was read on
-                fresh = index_freshness(conn, resolve_scope(conn, None, branch), None, repos)
+                scope = resolve_scope(conn, None, branch, readable)
+                fresh = index_freshness(conn, scope, None, repos)
             return self.base.page(
                 request,
                 "home.html",
@@ -110,7 +114,7 @@ class Pages:
                 freshness=fresh,
                 branch=branch,
                 notes=tree.notes,
-                jobs=self._jobs(HOME_JOBS),
+                jobs=self._jobs(HOME_JOBS, readable),
                 read_url=read_url,
             )
 
@@ -120,9 +124,10 @@ class Pages:
         def build() -> Response:
             repository = Q.repository_name(request.path_params["repository"])
             branch = self.base.branch(Q.text(request.query_params, "branch"))
-            tree = N.outline(self.base.db, repository, None, branch=branch)
+            readable = self.base.readable(request)
+            tree = N.outline(self.base.db, repository, None, branch=branch, readable=readable)
             with R.connection(self.base.db) as conn:
-                scope = resolve_scope(conn, repository, branch)
+                scope = resolve_scope(conn, repository, branch, readable)
                 fresh = index_freshness(conn, scope, repository, [])
             return self.base.page(
                 request,
@@ -145,7 +150,7 @@ class Pages:
             if not params.get("q", "").strip():
                 return self.base.page(request, "search.html", form=form, response=None)
             args = Q.SearchArgs.parse(params)
-            response = self.base.search(args)
+            response = self.base.search(args, self.base.readable(request))
             marks = query_words(args.query)
             return self.base.page(
                 request,
@@ -165,7 +170,13 @@ class Pages:
             repository = Q.repository_name(request.path_params["repository"])
             source_file = Q.source_path(request.path_params["path"])
             branch = self.base.branch(Q.text(params, "branch"))
-            page = reading_page(self.base.db, repository, source_file, branch=branch)
+            page = reading_page(
+                self.base.db,
+                repository,
+                source_file,
+                branch=branch,
+                readable=self.base.readable(request),
+            )
             cited = Q.whole(params, "chunk", None, 0, None)
             digest = Q.text(params, "h")
             notice = None
@@ -213,7 +224,7 @@ class Pages:
 
     def jobs(self, request: Request) -> Response:
         def build() -> Response:
-            jobs = self._jobs(JOBS_PAGE)
+            jobs = self._jobs(JOBS_PAGE, self.base.readable(request))
             fragment = request.query_params.get("fragment") == "1"
             return self.base.page(
                 request,
@@ -258,7 +269,8 @@ class Pages:
             return self.base.throttled(request, True, wait, next=target)
         token = form.get("token", "")
         ok = bool(token) and "\x00" not in token and len(token) <= 1000
-        if not ok or not await run_in_threadpool(self.base.readers.token_ok, token):
+        digest = await run_in_threadpool(self.base.readers.identify, token) if ok else None
+        if digest is None:
             self.base.readers.throttle.failed(address)
             log.info("refused a login: wrong token")
             return self.base.page(
@@ -267,10 +279,10 @@ class Pages:
                 401,
                 next=target,
                 message="That is not a read token of this server (GLOSSATOR_READ_TOKENS, "
-                "or a push token).",
+                "a push token, or one made by `glossator token create`).",
             )
         response = _redirect(target)
-        A.set_session(response, request, self.base.readers.new_session())
+        A.set_session(response, request, self.base.readers.new_session(digest))
         return response
 
     async def logout(self, request: Request) -> Response:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 from importlib.resources import files
 
+from starlette.requests import Request
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -51,9 +53,16 @@ class WebReader:
         jobs: JobsSource | None = None,
         problem: Problem = lambda: None,
     ) -> None:
-        base = WebBase(service, readers, jobs=jobs, problem=problem)
+        self.base = base = WebBase(service, readers, jobs=jobs, problem=problem)
         self.pages = Pages(base)
         self.api = Api(base)
+
+    def refusal(self, request: Request, status: int, wait: float) -> Response | None:
+        """A page's refusal drawn for a person (gitserver.boundary's PageRefusal): the
+        login form, saying why."""
+        if status == 429:
+            return self.base.throttled(request, True, wait)
+        return self.base.refused(request, True)
 
     def routes(self) -> list[BaseRoute]:
         static = files("search.web").joinpath("static")

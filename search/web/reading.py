@@ -86,12 +86,20 @@ def _chapters(entry: OutlineEntry) -> list[OutlineEntry]:
 
 
 def reading_page(
-    db: ConnOrPool, repository: str, source_file: str, *, branch: str | None
+    db: ConnOrPool,
+    repository: str,
+    source_file: str,
+    *,
+    branch: str | None,
+    readable: frozenset[str] | None = None,
 ) -> ReadingPage:
-    """The page of `source_file` (`branch` None: the repository's default branch);
-    UnknownRepository / UnknownFile saying what exists."""
+    """The page of `source_file` (`branch` None: the repository's default branch), when
+    `repository` is among `readable` (None: all); UnknownRepository / UnknownFile saying
+    what exists."""
     with R.connection(db) as conn:  # one connection for the four queries of a page
-        node = N.get_node(conn, source_file, repository=repository, branch=branch)
+        node = N.get_node(
+            conn, source_file, repository=repository, branch=branch, readable=readable
+        )
         on = node.branch  # the branch it was found on, for the page and its lookups
         tree = N.outline(conn, repository, node.work, branch=on)
         work = tree.works[0] if tree.works else None
