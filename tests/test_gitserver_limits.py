@@ -11,8 +11,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from core.access import AccessPolicy
 from gitserver.app import create_app
-from gitserver.auth import Policy
 from gitserver.repos import RepoStore
 from tests.gitserver_support import ServerThread, git, init_work
 
@@ -26,7 +26,7 @@ def server(tmp_path: Path):
     store = RepoStore(tmp_path / "repos", data_dir=tmp_path / "data")
     store.create("livre")
     app = create_app(
-        store, Policy(push_tokens=(TOKEN,), read_tokens=(), anonymous_read=True), max_body=LIMIT
+        store, AccessPolicy.from_tokens(anonymous_read=True, push=(TOKEN,)), max_body=LIMIT
     )
     with ServerThread(app) as running:
         yield running, store

@@ -11,8 +11,8 @@ from pathlib import Path
 import pygit2
 import pytest
 
+from core.access import AccessPolicy
 from gitserver.app import create_app
-from gitserver.auth import Policy
 from gitserver.repos import RepoStore
 from tests.gitserver_support import ServerThread, commit_all, write_files
 
@@ -60,7 +60,7 @@ def test_the_readme_lines_push_with_the_token_from_the_environment(
     assert "export PUSH_TOKEN=change-me" in readme
     store = RepoStore(tmp_path / "repos", data_dir=tmp_path / "data")
     store.create("mybook")
-    app = create_app(store, Policy(push_tokens=(TOKEN,), read_tokens=(), anonymous_read=True))
+    app = create_app(store, AccessPolicy.from_tokens(anonymous_read=True, push=(TOKEN,)))
     work = tmp_path / "mybook"
     work.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main"], cwd=work, env=home, check=True)

@@ -166,7 +166,8 @@ def test_a_caller_reads_only_its_repositories(two_books):
     with pytest.raises(UnknownRepository):
         get_children(two_books, "corpus/prince/summary.md", repository="prince", readable=only)
     assert [w.repository for w in outline(two_books, readable=only).works] == ["gardens"]
-    # nothing readable: nothing found, nothing named
+    # nothing readable: nothing found, nothing named; to this caller nothing is indexed
     none = search(two_books, "roses", SearchOptions(mode="bm25", readable=frozenset()))
-    assert none.hits == [] and none.notes == [] and none.index == []
+    assert none.hits == [] and none.index == []
+    assert none.notes == ["nothing is indexed here: push a corpus to this server and let it index"]
     assert outline(two_books, readable=frozenset()).works == []
