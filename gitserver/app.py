@@ -25,9 +25,11 @@ from typing import Any
 
 import pygit2
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from core.throttle import Throttle, client_host, wait_words
 from gitserver import backend
@@ -298,7 +300,9 @@ class GitServer:
         return JSONResponse({"name": name, "url": url}, status_code=201)
 
     async def list_repos(self, request: Request) -> Response:
-        refusal = self._admin_refusal(request)
+        """The repositories and their branches: a read, under clone's policy (the root
+        page lists it beside the other reads); creating one is the admin's."""
+        refusal = self.read_refusal(request)
         if refusal is not None:
             return refusal
         return JSONResponse(
@@ -324,6 +328,35 @@ def _others_under_way(path: Path, branch: str) -> int:
             return False
 
     return receiving.pushes_under_way(path, branch, tip, landed=landed)
+
+
+class GitRoute(Route):
+    """`/<name>/<rest>` only where `rest` is a path of git's smart HTTP protocol: any other
+    path falls through to the router's own 404, and a wrong method on another route's
+    path gets that route's 405 (this catch-all no longer answers every POST)."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE and child["path_params"]["rest"] not in backend.SMART_PATHS:
+            return Match.NONE, {}
+        return match, child
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """The router's 404 and 405: JSON under /api (what an API client parses), plain text
+    elsewhere; 405 keeps its Allow header."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if request.url.path.startswith("/api/") or request.url.path == "/api":
+        words = "no such route" if exc.status_code == 404 else "method not allowed"
+        allow = headers.get("Allow")
+        if allow:
+            words += f": this route takes {allow}"
+        else:
+            words += ": see /openapi.json for the API's routes"
+        return JSONResponse({"error": words}, exc.status_code, headers=headers)
+    text = "not found" if exc.status_code == 404 else "method not allowed"
+    return PlainTextResponse(f"{text}\n", exc.status_code, headers=headers)
 
 
 def create_app(
@@ -369,9 +402,13 @@ def create_app(
             for r in read_routes
         ],
         *extra_routes,
-        Route("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
+        GitRoute("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: http_error, 405: http_error},
+    )
     app.state.git = server
     return app
 

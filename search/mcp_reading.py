@@ -57,7 +57,9 @@ def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
         lines.append(pack.message)
     for ch in pack.chapters:
         folder = ch.source_file.rsplit("/", 1)[0] + "/"
-        lines.append(f"\n## {ch.heading_path} · {folder}")
+        cited = ch.passages[0].citation if ch.passages else ch.summary_citation
+        where = f"{cited.repository}:{folder}" if cited is not None else folder
+        lines.append(f"\n## {ch.heading_path} · {where}")  # the citations' first half
         lean: LeanChapter = {
             "source_file": ch.source_file,
             "heading_path": ch.heading_path,
@@ -72,7 +74,7 @@ def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
         for p in ch.passages:
             lines.append(ref_of(p.citation, {"lines"}, folder))
             lines.append(p.text)
-            chunk: LeanChunk = {"chunk_index": p.citation.chunk_index, "text": p.text}
+            chunk: LeanChunk = {"chunk": p.citation.chunk_index, "text": p.text}
             if p.citation.line_start is not None:
                 chunk["lines"] = line_span(p.citation)
             lean["passages"].append(chunk)

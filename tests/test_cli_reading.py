@@ -60,9 +60,9 @@ CASES = [
     (
         ["show", f"{TEXT}#2", "--context", "1"],
         "get_node",
-        {"source_file": TEXT, "chunk_index": 2, "context": 1},
+        {"source_file": TEXT, "chunk": 2, "context": 1},
     ),
-    (["show", f"{TEXT}#3:9"], "get_node", {"source_file": TEXT, "chunk_index": 3}),  # a ref
+    (["show", f"{TEXT}#3:9"], "get_node", {"source_file": TEXT, "chunk": 3}),  # a ref
     (["show", TEXT, "--parent"], "get_parent", {"source_file": TEXT}),
     (["show", SUMMARY, "--children"], "get_children", {"source_file": SUMMARY}),
     (["context", QUESTION, "--budget", "600"], "context", {"question": QUESTION, "budget": 600}),

@@ -27,6 +27,7 @@ from glossator.commands.base import Context, out_console, pass_context
 from glossator.providers import get_reranker
 from glossator.search_service import open_database, search_defaults, search_service
 from glossator.settings import Settings
+from search.citation import cite
 from search.options import MAX_K
 from search.results import MODES, SearchResponse
 
@@ -161,13 +162,13 @@ def print_response(console: Console, response: SearchResponse) -> None:
         return
     for hit in response.hits:
         c = hit.citation
-        lines = f" lines {c.line_start}-{c.line_end}" if c.line_start is not None else ""
+        cited = cite(c.repository, c.source_file, c.chunk_index, c.line_start, c.line_end)
         head = Text(f"{hit.rank:>2}. ", style="bold")
         head.append(c.heading_path, style="bold cyan")
         console.print(head, soft_wrap=True)
         # soft_wrap: a citation cut in two cannot be copied
         console.print(
-            f"    {c.repository}:{c.source_file}#{c.chunk_index}{lines} · level {hit.level}",
+            f"    {cited} · level {hit.level}",  # search.citation: what `show` takes
             style="dim",
             highlight=False,
             soft_wrap=True,

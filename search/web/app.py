@@ -25,6 +25,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from core.errors import GlossatorError
 from core.throttle import wait_words
 from search.errors import BadQuery, UnknownFile, UnknownRepository
+from search.inputs import check_arguments
 from search.results import SearchResponse
 from search.service import SearchService
 from search.tools import agent_search
@@ -35,7 +36,7 @@ from search.web.access import (
     remember_csrf,
 )
 from search.web.markdown import BookText
-from search.web.params import SearchArgs
+from search.web.params import SearchArgs, check
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
@@ -129,14 +130,19 @@ class WebBase:
     def error_page(self, request: Request, status: int, message: str, **context: Any) -> Response:
         return self.page(request, "error.html", status, code=status, message=message, **context)
 
-    def answer(self, request: Request, html: bool, build: Callable[[], Response]) -> Response:
-        """The one boundary (module doc)."""
+    def answer(
+        self, request: Request, html: bool, build: Callable[[], Response], route: str
+    ) -> Response:
+        """The one boundary (module doc); `route`: the path whose query parameters
+        (search.web.params.PARAMS) the request may send."""
         verdict, wait = self.readers.verdict(request)
         if verdict == "throttled":
             return self.throttled(request, html, wait)
         if verdict == "refused":
             return self.refused(request, html)
         try:
+            check(request.scope.get("query_string", b""), request.query_params, route)
+            check_arguments(request.path_params)
             return build()
         except (GlossatorError, psycopg.OperationalError) as e:
             status = status_of(e)

@@ -14,8 +14,10 @@ from starlette.responses import RedirectResponse, Response
 
 from search import nodes as N
 from search import rows as R
+from search.citation import cite, merge, parse
 from search.engine import index_freshness
-from search.mcp_views import NO_HIT, index_lines, ref_of
+from search.errors import BadQuery
+from search.mcp_views import NO_HIT, index_lines
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope
 from search.web import access as A
@@ -53,6 +55,30 @@ def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
 
 
+def _cite(c: Citation) -> str:
+    return cite(c.repository, c.source_file, c.chunk_index, c.line_start, c.line_end)
+
+
+def _reading_link(repository: str, source_file: str, chunk: int | None) -> str:
+    url = read_url(repository, Q.source_path(source_file))
+    return url if chunk is None else f"{url}?chunk={chunk}#chunk-{chunk}"
+
+
+def _citation(query: str) -> str | None:
+    """The reading page of a query that is a whole citation (`repository:path.md#chunk…`,
+    search.citation), else None: a search for it would find nothing."""
+    text = query.strip()
+    if any(c.isspace() for c in text) or ".md" not in text:
+        return None
+    try:
+        cited = parse(text)
+    except BadQuery:
+        return None
+    if cited.repository is None or not cited.source_file.endswith(".md"):
+        return None
+    return _reading_link(cited.repository, cited.source_file, cited.chunk)
+
+
 def group_jobs(jobs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     out: dict[str, list[dict[str, Any]]] = {"running": [], "queued": [], "finished": []}
     for job in jobs:
@@ -78,7 +104,7 @@ class Pages:
 
     def _passage(self, citation: Citation, text: str, marks: frozenset[str]) -> Passage:
         return Passage(
-            ref=ref_of(citation, {"lines"}, ""),
+            ref=_cite(citation),
             link=chunk_link(citation, text),
             html=self.base.text.render(text, marks),
         )
@@ -114,7 +140,7 @@ class Pages:
                 read_url=read_url,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/")
 
     def repository(self, request: Request) -> Response:
         def build() -> Response:
@@ -134,7 +160,7 @@ class Pages:
                 read_url=read_url,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/read/{repository}")
 
     def search(self, request: Request) -> Response:
         def build() -> Response:
@@ -144,6 +170,8 @@ class Pages:
             form["k"] = Q.text(params, "k") or "10"
             if not params.get("q", "").strip():
                 return self.base.page(request, "search.html", form=form, response=None)
+            if (cited := _citation(params["q"])) is not None:  # pasted from any face: open it
+                return _redirect(cited)
             args = Q.SearchArgs.parse(params)
             response = self.base.search(args)
             marks = query_words(args.query)
@@ -157,13 +185,17 @@ class Pages:
                 no_hit=NO_HIT,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/search")
 
     def read(self, request: Request) -> Response:
         def build() -> Response:
             params = request.query_params
             repository = Q.repository_name(request.path_params["repository"])
-            source_file = Q.source_path(request.path_params["path"])
+            path = request.path_params["path"]
+            if "#" in path:  # a citation, its '#' sent as %23 (search.citation): its page
+                file, chunk, repository = merge(path, None, repository)
+                return _redirect(_reading_link(repository or "", file, chunk))
+            source_file = Q.source_path(path)
             branch = self.base.branch(Q.text(params, "branch"))
             page = reading_page(self.base.db, repository, source_file, branch=branch)
             cited = Q.whole(params, "chunk", None, 0, None)
@@ -202,14 +234,11 @@ class Pages:
                 summary=[render(c.text) for c in page.summary.chunks] if page.summary else [],
                 cited=cited,
                 notice=notice,
-                lines={
-                    c.citation.chunk_index: ref_of(c.citation, {"lines"}, "")
-                    for c in page.node.chunks
-                },
+                lines={c.citation.chunk_index: _cite(c.citation) for c in page.node.chunks},
                 read_url=read_url,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/read/{repository}/{path}")
 
     def jobs(self, request: Request) -> Response:
         def build() -> Response:
@@ -222,7 +251,7 @@ class Pages:
                 has_queue=jobs is not None,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/jobs")
 
     # -- login -------------------------------------------------------------------------------
 
