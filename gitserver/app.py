@@ -77,10 +77,17 @@ def _throttled(wait: float) -> Response:
     )
 
 
-def _unauthorized(access: Access) -> Response:
+def _unauthorized(access: Access, wrong: bool = False) -> Response:
+    """401; git prints a text/plain body as `remote:` lines, so it says which case it is."""
     what = "pushing" if access is Access.PUSH else "reading"
+    setting = "GLOSSATOR_PUSH_TOKENS" if access is Access.PUSH else "GLOSSATOR_READ_TOKENS"
+    said = (
+        f"wrong token for {what}: the HTTP password is not one of the server's {setting}"
+        if wrong
+        else f"authentication required for {what}: use a Glossator token as the HTTP password"
+    )
     return PlainTextResponse(
-        f"authentication required for {what}: use a Glossator token as the HTTP password\n",
+        f"{said}\n",
         status_code=401,
         headers={"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'},
     )
@@ -142,9 +149,13 @@ class GitServer:
                 name,
                 "bad token" if credentials else "no token",
             )
-            return _unauthorized(access)
+            return _unauthorized(access, wrong=credentials is not None)
         if not self.store.exists(name):
-            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+            return PlainTextResponse(
+                f"no repository named {name!r}: create it on the server with "
+                f"`glossator repo create {name}` (or POST /api/repos with the admin token)\n",
+                status_code=404,
+            )
         marker = None
         if rest == "git-receive-pack":
             log.info("push received for %s", name)
@@ -244,7 +255,7 @@ class GitServer:
         log.info(
             "refused read of %s: %s", request.url.path, "bad token" if credentials else "no token"
         )
-        return _unauthorized(Access.READ)
+        return _unauthorized(Access.READ, wrong=credentials is not None)
 
     def _held(self, request: Request, presented: bool) -> float:
         """Seconds a request presenting credentials waits (0: none); anonymous never does."""

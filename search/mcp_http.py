@@ -97,7 +97,7 @@ class McpHttpApp:
             if given is None or not hmac.compare_digest(given, self._token):
                 if given is not None:
                     self._throttle.failed(address)
-                await _unauthorized(send)
+                await _unauthorized(send, wrong=given is not None)
                 return
         await self._inner(scope, receive, send)
 
@@ -125,14 +125,22 @@ class _Unslashed:
         await self.app(inner, receive, send)
 
 
-async def _unauthorized(send: Send) -> None:
+async def _unauthorized(send: Send, wrong: bool) -> None:
     await _refuse(
         send,
         401,
-        "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp",
+        "wrong bearer token for /mcp: send Authorization: Bearer <GLOSSATOR_MCP_TOKEN>, "
+        "the server's token"
+        if wrong
+        else "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> to use /mcp",
         [(b"www-authenticate", b'Bearer realm="glossator-mcp"')],
         error="unauthorized",
     )
+
+
+# JSON-RPC's range for a server's own errors; the SDK's client shows the message of an
+# error in a non-2xx body, and a bare -32603 "Server returned an error response" without one
+REFUSED = -32001
 
 
 async def _refuse(
@@ -143,7 +151,11 @@ async def _refuse(
     *,
     error: str = "too many wrong tokens",
 ) -> None:
-    body = json.dumps({"error": error, "message": message}).encode()
+    # a JSON-RPC error (what an MCP client reads: its message reaches the caller), and
+    # the message again at the top for a plain HTTP client
+    refusal = {"code": REFUSED, "message": message, "data": {"reason": error}}
+    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": refusal, "message": message})
+    body = body.encode()
     await send(
         {
             "type": "http.response.start",

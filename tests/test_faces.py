@@ -22,17 +22,20 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.routing import Match, Route
 
 from gitserver.app import CALLBACK_PATH
+from gitserver.repos import RepoStore
 from glossator.cli import main
 from glossator.search_service import search_service
 from glossator.server import build_app
 from search.mcp_server import build_server
-from tests.gitserver_support import ServerThread
+from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git
 from tests.plugins.corpus import WORK
 from tests.plugins.search import PETITION, REPOSITORY
+from tests.plugins.serve import server_env
 
 TEXT = f"{PETITION}/source.md"
 MCP_TOKEN = "faces-mcp-token"
 READ_TOKEN = "faces-read-token"
+PUSH_TOKEN = "faces-push-token"
 
 
 class Faces:
@@ -52,16 +55,20 @@ class Faces:
         }
         return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
 
-    def mcp(self) -> Any:
-        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {MCP_TOKEN}"}, timeout=120)
+    def mcp(self, token: str = MCP_TOKEN) -> Any:
+        http = httpx2.AsyncClient(headers={"Authorization": f"Bearer {token}"}, timeout=120)
         return http, Client(streamable_http_client(f"{self.base}/mcp/", http_client=http))
 
 
 @pytest.fixture
 def faces(search_settings, search_db_url, search_pool, tmp_path: Path) -> Iterator[Faces]:
     settings = search_settings.replace(
-        repos_dir=tmp_path / "repos", mcp_token=MCP_TOKEN, read_tokens=(READ_TOKEN,)
+        repos_dir=tmp_path / "repos",
+        mcp_token=MCP_TOKEN,
+        read_tokens=(READ_TOKEN,),
+        push_tokens=(PUSH_TOKEN,),
     )
+    RepoStore(settings.repos_dir, data_dir=settings.data_dir).create("livre")
     app = build_app(settings, worker="none")
     with ServerThread(app, lifespan="on") as server:
         f = Faces(server.base, search_db_url, tmp_path)
@@ -280,3 +287,91 @@ def test_the_http_face_of_a_service(faces: Faces) -> None:
     root = faces.get("/").json()["endpoints"]
     assert "/api/repos" in root["repositories"] and "/openapi.json" in root["openapi"]
     assert WORK  # the corpus fixture this file reads
+
+
+def messages(error: BaseException) -> str:
+    """Every message of an exception and the ones it groups or wraps."""
+    out = [str(error)]
+    for inner in getattr(error, "exceptions", ()):
+        out.append(messages(inner))
+    if error.__cause__ is not None:
+        out.append(messages(error.__cause__))
+    return " | ".join(out)
+
+
+async def test_a_wrong_mcp_token_reads_as_one(faces: Faces) -> None:
+    """The SDK's client shows the JSON-RPC error of a 401's body; without one, a bare
+    -32603 "Server returned an error response"."""
+    http, client = faces.mcp("not-the-token")
+    with pytest.raises(BaseException) as refused:
+        async with http, client:
+            await client.list_tools()
+    said = messages(refused.value)
+    assert "wrong bearer token for /mcp" in said and "GLOSSATOR_MCP_TOKEN" in said, said
+    plain = httpx.post(faces.base + "/mcp", json={}, timeout=60)
+    assert plain.status_code == 401 and "Bearer <GLOSSATOR_MCP_TOKEN>" in plain.json()["message"]
+
+
+def test_git_says_how_to_fix_a_push(faces: Faces, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    git("init", "-q", "-b", "main", str(work))
+    (work / "note.md").write_text("x\n")
+    commit_all(work, "one")
+    port = faces.base.rsplit(":", 1)[1]
+    nowhere = git(
+        "push", f"http://git:{PUSH_TOKEN}@127.0.0.1:{port}/nope.git", "main", cwd=work, check=False
+    )
+    assert nowhere.returncode != 0
+    assert "glossator repo create nope" in nowhere.stderr, nowhere.stderr
+    wrong = git(
+        "push",
+        f"http://git:bad-token@127.0.0.1:{port}/livre.git",
+        "main",
+        cwd=work,
+        check=False,
+        env={"GIT_TERMINAL_PROMPT": "0"},
+    )
+    assert wrong.returncode != 0 and "wrong token for pushing" in wrong.stderr, wrong.stderr
+    anonymous = git(
+        "push",
+        f"http://127.0.0.1:{port}/livre.git",
+        "main",
+        cwd=work,
+        check=False,
+        env={"GIT_TERMINAL_PROMPT": "0"},
+    )
+    assert "wrong token" not in anonymous.stderr
+
+
+def test_a_second_server_on_one_data_directory_says_so_once(tmp_path: Path, db_url: str) -> None:
+    import subprocess
+    import sys
+
+    env = server_env(tmp_path, db_url)
+    first = ServeProcess(tmp_path, env, args=("--worker", "none")).start(timeout=240)
+    try:
+        child = {
+            k: v for k, v in __import__("os").environ.items() if not k.startswith("GLOSSATOR_")
+        }
+        second = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "from glossator.cli import main; main()",
+                "serve",
+                "--port",
+                "0",
+            ],
+            env=child | env,
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
+    finally:
+        first.stop()
+    assert second.returncode == 3, second.stderr
+    lines = second.stderr.strip().splitlines()
+    assert len(lines) == 1 and "listening on" not in second.stderr, second.stderr
+    assert "a server already runs on the data directory" in lines[0], lines
+    assert str(first.proc.pid if first.proc else "") in lines[0]

@@ -82,9 +82,8 @@ class Api:
             params = request.query_params
             repository = Q.repository_name(request.path_params["repository"])
             # a citation as every face prints it, its '#' sent as %23 (search.citation)
-            cited, chunk, repository = merge(
-                path, Q.whole(params, "chunk", None, 0, None), repository
-            )
+            cited, chunk, named = merge(path, Q.whole(params, "chunk", None, 0, None), repository)
+            repository = named or repository
             source_file = Q.source_path(cited)
             branch = self.base.branch(Q.text(params, "branch"))
             db = self.base.db

@@ -193,8 +193,8 @@ class Pages:
             repository = Q.repository_name(request.path_params["repository"])
             path = request.path_params["path"]
             if "#" in path:  # a citation, its '#' sent as %23 (search.citation): its page
-                file, chunk, repository = merge(path, None, repository)
-                return _redirect(_reading_link(repository or "", file, chunk))
+                file, chunk, named = merge(path, None, repository)
+                return _redirect(_reading_link(named or repository, file, chunk))
             source_file = Q.source_path(path)
             branch = self.base.branch(Q.text(params, "branch"))
             page = reading_page(self.base.db, repository, source_file, branch=branch)
