@@ -86,7 +86,7 @@ def outline(
     """Table of contents: works, parts and chapters with their files (the `outline` tool)."""
     with open_database(obj.settings) as db:
         tree = N.outline(db.pool, repository, work, branch=branch)
-    _print(*P.outline_view(tree, depth=depth, excerpts=excerpts), as_json)
+    _print(*P.outline_view(tree, depth=depth, excerpts=excerpts, shell=True), as_json)
 
 
 @click.command("show")

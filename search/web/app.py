@@ -25,7 +25,8 @@ from starlette.responses import HTMLResponse, JSONResponse, Response
 from core.errors import GlossatorError
 from core.throttle import wait_words
 from search.errors import BadQuery, UnknownFile, UnknownRepository
-from search.inputs import check_arguments
+from search.inputs import MAX_NAME_CHARS, check_arguments
+from search.options import MAX_QUERY_CHARS
 from search.results import SearchResponse
 from search.service import SearchService
 from search.tools import agent_search
@@ -128,6 +129,20 @@ class WebBase:
         return JSONResponse(data, status_code=status, headers=SECURITY_HEADERS)
 
     def error_page(self, request: Request, status: int, message: str, **context: Any) -> Response:
+        """The error, and a search box holding what was asked (a query over the limit cut
+        to it), so the next try is one edit away."""
+        params = request.query_params
+
+        def field(name: str, default: str, limit: int) -> str:
+            return params.get(name, default)[:limit].replace("\x00", "")
+
+        form = {k: field(k, "", MAX_NAME_CHARS) for k in ("repository", "work", "branch")}
+        form |= {
+            "q": field("q", "", MAX_QUERY_CHARS),
+            "mode": field("mode", "hybrid", 10),
+            "k": field("k", "10", 3),
+        }
+        context.setdefault("form", form)
         return self.page(request, "error.html", status, code=status, message=message, **context)
 
     def answer(

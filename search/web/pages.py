@@ -17,7 +17,9 @@ from search import rows as R
 from search.citation import cite, merge, parse
 from search.engine import index_freshness
 from search.errors import BadQuery
+from search.excerpt import excerpt
 from search.mcp_views import NO_HIT, index_lines
+from search.options import MAX_QUERY_CHARS
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope
 from search.web import access as A
@@ -31,6 +33,9 @@ log = logging.getLogger(__name__)
 HOME_JOBS = 5  # the last jobs the home page shows; /jobs shows JOBS_PAGE
 JOBS_PAGE = 50
 FORM_BYTES = 16_384  # a login form is a token and two short fields
+# a hit's passage longer than this shows the part holding the query's words: about five
+# lines of the page's column, what a reader scans before opening the paragraph
+PASSAGE_CHARS = 600
 
 
 @dataclass
@@ -102,22 +107,27 @@ class Pages:
         except psycopg.errors.UndefinedTable:  # no worker ever made the queue's schema
             return []
 
-    def _passage(self, citation: Citation, text: str, marks: frozenset[str]) -> Passage:
+    def _passage(self, citation: Citation, text: str, marks: frozenset[str], query: str) -> Passage:
+        # a long passage shows the part that holds the query's words (search.excerpt),
+        # as text; the whole paragraph, as Markdown, is a click away (marked there too)
+        shown = excerpt(text, marks, PASSAGE_CHARS)
         return Passage(
             ref=_cite(citation),
-            link=chunk_link(citation, text),
-            html=self.base.text.render(text, marks),
+            link=chunk_link(citation, text, query),
+            html=self.base.text.render(text, marks)
+            if shown == " ".join(text.split())
+            else self.base.text.plain(shown, marks),
         )
 
-    def _hit(self, hit: Hit, marks: frozenset[str]) -> HitView:
+    def _hit(self, hit: Hit, marks: frozenset[str], query: str) -> HitView:
         return HitView(
             rank=hit.rank,
             repository=hit.citation.repository,
             heading_path=hit.citation.heading_path,
             level=hit.level,
             quoted=bool(hit.scores.phrase),
-            passage=self._passage(hit.citation, hit.text, marks),
-            passages=[self._passage(p.citation, p.text, marks) for p in hit.passages or []],
+            passage=self._passage(hit.citation, hit.text, marks, query),
+            passages=[self._passage(p.citation, p.text, marks, query) for p in hit.passages or []],
         )
 
     # -- pages -----------------------------------------------------------------------------
@@ -168,8 +178,16 @@ class Pages:
             form = {k: (Q.text(params, k) or "") for k in ("repository", "work", "branch")}
             form["mode"] = Q.text(params, "mode") or "hybrid"
             form["k"] = Q.text(params, "k") or "10"
-            if not params.get("q", "").strip():
-                return self.base.page(request, "search.html", form=form, response=None)
+            if not params.get("q", "").strip():  # what to type, and what there is to search
+                tree = N.outline(self.base.db, None, None, branch=None)
+                return self.base.page(
+                    request,
+                    "search.html",
+                    form=form,
+                    response=None,
+                    works=tree.works,
+                    read_url=read_url,
+                )
             if (cited := _citation(params["q"])) is not None:  # pasted from any face: open it
                 return _redirect(cited)
             args = Q.SearchArgs.parse(params)
@@ -180,7 +198,7 @@ class Pages:
                 "search.html",
                 form=form,
                 response=response,
-                hits=[self._hit(h, marks) for h in response.hits],
+                hits=[self._hit(h, marks, args.query) for h in response.hits],
                 index=index_lines(response.index) + [f"note: {n}" for n in response.notes],
                 no_hit=NO_HIT,
             )
@@ -200,6 +218,8 @@ class Pages:
             page = reading_page(self.base.db, repository, source_file, branch=branch)
             cited = Q.whole(params, "chunk", None, 0, None)
             digest = Q.text(params, "h")
+            searched = Q.text(params, "q", limit=MAX_QUERY_CHARS) or ""  # from a hit's link
+            marks = query_words(searched)
             notice = None
             if digest is not None:
                 found = page.find(digest)
@@ -207,6 +227,7 @@ class Pages:
                     url = read_url(repository, source_file)
                     extra = f"&branch={quote(branch)}" if branch else ""
                     moved = f"&moved={cited}" if cited is not None else ""
+                    extra += f"&q={quote(searched)}" if searched else ""
                     return _redirect(
                         f"{url}?chunk={found}&h={quote(digest)}{moved}{extra}#chunk-{found}"
                     )
@@ -230,7 +251,7 @@ class Pages:
                 request,
                 "read.html",
                 page=page,
-                chunks=[(c.citation.chunk_index, render(c.text)) for c in page.node.chunks],
+                chunks=[(c.citation.chunk_index, render(c.text, marks)) for c in page.node.chunks],
                 summary=[render(c.text) for c in page.summary.chunks] if page.summary else [],
                 cited=cited,
                 notice=notice,
