@@ -154,8 +154,8 @@ async def _refuse(
     # a JSON-RPC error (what an MCP client reads: its message reaches the caller), and
     # the message again at the top for a plain HTTP client
     refusal = {"code": REFUSED, "message": message, "data": {"reason": error}}
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": refusal, "message": message})
-    body = body.encode()
+    answer = {"jsonrpc": "2.0", "id": None, "error": refusal, "message": message}
+    body = json.dumps(answer).encode()
     await send(
         {
             "type": "http.response.start",
