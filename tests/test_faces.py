@@ -114,6 +114,12 @@ async def test_one_citation_crosses_every_face(faces: Faces) -> None:
         printed["mcp search"] = joined(text_of(tool))[0]
         tool = await client.call_tool("context", {"question": query})
         printed["mcp context"] = joined(text_of(tool))[0]
+        tool = await client.call_tool("get_node", {"source_file": TEXT, "chunk": 3})
+        head, ref = text_of(tool).split("\n")[:2]
+        printed["mcp get_node"] = re.search(r"— (\S+) \(", head)[1] + ref
+        r = faces.cli("context", query, "--budget", "600")
+        assert r.exit_code == 0, r.output
+        printed["cli context"] = joined(r.output)[0]
         data = faces.get("/api/search", params={"q": query, "k": 3}).json()
         group = data["groups"][0]
         printed["api search"] = f"{group['repository']}:{group['folder']}{group['hits'][0]['ref']}"
