@@ -289,7 +289,7 @@ def test_the_http_face_of_a_service(faces: Faces) -> None:
     assert icon.content[:4] == b"\x00\x00\x01\x00"  # an ICO file's header
     # /api/repos as the root page lists it: a read (clone's policy), not an admin route
     listed = faces.get("/api/repos")
-    assert listed.status_code == 200 and listed.json() == []
+    assert listed.status_code == 200 and listed.json() == [{"name": "livre", "branches": {}}]
     root = faces.get("/").json()["endpoints"]
     assert "/api/repos" in root["repositories"] and "/openapi.json" in root["openapi"]
     assert WORK  # the corpus fixture this file reads
