@@ -52,7 +52,7 @@ CALLS: tuple[tuple[str, str, dict[str, Any]], ...] = (
     (
         "get_node chunk ±2",
         "get_node",
-        {"source_file": f"{CHAPTER}/source.md", "chunk_index": 5, "context": 2},
+        {"source_file": f"{CHAPTER}/source.md", "chunk": 5, "context": 2},
     ),
     ("get_parent", "get_parent", {"source_file": f"{CHAPTER}/source.md"}),
     ("get_children (chapter)", "get_children", {"source_file": f"{CHAPTER}/summary.md"}),

@@ -27,9 +27,11 @@ from typing import Any
 
 import pygit2
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.routing import BaseRoute, Match, Route
+from starlette.types import Scope
 
 from core.access import AccessPolicy, caller_of
 from core.throttle import Throttle
@@ -68,10 +70,17 @@ DEFAULT_MAX_BODY = 1024**3
 HealthCheck = Callable[[], Awaitable[None]]
 
 
-def _unauthorized(access: Access) -> Response:
+def _unauthorized(access: Access, wrong: bool = False) -> Response:
+    """401; git prints a text/plain body as `remote:` lines, so it says which case it is."""
     what = "pushing" if access is Access.PUSH else "reading"
+    setting = "GLOSSATOR_PUSH_TOKENS" if access is Access.PUSH else "GLOSSATOR_READ_TOKENS"
+    said = (
+        f"wrong token for {what}: the HTTP password is not one of the server's {setting}"
+        if wrong
+        else f"authentication required for {what}: use a Glossator token as the HTTP password"
+    )
     return PlainTextResponse(
-        f"authentication required for {what}: use a Glossator token as the HTTP password\n",
+        f"{said}\n",
         status_code=401,
         headers={"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'},
     )
@@ -137,7 +146,11 @@ class GitServer:
             # a repository outside the token's scope is not there, as one that does not exist
             return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         if not self.store.exists(name):
-            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+            return PlainTextResponse(
+                f"no repository named {name!r}: create it on the server with "
+                f"`glossator repo create {name}` (or POST /api/repos with the admin token)\n",
+                status_code=404,
+            )
         if (
             access is Access.PUSH
             and rest == "info/refs"
@@ -295,6 +308,35 @@ def _others_under_way(path: Path, branch: str) -> int:
     return receiving.pushes_under_way(path, branch, tip, landed=landed)
 
 
+class GitRoute(Route):
+    """`/<name>/<rest>` only where `rest` is a path of git's smart HTTP protocol: any other
+    path falls through to the router's own 404, and a wrong method on another route's
+    path gets that route's 405 (this catch-all no longer answers every POST)."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        match, child = super().matches(scope)
+        if match is not Match.NONE and child["path_params"]["rest"] not in backend.SMART_PATHS:
+            return Match.NONE, {}
+        return match, child
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """The router's 404 and 405: JSON under /api (what an API client parses), plain text
+    elsewhere; 405 keeps its Allow header."""
+    assert isinstance(exc, HTTPException)
+    headers = dict(exc.headers or {})
+    if request.url.path.startswith("/api/") or request.url.path == "/api":
+        words = "no such route" if exc.status_code == 404 else "method not allowed"
+        allow = headers.get("Allow")
+        if allow:
+            words += f": this route takes {allow}"
+        else:
+            words += ": see /openapi.json for the API's routes"
+        return JSONResponse({"error": words}, exc.status_code, headers=headers)
+    text = "not found" if exc.status_code == 404 else "method not allowed"
+    return PlainTextResponse(f"{text}\n", exc.status_code, headers=headers)
+
+
 def create_app(
     store: RepoStore,
     policy: AccessPolicy,
@@ -330,9 +372,13 @@ def create_app(
         Route("/api/repos", server.list_repos, methods=["GET"]),
         Route(CALLBACK_PATH, server.hook_post_receive, methods=["POST"]),
         *extra_routes,
-        Route("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
+        GitRoute("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
+    app = Starlette(
+        routes=routes,
+        lifespan=lifespan,
+        exception_handlers={404: http_error, 405: http_error},
+    )
     app.add_middleware(
         Boundary,
         policy=policy,

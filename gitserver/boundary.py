@@ -121,7 +121,7 @@ class Boundary:
                 elif grant is None:
                     self.throttle.failed(address)
                     log.info("refused %s: bad token", request.url.path)
-                    return self._refusal(request, where, 401, 0.0)
+                    return self._refusal(request, where, 401, 0.0, wrong=True)
             elif self.sessions is not None and where is not Door.MCP:
                 digest = self.sessions(request.cookies.get("glossator_session"))
                 grant = await self._grant(digest, mcp) if digest else None
@@ -145,26 +145,25 @@ class Boundary:
             return self.policy.mcp_open
         if where is Door.ADMIN or not self.policy.anonymous_read:
             return False
-        path = request.url.path
-        push = path.endswith("/git-receive-pack")
-        return not (push or request.query_params.get("service") == "git-receive-pack")
+        return not _is_push(request)
 
     async def _grant(self, digest: str, mcp: bool) -> Grant | None:
         if self.policy.stored is None:  # the variables alone: no database to wait for
             return self.policy.grant(digest, mcp=mcp)
         return await anyio.to_thread.run_sync(lambda: self.policy.grant(digest, mcp=mcp))
 
-    def _refusal(self, request: Request, where: Door, status: int, wait: float) -> Response:
+    def _refusal(
+        self, request: Request, where: Door, status: int, wait: float, *, wrong: bool = False
+    ) -> Response:
         headers = {"Retry-After": str(int(wait) + 1)} if status == 429 else {}
         throttled = f"too many wrong tokens from this address: try again in {wait_words(wait)}"
         if where is Door.MCP:
             if status == 401:
                 headers["WWW-Authenticate"] = 'Bearer realm="glossator-mcp"'
-                message = "send Authorization: Bearer <a read token> to use /mcp"
-                body = {"error": "unauthorized", "message": message}
-            else:
-                body = {"error": "too many wrong tokens", "message": throttled}
-            return JSONResponse(body, status, headers=headers)
+                send = "send Authorization: Bearer <GLOSSATOR_MCP_TOKEN> (or another read token)"
+                message = f"wrong bearer token for /mcp: {send}" if wrong else f"{send} to use /mcp"
+                return _json_rpc_refusal(status, message, "unauthorized", headers)
+            return _json_rpc_refusal(status, throttled, "too many wrong tokens", headers)
         if where is Door.READ and not request.url.path.startswith("/api/") and self.pages:
             page = self.pages(request, status, wait)
             if page is not None:
@@ -179,12 +178,35 @@ class Boundary:
                 else throttled[0].upper() + throttled[1:] + "."
             )
             return JSONResponse({"error": message}, status, headers=headers)
+        what = "pushing" if _is_push(request) else "reading"
         text = (
-            "authentication required: use a Glossator token as the HTTP password\n"
-            if status == 401
-            else throttled + "\n"
-        )
+            throttled
+            if status != 401
+            else f"wrong token for {what}: the HTTP password is no {what[:-3]} token of this server"
+            if wrong
+            else "authentication required: use a Glossator token as the HTTP password"
+        ) + "\n"  # git prints a text/plain body as `remote:` lines
         return PlainTextResponse(text, status, headers=headers)
+
+
+def _is_push(request: Request) -> bool:
+    return (
+        request.url.path.endswith("/git-receive-pack")
+        or request.query_params.get("service") == "git-receive-pack"
+    )
+
+
+# JSON-RPC's range for a server's own errors: the mcp SDK's client shows the message of an
+# error in a non-2xx body, and without one a bare -32603 "Server returned an error response"
+REFUSED = -32001
+
+
+def _json_rpc_refusal(status: int, message: str, reason: str, headers: dict[str, str]) -> Response:
+    """An MCP refusal: a JSON-RPC error (its message reaches the agent through its client),
+    and the message again at the top for a plain HTTP client."""
+    error = {"code": REFUSED, "message": message, "data": {"reason": reason}}
+    body = {"jsonrpc": "2.0", "id": None, "error": error, "message": message}
+    return JSONResponse(body, status, headers=headers)
 
 
 def _admin_refusal(status: int) -> Response:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 import psycopg
 
 from glossator.settings import Settings
-from indexer.providers.embedders.cpu import PassageKernels
+from indexer.providers.embedders.cpu import CpuFeatures, PassageKernels
 from store import commits, content, server
 from store.embedded import REBUILD_MARKER
 
@@ -240,14 +240,21 @@ def check_embedder(settings: Settings, conn: psycopg.Connection | None) -> Itera
             )
 
 
-def check_cpu(kernels: PassageKernels) -> Iterator[Finding]:
+def check_cpu(kernels: PassageKernels, features: CpuFeatures | None = None) -> Iterator[Finding]:
     """The CPU's int8 instruction sets, which the passage engine (`kernels`) uses and why
-    each other is not, as far as its runtime says (indexer/providers/embedders/cpu.py)."""
+    each other is not, as far as its runtime says (indexer/providers/embedders/cpu.py);
+    `features`: this machine's unless given. A sentence that holds for several sets is
+    said once, at the first ("likewise" after it): four times over, it read as four facts."""
     from indexer.providers.embedders.cpu import cpu_features, instruction_set_report
 
-    features = cpu_features()
+    features = features or cpu_features()
     yield Finding("cpu", "ok", features.model or "model not read")
+    said: set[str] = set()
     for name, detail in instruction_set_report(features, kernels):
+        if detail in said:
+            detail = "yes, likewise" if detail.startswith("yes, ") else detail
+        else:
+            said.add(detail)
         yield Finding(f"cpu {name}", "ok", detail)
 
 

@@ -196,7 +196,9 @@ async def ask(url: str, token: str | None) -> None:
                 )
                 shown = f"{heading}  " if heading else ""
                 console.print(
-                    f"   • {shown}[dim]{group['folder']}{hit['ref']}[/dim]", highlight=False
+                    # the citation every face prints (search.citation): `glossator show` takes it
+                    f"   • {shown}[dim]{group['repository']}:{group['folder']}{hit['ref']}[/dim]",
+                    highlight=False,
                 )
         group, first = _hits(
             (await client.call_tool("search", {"query": QUESTIONS[0], "k": 1})).structured_content

@@ -26,12 +26,17 @@ import psycopg
 from psycopg_pool import PoolTimeout
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from core.access import caller_of
 from gitserver.repos import RepoStore
+from glossator import __version__
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
+from search.errors import BadQuery
+from search.inputs import check_known, check_name, check_query_string
+from search.web.openapi import describe, get, parameter
+from search.web.params import Param
 from search.web.reader import WebReader
 from store.db import Database
 from store.errors import describe_failure
@@ -41,6 +46,47 @@ from store.server import ping_async, write_probe_async
 JOB_STATUSES = frozenset(
     {*STATUS_NAMES.values(), DONE_WITH_PROBLEMS, "failed", "cancelled", "aborted"}
 )
+
+JOBS_PARAMS = ("repository", "status", "limit")
+_LISTING = {"description": "a JSON listing", "content": {"application/json": {}}}
+# the server's own routes in /openapi.json, beside the search API's (search.web.openapi)
+SERVER_PATHS: dict[str, dict[str, Any]] = {
+    "/api/jobs": get(
+        "The indexing jobs, newest first",
+        [
+            parameter(Param("repository", "string", "one repository's jobs")),
+            parameter(Param("status", "string", "queued, running, done, failed, cancelled…")),
+            parameter(Param("limit", "integer", "at most this many, 1 to 500 (default 50)")),
+        ],
+        _LISTING,
+    ),
+    "/api/repos": get("The repositories and their branches", [], _LISTING)
+    | {
+        "post": {
+            "summary": "Create a repository (the admin token: GLOSSATOR_ADMIN_TOKEN)",
+            "security": [{"bearer": []}],
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {
+                        "schema": {
+                            "type": "object",
+                            "properties": {"name": {"type": "string"}},
+                            "required": ["name"],
+                        }
+                    }
+                },
+            },
+            "responses": {"201": _LISTING, "400": {"description": "a bad name"}},
+        }
+    },
+    "/healthz": {
+        "get": {
+            "summary": "ok, or 503 and what is wrong (the database)",
+            "responses": {"200": {"description": "ok"}, "503": {"description": "unhealthy"}},
+        }
+    },
+}
 
 
 class Endpoints:
@@ -76,12 +122,20 @@ class Endpoints:
             "repositories": "/api/repos (GET lists, POST creates with the admin token)",
             "jobs": "/api/jobs (indexing jobs; ?repository=, ?status=, ?limit=)",
             "health": "/healthz",
+            "openapi": "/openapi.json (the JSON API described)",
         }
         return JSONResponse({"service": "glossator", "endpoints": endpoints})
 
     async def jobs(self, request: Request) -> Response:
-        """The queue's jobs, newest first; 400 for a bad filter, 503 in one line while the
-        database is down (never a 500 and a traceback)."""
+        """The queue's jobs, newest first; 400 for a bad filter (search.inputs, as every API
+        route checks it), 503 in one line while the database is down (never a 500 and a
+        traceback)."""
+        try:
+            check_query_string(request.scope.get("query_string", b""))
+            check_known(request.query_params.keys(), JOBS_PARAMS, "/api/jobs")
+            check_name("repository", request.query_params.get("repository"))
+        except BadQuery as e:
+            return JSONResponse({"error": str(e)}, 400)
         status = request.query_params.get("status")
         if status is not None and status not in JOB_STATUSES:
             return JSONResponse(
@@ -112,6 +166,14 @@ class Endpoints:
             return JSONResponse({"error": why}, 503)
         caller = caller_of(request.scope)
         return JSONResponse({"jobs": [r for r in rows if caller.may_read(r["repository"])]})
+
+    async def openapi(self, request: Request) -> Response:
+        """The JSON API's OpenAPI description (search.web.openapi), with the server's own."""
+        return JSONResponse(describe(__version__, SERVER_PATHS))
+
+    async def docs(self, request: Request) -> Response:
+        """/docs: where the API is described (no bundled Swagger UI, no CDN)."""
+        return RedirectResponse("/openapi.json", status_code=307)
 
     async def database_ok(self) -> None:
         """/healthz's check of the database (gitserver.app): RuntimeError saying why not."""
@@ -147,7 +209,11 @@ def route_table(endpoints: Endpoints, web: WebReader, mcp: Any | None) -> list[B
     """Every route the server adds to git's: `/` is ours (the web reader's home page
     for a browser), then the web reader's others, MCP's, and /api/jobs. All of them are
     behind the access boundary (gitserver.boundary)."""
-    routes: list[BaseRoute] = [Route("/", endpoints.index, methods=["GET"])]
+    routes: list[BaseRoute] = [
+        Route("/", endpoints.index, methods=["GET"]),
+        Route("/openapi.json", endpoints.openapi, methods=["GET"]),
+        Route("/docs", endpoints.docs, methods=["GET"]),
+    ]
     routes.extend(r for r in web.routes() if getattr(r, "path", None) != "/")
     if mcp is not None:
         routes.extend(mcp.routes("/mcp"))

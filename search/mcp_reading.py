@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import NotRequired  # pydantic needs it below Python 3.12
 
 from typing_extensions import TypedDict
@@ -57,7 +58,9 @@ def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
         lines.append(pack.message)
     for ch in pack.chapters:
         folder = ch.source_file.rsplit("/", 1)[0] + "/"
-        lines.append(f"\n## {ch.heading_path} · {folder}")
+        cited = ch.passages[0].citation if ch.passages else ch.summary_citation
+        where = f"{cited.repository}:{folder}" if cited is not None else folder
+        lines.append(f"\n## {ch.heading_path} · {where}")  # the citations' first half
         lean: LeanChapter = {
             "source_file": ch.source_file,
             "heading_path": ch.heading_path,
@@ -72,7 +75,7 @@ def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
         for p in ch.passages:
             lines.append(ref_of(p.citation, {"lines"}, folder))
             lines.append(p.text)
-            chunk: LeanChunk = {"chunk_index": p.citation.chunk_index, "text": p.text}
+            chunk: LeanChunk = {"chunk": p.citation.chunk_index, "text": p.text}
             if p.citation.line_start is not None:
                 chunk["lines"] = line_span(p.citation)
             lean["passages"].append(chunk)
@@ -95,9 +98,10 @@ def context_view(pack: ContextPack) -> tuple[str, LeanContext]:
 
 
 def outline_view(
-    outline: Outline, *, depth: int = 3, excerpts: bool = False
+    outline: Outline, *, depth: int = 3, excerpts: bool = False, shell: bool = False
 ) -> tuple[str, LeanOutline]:
-    """The tree down to `depth` (1 works, 2 parts, 3 chapters); summaries' openings if asked."""
+    """The tree down to `depth` (1 works, 2 parts, 3 chapters); summaries' openings if asked.
+    `shell`: the hint to see deeper is a command (`glossator outline`), not a tool call."""
     lines: list[str] = []
     several = len({w.repository for w in outline.works}) > 1
 
@@ -123,7 +127,12 @@ def outline_view(
         if level < depth and entry.children:
             lean["children"] = [walk(child, level + 1) for child in entry.children]
         elif entry.children:
-            lines[-1] += f" ({len(entry.children)} below: outline(work=…, depth={level + 1}))"
+            more = (
+                f"glossator outline --work {_folder_name(entry)} --depth {level + 1}"
+                if shell
+                else f"outline(work=…, depth={level + 1})"
+            )
+            lines[-1] += f" ({len(entry.children)} below: {more})"
         return lean
 
     works = [walk(w, 1) for w in outline.works]
@@ -134,3 +143,11 @@ def outline_view(
     if outline.notes:
         data["notes"] = outline.notes
     return "\n".join(lines), data
+
+
+def _folder_name(entry: OutlineEntry) -> str:
+    """The work's folder, as `--work` takes it (quoted for a shell if it must be)."""
+    path = entry.source_file or entry.text_file or ""
+    parts = path.split("/")
+    name = parts[1] if len(parts) > 2 and parts[0] == "corpus" else "WORK"
+    return shlex.quote(name)

@@ -32,14 +32,16 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from core.access import caller_of
 from core.errors import GlossatorError
 from search import mcp_reading as P
 from search import mcp_views as V
 from search import nodes as N
+from search.citation import merge, whole_file
 from search.context import MAX_BUDGET, MIN_BUDGET
+from search.inputs import check_arguments, unknown
 from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.rows import ConnOrPool
 from search.service import SearchService
@@ -56,11 +58,12 @@ Glossator searches books written in Markdown, indexed as a tree: a work's summar
 into paragraphs (0). To answer a question, call `context`: the best passages with
 their chapter summaries, cited, within a token budget. To explore, `search`.
 Quote paragraphs (level 0), never summaries (machine-written); cite the heading
-path (the folder names spell it where no heading is shown) and the ref
-file#chunk:lines, the file relative to its group's folder; the tools take either
-form (get_node: source_file=file, chunk_index=chunk). A chapter summary hit names the
+path (the folder names spell it where no heading is shown) and the citation
+repository:folder/file#chunk:lines (a group's header names repository:folder/ once,
+each hit file#chunk:lines under it); the tools take it whole or relative as
+source_file. A chapter summary hit names the
 chapter: open its text with `get_children`; frame a paragraph with `get_parent`;
-read around one with `get_node(source_file, chunk_index, context=2)`; `outline`
+read around one with `get_node(source_file, chunk, context=2)`; `outline`
 lists works, parts and chapters. Without `branch`, each repository is read on its
 default branch (the one its git HEAD names); a note says when a book has rows only
 on another."""
@@ -78,8 +81,8 @@ by chapter, each chapter with its summary, all cited. found is false when
 nothing is relevant: nothing is padded in."""
 
 GET_NODE_DESCRIPTION = """\
-A file as cited (source_file): all its chunks, or chunk_index and `context`
-chunks either side, to read around a hit before quoting it."""
+A file as cited (source_file: a citation repository:path#chunk, or a path): all
+its chunks, or one and `context` chunks either side, to read around a hit."""
 
 GET_PARENT_DESCRIPTION = """\
 Climb one level: a chapter's text → its summary → its part → its work."""
@@ -100,6 +103,7 @@ def _tool_errors(fn: Callable[..., T]) -> Callable[..., T]:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> T:
         try:
+            check_arguments(kwargs)  # the HTTP API's check too (search.inputs)
             return fn(*args, **kwargs)
         except GlossatorError as e:
             raise ToolError(str(e)) from None
@@ -125,12 +129,13 @@ class GlossatorMCP(MCPServer):
         except ToolError as e:
             cause = e.__cause__
             if isinstance(cause, ValidationError):
-                raise ToolError(explain(cause, self.input_schemas.get(name, {}))) from cause
+                schema = self.input_schemas.get(name, {})
+                raise ToolError(explain(cause, schema, name)) from cause
             message = str(e).removeprefix(f"Error executing tool {name}: ")
             raise ToolError(message) from cause
 
 
-def explain(error: ValidationError, schema: dict[str, Any]) -> str:
+def explain(error: ValidationError, schema: dict[str, Any], tool: str = "this tool") -> str:
     """One sentence per refused argument, saying what to send instead."""
     props = schema.get("properties", {})
     said: list[str] = []
@@ -142,8 +147,8 @@ def explain(error: ValidationError, schema: dict[str, Any]) -> str:
         if err["type"] == "missing":
             said.append(f"{name} is required")
             continue
-        if err["type"] == "extra_forbidden":
-            said.append(f"{name} is not an argument of this tool: send only {', '.join(props)}")
+        if err["type"] == "extra_forbidden":  # _tool forbids them: a typo was ignored before
+            said.append(unknown(name, list(props), tool, kind="argument"))
             continue
         said.append(f"{name} must be {_expected(prop)}")
     return "; ".join(said) + "." if said else "The arguments do not match the tool's schema."
@@ -181,7 +186,7 @@ def _result(text: str, data: Any, meta: dict[str, Any] | None = None) -> CallToo
 Repository = str | None  # default: every repository
 Branch = str | None  # default: each repository's own (the branch its HEAD names)
 Work = Annotated[str | None, Field(description="Its folder name (see outline).")]
-SourceFile = str  # as cited: corpus/…/source.md, or relative to a group header's folder
+SourceFile = str  # a citation (search.citation) or a path, maybe relative to a group's folder
 
 
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
@@ -199,7 +204,12 @@ def _tool(fn: Callable[..., Any], description: str) -> Tool:
     """The SDK's tool for `fn`, its schemas compacted (`compact_schema`). The SDK reads
     a tool's fields live (FuncMetadata's contract), so they are set once, here."""
     tool = Tool.from_function(_tool_errors(fn), description=description, annotations=READ_ONLY)
-    tool.parameters = compact_schema(tool.parameters, inputs=True)
+    # an argument the tool does not take is refused, naming the closest (explain): ignored,
+    # a typo'd `chunk` answered the whole file
+    loose = tool.fn_metadata.arg_model
+    strict = type(loose.__name__, (loose,), {"model_config": ConfigDict(extra="forbid")})
+    tool.fn_metadata.arg_model = strict
+    tool.parameters = compact_schema(tool.parameters, inputs=True) | {"additionalProperties": False}
     if tool.fn_metadata.output_schema is not None:
         tool.fn_metadata.output_schema = compact_schema(tool.fn_metadata.output_schema)
     return tool
@@ -278,16 +288,17 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
 
     def get_node(
         source_file: SourceFile,
-        chunk_index: Annotated[int | None, Field(ge=0)] = None,
+        chunk: Annotated[int | None, Field(ge=0)] = None,
         context: Annotated[int, Field(ge=0, le=20)] = 0,
         repository: Repository = None,
         branch: Branch = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, V.LeanNode]:
+        source_file, chunk, repository = merge(source_file, chunk, repository)
         node = N.get_node(
             db,
             source_file,
-            chunk_index,
+            chunk,
             repository=repository,
             branch=branch,
             context=context,
@@ -301,6 +312,7 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         branch: Branch = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, V.LeanNode]:
+        source_file, repository = whole_file(source_file, repository)
         parent = N.get_parent(
             db, source_file, repository=repository, branch=branch, readable=readable(ctx)
         )
@@ -317,6 +329,7 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         branch: Branch = None,
         ctx: Context | None = None,
     ) -> Annotated[CallToolResult, V.LeanChildren]:
+        source_file, repository = whole_file(source_file, repository)
         kids = N.get_children(
             db, source_file, repository=repository, branch=branch, readable=readable(ctx)
         )

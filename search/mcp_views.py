@@ -11,9 +11,11 @@ forms are written to be read, not dumped:
   key means "none").
 
 A hit is cited by one compact `ref`, `file#chunk:lines` (`chapitre-07-…/source.md#5:22`
-or `…#5:22-24`), the file relative to its group's folder: what `get_node` takes
-(source_file, chunk_index) and what a quotation cites (lines), in ~5 tokens fewer
-than three keys. A heading is given only where the path does not already spell
+or `…#5:22-24`), the file relative to its group's folder, which the group's header names
+with its repository (`## sophismes:corpus/…/`): together the one citation every face
+prints, `repository:path#chunk:lines` (search.citation), split so that a page prints
+the folder once. `get_node` takes it whole or as the ref alone (source_file), and a
+quotation cites its lines, in ~5 tokens fewer than three keys. A heading is given only where the path does not already spell
 it: a chapter folder named `chapitre-05-cherte-bon-marche` says what the heading
 "Chapitre V (Cherté, bon marché)" says (the words, accents folded; numerals in
 either form), and repeating it cost a page of ten hits ~150 tokens, a tenth of
@@ -67,7 +69,7 @@ SHORT_COMMIT = 12  # as `git log --abbrev=12` prints: unambiguous in any book-si
 
 
 class LeanChunk(TypedDict):
-    chunk_index: int
+    chunk: int
     source_file: NotRequired[str]  # when it is not the file of the node or hit that holds it
     lines: NotRequired[list[int]]  # [first, last], 1-based, in source_file
     text: NotRequired[str]
@@ -88,7 +90,7 @@ class LeanPassage(TypedDict):
 
 class LeanHit(TypedDict):
     rank: int
-    ref: str  # file#chunk:lines (see the module doc): get_node's source_file and chunk_index
+    ref: str  # file#chunk:lines (see the module doc): get_node's source_file
     level: NotRequired[int]  # omitted for 0: a paragraph of the text, to quote
     heading: NotRequired[str]  # its last heading step, where the path does not spell it
     text: NotRequired[str]
@@ -108,7 +110,7 @@ class LeanIndex(TypedDict):
 class LeanGroup(TypedDict):  # the hits under one folder: its path and heading path once
     folder: str
     heading_path: NotRequired[str]
-    repository: NotRequired[str]  # only when the page spans several repositories
+    repository: str  # the citation's repository:folder/ with `folder`
     hits: list[LeanHit]
 
 
@@ -157,11 +159,9 @@ def search_view(
         if lines:
             lines.append("")
         lines.append(_group_header(folder, heading, repo, want))
-        lean: LeanGroup = {"folder": folder, "hits": []}
+        lean: LeanGroup = {"folder": folder, "repository": repo, "hits": []}
         if heading and "heading" in want and not spelled_by(heading, folder):
             lean["heading_path"] = heading
-        if repo:
-            lean["repository"] = repo
         for hit in group:
             lines.append(_hit_block(hit, want, snippets, several, prefix=folder))
             lean["hits"].append(_lean_hit(hit, want, snippets, folder))
@@ -191,7 +191,7 @@ def _groups(hits: list[Hit], several: bool) -> list[tuple[tuple[str, str, str], 
         key = (
             _group_folder(c.source_file),
             _parent_heading(c.heading_path),
-            c.repository if several else "",
+            c.repository,
         )
         groups.setdefault(key, []).append(hit)
     return list(groups.items())
@@ -242,7 +242,7 @@ def _heading_shown(c: Citation, want: set[str]) -> str | None:
 
 
 def _group_header(folder: str, heading: str, repository: str, want: set[str]) -> str:
-    where = f"{repository}:{folder}" if repository else folder
+    where = f"{repository}:{folder}"  # the citation's first half (module doc)
     if "heading" in want and heading and not spelled_by(heading, folder):
         return f"## {heading} · {where}"
     return f"## {where}"
@@ -295,7 +295,7 @@ _REF = re.compile(r"(?P<file>.+)#(?P<chunk>[0-9]+)(?::(?P<first>[0-9]+)(?:-(?P<l
 
 
 def parse_ref(ref: str) -> tuple[str, int, list[int] | None]:
-    """(file, chunk_index, [first, last] or None) of a `ref`; ValueError if it is not one."""
+    """(file, chunk, [first, last] or None) of a `ref`; ValueError if it is not one."""
     m = _REF.fullmatch(ref)
     if m is None:
         raise ValueError(f"{ref!r} is not a reference file#chunk[:first[-last]]")
@@ -358,7 +358,7 @@ def line_span(c: Citation) -> list[int]:
 
 def _lean_chunk(chunk: Chunk, want: Iterable[str], snippets: bool, *, hit_file: str) -> LeanChunk:
     c = chunk.citation
-    out: LeanChunk = {"chunk_index": c.chunk_index}
+    out: LeanChunk = {"chunk": c.chunk_index}
     if c.source_file != hit_file:
         out["source_file"] = c.source_file
     if "lines" in want and c.line_start is not None:
@@ -403,9 +403,11 @@ def lean_node(node: Node, want: Iterable[str] = DEFAULT_FIELDS, snippets: bool =
 
 
 def node_text(node: Node) -> str:
-    """`heading — file`, then each chunk under `#chunk:lines` (its file is the node's)."""
+    """`heading — repository:file`, then each chunk under `#chunk:lines`: with the header,
+    its citation (search.citation)."""
     kind = "text" if node.level == 0 else "summary"
-    lines = [f"{node.heading_path} — {node.source_file} ({kind}, {len(node.chunks)} chunks shown)"]
+    where = f"{node.repository}:{node.source_file}"
+    lines = [f"{node.heading_path} — {where} ({kind}, {len(node.chunks)} chunks shown)"]
     for chunk in node.chunks:
         lines.append(ref_of(chunk.citation, {"lines"}, node.source_file))
         lines.append(chunk.text)

@@ -42,7 +42,7 @@ def get_node(
     """A whole file, or one chunk of it with `context` chunks either side. Without a
     branch, each repository's default one (search.scope); likewise below."""
     if chunk_index is not None and chunk_index < 0:
-        raise BadQuery(f"chunk_index must be 0 or more, got {chunk_index}")
+        raise BadQuery(f"chunk must be 0 or more, got {chunk_index}")
     if not 0 <= context <= 20:
         raise BadQuery(f"context must be from 0 to 20 chunks, got {context}")
     with R.connection(conn_or_pool) as conn:

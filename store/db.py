@@ -299,6 +299,21 @@ class Database:
             database=params.get("dbname", ""),
         )
 
+    def held_by(self) -> DataDirLocked | None:
+        """What starting would raise because another process holds the embedded data
+        directory, or None (always None for an external PostgreSQL). A look, not a
+        hold: the lock is let go at once."""
+        if not self.embedded:
+            return None
+        lock_path = self.pgdata.parent / "postgres.lock"
+        if not lock_path.exists():
+            return None
+        try:
+            _lock_data_dir(lock_path, self.pgdata).close()
+        except DataDirLocked as e:
+            return e
+        return None
+
     # -- embedded server -----------------------------------------------------------
 
     def _start_embedded(self) -> str:

@@ -9,6 +9,7 @@ The same commands through a running server: tests/test_e2e_cli.py.
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -60,9 +61,9 @@ CASES = [
     (
         ["show", f"{TEXT}#2", "--context", "1"],
         "get_node",
-        {"source_file": TEXT, "chunk_index": 2, "context": 1},
+        {"source_file": TEXT, "chunk": 2, "context": 1},
     ),
-    (["show", f"{TEXT}#3:9"], "get_node", {"source_file": TEXT, "chunk_index": 3}),  # a ref
+    (["show", f"{TEXT}#3:9"], "get_node", {"source_file": TEXT, "chunk": 3}),  # a ref
     (["show", TEXT, "--parent"], "get_parent", {"source_file": TEXT}),
     (["show", SUMMARY, "--children"], "get_children", {"source_file": SUMMARY}),
     (["context", QUESTION, "--budget", "600"], "context", {"question": QUESTION, "budget": 600}),
@@ -78,7 +79,13 @@ async def test_each_command_answers_as_its_mcp_tool(
     text, data = await tool(mcp_server, name, {**tool_args, "repository": REPOSITORY})
     shown = run([*args, "--repository", REPOSITORY], search_db_url, tmp_path)
     assert shown.exit_code == 0, shown.output
-    assert shown.stdout.rstrip("\n") == text
+    # the same text, but that the hint to see deeper is a command in a shell
+    shell = re.sub(
+        r"outline\(work=…, depth=(\d)\)", rf"glossator outline --work {WORK} --depth \1", text
+    )
+    assert shown.stdout.rstrip("\n") == shell
+    if args == ["outline", "--depth", "1"]:
+        assert f"below: glossator outline --work {WORK} --depth 2)" in shell
     as_json = run([*args, "--repository", REPOSITORY, "--json"], search_db_url, tmp_path)
     assert as_json.exit_code == 0, as_json.output
     assert json.loads(as_json.stdout) == data

@@ -90,3 +90,15 @@ def test_this_cpu_as_doctor_reports_it() -> None:
     assert all(f"cpu {name}" in findings for name in ("AVX-512 VNNI", "AVX-VNNI", "AMX", "AVX2"))
     for name in features.present & {"AVX-512 VNNI", "AVX-VNNI", "AMX", "AVX2"}:
         assert findings[f"cpu {name}"].startswith("yes, ")
+
+
+def test_doctor_says_a_shared_sentence_once() -> None:
+    """Four instruction sets an engine uses alike: its sentence once, then "likewise"."""
+    from glossator.checks import check_cpu
+
+    findings = list(check_cpu(PassageKernels("openvino"), parse_cpuinfo(SAPPHIRE_RAPIDS)))
+    details = [f.detail for f in findings if f.check.startswith("cpu ")]
+    shared = "it picks its int8 kernels for this CPU at run time"
+    assert sum(shared in d for d in details) == len(set(d for d in details if shared in d))
+    assert len(details) == 4 and "yes, likewise" in details
+    assert all(d.startswith("yes, ") for d in details)

@@ -157,7 +157,7 @@ async def test_a_book_on_gits_default_branch_is_found_without_a_branch(tmp_path:
             source = first["folder"].rstrip("/") + "/" + file
             assert "prince" in source, groups
             node = await client.call_tool(
-                "get_node", {"source_file": source, "chunk_index": int(chunk.split(":")[0])}
+                "get_node", {"source_file": source, "chunk": int(chunk.split(":")[0])}
             )
             assert not node.is_error and "feared" in node.content[0].text, node.content
             tree = await client.call_tool("outline", {})

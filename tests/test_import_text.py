@@ -10,13 +10,15 @@ verse, French, a BOM and CRLF without any Gutenberg header.
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from click.testing import CliRunner
 
 from glossator.cli import main
 from indexer.corpus.layout import read_corpus
-from indexer.corpus.source import DirectorySource
+from indexer.corpus.source import DirectorySource, new_file_mode
 from indexer.importers.common import TITLE_FROM_FILE_NAME
 from indexer.importers.text import decode, read_text, strip_gutenberg
 
@@ -118,6 +120,15 @@ def test_gutenberg_books_import_through_the_cli(tmp_path: Path) -> None:
     summary = corpus.nodes["corpus/pride-and-prejudice/chapter-03/summary.md"]
     assert summary.parent_source_file == "corpus/pride-and-prejudice/summary.md"
     assert summary.heading_path == "Pride and Prejudice > Chapter III (summary)"
+    # the files get the mode any new file gets (0644 under umask 022), not mkstemp's 0600
+    expected = new_file_mode()
+    modes = {stat.S_IMODE(p.stat().st_mode) for p in (dest / "corpus").rglob("*.md")}
+    assert modes == {expected}, (oct(expected), sorted(oct(m) for m in modes))
+    old = os.umask(0o022)
+    try:
+        assert new_file_mode() == 0o644
+    finally:
+        os.umask(old)
 
     dest2 = tmp_path / "fr"
     done = runner.invoke(main, ["corpus", "import", str(GUTENBERG / "pg84.txt"), str(dest2)])

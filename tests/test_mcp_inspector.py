@@ -52,7 +52,7 @@ def _npx_or_skip() -> None:
 CALLS = (
     ("search", ["query=chandelles soleil", "k=3"]),
     ("context", ["question=la concurrence du soleil contre les chandelles", "budget=600"]),
-    ("get_node", [f"source_file={PETITION}/source.md", "chunk_index=2", "context=1"]),
+    ("get_node", [f"source_file={PETITION}/source.md", "chunk=2", "context=1"]),
     ("get_parent", [f"source_file={PETITION}/source.md"]),
     ("get_children", [f"source_file={PETITION}/summary.md"]),
     ("outline", ["depth=2"]),

@@ -97,19 +97,19 @@ async def test_in_process_tools_and_lean_results(server):
         assert top["text"] in text and "null" not in text and "query" not in text
         group = data["groups"][0]
         assert "heading_path" not in group  # serie-1-premiere-serie/ spells Première série
-        assert f"## {group['folder']}\n" in text
+        # the header names repository:folder/ once, the hits file#chunk:lines under it:
+        # together the citation every face prints (search.citation)
+        assert f"## {group['repository']}:{group['folder']}\n" in text
         top_ref = next(h["ref"] for h in group["hits"] if h["rank"] == 1)
         assert f"[1] {top_ref}\n{top['text']}" in text
 
-        r = await client.call_tool(
-            "get_node", {"source_file": TEXT, "chunk_index": 2, "context": 1}
-        )
-        assert [c["chunk_index"] for c in r.structured_content["chunks"]] == [1, 2, 3]
+        r = await client.call_tool("get_node", {"source_file": TEXT, "chunk": 2, "context": 1})
+        assert [c["chunk"] for c in r.structured_content["chunks"]] == [1, 2, 3]
         first, last = r.structured_content["chunks"][1]["lines"]
         assert (f"\n#2:{first}\n" if first == last else f"\n#2:{first}-{last}\n") in text_of(r)
         # a file as a search page writes it, relative to its group's folder
         relative = TEXT.removeprefix(group["folder"])
-        r = await client.call_tool("get_node", {"source_file": relative, "chunk_index": 2})
+        r = await client.call_tool("get_node", {"source_file": relative, "chunk": 2})
         assert not r.is_error and r.structured_content["source_file"] == TEXT
 
         r = await client.call_tool("get_parent", {"source_file": TEXT})
@@ -206,7 +206,7 @@ async def test_a_page_of_ten_costs_at_most_half_again_its_passages(example_pool,
                 for h in page[:3]:
                     n = await client.call_tool(
                         "get_node",
-                        {"source_file": h["source_file"], "chunk_index": h["chunk_index"]},
+                        {"source_file": h["source_file"], "chunk": h["chunk_index"]},
                     )
                     chunk = n.structured_content["chunks"][0]
                     assert chunk["text"] == h["text"] and chunk.get("lines") == h.get("lines")
@@ -220,7 +220,7 @@ async def test_a_page_of_ten_costs_at_most_half_again_its_passages(example_pool,
                         )
                     )
                     again = await client.call_tool(
-                        "get_node", {"source_file": relative, "chunk_index": chunk_index}
+                        "get_node", {"source_file": relative, "chunk": chunk_index}
                     )
                     assert again.structured_content["chunks"][0]["text"] == h["text"]
     text_ratios.sort()
@@ -273,7 +273,7 @@ async def test_in_process_bad_input_is_a_tool_error_with_a_clear_message(server)
             ),
             ("search", {"query": "soleil", "repository": "nope"}, "no repository named 'nope'"),
             ("get_node", {"source_file": "corpus/nope.md"}, "corpus/nope.md is not indexed"),
-            ("get_node", {"source_file": TEXT, "chunk_index": 999}, "chunk 999 does not exist"),
+            ("get_node", {"source_file": TEXT, "chunk": 999}, "chunk 999 does not exist"),
             ("get_parent", {"source_file": f"{WORK}/summary.md"}, "has no parent"),
             ("get_children", {"source_file": "x/summary.md"}, "x/summary.md is not indexed"),
             ("outline", {"repository": "nope"}, "no repository named 'nope'"),

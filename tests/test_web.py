@@ -98,7 +98,7 @@ async def test_api_search_is_the_mcp_tools_structured_content(client, service):
 def test_api_nodes_and_outline(client):
     base = f"/api/nodes/{REPOSITORY}/{TEXT}"
     node = client.get(base, params={"chunk": 2, "context": 1}).json()
-    assert [c["chunk_index"] for c in node["chunks"]] == [1, 2, 3]
+    assert [c["chunk"] for c in node["chunks"]] == [1, 2, 3]
     assert client.get(base + "/parent").json()["source_file"] == SUMMARY
     kids = client.get(f"/api/nodes/{REPOSITORY}/{SUMMARY}/children").json()
     assert [c["source_file"] for c in kids["children"]] == [TEXT]
@@ -131,7 +131,7 @@ def test_pages_search_read_and_climb(client):
     assert page.status_code == 200
     links = re.findall(r'<h3 class="heading"><a href="([^"]+)"', page.text)
     assert len(links) == 3 and "<mark>chandelles</mark>" in page.text.lower()
-    assert re.search(r"<code>corpus/[^<]+#\d+:\d+(-\d+)?</code>", page.text)
+    assert re.search(rf"<code>{REPOSITORY}:corpus/[^<]+#\d+:\d+(-\d+)?</code>", page.text)
     first = links[0].replace("&amp;", "&")
     assert first.startswith(f"/read/{REPOSITORY}/{PETITION}/")
     chunk = int(first.rsplit("#chunk-", 1)[1])

@@ -1,14 +1,14 @@
 """`glossator outline`, `glossator show` and `glossator context`: the MCP tools from a shell.
 
     glossator outline [--work W] [--depth 1-3] [--excerpts] [--repository R] [--json]
-    glossator show FILE[#CHUNK[:LINES]] [--context N] [--parent | --children] [--json]
+    glossator show [REPOSITORY:]FILE[#CHUNK[:LINES]] [--context N] [--parent | --children] [--json]
     glossator context "question" [--budget 2000] [--work W] [--repository R] [--json]
 
 Same answers as the MCP tools `outline`, `get_node` / `get_parent` / `get_children` and
 `context`: the same functions (search.nodes, SearchService.context) and views
 (search.mcp_views, search.mcp_reading). The text on stdout is the tool's text; `--json`
-prints the tool's structured content, one JSON object. FILE is as a hit cites it: the
-repository-relative path, or a `ref` (`file#chunk:lines`).
+prints the tool's structured content, one JSON object. `show` takes a file as every face
+cites it (search.citation): `repository:path#chunk:lines`, or the path alone.
 
 `context` embeds the question: when a server runs on this data directory it asks the
 server (`GET /api/context`, glossator.remote), which holds the model already; `outline`
@@ -19,7 +19,6 @@ An unknown repository, work or file is an error: one line, exit code 1.
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
 import click
@@ -30,8 +29,9 @@ from glossator.search_service import open_database, search_service
 from search import mcp_reading as P
 from search import mcp_views as V
 from search import nodes as N
+from search.citation import merge, parse
 from search.context import MAX_BUDGET, MIN_BUDGET
-from search.errors import UnknownFile
+from search.errors import BadQuery, UnknownFile
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the MCP tool's structured content as JSON."
@@ -42,8 +42,6 @@ branch_option = click.option(
     help="The branch to read (default: each repository's own, the branch its HEAD names).",
 )
 
-_REF = re.compile(r"(?P<file>.+?\.md)(?:#(?P<chunk>[0-9]+)(?::[0-9]+(?:-[0-9]+)?)?)?")
-
 
 def _print(text: str, data: Any, as_json: bool) -> None:
     if as_json:
@@ -52,16 +50,14 @@ def _print(text: str, data: Any, as_json: bool) -> None:
         click.echo(text)
 
 
-def split_ref(ref: str) -> tuple[str, int | None]:
-    """`file`, `file#chunk` or `file#chunk:lines` (a hit's ref) → (file, chunk)."""
-    m = _REF.fullmatch(ref.strip())
-    if m is None:
-        raise click.BadParameter(
-            f"{ref!r} is not a file as a hit cites it: give corpus/…/source.md, "
-            "optionally with #<chunk> (e.g. corpus/w/c/source.md#3)",
-            param_hint="FILE",
-        )
-    return m["file"], int(m["chunk"]) if m["chunk"] is not None else None
+def split_ref(ref: str, repository: str | None) -> tuple[str, int | None, str | None]:
+    """A citation as every face prints it (search.citation: `repository:path#chunk:lines`,
+    each part but the path optional) → (file, chunk, repository)."""
+    try:
+        parse(ref)  # its form, whichever parts it has
+        return merge(ref.strip(), None, repository)
+    except BadQuery as e:
+        raise click.BadParameter(str(e), param_hint="CITATION") from None
 
 
 @click.command("outline")
@@ -90,11 +86,11 @@ def outline(
     """Table of contents: works, parts and chapters with their files (the `outline` tool)."""
     with open_database(obj.settings) as db:
         tree = N.outline(db.pool, repository, work, branch=branch)
-    _print(*P.outline_view(tree, depth=depth, excerpts=excerpts), as_json)
+    _print(*P.outline_view(tree, depth=depth, excerpts=excerpts, shell=True), as_json)
 
 
 @click.command("show")
-@click.argument("ref", metavar="FILE[#CHUNK]")
+@click.argument("ref", metavar="[REPOSITORY:]FILE[#CHUNK[:LINES]]")
 @click.option(
     "--context",
     "around",
@@ -120,7 +116,7 @@ def show(
 ) -> None:
     """A file as cited (the `get_node` tool), or its parent or children (`get_parent`,
     `get_children`)."""
-    source_file, chunk = split_ref(ref)
+    source_file, chunk, repository = split_ref(ref, repository)
     if relation is not None and (chunk is not None or around):
         raise click.UsageError(f"--{relation} takes a file, not a chunk: drop #{chunk}/--context")
     with open_database(obj.settings) as db:

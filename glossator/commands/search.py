@@ -27,6 +27,9 @@ from glossator.commands.base import Context, out_console, pass_context
 from glossator.providers import get_reranker
 from glossator.search_service import open_database, search_defaults, search_service
 from glossator.settings import Settings
+from search.citation import cite
+from search.excerpt import excerpt as matched_excerpt
+from search.excerpt import query_words
 from search.options import MAX_K
 from search.results import MODES, SearchResponse
 
@@ -159,15 +162,16 @@ def print_response(console: Console, response: SearchResponse) -> None:
             console.print(f"index {f.repository}@{f.branch}: {f.status} — {f.note}", style="dim")
         _print_notes(console, response.notes)
         return
+    marks = query_words(response.query)
     for hit in response.hits:
         c = hit.citation
-        lines = f" lines {c.line_start}-{c.line_end}" if c.line_start is not None else ""
+        cited = cite(c.repository, c.source_file, c.chunk_index, c.line_start, c.line_end)
         head = Text(f"{hit.rank:>2}. ", style="bold")
         head.append(c.heading_path, style="bold cyan")
         console.print(head, soft_wrap=True)
         # soft_wrap: a citation cut in two cannot be copied
         console.print(
-            f"    {c.repository}:{c.source_file}#{c.chunk_index}{lines} · level {hit.level}",
+            f"    {cited} · level {hit.level}",  # search.citation: what `show` takes
             style="dim",
             highlight=False,
             soft_wrap=True,
@@ -185,8 +189,8 @@ def print_response(console: Console, response: SearchResponse) -> None:
         if s.rerank is not None:
             parts.append(f"rerank {s.rerank:.3f}")
         console.print("    " + " · ".join(parts), style="dim", highlight=False)
-        text = " ".join(hit.text.split())
-        excerpt = text[:EXCERPT] + " …" if len(text) > EXCERPT else text
+        # the part of a long passage that holds the query's words (search.excerpt)
+        excerpt = matched_excerpt(hit.text, marks, EXCERPT)
         console.print(Padding(Text(excerpt), (0, 0, 0, 4), expand=False))
         if hit.parent is not None:
             console.print(f"    ↑ {hit.parent.heading_path}", style="green", highlight=False)

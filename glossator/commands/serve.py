@@ -41,6 +41,32 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
+# uvicorn's exit code when the application cannot start; a second server is one
+STARTUP_FAILED = 3
+
+
+def refuse_a_second_server(settings: Settings) -> None:
+    """One line and exit 3 when a server, or another command's embedded PostgreSQL, holds
+    this data directory: checked before listening, so that no "listening on" line and no
+    traceback of the failed start-up come first."""
+    from glossator.paths import running_server
+    from glossator.wiring import database
+
+    other = running_server(settings)
+    if other is not None:
+        click.echo(
+            f"glossator: a server already runs on the data directory {settings.data_dir} "
+            f"(process {other.get('pid')}, {other.get('url')}): use it, stop it first, or "
+            "set GLOSSATOR_DATA_DIR to another directory",
+            err=True,
+        )
+        sys.exit(STARTUP_FAILED)
+    held = database(settings).held_by()
+    if held is not None:
+        click.echo(f"glossator: {held}", err=True)
+        sys.exit(STARTUP_FAILED)
+
+
 @click.command()
 @click.option("--host", default=None, help="Listen address (default GLOSSATOR_HOST).")
 @click.option("--port", type=int, default=None, help="Port, 0 for a free one (GLOSSATOR_PORT).")
@@ -63,6 +89,7 @@ def serve(host: str | None, port: int | None, worker_mode: str, no_worker: bool)
     settings = _settings()
     host = host or settings.host
     port = settings.port if port is None else port
+    refuse_a_second_server(settings)
     from glossator.wiring import access_policy
 
     for line in access_policy(settings).describe():  # who can read what, said plainly

@@ -9,6 +9,7 @@ on disk, or a new commit). That keeps it testable without a work tree.
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path, PurePosixPath
@@ -102,14 +103,35 @@ class DirectorySource:
                 full.unlink(missing_ok=True)
                 continue
             full.parent.mkdir(parents=True, exist_ok=True)
+            try:  # a rewritten file keeps its mode
+                mode = stat.S_IMODE(full.stat().st_mode)
+            except OSError:
+                mode = new_file_mode()
             fd, tmp = tempfile.mkstemp(dir=full.parent, prefix=f".{full.name}.", suffix=".tmp")
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(data)
+                    # mkstemp makes it 0600: the file gets the mode open() would give it
+                    os.fchmod(f.fileno(), mode)
                 os.replace(tmp, full)
             except BaseException:
                 Path(tmp).unlink(missing_ok=True)
                 raise
+
+
+def new_file_mode() -> int:
+    """0666 less the process's umask: the mode `open()` gives a new file (0644 under the
+    usual 022). Read from /proc (Linux), else by setting the umask back at once."""
+    try:
+        with open("/proc/self/status", encoding="ascii", errors="replace") as f:
+            for line in f:
+                if line.startswith("Umask:"):
+                    return 0o666 & ~int(line.split()[1], 8)
+    except (OSError, ValueError):
+        pass
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 class MemorySource:

@@ -3,6 +3,7 @@
     GET /api/search?q=…&k=&mode=&level=&work=&repository=&branch=&fields=&snippets=
                    &max_tokens=&max_per_chapter=                    → `search`
     GET /api/nodes/<repository>/<file>?chunk=&context=              → `get_node`
+        (<file> may be a citation's file#chunk:lines, the '#' sent as %23)
     GET /api/nodes/<repository>/<file>/parent                       → `get_parent`
     GET /api/nodes/<repository>/<file>/children                     → `get_children`
     GET /api/outline?repository=&work=&depth=&excerpts=             → `outline`
@@ -29,6 +30,7 @@ from search import mcp_reading as P
 from search import mcp_views as V
 from search import nodes as N
 from search import rows as R
+from search.citation import merge
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.errors import BadQuery, UnknownFile
 from search.web import params as Q
@@ -51,7 +53,7 @@ class Api:
             )
             return self._view(form, text, data)
 
-        return self.base.answer(request, False, build)
+        return self.base.answer(request, False, build, "/api/search")
 
     def outline(self, request: Request) -> Response:
         def build() -> Response:
@@ -67,18 +69,23 @@ class Api:
             _, data = P.outline_view(tree, depth=depth, excerpts=Q.flag(params, "excerpts"))
             return self.base.json(data)
 
-        return self.base.answer(request, False, build)
+        return self.base.answer(request, False, build, "/api/outline")
 
     def nodes(self, request: Request) -> Response:
+        path: str = request.path_params["path"]
+        view = "node"
+        for suffix in ("parent", "children"):
+            if path.endswith(f".md/{suffix}"):
+                view, path = suffix, path.removesuffix(f"/{suffix}")
+        route = "/api/nodes/{repository}/{path}" + ("" if view == "node" else f"/{view}")
+
         def build() -> Response:
             params = request.query_params
             repository = Q.repository_name(request.path_params["repository"])
-            path: str = request.path_params["path"]
-            view = "node"
-            for suffix in ("parent", "children"):
-                if path.endswith(f".md/{suffix}"):
-                    view, path = suffix, path.removesuffix(f"/{suffix}")
-            source_file = Q.source_path(path)
+            # a citation as every face prints it, its '#' sent as %23 (search.citation)
+            cited, chunk, named = merge(path, Q.whole(params, "chunk", None, 0, None), repository)
+            repository = named or repository
+            source_file = Q.source_path(cited)
             branch = self.base.branch(Q.text(params, "branch"))
             db = self.base.db
             readable = self.base.readable(request)
@@ -100,7 +107,7 @@ class Api:
             node = N.get_node(
                 db,
                 source_file,
-                Q.whole(params, "chunk", None, 0, None),
+                chunk,
                 repository=repository,
                 branch=branch,
                 context=Q.whole(params, "context", 0, 0, 20) or 0,
@@ -108,7 +115,7 @@ class Api:
             )
             return self.base.json(V.node_view(node)[1])
 
-        return self.base.answer(request, False, build)
+        return self.base.answer(request, False, build, route)
 
     def context(self, request: Request) -> Response:
         def build() -> Response:
@@ -126,7 +133,7 @@ class Api:
             )
             return self._view(form, *P.context_view(pack))
 
-        return self.base.answer(request, False, build)
+        return self.base.answer(request, False, build, "/api/context")
 
     def _view(self, form: str, text: str, data: Any) -> Response:
         if form == "text":

@@ -29,6 +29,8 @@ from core.access import caller_of
 from core.errors import GlossatorError
 from core.throttle import wait_words
 from search.errors import BadQuery, UnknownFile, UnknownRepository
+from search.inputs import MAX_NAME_CHARS, check_arguments
+from search.options import MAX_QUERY_CHARS
 from search.results import SearchResponse
 from search.service import SearchService
 from search.tools import agent_search
@@ -39,7 +41,7 @@ from search.web.access import (
     remember_csrf,
 )
 from search.web.markdown import BookText
-from search.web.params import SearchArgs
+from search.web.params import SearchArgs, check
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
@@ -137,13 +139,32 @@ class WebBase:
         return JSONResponse(data, status_code=status, headers=SECURITY_HEADERS)
 
     def error_page(self, request: Request, status: int, message: str, **context: Any) -> Response:
+        """The error, and a search box holding what was asked (a query over the limit cut
+        to it), so the next try is one edit away."""
+        params = request.query_params
+
+        def field(name: str, default: str, limit: int) -> str:
+            return params.get(name, default)[:limit].replace("\x00", "")
+
+        form = {k: field(k, "", MAX_NAME_CHARS) for k in ("repository", "work", "branch")}
+        form |= {
+            "q": field("q", "", MAX_QUERY_CHARS),
+            "mode": field("mode", "hybrid", 10),
+            "k": field("k", "10", 3),
+        }
+        context.setdefault("form", form)
         return self.page(request, "error.html", status, code=status, message=message, **context)
 
-    def answer(self, request: Request, html: bool, build: Callable[[], Response]) -> Response:
-        """The one boundary (module doc)."""
+    def answer(
+        self, request: Request, html: bool, build: Callable[[], Response], route: str
+    ) -> Response:
+        """The one boundary (module doc); `route`: the path whose query parameters
+        (search.web.params.PARAMS) the request may send."""
         if not caller_of(request.scope).reads_anything:  # gitserver.boundary refuses first
             return self.refused(request, html)
         try:
+            check(request.scope.get("query_string", b""), request.query_params, route)
+            check_arguments(request.path_params)
             return build()
         except (GlossatorError, psycopg.OperationalError) as e:
             status = status_of(e)

@@ -11,6 +11,7 @@ from the web), so nothing in it may become markup of its own:
 - the page's Content-Security-Policy (search.web.app) forbids inline script and any
   script, frame or image from elsewhere, should anything slip through.
 
+Which words are the query's is search.excerpt's (`query_words`, folded, stemmed).
 Highlighting works on the rendered tokens, not the HTML: each text token's words
 that fold (case, accents) to a query word are wrapped in `<mark>` after escaping,
 so a mark can never split a tag or an entity.
@@ -19,8 +20,6 @@ so a mark can never split a tag or an entity.
 from __future__ import annotations
 
 import html
-import re
-import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -28,38 +27,8 @@ from markdown_it import MarkdownIt
 from markdown_it.token import Token
 from markupsafe import Markup
 
-from indexer.providers.summarizers.extractive import stopwords
-
-# Words of the query shorter than this are not marked (l', d', a…) even when they are
-# no stop word: marking every "de" would hide the words that matter.
-MIN_MARKED_CHARS = 3
-# A marked word and a word of the text agree on this many first letters when both are
-# at least this long: a crude stemmer that keeps plural and feminine forms
-# (chandelle / chandelles, protection / protectionnistes) in any language with suffixes.
-STEM_CHARS = 6
-_WORD = re.compile(r"\w+", re.UNICODE)
-
-
-def fold(word: str) -> str:
-    """Lower case, accents dropped: how two spellings of one word compare."""
-    decomposed = unicodedata.normalize("NFKD", word.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def query_words(query: str) -> frozenset[str]:
-    """The folded words of `query` worth marking (no stop word of any language we know)."""
-    stop = {fold(w) for w in stopwords("")}
-    words = (fold(w) for w in _WORD.findall(query))
-    return frozenset(w for w in words if len(w) >= MIN_MARKED_CHARS and w not in stop)
-
-
-def _matches(word: str, marks: frozenset[str]) -> bool:
-    folded = fold(word)
-    if folded in marks:
-        return True
-    if len(folded) < STEM_CHARS:
-        return False
-    return any(len(m) >= STEM_CHARS and m[:STEM_CHARS] == folded[:STEM_CHARS] for m in marks)
+from search.excerpt import WORD, query_words
+from search.excerpt import matches as _matches
 
 
 def highlight(text: str, marks: frozenset[str]) -> str:
@@ -68,7 +37,7 @@ def highlight(text: str, marks: frozenset[str]) -> str:
         return html.escape(text, quote=False)
     out: list[str] = []
     last = 0
-    for m in _WORD.finditer(text):
+    for m in WORD.finditer(text):
         if _matches(m.group(), marks):
             out.append(html.escape(text[last : m.start()], quote=False))
             out.append(f"<mark>{html.escape(m.group(), quote=False)}</mark>")
@@ -111,3 +80,6 @@ class BookText:
     def plain(self, text: str, marks: Iterable[str] = ()) -> Markup:
         """Text shown as it is (no Markdown), escaped, words marked."""
         return Markup(highlight(text, frozenset(marks)))
+
+
+__all__ = ["BookText", "highlight", "query_words"]

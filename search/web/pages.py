@@ -14,8 +14,12 @@ from starlette.responses import RedirectResponse, Response
 
 from search import nodes as N
 from search import rows as R
+from search.citation import cite, merge, parse
 from search.engine import index_freshness
-from search.mcp_views import index_lines, no_hit, ref_of
+from search.errors import BadQuery
+from search.excerpt import excerpt
+from search.mcp_views import index_lines, no_hit
+from search.options import MAX_QUERY_CHARS
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope
 from search.web import access as A
@@ -29,6 +33,9 @@ log = logging.getLogger(__name__)
 HOME_JOBS = 5  # the last jobs the home page shows; /jobs shows JOBS_PAGE
 JOBS_PAGE = 50
 FORM_BYTES = 16_384  # a login form is a token and two short fields
+# a hit's passage longer than this shows the part holding the query's words: about five
+# lines of the page's column, what a reader scans before opening the paragraph
+PASSAGE_CHARS = 600
 
 
 @dataclass
@@ -51,6 +58,30 @@ class HitView:
 
 def _redirect(url: str) -> Response:
     return RedirectResponse(url, status_code=303, headers=SECURITY_HEADERS)
+
+
+def _cite(c: Citation) -> str:
+    return cite(c.repository, c.source_file, c.chunk_index, c.line_start, c.line_end)
+
+
+def _reading_link(repository: str, source_file: str, chunk: int | None) -> str:
+    url = read_url(repository, Q.source_path(source_file))
+    return url if chunk is None else f"{url}?chunk={chunk}#chunk-{chunk}"
+
+
+def _citation(query: str) -> str | None:
+    """The reading page of a query that is a whole citation (`repository:path.md#chunk…`,
+    search.citation), else None: a search for it would find nothing."""
+    text = query.strip()
+    if any(c.isspace() for c in text) or ".md" not in text:
+        return None
+    try:
+        cited = parse(text)
+    except BadQuery:
+        return None
+    if cited.repository is None or not cited.source_file.endswith(".md"):
+        return None
+    return _reading_link(cited.repository, cited.source_file, cited.chunk)
 
 
 def group_jobs(jobs: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -78,22 +109,27 @@ class Pages:
             return []
         return [j for j in jobs if readable is None or j.get("repository") in readable]
 
-    def _passage(self, citation: Citation, text: str, marks: frozenset[str]) -> Passage:
+    def _passage(self, citation: Citation, text: str, marks: frozenset[str], query: str) -> Passage:
+        # a long passage shows the part that holds the query's words (search.excerpt),
+        # as text; the whole paragraph, as Markdown, is a click away (marked there too)
+        shown = excerpt(text, marks, PASSAGE_CHARS)
         return Passage(
-            ref=ref_of(citation, {"lines"}, ""),
-            link=chunk_link(citation, text),
-            html=self.base.text.render(text, marks),
+            ref=_cite(citation),
+            link=chunk_link(citation, text, query),
+            html=self.base.text.render(text, marks)
+            if shown == " ".join(text.split())
+            else self.base.text.plain(shown, marks),
         )
 
-    def _hit(self, hit: Hit, marks: frozenset[str]) -> HitView:
+    def _hit(self, hit: Hit, marks: frozenset[str], query: str) -> HitView:
         return HitView(
             rank=hit.rank,
             repository=hit.citation.repository,
             heading_path=hit.citation.heading_path,
             level=hit.level,
             quoted=bool(hit.scores.phrase),
-            passage=self._passage(hit.citation, hit.text, marks),
-            passages=[self._passage(p.citation, p.text, marks) for p in hit.passages or []],
+            passage=self._passage(hit.citation, hit.text, marks, query),
+            passages=[self._passage(p.citation, p.text, marks, query) for p in hit.passages or []],
         )
 
     # -- pages -----------------------------------------------------------------------------
@@ -118,7 +154,7 @@ class Pages:
                 read_url=read_url,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/")
 
     def repository(self, request: Request) -> Response:
         def build() -> Response:
@@ -139,7 +175,7 @@ class Pages:
                 read_url=read_url,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/read/{repository}")
 
     def search(self, request: Request) -> Response:
         def build() -> Response:
@@ -147,8 +183,20 @@ class Pages:
             form = {k: (Q.text(params, k) or "") for k in ("repository", "work", "branch")}
             form["mode"] = Q.text(params, "mode") or "hybrid"
             form["k"] = Q.text(params, "k") or "10"
-            if not params.get("q", "").strip():
-                return self.base.page(request, "search.html", form=form, response=None)
+            if not params.get("q", "").strip():  # what to type, and what there is to search
+                tree = N.outline(
+                    self.base.db, None, None, branch=None, readable=self.base.readable(request)
+                )
+                return self.base.page(
+                    request,
+                    "search.html",
+                    form=form,
+                    response=None,
+                    works=tree.works,
+                    read_url=read_url,
+                )
+            if (cited := _citation(params["q"])) is not None:  # pasted from any face: open it
+                return _redirect(cited)
             args = Q.SearchArgs.parse(params)
             response = self.base.search(args, self.base.readable(request))
             marks = query_words(args.query)
@@ -157,18 +205,22 @@ class Pages:
                 "search.html",
                 form=form,
                 response=response,
-                hits=[self._hit(h, marks) for h in response.hits],
+                hits=[self._hit(h, marks, args.query) for h in response.hits],
                 index=index_lines(response.index) + [f"note: {n}" for n in response.notes],
                 no_hit=no_hit(response.index),
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/search")
 
     def read(self, request: Request) -> Response:
         def build() -> Response:
             params = request.query_params
             repository = Q.repository_name(request.path_params["repository"])
-            source_file = Q.source_path(request.path_params["path"])
+            path = request.path_params["path"]
+            if "#" in path:  # a citation, its '#' sent as %23 (search.citation): its page
+                file, chunk, named = merge(path, None, repository)
+                return _redirect(_reading_link(named or repository, file, chunk))
+            source_file = Q.source_path(path)
             branch = self.base.branch(Q.text(params, "branch"))
             page = reading_page(
                 self.base.db,
@@ -179,6 +231,8 @@ class Pages:
             )
             cited = Q.whole(params, "chunk", None, 0, None)
             digest = Q.text(params, "h")
+            searched = Q.text(params, "q", limit=MAX_QUERY_CHARS) or ""  # from a hit's link
+            marks = query_words(searched)
             notice = None
             if digest is not None:
                 found = page.find(digest)
@@ -186,6 +240,7 @@ class Pages:
                     url = read_url(repository, source_file)
                     extra = f"&branch={quote(branch)}" if branch else ""
                     moved = f"&moved={cited}" if cited is not None else ""
+                    extra += f"&q={quote(searched)}" if searched else ""
                     return _redirect(
                         f"{url}?chunk={found}&h={quote(digest)}{moved}{extra}#chunk-{found}"
                     )
@@ -209,18 +264,15 @@ class Pages:
                 request,
                 "read.html",
                 page=page,
-                chunks=[(c.citation.chunk_index, render(c.text)) for c in page.node.chunks],
+                chunks=[(c.citation.chunk_index, render(c.text, marks)) for c in page.node.chunks],
                 summary=[render(c.text) for c in page.summary.chunks] if page.summary else [],
                 cited=cited,
                 notice=notice,
-                lines={
-                    c.citation.chunk_index: ref_of(c.citation, {"lines"}, "")
-                    for c in page.node.chunks
-                },
+                lines={c.citation.chunk_index: _cite(c.citation) for c in page.node.chunks},
                 read_url=read_url,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/read/{repository}/{path}")
 
     def jobs(self, request: Request) -> Response:
         def build() -> Response:
@@ -233,7 +285,7 @@ class Pages:
                 has_queue=jobs is not None,
             )
 
-        return self.base.answer(request, True, build)
+        return self.base.answer(request, True, build, "/jobs")
 
     # -- login -------------------------------------------------------------------------------
 

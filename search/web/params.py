@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from search import inputs as I
 from search import rows as R
 from search.errors import BadQuery, UnknownFile
 from search.mcp_views import DEFAULT_FIELDS, Field
@@ -18,8 +19,94 @@ from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.results import MODES, Mode
 
 FIELDS: tuple[Field, ...] = ("text", "heading", "lines", "scores")
-MAX_NAME_CHARS = 200  # a repository, work or branch name; longer is a mistake, not a name
+MAX_NAME_CHARS = I.MAX_NAME_CHARS
 MAX_PATH_CHARS = 1000  # a repository-relative file path
+
+
+@dataclass(frozen=True)
+class Param:
+    """A query parameter a route takes: what `check` accepts and /openapi.json describes."""
+
+    name: str
+    kind: str  # its JSON Schema type: string, integer, boolean
+    help: str
+    required: bool = False
+
+
+_REPOSITORY = Param("repository", "string", "one repository (default: every one)")
+_WORK = Param("work", "string", "one work: its folder name under corpus/ (see outline)")
+_BRANCH = Param("branch", "string", "a branch (default: each repository's default branch)")
+_Q = Param("q", "string", "the words to look for, any language", required=True)
+SEARCH_PARAMS = (
+    _Q,
+    Param("k", "integer", f"hits, 1 to {MAX_K} (default 10)"),
+    Param("mode", "string", "hybrid (default), bm25 or vector"),
+    Param("level", "integer", "0 paragraphs, 1 chapter summaries, 2 parts, 3 works"),
+    _WORK,
+    _REPOSITORY,
+    _BRANCH,
+    Param("fields", "string", "comma-separated: text, heading, lines, scores"),
+    Param("snippets", "boolean", "the first ~40 words of each passage"),
+    Param("max_tokens", "integer", "leave out the hits past this many tokens"),
+    Param("max_per_chapter", "integer", "hits of one chapter (default 1)"),
+    Param("format", "string", "json (default), text (the MCP tool's text) or response"),
+)
+CHUNK = Param("chunk", "integer", "one chunk (paragraph) of the file, 0-based")
+# The query parameters of each route, by its path as Starlette and /openapi.json write it.
+PARAMS: dict[str, tuple[Param, ...]] = {
+    "/api/search": SEARCH_PARAMS,
+    "/api/context": (
+        Param("q", "string", "the question to answer", required=True),
+        Param("budget", "integer", "tokens of passages to give (default 2000)"),
+        _WORK,
+        _REPOSITORY,
+        _BRANCH,
+        Param("format", "string", "json (default) or text (the MCP tool's text)"),
+    ),
+    "/api/outline": (
+        _REPOSITORY,
+        _WORK,
+        _BRANCH,
+        Param("depth", "integer", "1 works, 2 parts, 3 chapters (default)"),
+        Param("excerpts", "boolean", "each summary's opening"),
+    ),
+    "/api/nodes/{repository}/{path}": (
+        CHUNK,
+        Param("context", "integer", "chunks either side of chunk, 0 to 20"),
+        _BRANCH,
+    ),
+    "/api/nodes/{repository}/{path}/parent": (_BRANCH,),
+    "/api/nodes/{repository}/{path}/children": (_BRANCH,),
+    # the pages: a form's empty fields arrive too, and `h`/`moved` are a hit link's
+    "/": (_BRANCH,),
+    "/search": (
+        _Q,
+        Param("k", "integer", ""),
+        Param("mode", "string", ""),
+        _WORK,
+        _REPOSITORY,
+        _BRANCH,
+        Param("level", "integer", ""),
+    ),
+    "/read/{repository}": (_BRANCH,),
+    "/read/{repository}/{path}": (
+        CHUNK,
+        Param("h", "string", "the cited paragraph's hash"),
+        Param("moved", "integer", "where the cited paragraph was"),
+        Param("q", "string", "the words of the search that led here, marked"),
+        _BRANCH,
+    ),
+    "/jobs": (Param("fragment", "string", ""),),
+}
+
+
+def check(raw_query: bytes, params: Mapping[str, str], route: str) -> None:
+    """The one check of a request's query (search.inputs): UTF-8, known names, text that
+    PostgreSQL takes. BadQuery (400) naming the closest parameter for an unknown one."""
+    I.check_query_string(raw_query)
+    known = tuple(p.name for p in PARAMS[route])
+    I.check_known(params.keys(), known, route)
+    I.check_arguments(params)
 
 
 def text(params: Mapping[str, str], name: str, *, limit: int = MAX_NAME_CHARS) -> str | None:

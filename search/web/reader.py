@@ -11,6 +11,7 @@ Pages (HTML, server-rendered with Jinja2, autoescape on; they work without JavaS
     GET /read/<repository>              the repository's works
     GET /read/<repository>/<file>       a chapter, a summary, a work (search.web.reading)
     GET /jobs                           the indexing queue, live (a small script polls)
+    GET /favicon.ico                    the site's icon
     GET|POST /-/login, POST /-/logout   when reads need a token (search.web.access)
 
 JSON (the MCP tools' structured content, their errors as {"error": …}):
@@ -31,7 +32,7 @@ from __future__ import annotations
 from importlib.resources import files
 
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import FileResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
@@ -40,6 +41,14 @@ from search.web.access import Readers
 from search.web.api import Api
 from search.web.app import JobsSource, Problem, WebBase
 from search.web.pages import Pages
+
+
+async def favicon(request: Request) -> Response:
+    """Browsers ask every site for it; a 404 in each tab's log otherwise."""
+    icon = files("search.web").joinpath("static", "favicon.ico")
+    return FileResponse(
+        str(icon), media_type="image/x-icon", headers={"Cache-Control": "max-age=86400"}
+    )
 
 
 class WebReader:
@@ -77,6 +86,7 @@ class WebReader:
             Route("/-/login", p.login, methods=["POST"]),
             Route("/-/logout", p.logout, methods=["POST"]),
             Mount("/-/static", app=StaticFiles(directory=str(static)), name="static"),
+            Route("/favicon.ico", favicon, methods=["GET"]),
             Route("/api/search", a.search, methods=["GET"]),
             Route("/api/outline", a.outline, methods=["GET"]),
             Route("/api/context", a.context, methods=["GET"]),

@@ -132,12 +132,19 @@ def reading_page(
     return page
 
 
-def chunk_link(citation: Citation, text: str) -> str:
-    """The reading page's URL of a chunk, naming it by index and by hash (module doc)."""
+def chunk_link(citation: Citation, text: str, query: str = "") -> str:
+    """The reading page's URL of a chunk, naming it by index and by hash (module doc);
+    `query`: the search that led there, whose words the page marks."""
     c = citation
+    searched = f"&q={quote(query[:MAX_LINK_QUERY])}" if query.strip() else ""
     return read_url(c.repository, c.source_file) + (
-        f"?chunk={c.chunk_index}&h={paragraph_hash(text)}#chunk-{c.chunk_index}"
+        f"?chunk={c.chunk_index}&h={paragraph_hash(text)}{searched}#chunk-{c.chunk_index}"
     )
+
+
+# the searched words a hit's link carries to the page that marks them: a query's words,
+# not a pasted page (a URL that stays short enough for every browser and proxy)
+MAX_LINK_QUERY = 300
 
 
 def read_url(repository: str, source_file: str) -> str:
