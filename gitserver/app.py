@@ -283,8 +283,14 @@ class GitServer:
         return JSONResponse({"name": name, "url": url}, status_code=201)
 
     async def list_repos(self, request: Request) -> Response:
+        """The repositories the caller may read, with their branches."""
+        caller = caller_of(request.scope)
         return JSONResponse(
-            [{"name": n, "branches": self.store.branches(n)} for n in self.store.names()]
+            [
+                {"name": n, "branches": self.store.branches(n)}
+                for n in self.store.names()
+                if caller.may_read(n)
+            ]
         )
 
 

@@ -58,12 +58,13 @@ class Door(Enum):
     READ = "read"
 
 
-def door(path: str) -> Door:
-    """What a path needs (module doc)."""
+def door(path: str, method: str = "GET") -> Door:
+    """What a request needs (module doc): listing the repositories is a read (the root
+    page lists it; each caller sees those it may read), creating one the admin's."""
     if path in ("/healthz", CALLBACK_PATH) or path.startswith("/-/"):
         return Door.OPEN
     if path == "/api/repos":
-        return Door.ADMIN
+        return Door.READ if method in ("GET", "HEAD") else Door.ADMIN
     if path == "/mcp" or path.startswith("/mcp/"):
         return Door.MCP
     if path == "/" or GIT_PATH.match(path):
@@ -94,7 +95,7 @@ class Boundary:
             await self.app(scope, receive, send)
             return
         request = Request(scope)
-        where = door(request.url.path)
+        where = door(request.url.path, request.method)
         if where is Door.OPEN:
             await self.app(scope, receive, send)
             return

