@@ -7,6 +7,7 @@ import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 from rich.console import Console
@@ -17,7 +18,8 @@ from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError
 from indexer.importers.tree import Work
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
-FORMATS = ("auto", "folder", "markdown", "epub", "text")
+FORMATS = ("auto", "folder", "markdown", "epub", "text", "pdf")
+OCR_MODES = ("auto", "force", "never")
 # the first commit's author when git has no identity configured (first_commit says so)
 IMPORT_NAME = "Glossator corpus import"
 IMPORT_EMAIL = "glossator@localhost"
@@ -32,11 +34,13 @@ def detect_format(src: Path) -> str:
         return "markdown"
     if suffix == ".epub":
         return "epub"
+    if suffix == ".pdf":
+        return "pdf"
     if suffix in TEXT_SUFFIXES or _looks_like_text(src):
         return "text"
     raise ImportSourceError(
         str(src),
-        "cannot tell its format from the name; pass --format folder, markdown, epub or text",
+        "cannot tell its format from the name; pass --format folder, markdown, epub, text or pdf",
     )
 
 
@@ -61,6 +65,9 @@ def read_source(
     exclude: tuple[str, ...] = (),
     skip_front_matter: bool = False,
     progress: Callable[[str], None] | None = None,
+    ocr: str = "auto",
+    tesseract: str = "tesseract",
+    ocr_workers: int = 2,
 ) -> list[Work]:
     """The works in `src`, read with the importer for `fmt` (`auto`: from the path)."""
     if not src.exists():
@@ -95,6 +102,21 @@ def read_source(
                 skip_front_matter=skip_front_matter,
             )
         ]
+    elif fmt == "pdf":
+        from indexer.importers.ocr import Tesseract
+        from indexer.importers.pdf import read_pdf
+
+        engine = Tesseract(tesseract, workers=ocr_workers, progress=progress)
+        works = [
+            read_pdf(
+                src,
+                lang=lang,
+                exclude=exclude,
+                skip_front_matter=skip_front_matter,
+                ocr=ocr,
+                ocr_engine=engine,
+            )
+        ]
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
     for work in works:
@@ -106,6 +128,16 @@ def read_source(
         if lang:
             work.lang = lang
     return works
+
+
+def _ocr_settings(fmt: str, src: Path) -> dict[str, Any]:
+    """The OCR engine's settings, read only for a PDF (GLOSSATOR_TESSERACT, _OCR_WORKERS)."""
+    if fmt != "pdf" and not (fmt == "auto" and src.suffix.lower() == ".pdf"):
+        return {}
+    from glossator.settings import Settings
+
+    settings = Settings.from_env()
+    return {"tesseract": settings.tesseract, "ocr_workers": settings.ocr_workers}
 
 
 @click.group()
@@ -154,6 +186,14 @@ def corpus() -> None:
     "whose title names a translator, editor or notice).",
 )
 @click.option(
+    "--ocr",
+    type=click.Choice(OCR_MODES),
+    default="auto",
+    show_default=True,
+    help="PDF: read pages by OCR (Tesseract; GLOSSATOR_TESSERACT names it). auto: pages "
+    "without a text layer; force: every page; never: none.",
+)
+@click.option(
     "--force", is_flag=True, help="Replace the imported works if DEST already holds a corpus."
 )
 @click.option(
@@ -183,6 +223,7 @@ def import_command(
     force: bool,
     make_git: bool,
     dry_run: bool,
+    ocr: str,
 ) -> None:
     """Import the book at SRC into the corpus repository DEST (created if missing)."""
     console = Console(stderr=True)
@@ -208,6 +249,8 @@ def import_command(
             exclude=exclude,
             skip_front_matter=skip_front_matter,
             progress=lambda name: bar.advance(task),
+            ocr=ocr,
+            **_ocr_settings(fmt, src),
         )
         if dry_run:
             bar.update(task, description="checking")

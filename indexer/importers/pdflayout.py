@@ -1,0 +1,305 @@
+"""A PDF page's lines as a reader sees them: running heads and feet gone, paragraphs rebuilt.
+
+The lines come from a text layer (`pdf.py`, PDFium) or from OCR (`ocr.py`, Tesseract);
+both give each line its page, position, size and weight, and everything here works on
+those alone, by general rules rather than one book's:
+
+- **Running heads and feet**: a page's first or last lines whose text, digits aside,
+  comes back at the same height on several pages (`ADVENTURE I. A SCANDAL IN BOHEMIA 9`,
+  `The War of the Worlds`), and page numbers there (`3`, `11 of 293`, `4/12`, `- 7 -`).
+- **Paragraphs**: a line opens one when indented from the page's left margin, after a
+  wider gap than the usual line spacing, or after a line that stopped short of the right
+  margin; a paragraph runs on across a page break otherwise.
+- **Words hyphenated at a line end** are joined (`pre-` / `dominates`), unless the book
+  writes that word with its hyphen elsewhere and never without (`boot-` / `slitting`).
+- **Headings**: a short line set larger or bolder than the body text; a drop capital
+  (one big letter) is joined to its line.
+- **Footnotes**: smaller lines below the body at a page's foot that start with their
+  number become Markdown footnotes (`[^3]: …`), and the number glued to a word in the
+  body becomes its call (`[^3]`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Line:
+    page: int  # 0-based
+    x0: float  # left edge, points
+    x1: float  # right edge
+    y: float  # baseline, points from the page's top (grows downwards)
+    size: float  # the glyphs' height, points
+    bold: bool
+    text: str
+
+    @property
+    def rows(self) -> int:
+        """Printed lines it stands for: PDFium joins a line ending in a hyphen to the next."""
+        return 1 + self.text.count(SOFT_HYPHEN)
+
+
+@dataclass
+class Block:
+    """A paragraph or a heading, with where it starts."""
+
+    kind: str  # "para" or "heading"
+    text: str
+    page: int
+    y: float
+    size: float = 0.0
+    notes: list[str] = field(default_factory=list)  # footnote definitions met on its pages
+
+
+# `3`, `- 7 -`, `11 of 293`, `Page 4`, `4/12`, `xii`: a page number on a line of its own,
+# the first or last of its page (roman ones in small letters: `I` there is a section's)
+_PAGE_NUMBER = re.compile(
+    r"^[-–—\s]*(?:(?i:page|p\.|seite|pagina|página)\s*)?(?:\d{1,4}|[ivxlcdm]{1,7})"
+    r"(?:\s*(?:of|/|de|von|di|sur)\s*\d{1,4})?[-–—\s]*$"
+)
+_DIGITS = re.compile(r"\d+")
+# How many of a page's lines, from its top and from its foot, may be a running head or foot.
+BAND = 3
+# A line's text (digits aside) met at the same height on this many pages is a running head;
+# three, since a title printed twice (half-title, title page) is not one.
+MIN_REPEATS = 3
+SOFT_HYPHEN = "\ufffe"  # PDFium's mark for a hyphen it found at a line's end
+_LIGATURES = str.maketrans(
+    {"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"}
+)
+_SPACES = re.compile(r"[ \t\v\f\u00a0\u2000-\u200a\u202f]+")
+
+
+def clean_text(text: str) -> str:
+    """Ligatures undone, tabs and vertical tabs used as spaces made spaces; curly quotes kept."""
+    return _SPACES.sub(" ", text.translate(_LIGATURES)).strip()
+
+
+def _key(text: str) -> str:
+    return _DIGITS.sub("#", " ".join(text.split()).casefold())
+
+
+def drop_running(pages: list[list[Line]]) -> list[list[Line]]:
+    """The pages without their running heads, running feet and page numbers."""
+    seen: Counter[tuple[str, int]] = Counter()
+    for lines in pages:
+        for line in {id(x): x for x in _band(lines)}.values():
+            seen[(_key(line.text), round(line.y / 4))] += 1
+    out = []
+    for lines in pages:
+        band = {id(x) for x in _band(lines)}
+        kept = []
+        for line in lines:
+            if id(line) in band:
+                at = round(line.y / 4)
+                count = max(seen[(_key(line.text), a)] for a in (at - 1, at, at + 1))
+                outer = line is lines[0] or line is lines[-1]
+                if count >= MIN_REPEATS or (outer and _PAGE_NUMBER.match(line.text)):
+                    continue
+            kept.append(line)
+        out.append(kept)
+    return out
+
+
+def _band(lines: list[Line]) -> list[Line]:
+    return lines[:BAND] + lines[-BAND:]
+
+
+def body_size(pages: Iterable[list[Line]]) -> float:
+    """The body text's size: the size of the most characters."""
+    sizes: Counter[float] = Counter()
+    for lines in pages:
+        for x in lines:
+            sizes[round(x.size, 1)] += len(x.text)
+    return sizes.most_common(1)[0][0] if sizes else 10.0
+
+
+def _mode(values: Iterable[float], default: float) -> float:
+    counts = Counter(round(v) for v in values)
+    return float(counts.most_common(1)[0][0]) if counts else default
+
+
+def vocabulary(pages: Iterable[list[Line]]) -> tuple[set[str], set[str]]:
+    """Words the book writes whole and words it writes with a hyphen (inside a line)."""
+    whole: set[str] = set()
+    hyphened: set[str] = set()
+    for lines in pages:
+        for x in lines:
+            for w in re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", x.text.replace(SOFT_HYPHEN, " ")):
+                (hyphened if "-" in w else whole).add(w.casefold())
+    return whole, hyphened
+
+
+def join_hyphen(left: str, right: str, vocab: tuple[set[str], set[str]], soft: bool) -> str:
+    """`pre` + `dominates` → `predominates`; `boot` + `slitting` → `boot-slitting` when the
+    book writes it so. A hyphen PDFium did not mark (`soft` False) stays unless the joined
+    word is the book's."""
+    whole, hyphened = vocab
+    a = re.search(r"[^\W\d_]+$", left)
+    b = re.match(r"[^\W\d_]+", right)
+    compound = re.search(r"[^\W\d_]-[^\W\d_]+$", left)  # `by-the-` / `bye`: a compound's
+    if not a or not b or compound:
+        return f"{left}-{right}"
+    joined = (a.group() + b.group()).casefold()
+    with_hyphen = f"{a.group()}-{b.group()}".casefold()
+    keep = with_hyphen in hyphened and joined not in whole if soft else joined not in whole
+    return f"{left}-{right}" if keep else left + right
+
+
+def _unhyphen_inside(text: str, vocab: tuple[set[str], set[str]]) -> str:
+    """PDFium joins a line ending in a hyphen to the next one, marking the hyphen."""
+    # (and a word- break left inside a line, with a space after its hyphen: a line
+    # break the PDF's maker drew as a space, `count- less` in The War of the Worlds)
+    text = _BROKEN.sub(SOFT_HYPHEN, text)
+    while SOFT_HYPHEN in text:
+        left, _, right = text.partition(SOFT_HYPHEN)
+        text = join_hyphen(left.rstrip(), right.lstrip(), vocab, soft=True)
+    return text
+
+
+_BROKEN = re.compile(r"(?<=[^\W\d_])- (?=[a-zà-ÿ])")
+
+
+def _is_heading(line: Line, size: float, body_bold: bool) -> bool:
+    words = line.text.split()
+    if not words or len(words) > 16 or len(line.text) > 120:
+        return False
+    return line.size >= size * 1.15 or (line.bold and not body_bold and len(words) <= 12)
+
+
+_NOTE_START = re.compile(r"^(\d{1,3}|[*†‡§])[.)]?\s+(\S.*)$")
+
+
+def split_notes(lines: list[Line], size: float, bottom: float) -> tuple[list[Line], list[str]]:
+    """A page's body lines, and its footnotes (`3 text`) set smaller at its foot."""
+    k = len(lines)
+    while k > 0 and lines[k - 1].size <= size * 0.9 and lines[k - 1].y > bottom * 0.6:
+        k -= 1
+    if k == len(lines) or not _NOTE_START.match(lines[k].text):
+        return lines, []
+    notes: list[str] = []
+    for x in lines[k:]:
+        m = _NOTE_START.match(x.text)
+        if m:
+            notes.append(f"[^{m.group(1)}]: {m.group(2)}")
+        elif notes:
+            notes[-1] += " " + x.text
+    return lines[:k], notes
+
+
+def _call(text: str, numbers: set[str]) -> str:
+    """`word3` / `word.3` → `word[^3]` for the page's footnote numbers."""
+    if not numbers:
+        return text
+    alts = "|".join(sorted((re.escape(n) for n in numbers), key=len, reverse=True))
+    return re.sub(rf"(?<=[^\W\d_][.,;:!?’”\"]?)({alts})(?=\s|$|[.,;:])", r"[^\1]", text)
+
+
+_QUOTES = "“”‘’«»\"'„"
+
+
+def _drop_capitals(lines: list[Line], size: float, whole: set[str]) -> list[Line]:
+    """A drop capital (one letter, twice the body's size or more) joined to the line it
+    opens: the first line to its right whose baseline is within its height."""
+    out = list(lines)
+    for cap in sorted(lines, key=lambda x: -x.x0):  # (a quotation mark stands left of its letter)
+        text = cap.text.strip()
+        letters = text.strip(_QUOTES)
+        if not (
+            len(letters) <= 2
+            and (letters.isalpha() or not letters)
+            and text
+            and (cap.size >= 1.5 * size or not letters)
+        ):
+            continue
+        target = next(
+            (
+                x
+                for x in out
+                if x is not cap and x.x0 > cap.x1 - 1 and cap.y - cap.size <= x.y <= cap.y + 1
+            ),
+            None,
+        )
+        if target is None:
+            continue
+        first = target.text.split()[0].strip(_QUOTES + ".,;:!?") if target.text.split() else ""
+        glue = not letters or (text + first).casefold() in whole or first[:1].islower()
+        target.text = text + ("" if glue else " ") + target.text
+        out.remove(cap)
+    return out
+
+
+def blocks(pages: list[list[Line]]) -> list[Block]:
+    """Paragraphs and headings in reading order, across page breaks."""
+    size = body_size(pages)
+    body = [x for lines in pages for x in lines if abs(x.size - size) < 0.5]
+    left = _mode((x.x0 for x in body), 0.0)
+    ends = sorted(x.x1 for x in body)
+    right = ends[int(len(ends) * 0.9)] if ends else 0.0  # (justified text: most lines end there)
+    spacing = _mode(
+        (b.y - a.y for lines in pages for a, b in itertools.pairwise(lines)
+         if a.page == b.page and abs(a.size - size) < 0.5 and 0 < b.y - a.y < 3 * size),
+        size * 1.2,
+    )  # fmt: skip
+    body_bold = sum(x.bold for x in body) > len(body) / 2
+    vocab = vocabulary(pages)
+    height = max((x.y for lines in pages for x in lines), default=0.0)
+    out: list[Block] = []
+    open_para: Block | None = None
+    last: Line | None = None
+    for lines in pages:
+        lines, notes = split_notes(lines, size, height)
+        numbers = {n.split("]")[0][2:] for n in notes}
+        lines = _drop_capitals(lines, size, vocab[0])
+        for line in lines:
+            text = clean_text(line.text)
+            if not text:
+                continue
+            text = _call(_unhyphen_inside(text, vocab), numbers)
+            if _is_heading(line, size, body_bold):
+                prev = out[-1] if out else None
+                if (
+                    prev
+                    and prev.kind == "heading"
+                    and last is not None
+                    and last.page == line.page
+                    and line.y - last.y < 2.5 * line.size
+                ):
+                    prev.text += " " + text  # a heading over two lines
+                else:
+                    out.append(Block("heading", text, line.page, line.y, line.size))
+                open_para, last = None, line
+                continue
+            # (a line indented as far as the indented line before it runs on: the lines
+            # beside a drop capital, a quotation's)
+            indent = line.x0 - left > size * 0.8 and not (
+                last is not None
+                and last.page == line.page
+                and abs(line.x0 - last.x0) < size
+                and last.x0 - left > size * 0.8
+                and open_para is not None
+            )
+            gap = (
+                last is not None
+                and last.page == line.page
+                and line.y - last.y - (line.rows - 1) * spacing > spacing * 1.6
+            )
+            short = last is not None and last.x1 < right - size * 3
+            if open_para is None or indent or gap or short:
+                open_para = Block("para", text, line.page, line.y, line.size)
+                out.append(open_para)
+            else:
+                tail = open_para.text
+                if tail.endswith("-") and text[:1].isalpha():
+                    open_para.text = join_hyphen(tail[:-1], text, vocab, soft=False)
+                else:
+                    open_para.text = f"{tail} {text}"
+            last = line
+        if notes:
+            (open_para or (out[-1] if out else Block("para", "", 0, 0))).notes.extend(notes)
+    return out

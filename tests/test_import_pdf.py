@@ -1,0 +1,86 @@
+"""`glossator corpus import BOOK.pdf DEST`: PDFs with a text layer (indexer/importers/pdf.py).
+
+The two books in tests/fixtures/pdf/ are born-digital PDFs made by others (SOURCES.md):
+their stories and chapters were counted from their outlines and contents pages.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from glossator.cli import main
+from indexer.importers.pdf import read_pdf
+from indexer.importers.tree import Work
+
+PDFS = Path(__file__).parent / "fixtures" / "pdf"
+SHERLOCK = PDFS / "Adventures-Of-Sherlock-Holmes.pdf"
+WAR = PDFS / "The-War-of-the-Worlds.pdf"
+
+
+def _bodies(work: Work) -> list[str]:
+    return [s.body for s in work.sections()]
+
+
+def _clean_of_page_furniture(work: Work, heads: list[str]) -> None:
+    for body in _bodies(work):
+        assert "\ufffe" not in body
+        for para in body.split("\n\n"):
+            assert not re.fullmatch(r"\s*\d+( of \d+)?\s*", para), para
+            assert para.strip() not in heads
+        assert not re.search(r"\b\d+ of 293\b", body)
+        # no word split by a hyphen at a line's end: `pre- dominates`, `pre-dominates`
+        assert not re.search(r"[a-z]- [a-z]", body)
+
+
+def test_sherlock_imports_its_twelve_stories_from_its_outline() -> None:
+    work = read_pdf(SHERLOCK)
+    assert work.title == "Adventures of Sherlock Holmes"
+    assert work.author == "Arthur Conan Doyle"
+    assert work.lang == "en"
+    assert not work.parts
+    titles = [s.title for s in work.sections()]
+    assert titles[:2] == ["A Scandal In Bohemia", "The Red-Headed League"]
+    assert titles[-1] == "The Adventure Of The Copper Beeches"
+    assert len(titles) == 12 and work.chapter_count == 12
+    _clean_of_page_furniture(work, [])
+    bodies = _bodies(work)
+    assert all("ADVENTURE " not in b for b in bodies)  # the running head `ADVENTURE I. …`
+    first = bodies[0]
+    # the drop capital joined to its line; PDFium's line-end hyphen joined
+    assert first.startswith("TO Sherlock Holmes she is always the woman.")
+    assert "eclipses and predominates the whole of her sex" in first
+    assert "“Wedlock suits you,” he remarked." in first  # curly quotes kept
+    assert '"' not in "".join(bodies)
+    # a paragraph runs on across a page break: page 5 ends inside one
+    assert "from men’s motives and actions. But for the trained reasoner" in first
+    assert first.rstrip().endswith("under the honourable title of the woman.")
+
+
+def test_war_of_the_worlds_imports_two_books_of_17_and_10_chapters(tmp_path: Path) -> None:
+    result = CliRunner().invoke(
+        main, ["corpus", "import", str(WAR), str(tmp_path / "book"), "--no-git"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "2 parts, 27 chapters, 0 pieces" in result.output
+    folders = sorted(p.parent.name for p in (tmp_path / "book").rglob("source.md"))
+    assert folders[0] == "chapter-01-the-eve-of-the-war"
+    work = read_pdf(WAR)
+    assert [p.title for p in work.parts] == [
+        "The Coming of the Martians",
+        "The Earth Under the Martians",
+    ]
+    assert [len(p.sections) for p in work.parts] == [17, 10]
+    assert [s.number for s in work.parts[0].sections] == [str(n) for n in range(1, 18)]
+    assert work.parts[1].sections[-1].title == "The Epilogue"
+    _clean_of_page_furniture(work, ["The War of the Worlds"])
+    first = work.parts[0].sections[0].body
+    assert first.startswith(
+        "No one would have believed in the last years of the nineteenth century"
+    )
+    assert "intelligences greater than man’s and yet as mortal as his own" in first
+    assert "no writer, up to the very end of the nineteenth century, expressed any idea" in first
+    # tabs and vertical tabs of the outline's titles made spaces
+    assert all("\t" not in s.title and "\v" not in s.title for s in work.sections())
