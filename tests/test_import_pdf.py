@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from glossator.cli import main
@@ -84,3 +85,67 @@ def test_war_of_the_worlds_imports_two_books_of_17_and_10_chapters(tmp_path: Pat
     assert "no writer, up to the very end of the nineteenth century, expressed any idea" in first
     # tabs and vertical tabs of the outline's titles made spaces
     assert all("\t" not in s.title and "\v" not in s.title for s in work.sections())
+
+
+def _pdf(objects: list[bytes], trailer: bytes = b"") -> bytes:
+    """A PDF file written out by hand: its objects, a cross-reference table, a trailer."""
+    out = b"%PDF-1.4\n"
+    offsets = []
+    for n, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (n, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R %s>>\nstartxref\n%d\n%%%%EOF\n" % (
+        len(objects) + 1,
+        trailer,
+        xref,
+    )
+    return out
+
+
+CATALOG = b"<< /Type /Catalog /Pages 2 0 R >>"
+# the standard security handler (PDF 1.7, 7.6.3) with a user password: its /U entry is not
+# what an empty password gives, so no reader opens it without the password
+ENCRYPTED = _pdf(
+    [
+        CATALOG,
+        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] >>",
+        b"<< /Filter /Standard /V 1 /R 2 /O <%s> /U <%s> /P -44 >>" % (b"11" * 32, b"22" * 32),
+    ],
+    b"/Encrypt 4 0 R /ID [<0123456789abcdef0123456789abcdef> <0123456789abcdef0123456789abcdef>] ",
+)
+ZERO_PAGES = _pdf([CATALOG, b"<< /Type /Pages /Kids [] /Count 0 >>"])
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "message"),
+    [
+        (
+            "encrypted.pdf",
+            ENCRYPTED,
+            "is encrypted (a password protects it); save an unprotected copy",
+        ),
+        ("empty.pdf", ZERO_PAGES, "is a PDF of zero pages: nothing to import"),
+        (
+            "cut.pdf",
+            WAR.read_bytes()[:200_000],
+            "is not a readable PDF (damaged, cut short or not a PDF)",
+        ),
+        ("fake.pdf", b"%PDF-1.4\nnot a PDF at all\n", "is not a readable PDF"),
+    ],
+)
+def test_a_pdf_that_cannot_be_read_says_why_in_one_line_and_writes_nothing(
+    tmp_path: Path, name: str, data: bytes, message: str
+) -> None:
+    src = tmp_path / name
+    src.write_bytes(data)
+    dest = tmp_path / "corpus"
+    result = CliRunner().invoke(main, ["corpus", "import", str(src), str(dest)])
+    assert result.exit_code == 1
+    assert result.output.strip() == f"error: {src}: {message}" or (
+        message in result.output and result.output.strip().count("\n") == 0
+    )
+    assert not dest.exists()

@@ -248,7 +248,10 @@ def import_command(
             encoding=encoding,
             exclude=exclude,
             skip_front_matter=skip_front_matter,
-            progress=lambda name: bar.advance(task),
+            # (OCR says `OCR page 3/12` as it goes: the bar shows it)
+            progress=lambda name: bar.update(
+                task, advance=1, **({"description": name} if name.startswith("OCR") else {})
+            ),
             ocr=ocr,
             **_ocr_settings(fmt, src),
         )

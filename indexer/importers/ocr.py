@@ -32,6 +32,11 @@ from indexer.importers.pdflayout import Line
 log = logging.getLogger(__name__)
 
 DPI = 300  # Tesseract's "ImproveQuality" page: 300 dpi and more reads best
+# A line none of whose words Tesseract read with this confidence (percent) or more is
+# specks; its real words score 60-99 on the noisy scan of tests/fixtures/pdf/
+NOISE_CONFIDENCE = 30
+# and a mark of no letter or digit read with less than this is a speck (`|`, `~`, `_`)
+PUNCTUATION_CONFIDENCE = 60
 # ISO 639-1 (the corpus's `lang`) → Tesseract's pack names (ISO 639-2/T)
 PACKS = {
     "en": "eng", "fr": "fra", "de": "deu", "it": "ita", "es": "spa", "pt": "por",
@@ -44,6 +49,7 @@ COMMON_PACKS = ("eng", "fra", "deu", "ita", "spa")
 
 
 def apt_line(packs: tuple[str, ...] = COMMON_PACKS) -> str:
+    """`sudo apt-get install tesseract-ocr tesseract-ocr-fra …` (English comes with the engine)."""
     names = ["tesseract-ocr", *(f"tesseract-ocr-{p}" for p in packs if p != "eng")]
     return "sudo apt-get install " + " ".join(names)
 
@@ -81,15 +87,15 @@ class Tesseract:
         self, doc: Any, pages: list[int], *, lang: str | None, notes: list[str], path: str
     ) -> list[list[Line]]:
         found = locate(self.program)
+        pack = PACKS.get(lang or "", "eng") if lang else "eng"
         if found is None:
             raise ImportSourceError(
                 path,
                 f"has {len(pages)} page(s) without a text layer and the OCR engine "
-                f"{self.program!r} is not installed: {apt_line()} (or set GLOSSATOR_TESSERACT), "
-                "or import with --ocr never",
+                f"{self.program!r} is not installed: {apt_line((pack,))} (or set "
+                "GLOSSATOR_TESSERACT to where it is)",
             )
         packs = installed_packs(found)
-        pack = PACKS.get(lang or "", "eng") if lang else "eng"
         if pack not in packs:
             raise ImportSourceError(
                 path,
@@ -161,12 +167,35 @@ def _rasterize(doc: Any, index: int, folder: Path) -> Path:
     pixels = bitmap.to_numpy()
     if pixels.ndim == 3:
         pixels = pixels[:, :, 0]
+    pixels = despeckle(pixels.astype("uint8"))
     height, width = pixels.shape
     target = folder / f"page-{index:05d}.pgm"
     with target.open("wb") as f:
         f.write(f"P5 {width} {height} 255\n".encode("ascii"))
         f.write(pixels.astype("uint8").tobytes())
     return target
+
+
+# A dark blot with at most this many dark pixels in its 5×5 window at 300 dpi is a speck
+# (dust, a JPEG's noise), not ink: a letter's stroke fills more (1 pt ≈ 4 pixels)
+SPECK_PIXELS = 6
+DARK = 128
+
+
+def despeckle(pixels: Any) -> Any:
+    """Specks whitened, and grey background with no ink near it: Tesseract's own
+    binarization (Otsu) keeps both and reads them as `|`, `~`, `.` inside words."""
+    import numpy as np
+
+    dark = (pixels < DARK).astype(np.int32)
+    padded = np.pad(dark, 2)
+    sums = padded.cumsum(0).cumsum(1)
+    sums = np.pad(sums, ((1, 0), (1, 0)))
+    h, w = dark.shape
+    window = sums[5 : 5 + h, 5 : 5 + w] - sums[:h, 5 : 5 + w] - sums[5 : 5 + h, :w] + sums[:h, :w]
+    out = pixels.copy()
+    out[(window <= SPECK_PIXELS) & (pixels < 230)] = 255
+    return out
 
 
 def _lines(tsv: str, page: int) -> tuple[list[Line], list[float]]:
@@ -181,9 +210,17 @@ def _lines(tsv: str, page: int) -> tuple[list[Line], list[float]]:
         conf = float(cols[10])
         if conf >= 0:
             confs.append(conf)
+        if conf < PUNCTUATION_CONFIDENCE and not any(c.isalnum() for c in cols[11]):
+            continue  # a speck read as `|`, `~`, `_`
         groups.setdefault((cols[2], cols[3], cols[4]), []).append(cols)
     out = []
     for words in groups.values():
+        # specks read as a line: no word of it with a letter or digit read with some
+        # confidence (Tesseract gives a speck -1 or a few percent)
+        if not any(
+            float(w[10]) >= NOISE_CONFIDENCE and any(c.isalnum() for c in w[11]) for w in words
+        ):
+            continue
         lefts = [int(w[6]) for w in words]
         bottoms = [int(w[7]) + int(w[9]) for w in words]
         rights = [int(w[6]) + int(w[8]) for w in words]
@@ -191,7 +228,7 @@ def _lines(tsv: str, page: int) -> tuple[list[Line], list[float]]:
         text = " ".join(w[11].strip() for w in words)
         out.append(
             Line(page, min(lefts) * scale, max(rights) * scale, median(bottoms) * scale,
-                 max(heights) * scale, False, text)
+                 median(heights) * scale, False, text)
         )  # fmt: skip
     out.sort(key=lambda x: (round(x.y), x.x0))
     return out, confs

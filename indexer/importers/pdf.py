@@ -61,24 +61,48 @@ class Pages:
     notes: list[str]
 
 
+_CORRUPT = (
+    "is not a readable PDF (damaged, cut short or not a PDF); open it in a PDF viewer to check"
+)
+_ZERO_PAGES = "is a PDF of zero pages: nothing to import"
+
+
+def _bytes_of(path: str) -> bytes:
+    try:
+        data = Path(path).read_bytes()
+    except OSError:
+        return b""
+    return data
+
+
+def _no_pages(data: bytes) -> bool:
+    """Does the file's page tree say it has no page (`/Count 0`, no other count)?"""
+    return set(re.findall(rb"/Count\s+(\d+)", data)) == {b"0"}
+
+
 def _open(path: str, password: str | None = None):  # type: ignore[no-untyped-def]
     import pypdfium2 as pdfium
 
     try:
         doc = pdfium.PdfDocument(path, password=password)
     except pdfium.PdfiumError as e:
-        reason = str(e).lower()
-        if "password" in reason:
+        # (PDFium's last error may be an earlier document's: the file says which it is)
+        data = _bytes_of(path)
+        if e.err_code == pdfium.raw.FPDF_ERR_PASSWORD and b"/Encrypt" in data:
             raise ImportSourceError(
                 path,
                 "is encrypted (a password protects it); save an unprotected copy and import that",
             ) from None
-        raise ImportSourceError(
-            path, "is not a readable PDF (damaged or not a PDF); open it in a PDF viewer to check"
-        ) from None
+        if _no_pages(data):
+            raise ImportSourceError(path, _ZERO_PAGES) from None  # (PDFium loads none such)
+        raise ImportSourceError(path, _CORRUPT) from None
+    except OSError:  # (PDFium's "file not found or could not be opened": no PDF it can parse)
+        if not Path(path).is_file():
+            raise ImportSourceError(path, "does not exist; check the path") from None
+        raise ImportSourceError(path, _CORRUPT) from None
     if len(doc) == 0:
         doc.close()
-        raise ImportSourceError(path, "is a PDF of zero pages: nothing to import")
+        raise ImportSourceError(path, _ZERO_PAGES)
     return doc
 
 

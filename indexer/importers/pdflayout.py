@@ -85,7 +85,10 @@ def _key(text: str) -> str:
 
 
 def drop_running(pages: list[list[Line]]) -> list[list[Line]]:
-    """The pages without their running heads, running feet and page numbers."""
+    """The pages without their running heads, running feet and page numbers. A line set
+    larger than the body text is a heading, never a running head (`Chapter #` opens each
+    chapter at the same height)."""
+    size = body_size(pages)
     seen: Counter[tuple[str, int]] = Counter()
     for lines in pages:
         for line in {id(x): x for x in _band(lines)}.values():
@@ -99,7 +102,8 @@ def drop_running(pages: list[list[Line]]) -> list[list[Line]]:
                 at = round(line.y / 4)
                 count = max(seen[(_key(line.text), a)] for a in (at - 1, at, at + 1))
                 outer = line is lines[0] or line is lines[-1]
-                if count >= MIN_REPEATS or (outer and _PAGE_NUMBER.match(line.text)):
+                running = count >= MIN_REPEATS and line.size <= size * 1.1
+                if running or (outer and _PAGE_NUMBER.match(line.text)):
                     continue
             kept.append(line)
         out.append(kept)
@@ -197,7 +201,7 @@ def _call(text: str, numbers: set[str]) -> str:
     if not numbers:
         return text
     alts = "|".join(sorted((re.escape(n) for n in numbers), key=len, reverse=True))
-    return re.sub(rf"(?<=[^\W\d_][.,;:!?’”\"]?)({alts})(?=\s|$|[.,;:])", r"[^\1]", text)
+    return re.sub(rf"([^\W\d_][.,;:!?’”\"]?)({alts})(?=\s|$|[.,;:])", r"\1[^\2]", text)
 
 
 _QUOTES = "“”‘’«»\"'„"
@@ -266,6 +270,7 @@ def blocks(pages: list[list[Line]]) -> list[Block]:
                 if (
                     prev
                     and prev.kind == "heading"
+                    and abs(prev.size - line.size) < 0.1 * line.size
                     and last is not None
                     and last.page == line.page
                     and line.y - last.y < 2.5 * line.size

@@ -1,0 +1,139 @@
+"""Scans (PDF pages without a text layer) read by Debian's Tesseract (indexer/importers/ocr.py),
+and PDFs made here as users make them (tests/fixtures/pdf/make_fixtures.py): Chromium's
+print-to-PDF of five chapters, a clean 300 dpi scan of it and a poor 150 dpi one.
+
+Word accuracy is measured against the text layer of the Chromium PDF the scans were made
+from: the share of its words, chapter by chapter, that the OCR'd chapter holds in order
+(difflib's matching blocks over the two word lists). Speed is measured in bench/pdf.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import io
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from glossator.cli import main
+from indexer.corpus import frontmatter
+from indexer.importers.pdf import read_pdf
+from indexer.importers.tree import Section, Work
+
+PDFS = Path(__file__).parent / "fixtures" / "pdf"
+BOOK = PDFS / "frankenstein-chromium.pdf"
+CLEAN = PDFS / "frankenstein-scan-300.pdf"
+NOISY = PDFS / "frankenstein-scan-150.pdf"
+CHAPTERS = [f"Chapter {n}" for n in range(1, 6)]
+needs_tesseract = pytest.mark.skipif(
+    shutil.which("tesseract") is None, reason="Debian's tesseract-ocr (.ci/run installs it)"
+)
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+(?:[’'-][^\W_]+)*", text)
+
+
+def _accuracy(original: Work, scanned: Work) -> list[float]:
+    out = []
+    for a, b in zip(original.sections(), scanned.sections(), strict=True):
+        wa, wb = _words(a.body), _words(b.body)
+        m = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
+        out.append(sum(x.size for x in m.get_matching_blocks()) / len(wa))
+    return out
+
+
+def test_chromium_print_to_pdf_imports_its_chapters_from_the_headings() -> None:
+    work = read_pdf(BOOK)
+    assert work.title == "Frankenstein; or, the Modern Prometheus"  # the PDF's metadata
+    assert work.author == "Mary Wollstonecraft Shelley"  # the title page
+    assert work.lang == "en"
+    assert [s.title for s in work.sections()] == CHAPTERS
+    assert [s.number for s in work.sections()] == ["1", "2", "3", "4", "5"]
+    for s in work.sections():
+        assert "Prometheus" not in s.body  # the running head
+        assert not re.search(r"\b\d+ / 12\b", s.body)  # the running foot
+    text = "".join(s.body for s in work.sections())
+    assert "’" in text and "'" not in text  # curly quotes kept
+    first = work.sections()[0].body
+    assert first.startswith(
+        "I am by birth a Genevese, and my family is one of the most distinguished"
+    )
+    # one paragraph across a page break, with no line break inside it
+    assert all("\n" not in p for p in first.strip().split("\n\n"))
+
+
+@needs_tesseract
+def test_a_clean_scan_imports_by_ocr_into_its_chapters_with_98_percent_of_words_right(
+    tmp_path: Path,
+) -> None:
+    result = CliRunner().invoke(
+        main, ["corpus", "import", str(CLEAN), str(tmp_path / "c"), "--no-git"]
+    )
+    assert result.exit_code == 0, result.output
+    assert "5 chapters" in result.output
+    assert re.search(
+        r"read 12 page\(s\) by OCR \(Tesseract, eng\): mean confidence \d+ %", result.output
+    )
+    files = sorted((tmp_path / "c").rglob("source.md"))
+    docs = [frontmatter.read(str(f), f.read_bytes()) for f in files]
+    assert [d.meta["title"] for d in docs] == CHAPTERS
+    scanned = Work("scan")
+    for d in docs:
+        scanned.add_chapter(Section(d.meta["title"], d.body))
+    accuracy = _accuracy(read_pdf(BOOK), scanned)
+    assert min(accuracy) >= 0.98, accuracy
+
+
+@needs_tesseract
+def test_a_noisy_skewed_150_dpi_scan_keeps_90_percent_of_words_right() -> None:
+    scanned = read_pdf(NOISY)
+    assert [s.title for s in scanned.sections()] == CHAPTERS
+    accuracy = _accuracy(read_pdf(BOOK), scanned)
+    assert min(accuracy) >= 0.90, accuracy
+
+
+def test_ocr_never_on_a_scan_says_so_and_writes_nothing(tmp_path: Path) -> None:
+    dest = tmp_path / "c"
+    result = CliRunner().invoke(main, ["corpus", "import", str(CLEAN), str(dest), "--ocr", "never"])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0
+    assert "has no text layer on any page; import it with --ocr auto" in result.output
+    assert not dest.exists()
+
+
+def test_a_scan_without_the_ocr_engine_says_how_to_install_it_and_writes_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("GLOSSATOR_TESSERACT", str(tmp_path / "no-tesseract-here"))
+    dest = tmp_path / "c"
+    result = CliRunner().invoke(main, ["corpus", "import", str(CLEAN), str(dest)])
+    assert result.exit_code == 1
+    assert result.output.strip().count("\n") == 0
+    assert "without a text layer and the OCR engine" in result.output
+    assert "apt-get install tesseract-ocr" in result.output
+    assert not dest.exists()
+
+
+@needs_tesseract
+def test_a_picture_with_no_text_says_so_and_writes_nothing(tmp_path: Path) -> None:
+    from PIL import Image, ImageDraw
+
+    picture = Image.new("L", (1240, 1754), 255)
+    draw = ImageDraw.Draw(picture)
+    for k in range(0, 1240, 4):
+        draw.line([(k, 0), (k, 1754)], fill=200 + (k % 50))  # a grey wash
+    draw.ellipse([300, 500, 900, 1100], fill=60)
+    buffer = io.BytesIO()
+    picture.save(buffer, "PDF", resolution=150)
+    src = tmp_path / "picture.pdf"
+    src.write_bytes(buffer.getvalue())
+    dest = tmp_path / "c"
+    result = CliRunner().invoke(main, ["corpus", "import", str(src), str(dest)])
+    assert result.exit_code == 1, result.output
+    assert "has no text layer and OCR found no text on its 1 page(s) (a picture?)" in result.output
+    assert result.output.strip().count("\n") == 0
+    assert not dest.exists()
