@@ -137,3 +137,24 @@ def test_a_picture_with_no_text_says_so_and_writes_nothing(tmp_path: Path) -> No
     assert "has no text layer and OCR found no text on its 1 page(s) (a picture?)" in result.output
     assert result.output.strip().count("\n") == 0
     assert not dest.exists()
+
+
+def test_footnotes_at_a_pages_foot_become_markdown_footnotes() -> None:
+    work = read_pdf(PDFS / "frankenstein-notes.pdf")
+    assert [(s.title, s.number) for s in work.sections()] == [
+        ("Chapter VI", "VI"),
+        ("Chapter VII", "VII"),
+    ]
+    six, seven = (s.body for s in work.sections())
+    assert "It was from my own Elizabeth:[^1]\n\n“My dearest Cousin," in six
+    assert "dear kind Henry[^2] are not sufficient" in six  # the call in its sentence
+    assert six.rstrip().endswith(
+        "[^1]: Elizabeth Lavenza, the narrator's adopted cousin.\n\n"
+        "[^2]: Henry Clerval, his friend since childhood."
+    )
+    # numbered from 1 again on its page: a label of its own in the chapter
+    assert "“My dear Victor,[^1-p2]" in seven
+    assert "[^1-p2]: Victor Frankenstein, the narrator." in seven
+    for body in (six, seven):
+        assert not re.search(r"(?m)^\d+$", body)  # no page number left
+        assert "\x01" not in body and "\x02" not in body

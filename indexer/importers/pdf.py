@@ -133,17 +133,32 @@ def _page_lines(page, number: int) -> list[P.Line]:  # type: ignore[no-untyped-d
                 R.FPDFText_GetCharOrigin(tp.raw, last, ctypes.byref(ox), ctypes.byref(oy))
             R.FPDFText_GetLooseCharBox(tp.raw, last, ctypes.byref(box))
             bold = R.FPDFText_GetFontWeight(tp.raw, first) >= 600
-            out.append(P.Line(number, x0, box.right, height - oy.value, size, bold, stripped))
+            text = _mark_superscripts(tp, stripped, start, size, box)
+            out.append(P.Line(number, x0, box.right, height - oy.value, size, bold, text))
     finally:
         tp.close()
     out.sort(key=lambda x: (round(x.y), x.x0))
-    return out
+    return P.merge_pieces(out)
 
 
 def _has_image(page) -> bool:  # type: ignore[no-untyped-def]
     import pypdfium2.raw as R
 
     return any(True for _ in page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=3))
+
+
+def _mark_superscripts(tp, text: str, start: int, size: float, box) -> str:  # type: ignore[no-untyped-def]
+    """Digits set smaller than the line's first letter (a note's call) between
+    `pdflayout.SUP` marks; `pdflayout.blocks` makes them `[^n]` or plain digits again."""
+    import pypdfium2.raw as R
+
+    out, at = [], 0
+    for m in re.finditer(r"\d{1,3}", text):
+        R.FPDFText_GetLooseCharBox(tp.raw, start + m.start(), ctypes.byref(box))
+        if 0 < box.top - box.bottom < 0.8 * size:
+            out.append(text[at : m.start()] + P.SUP[0] + m.group() + P.SUP[1])
+            at = m.end()
+    return "".join(out) + text[at:] if out else text
 
 
 def _outline(doc) -> list[Entry]:  # type: ignore[no-untyped-def]
@@ -357,7 +372,9 @@ def _by_headings(
     """No outline: the text importer's rules on the rebuilt paragraphs."""
     from indexer.importers.text import read_decoded
 
-    text = "\n\n".join(b.text for b in found) + "\n"
+    # (a page's footnotes after the paragraph they end with: Markdown takes their
+    # definitions anywhere in the chapter)
+    text = "\n\n".join("\n\n".join([b.text, *b.notes]) for b in found) + "\n"
     work = read_decoded(
         str(src), text, "utf-8", lang=lang, exclude=exclude, skip_front_matter=skip_front_matter
     )

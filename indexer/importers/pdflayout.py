@@ -80,6 +80,43 @@ def clean_text(text: str) -> str:
     return _SPACES.sub(" ", text.translate(_LIGATURES)).strip()
 
 
+def merge_pieces(lines: list[Line]) -> list[Line]:
+    """Pieces of one printed line (text objects side by side on one baseline, a raised note
+    call among them) made one line; `lines` sorted top to bottom. A raised number set
+    smaller is marked as a note call (`SUP`)."""
+    groups: list[list[Line]] = []
+    for line in lines:
+        group = groups[-1] if groups else None
+        if group is not None and line.page == group[0].page:
+            base = max(group, key=lambda x: x.size)
+            big = max(base.size, line.size)
+            # (alike in size, or a raised number: a drop capital stands apart)
+            alike = min(base.size, line.size) >= 0.6 * big or line.text.strip().isdigit()
+            if alike and abs(line.y - base.y) <= 0.5 * big and not _overlaps(group, line):
+                group.append(line)
+                continue
+        groups.append([line])
+    out = []
+    for group in groups:
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        group.sort(key=lambda x: x.x0)
+        base = max(group, key=lambda x: len(x.text) * x.size)
+        text = group[0].text
+        for x in group[1:]:
+            raised = x.text.isdigit() and x.size < 0.8 * base.size and x.y < base.y - 1
+            text += f"{SUP[0]}{x.text}{SUP[1]}" if raised else f" {x.text}"
+        out.append(Line(base.page, group[0].x0, max(x.x1 for x in group), base.y, base.size,
+                        base.bold, text))  # fmt: skip
+    return out
+
+
+def _overlaps(group: list[Line], line: Line) -> bool:
+    """Does `line` stand over a piece already in the group (another column, not a piece)?"""
+    return any(line.x0 < x.x1 - 1 and x.x0 < line.x1 - 1 for x in group)
+
+
 def _key(text: str) -> str:
     return _DIGITS.sub("#", " ".join(text.split()).casefold())
 
@@ -179,29 +216,53 @@ def _is_heading(line: Line, size: float, body_bold: bool) -> bool:
 _NOTE_START = re.compile(r"^(\d{1,3}|[*†‡§])[.)]?\s+(\S.*)$")
 
 
-def split_notes(lines: list[Line], size: float, bottom: float) -> tuple[list[Line], list[str]]:
-    """A page's body lines, and its footnotes (`3 text`) set smaller at its foot."""
+def split_notes(
+    lines: list[Line], size: float, bottom: float
+) -> tuple[list[Line], list[tuple[str, str]]]:
+    """A page's body lines, and its footnotes (`3 text` → (`3`, `text`)) set smaller at its foot."""
     k = len(lines)
     while k > 0 and lines[k - 1].size <= size * 0.9 and lines[k - 1].y > bottom * 0.6:
         k -= 1
     if k == len(lines) or not _NOTE_START.match(lines[k].text):
         return lines, []
-    notes: list[str] = []
+    notes: list[tuple[str, str]] = []
     for x in lines[k:]:
         m = _NOTE_START.match(x.text)
         if m:
-            notes.append(f"[^{m.group(1)}]: {m.group(2)}")
+            notes.append((m.group(1), m.group(2)))
         elif notes:
-            notes[-1] += " " + x.text
+            notes[-1] = (notes[-1][0], f"{notes[-1][1]} {x.text}")
     return lines[:k], notes
 
 
-def _call(text: str, numbers: set[str]) -> str:
-    """`word3` / `word.3` → `word[^3]` for the page's footnote numbers."""
-    if not numbers:
+SUP = ("\x01", "\x02")  # around digits the text layer sets small and raised (pdf.py)
+_SUP = re.compile(r"\s?\x01(\d+)\x02")
+
+
+def _call(text: str, labels: dict[str, str]) -> str:
+    """A raised number (`word ¹`), or a number glued to a word's end (`word3`, `word.3`),
+    that is a footnote of the page → `word[^3]` (`labels`: number → the note's label)."""
+    text = _SUP.sub(
+        lambda m: (
+            f"[^{labels[m.group(1)]}]"
+            if m.group(1) in labels
+            else m.group(0).replace(SUP[0], "").replace(SUP[1], "")
+        ),
+        text,
+    )
+    if not labels:
         return text
-    alts = "|".join(sorted((re.escape(n) for n in numbers), key=len, reverse=True))
-    return re.sub(rf"([^\W\d_][.,;:!?’”\"]?)({alts})(?=\s|$|[.,;:])", r"\1[^\2]", text)
+    alts = "|".join(sorted((re.escape(n) for n in labels), key=len, reverse=True))
+    return re.sub(
+        rf"([^\W\d_][.,;:!?’”\"]?)({alts})(?=\s|$|[.,;:])",
+        lambda m: f"{m.group(1)}[^{labels[m.group(2)]}]",
+        text,
+    )
+
+
+def _width(word: str, line: Line) -> float:
+    """`word`'s width in `line`'s letters (their mean width there)."""
+    return (line.x1 - line.x0) / max(1, len(line.text)) * (len(word) + 1)
 
 
 _QUOTES = "“”‘’«»\"'„"
@@ -254,17 +315,23 @@ def blocks(pages: list[list[Line]]) -> list[Block]:
     vocab = vocabulary(pages)
     height = max((x.y for lines in pages for x in lines), default=0.0)
     out: list[Block] = []
+    used: set[str] = set()  # footnote labels since the last heading
     open_para: Block | None = None
     last: Line | None = None
     for lines in pages:
-        lines, notes = split_notes(lines, size, height)
-        numbers = {n.split("]")[0][2:] for n in notes}
+        lines, found = split_notes(lines, size, height)
+        # a label is used once in a chapter: a book numbering its notes by page gets `1-p12`
+        labels = {
+            n: n if n not in used else f"{n}-p{lines[0].page + 1 if lines else 0}" for n, _ in found
+        }
+        used.update(labels.values())
+        notes = [f"[^{labels[n]}]: {clean_text(t)}" for n, t in found]
         lines = _drop_capitals(lines, size, vocab[0])
         for line in lines:
             text = clean_text(line.text)
             if not text:
                 continue
-            text = _call(_unhyphen_inside(text, vocab), numbers)
+            text = _call(_unhyphen_inside(text, vocab), labels)
             if _is_heading(line, size, body_bold):
                 prev = out[-1] if out else None
                 if (
@@ -278,15 +345,16 @@ def blocks(pages: list[list[Line]]) -> list[Block]:
                     prev.text += " " + text  # a heading over two lines
                 else:
                     out.append(Block("heading", text, line.page, line.y, line.size))
+                    used = set(labels.values())
                 open_para, last = None, line
                 continue
-            # (a line indented as far as the indented line before it runs on: the lines
-            # beside a drop capital, a quotation's)
+            # (a line indented as far as the line before, both deeper than a paragraph's
+            # indent, runs on: the lines beside a drop capital, a block quotation's)
             indent = line.x0 - left > size * 0.8 and not (
                 last is not None
                 and last.page == line.page
                 and abs(line.x0 - last.x0) < size
-                and last.x0 - left > size * 0.8
+                and last.x0 - left > size * 2.5
                 and open_para is not None
             )
             gap = (
@@ -294,7 +362,10 @@ def blocks(pages: list[list[Line]]) -> list[Block]:
                 and last.page == line.page
                 and line.y - last.y - (line.rows - 1) * spacing > spacing * 1.6
             )
-            short = last is not None and last.x1 < right - size * 3
+            # (the line before stopped where this line's first word would have fitted)
+            short = (
+                last is not None and last.x1 + _width(text.split()[0], last) < right - size * 0.5
+            )
             if open_para is None or indent or gap or short:
                 open_para = Block("para", text, line.page, line.y, line.size)
                 out.append(open_para)
