@@ -49,6 +49,10 @@ def test_sherlock_imports_its_twelve_stories_from_its_outline() -> None:
     _clean_of_page_furniture(work, [])
     bodies = _bodies(work)
     assert all("ADVENTURE " not in b for b in bodies)  # the running head `ADVENTURE I. …`
+    # every story's drop capital (and the quotation mark before it) joined to its line
+    assert bodies[2].startswith("“MY dear fellow,” said Sherlock Holmes")
+    assert bodies[10].startswith("“HOLMES,” said I as I stood one morning")
+    assert bodies[11].startswith("“TO the man who loves art for its own sake,”")
     first = bodies[0]
     # the drop capital joined to its line; PDFium's line-end hyphen joined
     assert first.startswith("TO Sherlock Holmes she is always the woman.")

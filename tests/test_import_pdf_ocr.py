@@ -158,3 +158,14 @@ def test_footnotes_at_a_pages_foot_become_markdown_footnotes() -> None:
     for body in (six, seven):
         assert not re.search(r"(?m)^\d+$", body)  # no page number left
         assert "\x01" not in body and "\x02" not in body
+
+
+@needs_tesseract
+def test_a_french_scan_is_read_with_the_french_pack_found_from_its_text() -> None:
+    work = read_pdf(PDFS / "verne-scan-300.pdf")
+    assert work.lang == "fr"
+    assert any(re.match(r"read 3 page\(s\) by OCR \(Tesseract, fra\)", n) for n in work.notes)
+    text = " ".join(s.body for s in work.sections())
+    # accents only the French pack reads: `tempête`, `désemparé`, `Préparatifs`
+    for word in ("tempête", "désemparé", "Préparatifs", "Briant"):
+        assert word in text

@@ -87,7 +87,11 @@ def merge_pieces(lines: list[Line]) -> list[Line]:
     groups: list[list[Line]] = []
     for line in lines:
         group = groups[-1] if groups else None
-        if group is not None and line.page == group[0].page:
+        # (a quotation mark alone stays so: it belongs to a drop capital, `_drop_capitals`)
+        alone = not line.text.strip(_QUOTES + " ") or (
+            group is not None and not group[0].text.strip(_QUOTES + " ")
+        )
+        if group is not None and line.page == group[0].page and not alone:
             base = max(group, key=lambda x: x.size)
             big = max(base.size, line.size)
             # (alike in size, or a raised number: a drop capital stands apart)
@@ -272,7 +276,8 @@ def _drop_capitals(lines: list[Line], size: float, whole: set[str]) -> list[Line
     """A drop capital (one letter, twice the body's size or more) joined to the line it
     opens: the first line to its right whose baseline is within its height."""
     out = list(lines)
-    for cap in sorted(lines, key=lambda x: -x.x0):  # (a quotation mark stands left of its letter)
+    # (letters first, then the quotation marks that stand left of them)
+    for cap in sorted(lines, key=lambda x: (not x.text.strip(_QUOTES + " "), -x.x0)):
         text = cap.text.strip()
         letters = text.strip(_QUOTES)
         if not (
@@ -286,7 +291,10 @@ def _drop_capitals(lines: list[Line], size: float, whole: set[str]) -> list[Line
             (
                 x
                 for x in out
-                if x is not cap and x.x0 > cap.x1 - 1 and cap.y - cap.size <= x.y <= cap.y + 1
+                # (a quotation mark may stand a line above the line it opens)
+                if x is not cap
+                and x.x0 > cap.x1 - 1
+                and cap.y - cap.size <= x.y <= cap.y + (1 if letters else 2 * cap.size)
             ),
             None,
         )
