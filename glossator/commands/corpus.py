@@ -250,7 +250,7 @@ def import_command(
             skip_front_matter=skip_front_matter,
             # (OCR says `OCR page 3/12` as it goes: the bar shows it)
             progress=lambda name: bar.update(
-                task, advance=1, **({"description": name} if name.startswith("OCR") else {})
+                task, advance=1, description=name if name.startswith("OCR") else None
             ),
             ocr=ocr,
             **_ocr_settings(fmt, src),

@@ -80,7 +80,7 @@ def _no_pages(data: bytes) -> bool:
     return set(re.findall(rb"/Count\s+(\d+)", data)) == {b"0"}
 
 
-def _open(path: str, password: str | None = None):  # type: ignore[no-untyped-def]
+def _open(path: str, password: str | None = None):
     import pypdfium2 as pdfium
 
     try:
@@ -106,7 +106,7 @@ def _open(path: str, password: str | None = None):  # type: ignore[no-untyped-de
     return doc
 
 
-def _page_lines(page, number: int) -> list[P.Line]:  # type: ignore[no-untyped-def]
+def _page_lines(page, number: int) -> list[P.Line]:
     """A page's text lines in reading order (top to bottom, then left to right)."""
     import pypdfium2.raw as R
 
@@ -141,13 +141,13 @@ def _page_lines(page, number: int) -> list[P.Line]:  # type: ignore[no-untyped-d
     return P.merge_pieces(out)
 
 
-def _has_image(page) -> bool:  # type: ignore[no-untyped-def]
+def _has_image(page) -> bool:
     import pypdfium2.raw as R
 
     return any(True for _ in page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=3))
 
 
-def _mark_superscripts(tp, text: str, start: int, size: float, box) -> str:  # type: ignore[no-untyped-def]
+def _mark_superscripts(tp, text: str, start: int, size: float, box) -> str:
     """Digits set smaller than the line's first letter (a note's call) between
     `pdflayout.SUP` marks; `pdflayout.blocks` makes them `[^n]` or plain digits again."""
     import pypdfium2.raw as R
@@ -161,7 +161,7 @@ def _mark_superscripts(tp, text: str, start: int, size: float, box) -> str:  # t
     return "".join(out) + text[at:] if out else text
 
 
-def _outline(doc) -> list[Entry]:  # type: ignore[no-untyped-def]
+def _outline(doc) -> list[Entry]:
     out = []
     for item in doc.get_toc(max_depth=4):
         dest = item.get_dest()
