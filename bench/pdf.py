@@ -51,7 +51,7 @@ def pdfplumber_text(path: Path) -> str:
 
 
 def docling_parse_text(path: Path) -> str:
-    from docling_parse.pdf_parser import DoclingPdfParser  # type: ignore[import-not-found]
+    from docling_parse.pdf_parser import DoclingPdfParser
 
     parser = DoclingPdfParser()
     doc = parser.load(path_or_stream=str(path))
@@ -85,6 +85,9 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--ocr", action="store_true")
+    ap.add_argument(
+        "--extractors", default="pypdfium2,pdfplumber,docling-parse", help="comma-separated"
+    )
     args = ap.parse_args()
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     extractors = {
@@ -97,6 +100,8 @@ def main() -> None:
     import pypdfium2 as pdfium
 
     for name, fn in extractors.items():
+        if name not in args.extractors.split(","):
+            continue
         for book in BOOKS:
             pages = len(pdfium.PdfDocument(str(book)))
             try:
@@ -114,6 +119,18 @@ def main() -> None:
     print("\n| import (read_pdf) | pages | s (best) |\n|---|---:|---:|")
     for book in BOOKS:
         seconds, _ = best(lambda book=book: read_pdf(book), args.rounds)
+        print(f"| {book.stem} | {len(pdfium.PdfDocument(str(book)))} | {seconds:.2f} |")
+    import subprocess
+    import tempfile
+
+    print("\n| `glossator corpus import` (CLI, writing, git commit) | pages | s |\n|---|---:|---:|")
+    glossator = ROOT / ".venv" / "bin" / "glossator"
+    for book in BOOKS:
+        with tempfile.TemporaryDirectory() as tmp:
+            t = time.perf_counter()
+            subprocess.run([str(glossator), "corpus", "import", str(book), f"{tmp}/c"],
+                           check=True, capture_output=True)  # fmt: skip
+            seconds = time.perf_counter() - t
         print(f"| {book.stem} | {len(pdfium.PdfDocument(str(book)))} | {seconds:.2f} |")
     if args.ocr:
         from indexer.importers.ocr import Tesseract
