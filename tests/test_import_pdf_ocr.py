@@ -169,3 +169,22 @@ def test_a_french_scan_is_read_with_the_french_pack_found_from_its_text() -> Non
     # accents only the French pack reads: `tempête`, `désemparé`, `Préparatifs`
     for word in ("tempête", "désemparé", "Préparatifs", "Briant"):
         assert word in text
+
+
+@needs_tesseract
+def test_a_scan_in_a_language_without_its_pack_names_the_package(tmp_path: Path) -> None:
+    """Portuguese: a pack .ci/run does not install (`tesseract --list-langs` says which are)."""
+    import subprocess
+
+    listed = subprocess.run(["tesseract", "--list-langs"], capture_output=True, text=True).stdout
+    if "por" in listed.split():
+        pytest.skip("this machine has the Portuguese pack")
+    dest = tmp_path / "c"
+    result = CliRunner().invoke(main, ["corpus", "import", str(CLEAN), str(dest), "--lang", "pt"])
+    assert result.exit_code == 1
+    assert (
+        "Tesseract has no 'por' language pack: sudo apt-get install tesseract-ocr tesseract-ocr-por"
+        in result.output
+    )
+    assert result.output.strip().count("\n") == 0
+    assert not dest.exists()
