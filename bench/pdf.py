@@ -133,14 +133,18 @@ def main() -> None:
             seconds = time.perf_counter() - t
         print(f"| {book.stem} | {len(pdfium.PdfDocument(str(book)))} | {seconds:.2f} |")
     if args.ocr:
-        from indexer.importers.ocr import Tesseract
+        from indexer.importers.ocr import Tesseract, thread_limited_env
 
         pages = len(pdfium.PdfDocument(str(SCAN)))
         print("\n| OCR (read_pdf, clean 300 dpi scan) | workers | pages | s | s/page |")
         print("|---|---:|---:|---:|---:|")
         for workers in (1, 2):
             t = time.perf_counter()
-            read_pdf(SCAN, lang="en", ocr_engine=Tesseract(workers=workers))
+            read_pdf(
+                SCAN,
+                lang="en",
+                ocr_engine=Tesseract(workers=workers, env=thread_limited_env(dict(os.environ))),
+            )
             seconds = time.perf_counter() - t
             print(f"| {SCAN.stem} | {workers} | {pages} | {seconds:.1f} | {seconds / pages:.2f} |")
     print(f"load average at the end {os.getloadavg()[0]:.1f}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
@@ -103,10 +104,11 @@ def read_source(
             )
         ]
     elif fmt == "pdf":
-        from indexer.importers.ocr import Tesseract
+        from indexer.importers.ocr import Tesseract, thread_limited_env
         from indexer.importers.pdf import read_pdf
 
-        engine = Tesseract(tesseract, workers=ocr_workers, progress=progress)
+        env = thread_limited_env(dict(os.environ))
+        engine = Tesseract(tesseract, workers=ocr_workers, progress=progress, env=env)
         works = [
             read_pdf(
                 src,

@@ -2,8 +2,8 @@
 
 Each page is rasterized by PDFium at 300 dpi in grey (Tesseract's documentation asks for
 300 dpi or more), written as a PGM, and read by `tesseract … tsv`, one process a page and
-`ocr_workers` processes at a time (OMP_THREAD_LIMIT=1: Tesseract's own threads only
-slow down pages read side by side). Its TSV gives each word's box and confidence; the
+`ocr_workers` processes at a time (the CLI sets OMP_THREAD_LIMIT=1 in their environment,
+`thread_limited_env`: Tesseract's own threads only slow down pages read side by side). Its TSV gives each word's box and confidence; the
 words are grouped into `pdflayout.Line`s as the text layer's are, so the same rules make
 paragraphs and headings of them. The language pack follows `--lang`, else the language
 guessed from the first page read with the English pack.
@@ -54,6 +54,11 @@ def apt_line(packs: tuple[str, ...] = COMMON_PACKS) -> str:
     return "sudo apt-get install " + " ".join(names)
 
 
+def thread_limited_env(environ: dict[str, str]) -> dict[str, str]:
+    """The engine's environment: the caller's, Tesseract's OpenMP threads limited to one."""
+    return {**environ, "OMP_THREAD_LIMIT": "1"}
+
+
 def locate(program: str) -> str | None:
     """The engine's path, or None when it is not installed there."""
     found = shutil.which(program)
@@ -81,6 +86,9 @@ class Tesseract:
     program: str = "tesseract"
     workers: int = 2
     progress: Callable[[str], None] | None = None
+    # the engine's environment (the composition root's, with OMP_THREAD_LIMIT=1); None: this
+    # process's, as it is
+    env: dict[str, str] | None = None
     confidences: list[float] = field(default_factory=list)
 
     def __call__(
@@ -150,10 +158,9 @@ class Tesseract:
     def _read(
         self, program: str, image: Path, page: int, pack: str
     ) -> tuple[list[Line], list[float]]:
-        env = {**os.environ, "OMP_THREAD_LIMIT": "1"}
         run = subprocess.run(
             [program, str(image), "stdout", "-l", pack, "--dpi", str(DPI), "tsv"],
-            capture_output=True, text=True, env=env, check=False, timeout=600,
+            capture_output=True, text=True, env=self.env, check=False, timeout=600,
         )  # fmt: skip
         if run.returncode != 0:
             last = (run.stderr.strip().splitlines() or ["no message"])[-1]
