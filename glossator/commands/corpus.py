@@ -159,7 +159,8 @@ def corpus() -> None:
     help="folder: chapter files (YAML headers optional); markdown: one file, # work, "
     "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
     "parts and chapters; text: a plain-text book (Gutenberg's, Liber Liber's, Wikisource's…), headings found "
-    "in the text. auto: from the name (.txt and unknown text files: text).",
+    "in the text; pdf: the outline gives parts and chapters, else the headings, scanned pages "
+    "read by OCR (--ocr). auto: from the name (.txt and unknown text files: text).",
 )
 @click.option("--work-title", help="Title of the work (overrides the book's own).")
 @click.option("--author", help="Author of the work (overrides the book's own).")
