@@ -153,3 +153,22 @@ def test_a_pdf_that_cannot_be_read_says_why_in_one_line_and_writes_nothing(
         message in result.output and result.output.strip().count("\n") == 0
     )
     assert not dest.exists()
+
+
+def test_a_short_line_repeated_at_the_top_of_pages_is_text_not_a_running_head() -> None:
+    from indexer.importers.pdflayout import Line, drop_running
+
+    def page(n: int, first: str) -> list[Line]:
+        head = Line(n, 50, 200, 40, 10, False, "A BOOK OF STORIES")
+        body = [Line(n, 50, 350, 80 + 14 * k, 10, False, first if k == 0 else f"text {k} of the page")
+                for k in range(20)]  # fmt: skip
+        foot = Line(n, 190, 200, 400, 10, False, str(n + 1))
+        return [head, *body, foot]
+
+    pages = [page(n, "“Yes.”" if n < 4 else "and so it went on") for n in range(6)]
+    kept = drop_running(pages)
+    for n, lines in enumerate(kept):
+        texts = [x.text for x in lines]
+        assert "A BOOK OF STORIES" not in texts and str(n + 1) not in texts
+        assert texts[0] == ("“Yes.”" if n < 4 else "and so it went on")
+        assert len(texts) == 20

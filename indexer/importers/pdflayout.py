@@ -24,7 +24,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 
@@ -126,33 +126,58 @@ def _key(text: str) -> str:
 
 
 def drop_running(pages: list[list[Line]]) -> list[list[Line]]:
-    """The pages without their running heads, running feet and page numbers. A line set
-    larger than the body text is a heading, never a running head (`Chapter #` opens each
-    chapter at the same height)."""
+    """The pages without their running heads, running feet and page numbers.
+
+    From each edge of a page inwards, lines are furniture while each is a candidate (its
+    text, digits aside, met at its height on three pages or more, or a page number) and
+    the last of them stands apart from the text by more than a line's spacing: a short
+    line of the text that happens to repeat at a page's top (`“Yes.”`) sits at the
+    text's own spacing, and stays. A line set larger than the body text is a heading,
+    never furniture (`Chapter #` opens each chapter at the same height)."""
     size = body_size(pages)
+    spacing = line_spacing(pages, size)
     seen: Counter[tuple[str, int]] = Counter()
     for lines in pages:
         for line in {id(x): x for x in _band(lines)}.values():
             seen[(_key(line.text), round(line.y / 4))] += 1
+
+    def candidate(line: Line, outer: bool) -> bool:
+        at = round(line.y / 4)
+        count = max(seen[(_key(line.text), a)] for a in (at - 1, at, at + 1))
+        running = count >= MIN_REPEATS and line.size <= size * 1.1
+        return running or (outer and bool(_PAGE_NUMBER.match(line.text)))
+
     out = []
     for lines in pages:
-        band = {id(x) for x in _band(lines)}
-        kept = []
-        for line in lines:
-            if id(line) in band:
-                at = round(line.y / 4)
-                count = max(seen[(_key(line.text), a)] for a in (at - 1, at, at + 1))
-                outer = line is lines[0] or line is lines[-1]
-                running = count >= MIN_REPEATS and line.size <= size * 1.1
-                if running or (outer and _PAGE_NUMBER.match(line.text)):
-                    continue
-            kept.append(line)
-        out.append(kept)
+        top = _furniture(lines, candidate, spacing)
+        bottom = _furniture(lines[top:][::-1], candidate, spacing)
+        out.append(lines[top : len(lines) - bottom])
     return out
+
+
+def _furniture(lines: list[Line], candidate: Callable[[Line, bool], bool], spacing: float) -> int:
+    """How many of `lines`, from the first, are a page's furniture (see drop_running)."""
+    run = 0
+    while run < min(BAND, len(lines)) and candidate(lines[run], run == 0):
+        run += 1
+    while run > 0:
+        if run == len(lines) or abs(lines[run].y - lines[run - 1].y) > spacing * 1.3:
+            return run
+        run -= 1
+    return 0
 
 
 def _band(lines: list[Line]) -> list[Line]:
     return lines[:BAND] + lines[-BAND:]
+
+
+def line_spacing(pages: list[list[Line]], size: float) -> float:
+    """The body text's usual distance between baselines."""
+    return _mode(
+        (b.y - a.y for lines in pages for a, b in itertools.pairwise(lines)
+         if abs(a.size - size) < 0.5 and abs(b.size - size) < 0.5 and 0 < b.y - a.y < 3 * size),
+        size * 1.2,
+    )  # fmt: skip
 
 
 def body_size(pages: Iterable[list[Line]]) -> float:
@@ -314,11 +339,7 @@ def blocks(pages: list[list[Line]]) -> list[Block]:
     left = _mode((x.x0 for x in body), 0.0)
     ends = sorted(x.x1 for x in body)
     right = ends[int(len(ends) * 0.9)] if ends else 0.0  # (justified text: most lines end there)
-    spacing = _mode(
-        (b.y - a.y for lines in pages for a, b in itertools.pairwise(lines)
-         if a.page == b.page and abs(a.size - size) < 0.5 and 0 < b.y - a.y < 3 * size),
-        size * 1.2,
-    )  # fmt: skip
+    spacing = line_spacing(pages, size)
     body_bold = sum(x.bold for x in body) > len(body) / 2
     vocab = vocabulary(pages)
     height = max((x.y for lines in pages for x in lines), default=0.0)
