@@ -235,7 +235,7 @@ def _lines(tsv: str, page: int) -> tuple[list[Line], list[float]]:
         text = " ".join(w[11].strip() for w in words)
         out.append(
             Line(page, min(lefts) * scale, max(rights) * scale, median(bottoms) * scale,
-                 median(heights) * scale, False, text)
+                 median(heights) * scale, False, text, read=True)
         )  # fmt: skip
     out.sort(key=lambda x: (round(x.y), x.x0))
     return out, confs
