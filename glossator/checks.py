@@ -410,6 +410,33 @@ def check_access(settings: Settings, conn: psycopg.Connection | None) -> Iterato
     yield Finding("access pushes", "ok", pushes + stored)
 
 
+def check_ocr(settings: Settings) -> Iterator[Finding]:
+    """The OCR engine `corpus import` runs on scanned PDFs, and its language packs. A warning
+    at most: only scans need it."""
+    from indexer.importers import ocr
+
+    found = ocr.locate(settings.tesseract)
+    if found is None:
+        yield Finding(
+            "ocr",
+            "warn",
+            f"no OCR engine at {settings.tesseract!r}: scanned PDFs cannot be imported",
+            f"{ocr.apt_line()} (or set GLOSSATOR_TESSERACT)",
+        )
+        return
+    packs = ocr.installed_packs(settings.tesseract)
+    missing = tuple(p for p in ocr.COMMON_PACKS if p not in packs)
+    if missing:
+        yield Finding(
+            "ocr",
+            "warn",
+            f"Tesseract at {found}; language packs missing: {', '.join(missing)}",
+            ocr.apt_line(missing),
+        )
+        return
+    yield Finding("ocr", "ok", f"Tesseract at {found}; packs {', '.join(sorted(packs))}")
+
+
 def run(settings: Settings) -> list[Finding]:
     findings, db = check_database(settings)
     schema_ok = not any(f.status == "fail" for f in findings)
@@ -420,6 +447,7 @@ def run(settings: Settings) -> list[Finding]:
             findings += list(check_repositories(settings, conn))
             findings += list(check_jobs(conn))
             findings += list(check_access(settings, conn))
+            findings += list(check_ocr(settings))
         finally:
             if conn is not None:
                 conn.close()

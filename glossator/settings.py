@@ -259,6 +259,15 @@ class Settings(BaseSettings):
         "worker (search.warming) so that no context request pays it; false: the first "
         "context pack after a push measures it.",
     )
+    tesseract: Text = Field(
+        "tesseract",  # Debian's tesseract-ocr puts it on PATH
+        description="The OCR engine `corpus import` runs on PDF pages without text (a "
+        "program name on PATH or a path); `glossator doctor` checks it and its language packs.",
+    )
+    ocr_workers: PositiveInt = Field(
+        2,  # one Tesseract a core on the 2-core host of bench/RESULTS.md (bench/pdf.py)
+        description="Pages OCR'd side by side by `corpus import` (one Tesseract process each).",
+    )
     log_level: Annotated[LogLevel, one_of(LogLevel, lambda s: s.strip().upper())] = Field(
         "INFO",  # glossator.cli.log_level: INFO for serve, WARNING for commands when unset
         description="Logging level: DEBUG, INFO, WARNING, ERROR (unset: INFO for serve, "

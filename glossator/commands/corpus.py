@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from indexer.importers.docling import DoclingServer
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
-FORMATS = ("auto", "folder", "markdown", "epub", "text", "docx", "html", "docling")
+FORMATS = ("auto", "folder", "markdown", "epub", "text", "pdf", "docx", "html", "docling")
+OCR_MODES = ("auto", "force", "never")
 # the first commit's author when git has no identity configured (first_commit says so)
 IMPORT_NAME = "Glossator corpus import"
 IMPORT_EMAIL = "glossator@localhost"
@@ -37,6 +39,8 @@ def detect_format(src: Path) -> str:
         return "markdown"
     if suffix == ".epub":
         return "epub"
+    if suffix == ".pdf":
+        return "pdf"
     if suffix == ".docx":
         return "docx"
     if suffix in _page_suffixes():
@@ -45,7 +49,7 @@ def detect_format(src: Path) -> str:
         return "text"
     raise ImportSourceError(
         str(src),
-        "cannot tell its format from the name; pass --format folder, markdown, epub, text or docx",
+        "cannot tell its format from the name; pass --format folder, markdown, epub, text, pdf, docx or html",
     )
 
 
@@ -82,6 +86,9 @@ def read_source(
     exclude: tuple[str, ...] = (),
     skip_front_matter: bool = False,
     progress: Callable[[str], None] | None = None,
+    ocr: str = "auto",
+    tesseract: str = "tesseract",
+    ocr_workers: int = 2,
 ) -> list[Work]:
     """The works in `src`, read with the importer for `fmt` (`auto`: from the path)."""
     if not src.exists():
@@ -137,6 +144,22 @@ def read_source(
                 skip_front_matter=skip_front_matter,
             )
         ]
+    elif fmt == "pdf":
+        from indexer.importers.ocr import Tesseract, thread_limited_env
+        from indexer.importers.pdf import read_pdf
+
+        env = thread_limited_env(dict(os.environ))
+        engine = Tesseract(tesseract, workers=ocr_workers, progress=progress, env=env)
+        works = [
+            read_pdf(
+                src,
+                lang=lang,
+                exclude=exclude,
+                skip_front_matter=skip_front_matter,
+                ocr=ocr,
+                ocr_engine=engine,
+            )
+        ]
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
     return _override(works, work_title, author, lang)
@@ -168,6 +191,16 @@ def _override(
     return works
 
 
+def _ocr_settings(fmt: str, src: Path) -> dict[str, Any]:
+    """The OCR engine's settings, read only for a PDF (GLOSSATOR_TESSERACT, _OCR_WORKERS)."""
+    if fmt != "pdf" and not (fmt == "auto" and src.suffix.lower() == ".pdf"):
+        return {}
+    from glossator.settings import Settings
+
+    settings = Settings.from_env()
+    return {"tesseract": settings.tesseract, "ocr_workers": settings.ocr_workers}
+
+
 @click.group()
 def corpus() -> None:
     """Build and check corpus repositories."""
@@ -185,7 +218,8 @@ def corpus() -> None:
     help="folder: chapter files (YAML headers optional); markdown: one file, # work, "
     "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
     "parts and chapters; text: a plain-text book (Gutenberg's, Liber Liber's, Wikisource's…), headings found "
-    "in the text; docx: a Word document, Heading 1/2 styles give parts and chapters; html: a saved "
+    "in the text; pdf: the outline gives parts and chapters, else the headings, scanned pages "
+    "read by OCR (--ocr); docx: a Word document, Heading 1/2 styles give parts and chapters; html: a saved "
     "web page (a Wikisource chapter) or a folder of a site's chapter pages; docling: any file "
     "(PDF, DOCX, PPTX, images…) converted by the docling-serve GLOSSATOR_DOCLING_URL names. "
     "auto: from the name (.txt and unknown text files: text; a folder of .html pages only: html).",
@@ -217,6 +251,14 @@ def corpus() -> None:
     "whose title names a translator, editor or notice).",
 )
 @click.option(
+    "--ocr",
+    type=click.Choice(OCR_MODES),
+    default="auto",
+    show_default=True,
+    help="PDF: read pages by OCR (Tesseract; GLOSSATOR_TESSERACT names it). auto: pages "
+    "without a text layer; force: every page; never: none.",
+)
+@click.option(
     "--force", is_flag=True, help="Replace the imported works if DEST already holds a corpus."
 )
 @click.option(
@@ -246,6 +288,7 @@ def import_command(
     force: bool,
     make_git: bool,
     dry_run: bool,
+    ocr: str,
 ) -> None:
     """Import the book at SRC into the corpus repository DEST (created if missing)."""
     console = Console(stderr=True)
@@ -270,7 +313,12 @@ def import_command(
             encoding=encoding,
             exclude=exclude,
             skip_front_matter=skip_front_matter,
-            progress=lambda name: bar.advance(task),
+            # (OCR says `OCR page 3/12` as it goes: the bar shows it)
+            progress=lambda name: bar.update(
+                task, advance=1, description=name if name.startswith("OCR") else None
+            ),
+            ocr=ocr,
+            **_ocr_settings(fmt, src),
         )
         if dry_run:
             bar.update(task, description="checking")

@@ -310,6 +310,25 @@ def read_text(
             path, f"cannot be read ({e.strerror}); check its permissions"
         ) from None
     decoded, used = decode(path, data, encoding)
+    return read_decoded(
+        path, decoded, used, lang=lang, encoding=encoding, exclude=exclude,
+        skip_front_matter=skip_front_matter,
+    )  # fmt: skip
+
+
+def read_decoded(
+    path: str,
+    decoded: str,
+    used: str,
+    *,
+    lang: str | None = None,
+    encoding: str | None = None,
+    exclude: tuple[str, ...] = (),
+    skip_front_matter: bool = False,
+) -> Work:
+    """The work in a plain-text book already decoded (`used`: the encoding it was read
+    with); the PDF importer hands its rebuilt paragraphs here."""
+    src = Path(path)
     text, fields = strip_gutenberg(decoded)
     header = decoded[: decoded.find(text)].count("\n") if text and fields else 0
     lines = drop_illustrations(text.split("\n"))
