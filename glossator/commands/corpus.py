@@ -145,24 +145,38 @@ def read_source(
             )
         ]
     elif fmt == "pdf":
-        from indexer.importers.ocr import Tesseract, thread_limited_env
-        from indexer.importers.pdf import read_pdf
-
-        env = thread_limited_env(dict(os.environ))
-        engine = Tesseract(tesseract, workers=ocr_workers, progress=progress, env=env)
         works = [
-            read_pdf(
-                src,
-                lang=lang,
-                exclude=exclude,
-                skip_front_matter=skip_front_matter,
-                ocr=ocr,
-                ocr_engine=engine,
-            )
+            _read_pdf(src, lang, exclude, skip_front_matter, ocr, tesseract, ocr_workers, progress)
         ]
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
     return _override(works, work_title, author, lang)
+
+
+def _read_pdf(
+    src: Path,
+    lang: str | None,
+    exclude: tuple[str, ...],
+    skip_front_matter: bool,
+    ocr: str,
+    tesseract: str,
+    ocr_workers: int,
+    progress: Callable[[str], None] | None,
+) -> Work:
+    """A PDF's work: its text layer, and its scanned pages read by Tesseract (`ocr`)."""
+    from indexer.importers.ocr import Tesseract, thread_limited_env
+    from indexer.importers.pdf import read_pdf
+
+    env = thread_limited_env(dict(os.environ))
+    engine = Tesseract(tesseract, workers=ocr_workers, progress=progress, env=env)
+    return read_pdf(
+        src,
+        lang=lang,
+        exclude=exclude,
+        skip_front_matter=skip_front_matter,
+        ocr=ocr,
+        ocr_engine=engine,
+    )
 
 
 def _docling_server() -> DoclingServer | None:
