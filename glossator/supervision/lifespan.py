@@ -4,7 +4,8 @@
     app = create_app(..., lifespan=lifespan)    # gitserver.app
     app.state.service = lifespan.state          # {"supervisor": …, "indexing": …} (tests)
 
-Start-up, in order: the database (embedded PostgreSQL by default, migrations
+Start-up, in order: the query model's load in the background (glossator.supervision.query_model:
+nothing waits for it, `/readyz` says when it is in), the database (embedded PostgreSQL by default, migrations
 applied), its supervisor (glossator/supervision/database.py), `server.json` (commands
 run elsewhere find the repositories from it), the repositories' hooks (rewritten, so
 they call this interpreter), the hooks' environment handed to git http-backend (the
@@ -32,6 +33,7 @@ from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.indexing_modes import serve_indexing
+from glossator.supervision.query_model import QueryModel
 from hooks.reuse import IndexFn
 from indexer.providers.embedders.base import Embedder
 from store.db import Database
@@ -67,6 +69,7 @@ class ServerLifespan:
         embedder: Embedder,
         index_fn: IndexFn | None,
         mcp: Any | None,
+        query_model: QueryModel | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -76,6 +79,7 @@ class ServerLifespan:
         self.embedder = embedder
         self.index_fn = index_fn
         self.mcp = mcp
+        self.query_model = query_model
         # what a test reaches through app.state.service: the database's supervisor, and
         # once started, the indexing service or the worker's supervisor
         self.state: dict[str, Any] = {"supervisor": db_supervisor}
@@ -83,6 +87,8 @@ class ServerLifespan:
     @contextlib.asynccontextmanager
     async def __call__(self, app: Starlette) -> AsyncIterator[None]:
         db, settings = self.db, self.settings
+        if self.query_model is not None:
+            self.query_model.start()  # beside the database's start: both take seconds
         await asyncio.to_thread(db.start)
         self.db_supervisor.start()
         record_server(settings)  # commands run elsewhere find the repositories from it
