@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml store/pginstall.py
 	touch $(STAMP)
 
 setup: $(STAMP)
+	@echo "set up; to call glossator from any folder in this shell (README, keep a server running):"
+	@echo '  export PATH="$(abspath $(BIN)):$$PATH"'
 
 ## The main job on embedded defaults: server + embedded PostgreSQL, push the example corpus, search it.
 demo: $(STAMP)
