@@ -46,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/mcp_latency.py
 	$(BIN)/python bench/git.py
+	$(BIN)/python bench/startup.py
 
 clean:
 	rm -rf $(VENV) .glossator .pytest_cache .mypy_cache .ruff_cache
