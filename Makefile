@@ -16,6 +16,8 @@ $(STAMP): pyproject.toml store/pginstall.py
 	touch $(STAMP)
 
 setup: $(STAMP)
+	@echo "set up; to call glossator from any folder in this shell (README, keep a server running):"
+	@echo '  export PATH="$(abspath $(BIN)):$$PATH"'
 
 ## The main job on embedded defaults: server + embedded PostgreSQL, push the example corpus, search it.
 demo: $(STAMP)
@@ -44,6 +46,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/search.py
 	$(BIN)/python bench/mcp_latency.py
 	$(BIN)/python bench/git.py
+	$(BIN)/python bench/startup.py
 
 clean:
 	rm -rf $(VENV) .glossator .pytest_cache .mypy_cache .ruff_cache

@@ -8,6 +8,7 @@
     GET  /            a browser: the web reader's home page; else the endpoints, as JSON
     GET  /api/jobs    the indexing jobs (?repository=, ?status=, ?limit=) of the
                       repositories the caller may read
+    GET  /readyz      200 once the query model is loaded and the database answers, else 503
     …                 the web reader's pages and JSON API (search/web/), MCP at /mcp
 
 git's own routes (clone, fetch, push, /api/repos, /healthz, the post-receive
@@ -32,6 +33,7 @@ from starlette.routing import BaseRoute, Route
 from core.access import caller_of
 from gitserver.repos import RepoStore
 from glossator import __version__
+from glossator.supervision.query_model import QueryModel
 from hooks.queue import DONE_WITH_PROBLEMS, STATUS_NAMES, list_jobs_async
 from search.errors import BadQuery
 from search.inputs import check_known, check_name, check_query_string
@@ -92,7 +94,8 @@ SERVER_PATHS: dict[str, dict[str, Any]] = {
 class Endpoints:
     """The handlers over one database, repository store and web reader. `problem`: the
     database's supervisor's line while the database is down, else None; `mcp_token`:
-    whether /mcp asks for a bearer token (the index says so)."""
+    whether /mcp asks for a bearer token (the index says so); `query_model`: the query
+    model's load at start (/readyz)."""
 
     def __init__(
         self,
@@ -102,12 +105,14 @@ class Endpoints:
         *,
         problem: Callable[[], str | None],
         mcp_token: bool,
+        query_model: QueryModel | None = None,
     ) -> None:
         self.db = db
         self.store = store
         self.web = web
         self.problem = problem
         self.mcp_token = mcp_token
+        self.query_model = query_model
 
     async def index(self, request: Request) -> Response:
         """A browser gets the web reader's home page; `curl http://host:port/` the endpoints."""
@@ -123,6 +128,7 @@ class Endpoints:
             "jobs": "/api/jobs (indexing jobs; ?repository=, ?status=, ?limit=)",
             "health": "/healthz",
             "openapi": "/openapi.json (the JSON API described)",
+            "ready": "/readyz (200 once the query model is loaded: the first search is fast)",
         }
         return JSONResponse({"service": "glossator", "endpoints": endpoints})
 
@@ -189,6 +195,21 @@ class Endpoints:
         except (psycopg.Error, PoolTimeout) as e:
             raise RuntimeError(describe_failure(e)) from None
 
+    async def ready(self, request: Request) -> Response:
+        """/readyz: 200 when a search is answered at full speed (the query model loaded,
+        the database answering), else 503 with what is not; /healthz is only alive."""
+        model = self.query_model
+        body: dict[str, Any] = {"query_model": "ready" if model is None else model.state}
+        if model is not None and model.seconds is not None:
+            body["query_model_seconds"] = round(model.seconds, 2)
+        try:
+            await self.database_ok()
+            body["database"] = "ok"
+        except RuntimeError as e:
+            body["database"] = str(e)
+        body["ready"] = body["query_model"] == "ready" and body["database"] == "ok"
+        return JSONResponse(body, 200 if body["ready"] else 503)
+
     async def post_receive(self, repository: str, updates: str, server_url: str) -> str:
         """A push's post-receive, done here on the server's warm imports (the hook asks
         for it: glossator.githooks); what `hooks.post_receive.main` prints."""
@@ -213,6 +234,7 @@ def route_table(endpoints: Endpoints, web: WebReader, mcp: Any | None) -> list[B
         Route("/", endpoints.index, methods=["GET"]),
         Route("/openapi.json", endpoints.openapi, methods=["GET"]),
         Route("/docs", endpoints.docs, methods=["GET"]),
+        Route("/readyz", endpoints.ready, methods=["GET"]),
     ]
     routes.extend(r for r in web.routes() if getattr(r, "path", None) != "/")
     if mcp is not None:

@@ -63,6 +63,16 @@ def search_service(
     )
 
 
+def warm_query_model(settings: Settings, service: SearchService) -> None:
+    """Load what `service`'s first hybrid search would: the language detector (py3langid,
+    ~1 s) and the query embedder. An in-process model embeds one query (its engine loads
+    and pages its weights in); a remote one is only built (no request before a user's)."""
+    service.detector.detect("query warm-up")
+    embedder = service.embedder
+    if settings.embedder.partition(":")[0] in IN_PROCESS_EMBEDDERS:
+        embedder.embed_query("query warm-up")
+
+
 @contextmanager
 def open_database(settings: Settings) -> Iterator[Any]:
     """The settings' database; when `glossator serve` owns the embedded one, share it

@@ -31,10 +31,11 @@ from gitserver.repos import RepoStore
 from glossator.logs import quiet_expected_failures
 from glossator.providers import get_embedder
 from glossator.routes import Endpoints, route_table
-from glossator.search_service import search_service
+from glossator.search_service import search_service, warm_query_model
 from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.lifespan import ServerLifespan
+from glossator.supervision.query_model import QueryModel
 from glossator.wiring import access_policy, database, stored_tokens
 from hooks.queue import list_jobs
 from hooks.reuse import IndexFn
@@ -94,8 +95,14 @@ def build_app(
     mcp = _mcp_app(settings, service)
     policy = access_policy(settings, stored=stored_tokens(db))
     web = web_reader(service, db, policy, throttle, lambda: supervisor.problem)
+    query_model = QueryModel(lambda: warm_query_model(settings, service))  # loaded at start
     endpoints = Endpoints(
-        db, store, web, problem=lambda: supervisor.problem, mcp_token=not policy.mcp_open
+        db,
+        store,
+        web,
+        problem=lambda: supervisor.problem,
+        mcp_token=not policy.mcp_open,
+        query_model=query_model,
     )
     lifespan = ServerLifespan(
         settings,
@@ -106,6 +113,7 @@ def build_app(
         embedder=get_embedder(settings),  # the thread worker's; a process worker builds its own
         index_fn=index_fn,
         mcp=mcp,
+        query_model=query_model,
     )
     app = create_app(
         store,

@@ -22,24 +22,74 @@ mcp_http (the MCP transports). Nothing here reads settings: `glossator/` builds
 the service (glossator/search_service.py).
 """
 
-from search.context import ChapterContext, ContextPack, Passage, context
-from search.engine import search
-from search.errors import BadQuery, SearchError, UnknownFile, UnknownRepository
-from search.nodes import get_children, get_node, get_parent, outline
-from search.options import QueryEmbedder, QueryVector, SearchOptions
-from search.results import (
-    Chunk,
-    Citation,
-    Freshness,
-    Hit,
-    Node,
-    Outline,
-    OutlineEntry,
-    RerankReport,
-    Scores,
-    SearchResponse,
-)
-from search.service import SearchService
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # the names below, for type checkers; at run time see __getattr__
+    from search.context import ChapterContext, ContextPack, Passage
+    from search.engine import search
+    from search.errors import BadQuery, SearchError, UnknownFile, UnknownRepository
+    from search.nodes import get_children, get_node, get_parent, outline
+    from search.options import QueryEmbedder, QueryVector, SearchOptions
+    from search.results import (
+        Chunk,
+        Citation,
+        Freshness,
+        Hit,
+        Node,
+        Outline,
+        OutlineEntry,
+        RerankReport,
+        Scores,
+        SearchResponse,
+    )
+    from search.service import SearchService
+
+# Each name's module, imported at the name's first use (PEP 562): `import search.results`
+# (the CLI asking a running server, glossator.remote) must not load the engine, numpy and
+# psycopg. `context`, the function, is `search.context.context`: the package attribute
+# `context` is the submodule once anything imported it.
+_HOMES = {
+    "ChapterContext": "search.context",
+    "ContextPack": "search.context",
+    "Passage": "search.context",
+    "search": "search.engine",
+    "BadQuery": "search.errors",
+    "SearchError": "search.errors",
+    "UnknownFile": "search.errors",
+    "UnknownRepository": "search.errors",
+    "get_children": "search.nodes",
+    "get_node": "search.nodes",
+    "get_parent": "search.nodes",
+    "outline": "search.nodes",
+    "QueryEmbedder": "search.options",
+    "QueryVector": "search.options",
+    "SearchOptions": "search.options",
+    "SearchService": "search.service",
+    **dict.fromkeys(
+        (
+            "Chunk",
+            "Citation",
+            "Freshness",
+            "Hit",
+            "Node",
+            "Outline",
+            "OutlineEntry",
+            "RerankReport",
+            "Scores",
+            "SearchResponse",
+        ),
+        "search.results",
+    ),
+}
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'search' has no attribute {name!r}")
+    return getattr(importlib.import_module(home), name)
+
 
 __all__ = [
     "BadQuery",
@@ -63,7 +113,6 @@ __all__ = [
     "SearchService",
     "UnknownFile",
     "UnknownRepository",
-    "context",
     "get_children",
     "get_node",
     "get_parent",

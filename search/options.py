@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from core.vocabulary import NODE_TYPES
-from search import rows as R
 from search.errors import BadQuery
 from search.results import MODES, Mode
 
@@ -122,6 +121,8 @@ class SearchOptions:
             raise BadQuery(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
         if self.mode not in MODES:
             raise BadQuery(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        from search import rows as R  # psycopg: not for the CLI's import of MAX_K
+
         for name in ("repository", "branch", "work"):
             value = getattr(self, name)
             if isinstance(value, str):
@@ -140,6 +141,8 @@ def check_query(query: str) -> str:
     """The query stripped; BadQuery when it is empty, too long or not valid text."""
     if not isinstance(query, str) or not query.strip():
         raise BadQuery("the query is empty: ask in words, e.g. « la pétition des chandelles »")
+    from search import rows as R  # psycopg: not for the CLI's import of MAX_K
+
     R.check_text("query", query)
     if len(query) > MAX_QUERY_CHARS:
         raise BadQuery(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")

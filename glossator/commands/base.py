@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import io
 import sys
-from typing import IO, TextIO, cast
+from typing import IO, TYPE_CHECKING, TextIO, cast
 
 import click
-from rich.console import Console
 
-from glossator.settings import Settings
+if TYPE_CHECKING:  # both imported where used: `glossator --help` needs neither
+    from rich.console import Console
+
+    from glossator.settings import Settings
 
 
 class Context:
@@ -27,6 +29,7 @@ class Context:
     def settings(self) -> Settings:
         if self._settings is None:
             from glossator.paths import attach
+            from glossator.settings import Settings
 
             self._settings = attach(Settings.from_env())
         return self._settings
@@ -76,6 +79,8 @@ def out_console() -> Console:
     """stdout for results: a terminal's width there; piped, no wrapping (a table
     folded at 80 columns cuts `GLOSSATOR_DATABASE_URL` in two for grep and cut) and
     no padding: each line as long as its content."""
+    from rich.console import Console
+
     console = Console()
     if console.is_terminal:
         return console

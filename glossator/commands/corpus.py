@@ -360,7 +360,8 @@ def import_command(
 
 def first_commit(dest: Path, works: list[Work]) -> str:
     """Make `dest` a git repository on DEFAULT_BRANCH holding the import as its first
-    commit, unless it is in one already; the line saying what was done.
+    commit, unless it is one already (a folder inside another repository becomes one of
+    its own); the line saying what was done.
 
     The branch is named here (not left to git, whose default is `master` before 3.0 unless
     init.defaultBranch says otherwise) so that the README's `git push glossator main`
@@ -370,9 +371,15 @@ def first_commit(dest: Path, works: list[Work]) -> str:
     if shutil.which("git") is None:
         return "not a git repository yet: git is not installed (install it, then `git init`)"
     inside = _git(dest, "rev-parse", "--show-toplevel")
+    around = ""
     if inside.returncode == 0:
-        top = inside.stdout.strip()
-        return f"{dest} is in the git repository {top}: commit the import there yourself"
+        top = Path(inside.stdout.strip())
+        if top.resolve() == dest.resolve():  # a corpus repository already: the user's commits
+            return f"{dest} is a git repository already: commit the import there yourself"
+        # A folder inside another repository (a clone of Glossator, a user's notes) cannot
+        # be pushed as a corpus, which has `corpus/` at its root: it becomes a repository of
+        # its own, and the line says the enclosing one does not track it (issue 39).
+        around = f" (inside the git repository {top}, which does not track it)"
     for args in (("init", "-q"), ("symbolic-ref", "HEAD", f"refs/heads/{DEFAULT_BRANCH}")):
         done = _git(dest, *args)
         if done.returncode != 0:
@@ -397,8 +404,8 @@ def first_commit(dest: Path, works: list[Work]) -> str:
         )
     commit = _git(dest, "rev-parse", "--short", "HEAD").stdout.strip()
     return (
-        f"created a git repository in {dest} on branch {DEFAULT_BRANCH}, the import committed "
-        f"({commit}){note}; push it with `git push glossator {DEFAULT_BRANCH}`"
+        f"created a git repository in {dest}{around} on branch {DEFAULT_BRANCH}, the import "
+        f"committed ({commit}){note}; push it with `git push glossator {DEFAULT_BRANCH}`"
     )
 
 

