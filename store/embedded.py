@@ -53,6 +53,7 @@ MAJOR = pginstall.PG_MAJOR
 SYSTEM_USER = "embedded_postgres"
 START_TIMEOUT_S = 120.0  # pg_ctl -w: a loaded two-core machine can need far more than 10 s
 STOP_TIMEOUT_S = 60.0
+QUIT_WAIT_S = 10.0  # after SIGQUIT; PostgreSQL's immediate shutdown takes well under a second
 # a Unix socket's path is at most 107 bytes on Linux (sun_path); PostgreSQL adds
 # "/.s.PGSQL.5432" to the directory
 SOCKET_PATH_MAX = 107
@@ -183,6 +184,11 @@ class EmbeddedServer:
             if pid is not None:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGQUIT)
+                # an immediate shutdown still takes a moment: the next owner of the data
+                # directory (a command run right after) must not find its lock held
+                deadline = time.monotonic() + QUIT_WAIT_S
+                while postmaster_alive(self.pgdata) and time.monotonic() < deadline:
+                    time.sleep(0.05)
 
 
 def restart(server: EmbeddedServer, timeout: float) -> None:
