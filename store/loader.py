@@ -36,12 +36,12 @@ bm25 index, or their tsvectors under a GIN index (store.fts): no term table to f
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -52,6 +52,7 @@ from indexer.corpus.errors import CorpusError, Problem
 from indexer.corpus.sidecar_format import Sidecar, loads, validate
 from indexer.corpus.source import FileSource
 from store import catalogue, vectors
+from store.landing import PARTIAL
 
 log = logging.getLogger(__name__)
 
@@ -163,14 +164,19 @@ def sync_files(
     changed: Iterable[str],
     deleted: Iterable[str],
     progress: Progress | None = None,
+    partial: bool = False,
 ) -> LoadResult:
-    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`."""
+    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`.
+
+    `partial`: sidecars whose vectors are not all computed yet (a job's rows loaded before
+    its vectors, store.landing): their records say so, and the next load of the file
+    replaces its rows whole, whatever its sidecar."""
     started = time.perf_counter()
     result = LoadResult()
     # other files of the corpus (glossator.toml, images) have no rows: ignored
     changed_md = list(dict.fromkeys(md_path(p) for p in changed if md_path(p).endswith(".md")))
     deleted_md = list(dict.fromkeys(md_path(p) for p in deleted if md_path(p).endswith(".md")))
-    load = _Load(conn, repository, branch, source, result)
+    load = _Load(conn, repository, branch, source, result, partial=partial)
     with conn.transaction():
         for path in deleted_md:
             if _delete_rows(conn, repository, branch, path, load.removed):
@@ -182,9 +188,9 @@ def sync_files(
         batching = sum(p not in stored for p in changed_md) >= BATCH_MIN_FILES
         for path in changed_md:
             if batching and path not in stored:
-                _guarded(load, path, partial(load.queue, path))
+                _guarded(load, path, functools.partial(load.queue, path))
             else:
-                _guarded(load, path, partial(_sync_one, load, path, stored.get(path)))
+                _guarded(load, path, functools.partial(_sync_one, load, path, stored.get(path)))
             if progress:
                 progress(path)
         load.flush()
@@ -224,6 +230,7 @@ class _Load:
     branch: str
     source: FileSource
     result: LoadResult
+    partial: bool = False  # sidecars without all their vectors (store.landing.PARTIAL)
     removed: catalogue.Deltas = field(default_factory=catalogue.Deltas)
     new_models: list[tuple[str, int]] = field(default_factory=list)
     vector_rows: dict[str, int] = field(default_factory=dict)  # rows loaded with each model
@@ -241,7 +248,7 @@ class _Load:
 
     def queue(self, path: str) -> None:
         """A new file's sidecar read and checked, its rows left for the next batch."""
-        read = _read_sidecar(self.source, path)
+        read = _read_sidecar(self.source, path, self.partial)
         if read is None:
             return
         self.pending.append((path, *read))
@@ -259,7 +266,7 @@ class _Load:
         except (psycopg.Error, CorpusError) as e:
             log.info("a batch of %d files failed (%s), loading them one by one", len(batch), e)
             for path, _, _ in batch:
-                _guarded(self, path, partial(_sync_one, self, path, None))
+                _guarded(self, path, functools.partial(_sync_one, self, path, None))
             return
         for (path, _, sidecar), new_model in zip(batch, news, strict=True):
             self.loaded(path, sidecar, len(sidecar.chunks), new_model)
@@ -287,9 +294,11 @@ def _guarded(load: _Load, path: str, work: Callable[[], None]) -> None:
         log.info("not loaded, previous rows kept: %s: %s", path, message)
 
 
-def _read_sidecar(source: FileSource, path: str) -> tuple[str, Sidecar] | None:
+def _read_sidecar(
+    source: FileSource, path: str, partial: bool = False
+) -> tuple[str, Sidecar] | None:
     """The file's sidecar (its digest, parsed and checked); None when both it and its `.md`
-    are gone (a deletion)."""
+    are gone (a deletion). `partial`: the digest marked, so that no sidecar equals it."""
     side = sidecar_path(path)
     if not source.exists(side):
         if not source.exists(path):
@@ -297,8 +306,9 @@ def _read_sidecar(source: FileSource, path: str) -> tuple[str, Sidecar] | None:
         raise CorpusError(side, "sidecar is missing: run `glossator index` to generate it")
     data = source.read(side)
     sidecar = loads(side, data)
-    _check(side, path, sidecar, source)
-    return sidecar_digest(data), sidecar
+    _check(side, path, sidecar, source, partial)
+    digest = sidecar_digest(data)
+    return (PARTIAL + digest if partial else digest), sidecar
 
 
 def _copy_batch(load: _Load, batch: list[tuple[str, str, Sidecar]]) -> list[bool]:
@@ -343,7 +353,7 @@ def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
     conn, repository, branch = load.conn, load.repository, load.branch
     # what this file's DELETE drops counts once its savepoint holds
     dropped = catalogue.Deltas()
-    read = _read_sidecar(load.source, path)
+    read = _read_sidecar(load.source, path, load.partial)
     if read is None:  # both gone: the file was deleted
         if stored is not None:
             with conn.transaction():
@@ -383,8 +393,10 @@ def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
     load.loaded(path, sidecar, rows, new_model)
 
 
-def _check(side: str, path: str, sidecar: Sidecar, source: FileSource) -> None:
-    validate(side, sidecar)
+def _check(
+    side: str, path: str, sidecar: Sidecar, source: FileSource, partial: bool = False
+) -> None:
+    validate(side, sidecar, partial)
     m = sidecar.manifest
     if m.source_file != path:
         raise CorpusError(

@@ -1,4 +1,4 @@
--- The schema store/migrations/ leave, at version 35. Generated: do not edit.
+-- The schema store/migrations/ leave, at version 41. Generated: do not edit.
 -- Regenerate with `.venv/bin/python -m store.schema --write` (store/schema.py); tests/test_store_schema.py checks it.
 
 -- extensions
@@ -240,6 +240,15 @@ CREATE TABLE search_calibrations (
     payload jsonb NOT NULL,
     computed_at timestamp with time zone DEFAULT now() NOT NULL,
     CONSTRAINT search_calibrations_pkey PRIMARY KEY (model, branch, repository, work, languages)
+);
+
+CREATE TABLE vector_coverage (
+    repository text NOT NULL,
+    branch text NOT NULL,
+    total integer NOT NULL,
+    missing integer NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT vector_coverage_pkey PRIMARY KEY (repository, branch)
 );
 
 CREATE TABLE vector_indexes (
