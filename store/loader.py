@@ -203,6 +203,9 @@ def sync_files(
         deltas.add(((c, n, length) for c, (n, length) in load.removed.by_config.items()), sign=-1)
         catalogue.apply(conn, repository, branch, deltas, [*result.loaded, *result.deleted])
         analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
+        for path, rows in load.confirmed:
+            result.loaded.append(path)
+            result.rows += rows
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
@@ -236,6 +239,9 @@ class _Load:
     vector_rows: dict[str, int] = field(default_factory=dict)  # rows loaded with each model
     pending: list[tuple[str, str, Sidecar]] = field(default_factory=list)
     pending_rows: int = 0
+    # files loaded before their vectors whose rows turned out equal to their sidecar:
+    # only their record changed (`_confirm`); loaded, but nothing for the catalogue
+    confirmed: list[tuple[str, int]] = field(default_factory=list)
 
     def loaded(self, path: str, sidecar: Sidecar, rows: int, new_model: bool) -> None:
         m = sidecar.manifest
@@ -372,6 +378,16 @@ def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
     ):
         load.result.skipped.append(path)
         return
+    if (
+        stored is not None
+        and stored.sidecar_hash.startswith(PARTIAL)
+        and not load.partial
+        and stored.source_file_hash == m.source_file_hash
+        and stored.embedding_model == m.embedding_model
+        and stored.rows == len(sidecar.chunks)
+        and _confirm(load, path, digest, sidecar)
+    ):
+        return
     new_model = False
     with conn.transaction():  # a savepoint: on any error this file keeps its previous rows
         if m.embedding_model is not None and m.dimension:
@@ -391,6 +407,57 @@ def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
         )
     load.removed.merge(dropped)
     load.loaded(path, sidecar, rows, new_model)
+
+
+def _confirm(load: _Load, path: str, digest: str, sidecar: Sidecar) -> bool:
+    """A file loaded before its vectors (store.landing) whose rows now hold exactly its
+    sidecar's chunks, texts and vectors (as float4: the sidecar's rounding, which the
+    landed vectors have): its record takes the sidecar's digest, and its rows stay —
+    the second write of every row and of its vector into the indexes is saved. False
+    when anything differs: the file is loaded whole, as any other."""
+    conn = load.conn
+    rows = conn.execute(
+        "SELECT chunk_index, content, content_token_count, heading_path, parent_source_file,"
+        " level, node_type, work, lang, line_start, line_end, embedding_model,"
+        " embedding::real[] FROM hierarchical_content_nodes"
+        " WHERE repository = %s AND branch = %s AND source_file = %s ORDER BY chunk_index",
+        (load.repository, load.branch, path),
+    ).fetchall()
+    m = sidecar.manifest
+    work, lang = work_of(path, sidecar), str(m.extra.get("lang") or "fr")
+    if len(rows) != len(sidecar.chunks):
+        return False
+    for row, c in zip(rows, sidecar.chunks, strict=True):
+        *columns, vector = row
+        model = m.embedding_model if c.embedding is not None else None
+        if tuple(columns) != (
+            c.chunk_index,
+            c.text,
+            c.content_token_count,
+            m.heading_path,
+            m.parent_source_file,
+            m.level,
+            m.node_type,
+            work,
+            lang,
+            c.line_start,
+            c.line_end,
+            model,
+        ):
+            return False
+        if (vector is None) != (c.embedding is None):
+            return False
+        if vector is not None and not np.array_equal(
+            np.asarray(vector, dtype=np.float32), np.asarray(c.embedding, dtype=np.float32)
+        ):
+            return False
+    conn.execute(
+        "UPDATE loaded_files SET sidecar_hash = %s, loaded_at = now()"
+        " WHERE repository = %s AND branch = %s AND source_file = %s",
+        (digest, load.repository, load.branch, path),
+    )
+    load.confirmed.append((path, len(rows)))
+    return True
 
 
 def _check(

@@ -78,6 +78,15 @@ def assert_rows_are_the_sidecars(pool: Any, repo: pygit2.Repository, commit: str
             assert np.allclose(np.asarray(vector), vector_want, atol=1e-6), (path, index)
 
 
+def ids_now(conn: Any) -> set[int]:
+    return {
+        i
+        for (i,) in conn.execute(
+            "SELECT id FROM hierarchical_content_nodes WHERE repository = 'livre'"
+        ).fetchall()
+    }
+
+
 def test_rows_are_searchable_while_the_vectors_land(
     tmp_path: Path, database: Any, fake_summarizer: Any
 ) -> None:
@@ -95,8 +104,11 @@ def test_rows_are_searchable_while_the_vectors_land(
                         "SELECT count(embedding), count(*) - count(embedding)"
                         " FROM hierarchical_content_nodes WHERE repository = 'livre'"
                     ).fetchone()
+                    ids = ids_now(conn)
                 response = search(pool, "abondance", SearchOptions(mode="bm25", repository="livre"))
-                seen.append({"with": with_vectors, "without": without, "response": response})
+                seen.append(
+                    {"with": with_vectors, "without": without, "response": response, "ids": ids}
+                )
             return super().embed_batch(texts, input_type)
 
     store, repo = pushed(tmp_path)
@@ -114,6 +126,9 @@ def test_rows_are_searchable_while_the_vectors_land(
     texts = embedder.embedded_texts
     assert len(texts) == len(set(texts)) == outcome.embedded
     assert_rows_are_the_sidecars(pool, repo, outcome.indexed or "")
+    with pool.connection() as conn:
+        # rows equal to their sidecar were kept by the final load, not written again
+        assert ids_now(conn) == during["ids"]
     after = search(pool, "abondance", SearchOptions(mode="bm25", repository="livre"))
     assert after.index[0].vectors is None and "vectors" not in after.index[0].note
 
