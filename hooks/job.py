@@ -16,7 +16,11 @@ running the job again:
 1. Read the tip of the branch *now* (a job names a branch, not a commit) and the
    commit whose rows the database holds (`indexed_commits`). Equal: done. No tip
    (the branch was deleted): drop its rows and its record, done.
-2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`).
+2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`). It
+   loads the rebuilt files' rows as soon as they are cut and their vectors slice by
+   slice as they are computed, each in its own short transaction (the loader's
+   `landing`, hooks.landing): search answers while the book embeds, and a job killed
+   meanwhile resumes from the vectors loaded.
 3. Changes? Commit them on the tip (author Glossator, trailer `Glossator-Job: N`),
    on no branch yet.
 4. In one transaction: reload the rows of the files that differ between the
