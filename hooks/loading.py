@@ -28,6 +28,7 @@ from pygit2.enums import DeltaStatus, DiffFind
 from core.vocabulary import SIDECAR_SUFFIX
 from hooks.gitsource import GitTreeSource, has_commit
 from hooks.job import MAX_PROBLEMS, Loaded, problem_line
+from hooks.landing import RowLanding
 from hooks.progress import JobProgress
 from indexer.corpus.source import FileSource
 from store import commits, removal, segments
@@ -97,8 +98,9 @@ class _FileCount:
 class RowLoader:
     """The rows of the job's branches, through `pool` (hooks.job.Loader)."""
 
-    def __init__(self, pool: ConnectionPool) -> None:
+    def __init__(self, pool: ConnectionPool, vector_slice: int | None = None) -> None:
         self.pool = pool
+        self.vector_slice = vector_slice  # None: the indexer's (indexer.indexing.sidecars.SLICE)
 
     def indexed_state(self, repository: str, branch: str) -> tuple[str | None, list[str]]:
         """The commit the rows equal, and the problems its index left (empty: complete)."""
@@ -186,6 +188,10 @@ class RowLoader:
             deleted=gone,
             progress=files.loaded,
         )
+
+    def landing(self, repository: str, branch: str) -> RowLanding:
+        """The indexer's rows before vectors, onto this pool (hooks.landing)."""
+        return RowLanding(self.pool, repository, branch, self.vector_slice)
 
     def drop_branch(self, repository: str, branch: str) -> list[str]:
         """A deleted branch: drop its rows and its record (store.removal); the files dropped."""

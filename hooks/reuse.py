@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 from array import array
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from hooks.progress import JobProgress
 from indexer.corpus.cache import ContentCache, IndexCaches
@@ -45,7 +45,7 @@ from indexer.providers.summarizers.base import (
 
 if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the server
     from indexer.indexing.pipeline import IndexResult
-    from indexer.indexing.sidecars import Progress
+    from indexer.indexing.sidecars import Landing, Progress
 
 # ~3 KB per 384-dimension vector kept as doubles (exact: sidecars round them
 # themselves): 20,000 are ~60 MB, about ten times the largest push issue 14 saw.
@@ -197,6 +197,7 @@ class IndexFn(Protocol):
         summarizer: Summarizer,
         caches: IndexCaches,
         progress: Progress | None = ...,
+        landing: Landing | None = ...,
     ) -> IndexResult: ...
 
 
@@ -223,16 +224,23 @@ class ReusingIndexer:
         # parsed files, hashes, manifests by blob id: a job re-reads only what changed
         self.caches = IndexCaches()
 
-    def index(self, source: FileSource, *, progress: JobProgress | None) -> IndexResult:
+    def index(
+        self,
+        source: FileSource,
+        *,
+        progress: JobProgress | None,
+        landing: Landing | None = None,
+    ) -> IndexResult:
         index = self.index_fn or pipeline_index()
-        if progress is None:  # the indexer's own default
-            return index(
-                source, embedder=self.embedder, summarizer=self.summarizer, caches=self.caches
-            )
+        extra: dict[str, Any] = {}  # the indexer's own defaults otherwise
+        if progress is not None:
+            extra["progress"] = progress
+        if landing is not None:  # rows before vectors (indexer.indexing.sidecars)
+            extra["landing"] = landing
         return index(
             source,
             embedder=self.embedder,
             summarizer=self.summarizer,
             caches=self.caches,
-            progress=progress,
+            **extra,
         )

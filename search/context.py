@@ -287,6 +287,7 @@ class _Judgement:
     uncertain: bool
     uncertain_from: float | None  # that band's floor (None: no band)
     uncalibrated: str  # why the corpus gate could not be calibrated ("" when it was)
+    embedding: bool = False  # uncertain because a job is still embedding the rows
 
     @property
     def given(self) -> bool:
@@ -332,13 +333,18 @@ def _judge(
         and uncertain_from is not None
         and relevance.score >= uncertain_from
     )
+    # a job is still embedding these rows (issue 41): a low score may only mean the
+    # vectors are not in yet, so the gate cannot say "nothing relevant"
+    embedding = any(f.vectors_incomplete for f in response.index)
+    embedding = embedding and not found_relevant and not uncertain and min_relevance is None
+    uncertain = uncertain or embedding
     if uncertain:
         relevance.verdict = "uncertain"
     elif relevance.threshold is None:
         relevance.verdict = "uncalibrated"
     elif not found_relevant:
         relevance.verdict = "nothing relevant"
-    return _Judgement(relevance, found_relevant, uncertain, uncertain_from, uncalibrated)
+    return _Judgement(relevance, found_relevant, uncertain, uncertain_from, uncalibrated, embedding)
 
 
 def _outcome(
@@ -366,7 +372,14 @@ def _outcome(
             f"(relevance {relevance.score:.3f} < {relevance.threshold or 0:.3f}). Rephrase it, "
             "or browse with outline"
         )
-    if found and judged.uncertain:
+    if found and judged.embedding:
+        found = False
+        message = (
+            f"uncertain: the vectors of this corpus are still being computed, so the "
+            f"question's relevance ({relevance.score:.3f}) cannot be judged yet; these "
+            "passages come from keyword search and the vectors loaded so far"
+        )
+    elif found and judged.uncertain:
         found = False
         message = (
             f"uncertain: the question scores {relevance.score:.3f}, above every everyday "

@@ -15,6 +15,10 @@ indexed commit), `unknown` (no repository or branch to compare with).
 `problems` lists what the last index could not do (a summary not regenerated,
 a file whose rows were refused): the branch is then not fully indexed and the
 note says so, whatever the status.
+
+While a job embeds, its rows are loaded and their vectors land slice by slice
+(store.landing): `vectors` is the share of the branch's vectorized rows that have
+theirs, and the note starts "vectors 40 %, keyword search complete" (issue 41).
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from datetime import datetime
 import psycopg
 
 from search.results import Freshness, FreshnessStatus
-from store import commits
+from store import commits, landing
 from store.tips import tips as recorded_tips
 
 
@@ -42,6 +46,7 @@ def freshness(
         indexed[repository] = (commit_, indexed_at)
         problems[repository] = left
     branches = recorded_tips(conn, names)
+    coverage = landing.coverage_on(conn, branch, names)
     out = []
     for name in names:
         commit, at = indexed.get(name, (None, None))
@@ -67,5 +72,16 @@ def freshness(
         found = problems.get(name, [])
         if found:
             note += f"; not fully indexed: {len(found)} problem(s) (retried), first: {found[0]}"
-        out.append(Freshness(name, branch, status, commit, at_iso, tip, note, found[:10]))
+        share = None
+        if name in coverage:
+            total, missing = coverage[name]
+            share = (total - missing) / total if total else 1.0
+            note = f"{vectors_words(share)}; {note}"
+        out.append(Freshness(name, branch, status, commit, at_iso, tip, note, found[:10], share))
     return out
+
+
+def vectors_words(share: float) -> str:
+    """How a surface says the vectors' coverage: "vectors 40 %, keyword search complete"
+    (floored: 100 % only when every vector is in)."""
+    return f"vectors {int(share * 100)} %, keyword search complete"

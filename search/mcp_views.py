@@ -105,6 +105,7 @@ class LeanIndex(TypedDict):
     status: str
     indexed_commit: NotRequired[str]
     note: NotRequired[str]
+    vectors: NotRequired[float]  # while a job embeds: the share of rows with their vector
 
 
 class LeanGroup(TypedDict):  # the hits under one folder: its path and heading path once
@@ -374,7 +375,8 @@ def index_lines(index: list[Freshness]) -> list[str]:
         line = f"index {f.repository}@{f.branch}: {f.status}"
         if f.indexed_commit:
             line += f" at {f.indexed_commit[:SHORT_COMMIT]}"
-        if (f.status != "current" or f.problems) and f.note:  # problems: not fully indexed
+        # problems: not fully indexed; vectors: a job is embedding
+        if (f.status != "current" or f.problems or f.vectors_incomplete) and f.note:
             line += f" ({f.note})"
         out.append(line)
     return out
@@ -384,8 +386,10 @@ def lean_index(f: Freshness) -> LeanIndex:
     out: LeanIndex = {"repository": f.repository, "branch": f.branch, "status": f.status}
     if f.indexed_commit:
         out["indexed_commit"] = f.indexed_commit[:SHORT_COMMIT]
-    if (f.status != "current" or f.problems) and f.note:
+    if (f.status != "current" or f.problems or f.vectors_incomplete) and f.note:
         out["note"] = f.note
+    if f.vectors is not None:
+        out["vectors"] = round(f.vectors, 3)
     return out
 
 

@@ -148,6 +148,13 @@ class Freshness:
     branch_tip: str | None = None
     note: str = ""
     problems: list[str] = field(default_factory=list)  # the last index's; empty: complete
+    # while a job embeds (its rows loaded before their vectors, issue 41): the share of
+    # the branch's vectorized rows that have their vector, 0 to 1; None: all of them
+    vectors: float | None = None
+
+    @property
+    def vectors_incomplete(self) -> bool:
+        return self.vectors is not None
 
 
 @dataclass

@@ -24,6 +24,8 @@ from typing import Any
 
 from psycopg.types.json import Jsonb
 
+from store import landing
+
 
 def lock_branch(conn: Any, repository: str, branch: str) -> None:
     """Hold the branch's writer lock until the caller's transaction ends (belt and
@@ -61,12 +63,15 @@ def record_indexed(
                          problems = EXCLUDED.problems""",
         (repository, branch, commit, job_id, Jsonb(problems)),
     )
+    # the rows now equal the sidecars, vectors included (store.landing)
+    landing.clear(conn, repository, branch)
 
 
 def forget_indexed(conn: Any, repository: str, branch: str) -> None:
     conn.execute(
         "DELETE FROM indexed_commits WHERE repository = %s AND branch = %s", (repository, branch)
     )
+    landing.clear(conn, repository, branch)
 
 
 def last_index(conn: Any, repository: str, branch: str) -> tuple[int | None, list[str]]:

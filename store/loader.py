@@ -36,12 +36,12 @@ bm25 index, or their tsvectors under a GIN index (store.fts): no term table to f
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from functools import partial
 from typing import Any
 
 import numpy as np
@@ -53,6 +53,7 @@ from indexer.corpus.sidecar_format import Sidecar, loads, validate
 from indexer.corpus.source import FileSource
 from store import catalogue, vectors
 from store.errors import is_outage
+from store.landing import PARTIAL
 
 log = logging.getLogger(__name__)
 
@@ -164,14 +165,19 @@ def sync_files(
     changed: Iterable[str],
     deleted: Iterable[str],
     progress: Progress | None = None,
+    partial: bool = False,
 ) -> LoadResult:
-    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`."""
+    """Replace the rows of `changed` files from their sidecars; drop the rows of `deleted`.
+
+    `partial`: sidecars whose vectors are not all computed yet (a job's rows loaded before
+    its vectors, store.landing): their records say so, and the next load of the file
+    replaces its rows whole, whatever its sidecar."""
     started = time.perf_counter()
     result = LoadResult()
     # other files of the corpus (glossator.toml, images) have no rows: ignored
     changed_md = list(dict.fromkeys(md_path(p) for p in changed if md_path(p).endswith(".md")))
     deleted_md = list(dict.fromkeys(md_path(p) for p in deleted if md_path(p).endswith(".md")))
-    load = _Load(conn, repository, branch, source, result)
+    load = _Load(conn, repository, branch, source, result, partial=partial)
     with conn.transaction():
         for path in deleted_md:
             if _delete_rows(conn, repository, branch, path, load.removed):
@@ -183,9 +189,9 @@ def sync_files(
         batching = sum(p not in stored for p in changed_md) >= BATCH_MIN_FILES
         for path in changed_md:
             if batching and path not in stored:
-                _guarded(load, path, partial(load.queue, path))
+                _guarded(load, path, functools.partial(load.queue, path))
             else:
-                _guarded(load, path, partial(_sync_one, load, path, stored.get(path)))
+                _guarded(load, path, functools.partial(_sync_one, load, path, stored.get(path)))
             if progress:
                 progress(path)
         load.flush()
@@ -198,6 +204,9 @@ def sync_files(
         deltas.add(((c, n, length) for c, (n, length) in load.removed.by_config.items()), sign=-1)
         catalogue.apply(conn, repository, branch, deltas, [*result.loaded, *result.deleted])
         analyze_if_stale(conn, len(result.loaded) + len(result.deleted))
+        for path, rows in load.confirmed:
+            result.loaded.append(path)
+            result.rows += rows
     result.seconds = time.perf_counter() - started
     log.info("%s/%s: %s", repository, branch, result.summary())
     return result
@@ -225,11 +234,15 @@ class _Load:
     branch: str
     source: FileSource
     result: LoadResult
+    partial: bool = False  # sidecars without all their vectors (store.landing.PARTIAL)
     removed: catalogue.Deltas = field(default_factory=catalogue.Deltas)
     new_models: list[tuple[str, int]] = field(default_factory=list)
     vector_rows: dict[str, int] = field(default_factory=dict)  # rows loaded with each model
     pending: list[tuple[str, str, Sidecar]] = field(default_factory=list)
     pending_rows: int = 0
+    # files loaded before their vectors whose rows turned out equal to their sidecar:
+    # only their record changed (`_confirm`); loaded, but nothing for the catalogue
+    confirmed: list[tuple[str, int]] = field(default_factory=list)
 
     def loaded(self, path: str, sidecar: Sidecar, rows: int, new_model: bool) -> None:
         m = sidecar.manifest
@@ -242,7 +255,7 @@ class _Load:
 
     def queue(self, path: str) -> None:
         """A new file's sidecar read and checked, its rows left for the next batch."""
-        read = _read_sidecar(self.source, path)
+        read = _read_sidecar(self.source, path, self.partial)
         if read is None:
             return
         self.pending.append((path, *read))
@@ -260,7 +273,7 @@ class _Load:
         except (psycopg.Error, CorpusError) as e:
             log.info("a batch of %d files failed (%s), loading them one by one", len(batch), e)
             for path, _, _ in batch:
-                _guarded(self, path, partial(_sync_one, self, path, None))
+                _guarded(self, path, functools.partial(_sync_one, self, path, None))
             return
         for (path, _, sidecar), new_model in zip(batch, news, strict=True):
             self.loaded(path, sidecar, len(sidecar.chunks), new_model)
@@ -293,9 +306,11 @@ def _guarded(load: _Load, path: str, work: Callable[[], None]) -> None:
         log.info("not loaded, previous rows kept: %s: %s", path, message)
 
 
-def _read_sidecar(source: FileSource, path: str) -> tuple[str, Sidecar] | None:
+def _read_sidecar(
+    source: FileSource, path: str, partial: bool = False
+) -> tuple[str, Sidecar] | None:
     """The file's sidecar (its digest, parsed and checked); None when both it and its `.md`
-    are gone (a deletion)."""
+    are gone (a deletion). `partial`: the digest marked, so that no sidecar equals it."""
     side = sidecar_path(path)
     if not source.exists(side):
         if not source.exists(path):
@@ -303,8 +318,9 @@ def _read_sidecar(source: FileSource, path: str) -> tuple[str, Sidecar] | None:
         raise CorpusError(side, "sidecar is missing: run `glossator index` to generate it")
     data = source.read(side)
     sidecar = loads(side, data)
-    _check(side, path, sidecar, source)
-    return sidecar_digest(data), sidecar
+    _check(side, path, sidecar, source, partial)
+    digest = sidecar_digest(data)
+    return (PARTIAL + digest if partial else digest), sidecar
 
 
 def _copy_batch(load: _Load, batch: list[tuple[str, str, Sidecar]]) -> list[bool]:
@@ -349,7 +365,7 @@ def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
     conn, repository, branch = load.conn, load.repository, load.branch
     # what this file's DELETE drops counts once its savepoint holds
     dropped = catalogue.Deltas()
-    read = _read_sidecar(load.source, path)
+    read = _read_sidecar(load.source, path, load.partial)
     if read is None:  # both gone: the file was deleted
         if stored is not None:
             with conn.transaction():
@@ -367,6 +383,16 @@ def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
         and stored.rows == m.chunk_count
     ):
         load.result.skipped.append(path)
+        return
+    if (
+        stored is not None
+        and stored.sidecar_hash.startswith(PARTIAL)
+        and not load.partial
+        and stored.source_file_hash == m.source_file_hash
+        and stored.embedding_model == m.embedding_model
+        and stored.rows == len(sidecar.chunks)
+        and _confirm(load, path, digest, sidecar)
+    ):
         return
     new_model = False
     with conn.transaction():  # a savepoint: on any error this file keeps its previous rows
@@ -389,8 +415,61 @@ def _sync_one(load: _Load, path: str, stored: _Stored | None) -> None:
     load.loaded(path, sidecar, rows, new_model)
 
 
-def _check(side: str, path: str, sidecar: Sidecar, source: FileSource) -> None:
-    validate(side, sidecar)
+def _confirm(load: _Load, path: str, digest: str, sidecar: Sidecar) -> bool:
+    """A file loaded before its vectors (store.landing) whose rows now hold exactly its
+    sidecar's chunks, texts and vectors (as float4: the sidecar's rounding, which the
+    landed vectors have): its record takes the sidecar's digest, and its rows stay —
+    the second write of every row and of its vector into the indexes is saved. False
+    when anything differs: the file is loaded whole, as any other."""
+    conn = load.conn
+    rows = conn.execute(
+        "SELECT chunk_index, content, content_token_count, heading_path, parent_source_file,"
+        " level, node_type, work, lang, line_start, line_end, embedding_model,"
+        " embedding::real[] FROM hierarchical_content_nodes"
+        " WHERE repository = %s AND branch = %s AND source_file = %s ORDER BY chunk_index",
+        (load.repository, load.branch, path),
+    ).fetchall()
+    m = sidecar.manifest
+    work, lang = work_of(path, sidecar), str(m.extra.get("lang") or "fr")
+    if len(rows) != len(sidecar.chunks):
+        return False
+    for row, c in zip(rows, sidecar.chunks, strict=True):
+        *columns, vector = row
+        model = m.embedding_model if c.embedding is not None else None
+        if tuple(columns) != (
+            c.chunk_index,
+            c.text,
+            c.content_token_count,
+            m.heading_path,
+            m.parent_source_file,
+            m.level,
+            m.node_type,
+            work,
+            lang,
+            c.line_start,
+            c.line_end,
+            model,
+        ):
+            return False
+        if (vector is None) != (c.embedding is None):
+            return False
+        if vector is not None and not np.array_equal(
+            np.asarray(vector, dtype=np.float32), np.asarray(c.embedding, dtype=np.float32)
+        ):
+            return False
+    conn.execute(
+        "UPDATE loaded_files SET sidecar_hash = %s, loaded_at = now()"
+        " WHERE repository = %s AND branch = %s AND source_file = %s",
+        (digest, load.repository, load.branch, path),
+    )
+    load.confirmed.append((path, len(rows)))
+    return True
+
+
+def _check(
+    side: str, path: str, sidecar: Sidecar, source: FileSource, partial: bool = False
+) -> None:
+    validate(side, sidecar, partial)
     m = sidecar.manifest
     if m.source_file != path:
         raise CorpusError(

@@ -256,6 +256,15 @@ CREATE TABLE search_calibrations (
     CONSTRAINT search_calibrations_pkey PRIMARY KEY (model, branch, repository, work, languages)
 );
 
+CREATE TABLE vector_coverage (
+    repository text NOT NULL,
+    branch text NOT NULL,
+    total integer NOT NULL,
+    missing integer NOT NULL,
+    updated_at timestamp with time zone DEFAULT now() NOT NULL,
+    CONSTRAINT vector_coverage_pkey PRIMARY KEY (repository, branch)
+);
+
 CREATE TABLE vector_indexes (
     embedding_model text NOT NULL,
     dimension integer NOT NULL,

