@@ -4,7 +4,8 @@ An agent that quotes a passage should know whether the book changed after the
 index was built. The worker records the commit whose sidecars a branch's rows
 equal (`indexed_commits`); the server records each branch's tip as pushed
 (`branch_tips`: the post-receive hook, the worker's commit-back, reconciliation
-at start; `store.tips`). Both are read here, two small queries: search never opens
+at start; `store.tips`). Both are read here, with the vectors' coverage while a job
+embeds, in two small queries: search never opens
 git. A repository with no recorded tip is not on this server (rows loaded with
 `glossator load`, or a database shared with another server): its status says
 so ("unknown") rather than guessing.
@@ -29,7 +30,7 @@ from datetime import datetime
 import psycopg
 
 from search.results import Freshness, FreshnessStatus
-from store import commits, landing
+from store import commits
 from store.tips import tips as recorded_tips
 
 
@@ -42,11 +43,14 @@ def freshness(
         return []
     indexed: dict[str, tuple[str | None, datetime | None]] = {}
     problems: dict[str, list[str]] = {}
-    for repository, commit_, indexed_at, left in commits.indexed_on(conn, branch, names):
-        indexed[repository] = (commit_, indexed_at)
+    coverage: dict[str, tuple[int, int]] = {}
+    for repository, commit_, at, left, vectors in commits.indexed_on(conn, branch, names):
+        if commit_ is not None:
+            indexed[repository] = (commit_, at)
         problems[repository] = left
+        if vectors is not None:
+            coverage[repository] = vectors
     branches = recorded_tips(conn, names)
-    coverage = landing.coverage_on(conn, branch, names)
     out = []
     for name in names:
         commit, at = indexed.get(name, (None, None))

@@ -108,15 +108,24 @@ def indexed_list(conn: Any) -> list[tuple[str, str, str, datetime]]:
 
 def indexed_on(
     conn: Any, branch: str, repositories: Sequence[str]
-) -> list[tuple[str, str, datetime, list[str]]]:
-    """(repository, commit, indexed_at, problems) of `branch` in each of `repositories`
-    that has it indexed."""
+) -> list[tuple[str, str | None, datetime | None, list[str], tuple[int, int] | None]]:
+    """(repository, commit, indexed_at, problems, vectors) of `branch` in each of
+    `repositories` that has it indexed or a job embedding on it; `vectors` is (vectorized
+    rows, of which without their vector yet) while a job embeds (store.landing), else None.
+    One statement: a search's freshness is one round trip."""
     rows = conn.execute(
-        "SELECT repository, commit, indexed_at, problems FROM indexed_commits "
-        "WHERE branch = %s AND repository = ANY(%s)",
-        (branch, list(repositories)),
+        "SELECT coalesce(i.repository, c.repository), i.commit, i.indexed_at, i.problems,"
+        " c.total, c.missing"
+        " FROM (SELECT * FROM indexed_commits WHERE branch = %(b)s"
+        "       AND repository = ANY(%(r)s)) AS i"
+        " FULL JOIN (SELECT * FROM vector_coverage WHERE branch = %(b)s"
+        "       AND repository = ANY(%(r)s)) AS c USING (repository)",
+        {"b": branch, "r": list(repositories)},
     ).fetchall()
-    return [(r[0], r[1], r[2], list(r[3] or [])) for r in rows]
+    return [
+        (r[0], r[1], r[2], list(r[3] or []), (r[4], r[5]) if r[4] is not None else None)
+        for r in rows
+    ]
 
 
 def indexed_of(conn: Any, pairs: Sequence[tuple[str, str]]) -> list[tuple[str, str, str, str]]:

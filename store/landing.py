@@ -3,7 +3,6 @@
     start(conn, "livre", "main", missing=1800)          # after the job's rows: the coverage
     land(conn, "livre", "main", model, slots)           # a slice of vectors, its own transaction
     loaded_vectors(conn, "livre", "main", files, model) # a resumed job: what landed before
-    coverage_on(conn, "main", ["livre"])                # for search.freshness
     clear(conn, "livre", "main")                        # the final load: rows = sidecars
 
 A job loads a rebuilt file's rows before it embeds them (`store.loader.sync_files(…,
@@ -97,19 +96,6 @@ def loaded_vectors(
     ).fetchall()
     # real[]: float4 values of the sidecar's rounded vector (`land`)
     return [(f, level, path, text, list(v)) for f, level, path, text, v in rows]
-
-
-def coverage_on(conn: Any, branch: str, repositories: Sequence[str]) -> dict[str, tuple[int, int]]:
-    """repository → (vectorized rows, of which without their vector yet), for the
-    repositories of `branch` whose job is still embedding."""
-    return {
-        r: (total, missing)
-        for r, total, missing in conn.execute(
-            "SELECT repository, total, missing FROM vector_coverage"
-            " WHERE branch = %s AND repository = ANY(%s)",
-            (branch, list(repositories)),
-        ).fetchall()
-    }
 
 
 def clear(conn: Any, repository: str, branch: str) -> None:
