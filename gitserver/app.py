@@ -199,7 +199,13 @@ class GitServer:
             return PlainTextResponse(f"{e}\n", e.status, headers={"Connection": "close"})
         if marker is not None and body is not None:
             refs = backend.pushed_refs(body, request.headers.get("content-encoding"))
-            if refs:
+            if refs == []:
+                # no command, so no ref moves (git's probe before a large pack): not a push
+                # under way, nor, once ended, a refused one that holds the next push's
+                # answer for QUIET_S (hooks.receiving; it cost every push over 1 MiB 5 s)
+                marker.remove()
+                marker = None
+            elif refs:
                 marker.name_refs(refs)
         client = request.client.host if request.client else None
         cgi = backend.CgiRequest(
