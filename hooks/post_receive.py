@@ -17,6 +17,7 @@ job) from GLOSSATOR_HOOK_URL, which the server sets per request.
 from __future__ import annotations
 
 import contextlib
+import io
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -101,28 +102,41 @@ def _queue(
     head: str | None,
     out: TextIO,
 ) -> None:
-    if head is not None:
-        # on failure the queueing below says whether the database answers; reconciliation
-        # records HEAD at the server's next start
-        with contextlib.suppress(Exception):
-            record_heads(conn, {repository: head})
-    for branch in branches:
-        _say_problems(conn, repository, branch, out)
-        try:
-            # the tip first (search's freshness reads it), so that a commit-back finds it
-            record_tip(conn, repository, branch, tips[branch])
-            queued = queue_on(conn, repository, branch)
-        except Exception as e:
+    """Everything in one transaction (one commit to flush, the jobs visible with their
+    tips), each step in a savepoint of its own so that one failing spares the others;
+    the lines are printed once it is committed."""
+    said = io.StringIO()
+    try:
+        with conn.transaction():
+            if head is not None:
+                # on failure the queueing below says whether the database answers;
+                # reconciliation records HEAD at the server's next start
+                with contextlib.suppress(Exception), conn.transaction():
+                    record_heads(conn, {repository: head})
+            for branch in branches:
+                _say_problems(conn, repository, branch, said)
+                try:
+                    with conn.transaction():
+                        # the tip with its job (search's freshness reads it): a
+                        # commit-back always finds it
+                        record_tip(conn, repository, branch, tips[branch])
+                        job = queue_on(conn, repository, branch)
+                except Exception as e:
+                    _not_queued(branch, e, said)
+                    continue
+                if job.coalesced:
+                    print(
+                        f"glossator: indexing queued (job {job.job_id}): {branch} already "
+                        "waits and will index this push too",
+                        file=said,
+                    )
+                else:
+                    print(f"glossator: indexing queued (job {job.job_id}) for {branch}", file=said)
+    except Exception as e:  # the commit itself failed: nothing of it holds
+        for branch in branches:
             _not_queued(branch, e, out)
-            continue
-        if queued.coalesced:
-            print(
-                f"glossator: indexing queued (job {queued.job_id}): {branch} already waits "
-                "and will index this push too",
-                file=out,
-            )
-        else:
-            print(f"glossator: indexing queued (job {queued.job_id}) for {branch}", file=out)
+        return
+    out.write(said.getvalue())
 
 
 def _not_queued(branch: str, e: Exception, out: TextIO) -> None:
@@ -167,7 +181,8 @@ SHOWN_PROBLEMS = 5  # remote: lines per branch; `glossator status` lists the res
 def _say_problems(conn: psycopg.Connection, repository: str, branch: str, out: TextIO) -> None:
     """What the last index of `branch` could not do: the pusher may be the one to fix it."""
     try:
-        job_id, problems = last_index(conn, repository, branch)
+        with conn.transaction():  # a savepoint: a failure leaves the hook's transaction usable
+            job_id, problems = last_index(conn, repository, branch)
     except Exception:
         return  # the queueing below says whether the database answers
     if not problems:
