@@ -102,8 +102,9 @@ def _post(host: str, port: int, path: str, body: str, token: str) -> tuple[int, 
     import socket
 
     data = body.encode()
+    authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # an IPv6 address
     head = (
-        f"POST {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
+        f"POST {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n"
         f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
         "Connection: close\r\n\r\n"
     )
