@@ -18,7 +18,6 @@ so this module stays testable with no database.
 from __future__ import annotations
 
 import asyncio
-import io
 import logging
 import secrets
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -45,14 +44,7 @@ from gitserver.auth import (
     required_access,
     token_matches,
 )
-from gitserver.boundary import (
-    CALLBACK_PATH,
-    HOOK_PATHS,
-    PRE_RECEIVE_PATH,
-    Boundary,
-    PageRefusal,
-    Sessions,
-)
+from gitserver.boundary import CALLBACK_PATH, Boundary, PageRefusal, Sessions
 from gitserver.errors import BadRequest, BodyTooLarge, GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
 from hooks import receiving
@@ -207,13 +199,7 @@ class GitServer:
             return PlainTextResponse(f"{e}\n", e.status, headers={"Connection": "close"})
         if marker is not None and body is not None:
             refs = backend.pushed_refs(body, request.headers.get("content-encoding"))
-            if refs == []:
-                # no command, so no ref moves (git's probe before a large pack): not a push
-                # under way, nor, once ended, a refused one that holds the next push's
-                # answer for QUIET_S (hooks.receiving; it cost every push over 1 MiB 5 s)
-                marker.remove()
-                marker = None
-            elif refs:
+            if refs:
                 marker.name_refs(refs)
         client = request.client.host if request.client else None
         cgi = backend.CgiRequest(
@@ -261,35 +247,6 @@ class GitServer:
         output = await self.post_receive(name, updates, url)
         await self._let_other_writers_in(name, updates)
         return JSONResponse({"output": output})
-
-    async def hook_pre_receive(self, request: Request) -> Response:
-        """The pre-receive check of a push this server runs (hooks.pre_receive), here on the
-        server's warm imports, so that the hook git starts imports the standard library
-        only (glossator.githooks): {"status": the hook's exit status, "output": its lines}."""
-        token = bearer_token(request.headers)
-        if self.post_receive is None or not token or not token_matches(token, (self.hook_token,)):
-            return PlainTextResponse("not found\n", status_code=404)
-        try:
-            data = await request.json()
-            name, updates = str(data["repository"]), str(data["updates"])
-            quarantine = str(data.get("quarantine") or "")
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": "repository and updates required"}, 400)
-        if not self.store.exists(name):
-            # a repository renamed aside by `glossator repo delete` has no name served
-            return JSONResponse(
-                {"status": 1, "output": receiving.DELETING_LINE.format(name=name) + "\n"}
-            )
-        git_dir = self.store.path(name)
-        if quarantine and not Path(quarantine).resolve().is_relative_to(git_dir / "objects"):
-            return JSONResponse({"error": "the quarantine is not the repository's"}, 400)
-        from hooks import pre_receive  # pygit2 and the corpus rules: loaded on the first push
-
-        out = io.StringIO()
-        status = await asyncio.to_thread(
-            pre_receive.main, str(git_dir), quarantine or None, io.StringIO(updates), out
-        )
-        return JSONResponse({"status": status, "output": out.getvalue()})
 
     async def _let_other_writers_in(self, name: str, updates: str) -> None:
         """Answer a push that landed only once the pushes to its branch that its landing
@@ -420,7 +377,6 @@ def create_app(
         Route("/api/repos", server.create_repo, methods=["POST"]),
         Route("/api/repos", server.list_repos, methods=["GET"]),
         Route(CALLBACK_PATH, server.hook_post_receive, methods=["POST"]),
-        Route(PRE_RECEIVE_PATH, server.hook_pre_receive, methods=["POST"]),
         *extra_routes,
         GitRoute("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
     ]
@@ -440,4 +396,4 @@ def create_app(
     return app
 
 
-__all__ = ["HOOK_PATHS", "GitServer", "RepositoryNameError", "create_app"]
+__all__ = ["GitServer", "RepositoryNameError", "create_app"]

@@ -17,24 +17,17 @@ job) from GLOSSATOR_HOOK_URL, which the server sets per request.
 from __future__ import annotations
 
 import contextlib
-import io
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-import psycopg
-
 from hooks.heads import settle_head
-from hooks.queue import queue_on
+from hooks.queue import defer_sync, last_problems, record_pushed_head, record_pushed_tip
 from hooks.refupdates import parse_updates
-from store.commits import last_index
 from store.errors import describe_failure
-from store.tips import record_heads, record_tip
 
 SUFFIX = ".git"  # gitserver.repos.SUFFIX, not imported: it would load pygit2 on every push
-# A database that does not answer is said at once; the push has landed whatever happens.
-CONNECT_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
@@ -82,73 +75,32 @@ def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdou
         )
         return 0
     base = config.server_url.rstrip("/")
-    try:
-        # one connection for all of it (issue 41: each one is a server process to start)
-        conn = psycopg.connect(url, autocommit=True, connect_timeout=CONNECT_TIMEOUT_S)
-    except Exception as e:
-        for branch in branches:
-            _not_queued(branch, e, out)
-        return _follow(base, repository, out)
-    with conn:
-        _queue(conn, repository, branches, tips, head, out)
-    return _follow(base, repository, out)
-
-
-def _queue(
-    conn: psycopg.Connection,
-    repository: str,
-    branches: list[str],
-    tips: dict[str, str],
-    head: str | None,
-    out: TextIO,
-) -> None:
-    """Everything in one transaction (one commit to flush, the jobs visible with their
-    tips), each step in a savepoint of its own so that one failing spares the others;
-    the lines are printed once it is committed."""
-    said = io.StringIO()
-    try:
-        with conn.transaction():
-            if head is not None:
-                # on failure the queueing below says whether the database answers;
-                # reconciliation records HEAD at the server's next start
-                with contextlib.suppress(Exception), conn.transaction():
-                    record_heads(conn, {repository: head})
-            for branch in branches:
-                _say_problems(conn, repository, branch, said)
-                try:
-                    with conn.transaction():
-                        # the tip with its job (search's freshness reads it): a
-                        # commit-back always finds it
-                        record_tip(conn, repository, branch, tips[branch])
-                        job = queue_on(conn, repository, branch)
-                except Exception as e:
-                    _not_queued(branch, e, said)
-                    continue
-                if job.coalesced:
-                    print(
-                        f"glossator: indexing queued (job {job.job_id}): {branch} already "
-                        "waits and will index this push too",
-                        file=said,
-                    )
-                else:
-                    print(f"glossator: indexing queued (job {job.job_id}) for {branch}", file=said)
-    except Exception as e:  # the commit itself failed: nothing of it holds
-        for branch in branches:
-            _not_queued(branch, e, out)
-        return
-    out.write(said.getvalue())
-
-
-def _not_queued(branch: str, e: Exception, out: TextIO) -> None:
-    # One line of ours, never the driver's message: it may quote the URL.
-    print(
-        f"glossator: indexing of {branch} not queued: {describe_failure(e)}; "
-        "the server queues it by itself within 5 minutes once the database is back",
-        file=out,
-    )
-
-
-def _follow(base: str, repository: str, out: TextIO) -> int:
+    if head is not None:
+        # on failure the queueing below says whether the database answers; reconciliation
+        # records HEAD at the server's next start
+        with contextlib.suppress(Exception):
+            record_pushed_head(url, repository, head)
+    for branch in branches:
+        _say_problems(url, repository, branch, out)
+        try:
+            record_pushed_tip(url, repository, branch, tips[branch])
+            queued = defer_sync(url, repository, branch)
+        except Exception as e:
+            # One line of ours, never the driver's message: it may quote the URL.
+            print(
+                f"glossator: indexing of {branch} not queued: {describe_failure(e)}; "
+                "the server queues it by itself within 5 minutes once the database is back",
+                file=out,
+            )
+            continue
+        if queued.coalesced:
+            print(
+                f"glossator: indexing queued (job {queued.job_id}): {branch} already waits "
+                "and will index this push too",
+                file=out,
+            )
+        else:
+            print(f"glossator: indexing queued (job {queued.job_id}) for {branch}", file=out)
     follow = f"GET {base}/api/jobs?repository={repository}" if base else "GET /api/jobs"
     print(f"glossator: follow it with `glossator status --follow` or {follow}", file=out)
     out.flush()
@@ -178,11 +130,10 @@ def _settle_head(config: PostReceive, created: list[str], out: TextIO) -> str | 
 SHOWN_PROBLEMS = 5  # remote: lines per branch; `glossator status` lists the rest
 
 
-def _say_problems(conn: psycopg.Connection, repository: str, branch: str, out: TextIO) -> None:
+def _say_problems(url: str, repository: str, branch: str, out: TextIO) -> None:
     """What the last index of `branch` could not do: the pusher may be the one to fix it."""
     try:
-        with conn.transaction():  # a savepoint: a failure leaves the hook's transaction usable
-            job_id, problems = last_index(conn, repository, branch)
+        job_id, problems = last_problems(url, repository, branch)
     except Exception:
         return  # the queueing below says whether the database answers
     if not problems:

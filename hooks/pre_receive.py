@@ -7,10 +7,7 @@ pushed tree alone decides is refused here, with its reason on a `remote:` line,
 rather than accepted and then reported by a job that can only fail the same way
 at every retry (issue 23):
 
-- the whole tree, from names and modes only (no file is read), when the push adds,
-  deletes or renames a path, changes a mode or the policy file, or makes a new
-  branch (a push that only edits files keeps the answer of the tip it builds on:
-  `names_changed`; issue 41, a push costs what its change costs): a `corpus/`
+- the whole tree, from names and modes only (no file is read): a `corpus/`
   folder; no symbolic link and no submodule under it (git keeps a link as a link:
   the indexer does not follow it, and a submodule's files are not in this
   repository); no two paths equal under Unicode NFC (`e\u0301` and `é` look the
@@ -63,37 +60,16 @@ def open_repository(git_dir: str, quarantine: str | None = None) -> pygit2.Repos
     return repo
 
 
-def pushed_diff(repo: pygit2.Repository, old: str, new: str) -> pygit2.Diff | None:
-    """old..new, tree to tree (pygit2 skips every subtree whose id did not change: the
-    cost follows the change, not the corpus); None for a new branch, or an old commit
-    this repository does not have: then every file is new."""
-    if old == ZERO or old not in repo:
-        return None
-    return repo[old].peel(pygit2.Commit).tree.diff_to_tree(repo[new].peel(pygit2.Commit).tree)
-
-
-def names_changed(diff: pygit2.Diff | None) -> bool:
-    """Whether the push may change what the tree checks decide: a path added, deleted
-    or renamed, a mode changed (a link, a submodule), or the policy file touched. Those
-    checks read names and modes only, so a push that only edits files keeps their answer
-    of the tip it builds on (which was checked when it was pushed)."""
-    if diff is None:
-        return True
-    for delta in diff.deltas:
-        if delta.status_char() != "M" or delta.old_file.mode != delta.new_file.mode:
-            return True
-        if delta.new_file.path == POLICY_FILE:
-            return True
-    return False
-
-
 def changed_markdown(
-    repo: pygit2.Repository, diff: pygit2.Diff | None, new: str, prompts_dir: str = ""
+    repo: pygit2.Repository, old: str, new: str, prompts_dir: str = ""
 ) -> Iterator[tuple[str, bytes]]:
-    """(path, content) of each .md file added or modified by `diff` (pushed_diff; None:
-    every file of `new`), under corpus/ or under `prompts_dir`."""
-    if diff is None:  # a new branch: every file is new
-        diff = repo[new].peel(pygit2.Commit).tree.diff_to_tree(swap=True)
+    """(path, content) of each .md file added or modified between old and new, under
+    corpus/ or under `prompts_dir`."""
+    new_tree = repo[new].peel(pygit2.Commit).tree
+    if old == ZERO or old not in repo:  # a new branch: every file is new
+        diff = new_tree.diff_to_tree(swap=True)
+    else:
+        diff = repo[old].peel(pygit2.Commit).tree.diff_to_tree(new_tree)
     roots = tuple(d.strip("/") + "/" for d in (CORPUS_DIR, prompts_dir) if d.strip("/"))
     for delta in diff.deltas:
         path = delta.new_file.path
@@ -207,14 +183,12 @@ def check_updates(
     for old, new, ref in updates:
         if new == ZERO or not ref.startswith("refs/heads/"):
             continue
-        diff = pushed_diff(repo, old, new)
-        if names_changed(diff):
-            for found in check_tree(repo, new):
-                if (found.path, found.message) not in seen:
-                    seen.add((found.path, found.message))
-                    problems.append(found)
+        for found in check_tree(repo, new):
+            if (found.path, found.message) not in seen:
+                seen.add((found.path, found.message))
+                problems.append(found)
         policy, _ = read_policy(repo, repo[new].peel(pygit2.Commit).tree)
-        for path, data in changed_markdown(repo, diff, new, policy.prompts_dir):
+        for path, data in changed_markdown(repo, old, new, policy.prompts_dir):
             problem = check_file(path, data)
             if problem is not None and (path, problem.message) not in seen:
                 seen.add((path, problem.message))

@@ -10,8 +10,7 @@ runs. Two procrastinate locks give DESIGN §1's semantics:
   run queues one more job, which starts when the running one ends.
 
 Retries are ours, not procrastinate's (hooks.retries says why): a failed job's
-follow-up is a *new* job, `defer_sync(…, failures=n, delay_s=…)`; a push's is
-`queue_on(conn, …)`, on the post-receive hook's one connection; when another job
+follow-up is a *new* job, `defer_sync(…, failures=n, delay_s=…)`; when another job
 already waits, `AlreadyEnqueued` means that job is the follow-up, and a push brings
 a waiting retry forward and resets its count. Every attempt is also recorded in
 `glossator_job_runs` (hooks.runs: status, error, duration, what it did), because
@@ -35,8 +34,9 @@ import procrastinate
 import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
 
-from store import jobqueue, jobs
+from store import commits, jobqueue, jobs
 from store.jobqueue import ensure_schema as ensure_schema  # its callers import it from here
+from store.tips import record_heads, record_tip
 
 TASK_NAME = "glossator.index_branch"
 QUEUE = "indexing"
@@ -52,6 +52,21 @@ class Enqueued:
     coalesced: bool  # True: a waiting job already covers this push
 
 
+def record_pushed_tip(conninfo: str, repository: str, branch: str, commit: str) -> None:
+    """The post-receive hook's record of the tip a push left (git's zeros: deleted), which
+    search's freshness reads (store.tips); before the job is queued, so that a
+    commit-back always finds it."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        record_tip(conn, repository, branch, commit)
+
+
+def record_pushed_head(conninfo: str, repository: str, branch: str) -> None:
+    """The post-receive hook's record of the branch HEAD names (the repository's default
+    branch, which search reads when no branch is asked: store.tips.default_branches)."""
+    with psycopg.connect(conninfo, autocommit=True) as conn:
+        record_heads(conn, {repository: branch})
+
+
 def defer_sync(
     conninfo: str,
     repository: str,
@@ -60,41 +75,38 @@ def defer_sync(
     failures: int = 0,
     delay_s: float = 0.0,
 ) -> Enqueued:
-    """Queue indexing of `repository`/`branch` from a synchronous caller (a job's
-    follow-up, a test) on a connection of its own; `queue_on` says the rest."""
-    # connect_timeout: a database that does not answer is said at once (a job that met
-    # an outage queues its follow-up before it can end)
-    with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-        return queue_on(conn, repository, branch, failures=failures, delay_s=delay_s)
-
-
-def queue_on(
-    conn: psycopg.Connection,
-    repository: str,
-    branch: str,
-    *,
-    failures: int = 0,
-    delay_s: float = 0.0,
-) -> Enqueued:
-    """Queue indexing of `repository`/`branch` on the caller's connection (the
-    post-receive hook's one connection: store.jobqueue.defer says why no App).
+    """Queue indexing of `repository`/`branch` from a synchronous caller (the hook, a job).
 
     `failures`/`delay_s`: a follow-up after failed attempts, run `delay_s` from now.
     When a job already waits it covers this request; a push (`delay_s` 0) moves a
     delayed one to now."""
+    # A database that does not answer is said at once: procrastinate's pool waits 30 s
+    # for its first connections (not configurable), which a job that met an outage
+    # spent queueing its follow-up before it could end
+    psycopg.connect(conninfo, autocommit=True, connect_timeout=10).close()
+    app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))
     name = lock_name(repository, branch)
     args: dict[str, Any] = {"repository": repository, "branch": branch}
     if failures:
         args["failures"] = failures
-    job_id = jobqueue.defer(
-        conn, TASK_NAME, queue=QUEUE, lock=name, queueing_lock=name, args=args, delay_s=delay_s
-    )
-    if job_id is not None:
-        return Enqueued(job_id, False)
-    if delay_s <= 0 and not failures:
-        # a push: new input deserves a try now, and a fresh count of retries
-        jobqueue.bring_forward(conn, name)
-    return Enqueued(jobqueue.waiting_job(conn, name), True)
+    with app.open():
+        try:
+            task = app.configure_task(
+                TASK_NAME,
+                queue=QUEUE,
+                lock=name,
+                queueing_lock=name,
+                schedule_in={"seconds": delay_s} if delay_s > 0 else None,
+            )
+            return Enqueued(task.defer(**args), False)
+        except AlreadyEnqueued:
+            pass
+        if delay_s <= 0 and not failures:
+            # a push: new input deserves a try now, and a fresh count of retries
+            with psycopg.connect(conninfo, autocommit=True) as conn:
+                jobqueue.bring_forward(conn, name)
+        waiting = app.job_manager.list_jobs(queueing_lock=name, status="todo")
+    return Enqueued(max((job.id for job in waiting if job.id is not None), default=0), True)
 
 
 async def defer_async(app: procrastinate.App, repository: str, branch: str) -> Enqueued | None:
@@ -107,6 +119,12 @@ async def defer_async(app: procrastinate.App, repository: str, branch: str) -> E
     except AlreadyEnqueued:
         return None
     return Enqueued(job_id, False)
+
+
+def last_problems(conninfo: str, repository: str, branch: str) -> tuple[int | None, list[str]]:
+    """(job id, problems) of the last index of a branch (indexed_commits)."""
+    with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+        return commits.last_index(conn, repository, branch)
 
 
 def failing_branches(

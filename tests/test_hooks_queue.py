@@ -207,38 +207,3 @@ def test_pre_receive_refuses_a_push_to_a_repository_being_deleted_or_when_it_cra
     said = out.getvalue()
     assert said.startswith("glossator: the push check failed (") and "push refused" in said
     assert said.count("\n") == 1
-
-
-def test_pre_receive_reads_what_the_push_changed(tmp_path: Path) -> None:
-    """An edit of files is checked file by file; the tree's name checks run again only
-    when a path or a mode or the policy changes (hooks.pre_receive.names_changed). A tip
-    with a layout problem (pushed before a rule existed) shows which ran."""
-    import pygit2
-
-    from tests.gitserver_support import commit_all, git, init_work, write_files
-
-    piece = "---\ntitle: P\n---\n\nPièce.\n"
-    work = init_work(
-        tmp_path / "w",
-        {"corpus/w/p/source.md": piece, "corpus/w/p/c/source.md": piece},  # piece and part
-    )
-    repo = pygit2.Repository(str(work))
-    base = git("rev-parse", "HEAD", cwd=work).stdout.strip()
-    layout = [p.path for p in pre_receive.check_updates(repo, [("0" * 40, base, "refs/heads/m")])]
-    assert layout == ["corpus/w/p"]  # the whole tree's names were checked
-
-    def pushed(files: dict[str, str]) -> tuple[bool, list[str]]:
-        write_files(work, files)
-        tip = commit_all(work, "edit")
-        found = pre_receive.check_updates(repo, [(base, tip, "refs/heads/m")])
-        names = pre_receive.names_changed(pre_receive.pushed_diff(repo, base, tip))
-        git("reset", "-q", "--hard", base, cwd=work)
-        return names, [p.path for p in found]
-
-    # an edit: only the edited file is read, and a bad one is refused
-    assert pushed({"corpus/w/p/c/source.md": piece + "Plus.\n"}) == (False, [])
-    bad = pushed({"corpus/w/p/c/source.md": "---\ntitle: [\n---\n\nTexte.\n"})
-    assert bad == (False, ["corpus/w/p/c/source.md"])
-    # a new path, or the policy: the tree's checks run again
-    assert pushed({"corpus/w/p/d/source.md": piece}) == (True, ["corpus/w/p"])
-    assert pushed({"glossator.toml": "[summaries]\n"}) == (True, ["corpus/w/p"])
