@@ -20,7 +20,6 @@ import psycopg
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
-from psycopg import sql
 
 from tests.gitserver_support import ServeProcess, git
 from tests.plugins.serve import TOKEN, server_env
@@ -62,20 +61,11 @@ def glossator(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Complete
 @pytest.fixture(scope="module")
 def module_db(pg_server) -> Iterator[str]:
     """A database of the module's own, from the test template (tests/plugins/db.py)."""
-    name = f"glossator_access_{os.getpid()}"
-    with psycopg.connect(pg_server.conninfo, autocommit=True) as c:
-        c.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
-                sql.Identifier(name), sql.Identifier(pg_server.template)
-            )
-        )
+    name = pg_server.create_database()
     try:
         yield pg_server.url(name)
     finally:
-        with psycopg.connect(pg_server.conninfo, autocommit=True) as c:
-            c.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+        pg_server.drop_database(name)
 
 
 @pytest.fixture(scope="module")

@@ -197,20 +197,11 @@ def _with_template(admin: str, *, embedded: bool, backend: str) -> Iterator[PgSe
 
 @pytest.fixture
 def db_url(pg_server: PgServer) -> Iterator[str]:
-    name = f"glossator_test_{os.getpid()}_{next(_counter)}"
-    with psycopg.connect(pg_server.conninfo, autocommit=True) as c:
-        c.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {} STRATEGY FILE_COPY").format(
-                sql.Identifier(name), sql.Identifier(pg_server.template)
-            )
-        )
+    name = pg_server.create_database()
     try:
         yield pg_server.url(name)
     finally:
-        with psycopg.connect(pg_server.conninfo, autocommit=True) as c:
-            c.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+        pg_server.drop_database(name)
 
 
 @pytest.fixture
