@@ -329,13 +329,8 @@ def _embed_missing(
     """Embed the inputs no reused vector serves, each distinct one once, in one stream of
     batches across files (step 4); their vectors and engine go into `vectors`, `engines`,
     and with a `landing`, slice by slice onto the rows."""
-    wanted = dict.fromkeys(
-        plan.input(p.text)
-        for plan in plans
-        if plan.manifest.embedding_model is not None
-        for p in plan.pieces
-    )
-    missing = [t for t in wanted if t not in vectors]
+    slots = _slots(plans)  # every input wanted, in reading order, and the rows it goes to
+    missing = [t for t in slots if t not in vectors]
     if not missing:
         return
     done_texts = 0
@@ -353,7 +348,6 @@ def _embed_missing(
     else:
         size = landing.slice_texts or SLICE
         slices = [missing[i : i + size] for i in range(0, len(missing), size)]
-        slots = _slots(plans)
     for part in slices:
         embedded = embedder.embed(part, advance)
         stats.embedding += embedded.usage
