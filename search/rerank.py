@@ -12,7 +12,8 @@ worker thread, waits at most `timeout` seconds, and reports `timeout` or
 fused order and says why. A late answer is discarded, not waited for.
 
 Provider: `voyage:<model>` (Voyage AI's rerank API, e.g. `rerank-2.5`), chosen by
-GLOSSATOR_RERANKER (glossator.providers). The tests' recording `FakeReranker` lives in
+GLOSSATOR_RERANKER and built by its plugin's factory (glossator/default_plugins/voyage.py,
+registered in glossator.providers). The tests' recording `FakeReranker` lives in
 tests/fakes.py.
 """
 
@@ -29,9 +30,9 @@ from search.results import RerankStatus
 
 log = logging.getLogger(__name__)
 
-# One shared pool: a timed-out call keeps its thread until the provider gives
-# up, so the pool is small and bounded rather than a thread per query.
-_POOL = concurrent.futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="rerank")
+# A timed-out call keeps its thread until the provider gives up, so each reranker's
+# pool is small and bounded rather than a thread per query.
+POOL_THREADS = 4
 
 
 @dataclass
@@ -51,6 +52,10 @@ class Reranker(ABC):
         if timeout <= 0:
             raise ValueError("the rerank timeout must be positive")
         self.timeout = timeout
+        # the reranker's own, made with it (never at import): its threads start on first use
+        self._pool = concurrent.futures.ThreadPoolExecutor(
+            max_workers=POOL_THREADS, thread_name_prefix="rerank"
+        )
 
     @abstractmethod
     def _score(self, query: str, documents: list[str]) -> list[float]:
@@ -63,7 +68,7 @@ class Reranker(ABC):
         started = time.perf_counter()
         if not documents:
             return RerankOutcome("applied", [], 0.0)
-        future = _POOL.submit(self._score, query, list(documents))
+        future = self._pool.submit(self._score, query, list(documents))
         try:
             scores = future.result(timeout=budget)
         except concurrent.futures.TimeoutError:

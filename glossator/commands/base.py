@@ -29,9 +29,12 @@ class Context:
     def settings(self) -> Settings:
         if self._settings is None:
             from glossator.paths import attach
+            from glossator.providers import check
             from glossator.settings import Settings
 
-            self._settings = attach(Settings.from_env())
+            settings = attach(Settings.from_env())
+            check(settings)  # a provider no plugin registers stops the command here, at its start
+            self._settings = settings
         return self._settings
 
 
