@@ -16,7 +16,7 @@ import psycopg
 
 from glossator.settings import Settings
 from indexer.providers.embedders.cpu import CpuFeatures, PassageKernels
-from store import commits, content, server
+from store import commits, connections, content, server
 from store.embedded import REBUILD_MARKER
 
 Status = Literal["ok", "warn", "fail"]
@@ -46,7 +46,7 @@ def check_database(settings: Settings) -> tuple[list[Finding], Any]:
         return out, None
     where = f"embedded in {db.pgdata}" if db.embedded else "GLOSSATOR_DATABASE_URL"
     out.append(Finding("database", "ok", f"reachable ({where})"))
-    with psycopg.connect(db.conninfo) as conn:  # plain: pgvector may not be installed yet
+    with connections.connect(db.conninfo) as conn:  # plain: pgvector may not be installed yet
         exts = server.extensions(conn)
         available = server.available_extensions(conn)
         out.extend(_extension_findings(exts, available))

@@ -22,13 +22,13 @@ import threading
 import time
 
 import procrastinate
-import psycopg
 from procrastinate import utils as pc_utils
 
 from hooks import runs
 from hooks.queue import TASK_NAME, defer_async
 from hooks.repositories import Repositories
 from hooks.runs import RunHistory
+from store import connections
 from store.server import server_clock
 from store.tips import record_heads, sync_tips
 
@@ -180,7 +180,7 @@ class QueueMaintenance:
 
     def _database_clock(self) -> tuple[object, float]:
         """pg_postmaster_start_time() and the seconds since (a restart changes the first)."""
-        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
+        with connections.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
             return server_clock(conn)
 
     def _database_uptime(self) -> float:
@@ -279,7 +279,7 @@ class QueueMaintenance:
             read.extend(self.store.iter_branches())
             return read
 
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+        with connections.connect(self.conninfo, autocommit=True) as conn:
             sync_tips(conn, refs)
             # each repository's default branch, for searches that name none (store.tips)
             record_heads(conn, {r: self.store.head(r) for r in sorted({r for r, _, _ in read})})

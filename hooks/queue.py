@@ -34,7 +34,7 @@ import procrastinate
 import psycopg
 from procrastinate.exceptions import AlreadyEnqueued
 
-from store import commits, jobqueue, jobs
+from store import commits, connections, jobqueue, jobs
 from store.jobqueue import ensure_schema as ensure_schema  # its callers import it from here
 from store.tips import record_heads, record_tip
 
@@ -56,14 +56,14 @@ def record_pushed_tip(conninfo: str, repository: str, branch: str, commit: str) 
     """The post-receive hook's record of the tip a push left (git's zeros: deleted), which
     search's freshness reads (store.tips); before the job is queued, so that a
     commit-back always finds it."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         record_tip(conn, repository, branch, commit)
 
 
 def record_pushed_head(conninfo: str, repository: str, branch: str) -> None:
     """The post-receive hook's record of the branch HEAD names (the repository's default
     branch, which search reads when no branch is asked: store.tips.default_branches)."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         record_heads(conn, {repository: branch})
 
 
@@ -83,7 +83,7 @@ def defer_sync(
     # A database that does not answer is said at once: procrastinate's pool waits 30 s
     # for its first connections (not configurable), which a job that met an outage
     # spent queueing its follow-up before it could end
-    psycopg.connect(conninfo, autocommit=True, connect_timeout=10).close()
+    connections.connect(conninfo, autocommit=True, connect_timeout=10).close()
     app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))
     name = lock_name(repository, branch)
     args: dict[str, Any] = {"repository": repository, "branch": branch}
@@ -103,7 +103,7 @@ def defer_sync(
             pass
         if delay_s <= 0 and not failures:
             # a push: new input deserves a try now, and a fresh count of retries
-            with psycopg.connect(conninfo, autocommit=True) as conn:
+            with connections.connect(conninfo, autocommit=True) as conn:
                 jobqueue.bring_forward(conn, name)
         waiting = app.job_manager.list_jobs(queueing_lock=name, status="todo")
     return Enqueued(max((job.id for job in waiting if job.id is not None), default=0), True)
@@ -123,7 +123,7 @@ async def defer_async(app: procrastinate.App, repository: str, branch: str) -> E
 
 def last_problems(conninfo: str, repository: str, branch: str) -> tuple[int | None, list[str]]:
     """(job id, problems) of the last index of a branch (indexed_commits)."""
-    with psycopg.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+    with connections.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
         return commits.last_index(conn, repository, branch)
 
 
@@ -229,20 +229,20 @@ async def list_jobs_async(
 
 def cancel_waiting(conninfo: str, repository: str) -> list[int]:
     """Remove the repository's queued jobs; their ids."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         return jobqueue.cancel_waiting(conn, repository)
 
 
 def running_jobs(conninfo: str, repository: str) -> list[int]:
     """Ids of the repository's jobs a worker runs now."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         return jobqueue.running_jobs(conn, repository)
 
 
 def forget_jobs(conninfo: str, repository: str) -> int:
     """Remove the repository's jobs that no worker runs, and every attempt recorded of its
     jobs (glossator_job_runs); how many jobs went."""
-    with psycopg.connect(conninfo) as conn, conn.transaction():
+    with connections.connect(conninfo) as conn, conn.transaction():
         gone = jobqueue.forget_jobs(conn, repository)
         jobs.forget_runs(conn, repository)
     return gone

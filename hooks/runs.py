@@ -21,7 +21,7 @@ from typing import Any
 
 import psycopg
 
-from store import commits, jobs
+from store import commits, connections, jobs
 
 log = logging.getLogger(__name__)
 
@@ -50,12 +50,12 @@ class RunHistory:
         self, job_id: int, attempt: int, repository: str, branch: str, worker: str | None = None
     ) -> None:
         """`worker`: the process running the attempt (hooks.jobthread.worker_name)."""
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+        with connections.connect(self.conninfo, autocommit=True) as conn:
             jobs.start_run(conn, job_id, attempt, repository, branch, worker)
 
     def progress(self, job_id: int, attempt: int, progress: dict[str, Any]) -> None:
         """What a running attempt is doing (hooks.progress; a few times a minute at most)."""
-        with psycopg.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
+        with connections.connect(self.conninfo, autocommit=True, connect_timeout=5) as conn:
             jobs.run_progress(conn, job_id, attempt, progress)
 
     def end(
@@ -99,24 +99,24 @@ class RunHistory:
         """Close the attempt a dead process left `running`: the history shows it failed.
         Only that attempt (the one the stalled job was at), never a later attempt another
         worker started meanwhile."""
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+        with connections.connect(self.conninfo, autocommit=True) as conn:
             jobs.close_interrupted(
                 conn, job_id, "interrupted: the process running it stopped (crash or kill)", attempt
             )
 
     def _write_end(self, job_id: int, attempt: int, status: str, fields: dict[str, Any]) -> None:
-        with psycopg.connect(self.conninfo, autocommit=True) as conn:
+        with connections.connect(self.conninfo, autocommit=True) as conn:
             jobs.end_run(conn, job_id, attempt, status, **fields)
 
 
 def indexed_commits(conninfo: str) -> dict[tuple[str, str], str]:
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         return commits.indexed_map(conn)
 
 
 def incomplete_branches(conninfo: str) -> set[tuple[str, str]]:
     """Branches whose last index left problems (`indexed_commits.problems`)."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         return commits.incomplete(conn)
 
 
@@ -124,7 +124,7 @@ def given_up(conninfo: str) -> dict[tuple[str, str], str | None]:
     """Branches whose latest attempt used the last retry (hooks.retries.gives_up) or met
     only problems of the pushed files (`awaits_push_at`), and the tip it stopped at:
     reconciliation leaves them alone until the tip moves."""
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         rows = jobs.latest_finished(conn)
     out: dict[tuple[str, str], str | None] = {}
     for r in rows:

@@ -32,6 +32,7 @@ import psycopg
 from gitserver.errors import GitServerError
 from glossator.commands.repos import _settings, _status_conninfo, _store
 from glossator.settings import Settings
+from store import connections
 
 POLL_S = 0.5  # between looks at a running job
 # gitserver.repos.RepoStore.retire's hidden name: `.<repository name>.deleting`
@@ -117,7 +118,7 @@ def _forget(settings: Settings, name: str, wait_s: float) -> tuple[int, int]:
         cancel_waiting(conninfo, name)
         _wait_for_running(conninfo, name, wait_s)
         cancel_waiting(conninfo, name)  # a failed attempt's follow-up, queued meanwhile
-        with psycopg.connect(conninfo) as conn, conn.transaction():
+        with connections.connect(conninfo) as conn, conn.transaction():
             rows = drop_repository(conn, name)
         return rows, forget_jobs(conninfo, name)
     except psycopg.Error as e:

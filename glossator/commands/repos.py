@@ -17,6 +17,7 @@ from rich.table import Table
 from gitserver.errors import GitServerError
 from gitserver.repos import SUFFIX, RepoStore
 from glossator.settings import Settings
+from store import connections
 
 log = logging.getLogger(__name__)
 err = Console(stderr=True)
@@ -153,7 +154,7 @@ def _read_status(
 
     if follow:
         _follow(conninfo, repository, interval)
-    with psycopg.connect(conninfo, autocommit=True) as conn:
+    with connections.connect(conninfo, autocommit=True) as conn:
         rows = (
             list_jobs(conn, repository=repository, status=status_filter, limit=limit)
             if jobqueue.queue_exists(conn)
@@ -234,7 +235,7 @@ def _follow(conninfo: str, repository: str | None, interval: float) -> None:
 
     last: dict[int, str] = {}
     while True:
-        with psycopg.connect(conninfo, autocommit=True) as conn:
+        with connections.connect(conninfo, autocommit=True) as conn:
             rows = (
                 list_jobs(conn, repository=repository, limit=50)
                 if jobqueue.queue_exists(conn)
