@@ -30,7 +30,7 @@ from typing import Any
 
 from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
 from indexer.corpus import frontmatter
-from indexer.corpus import lang as L
+from indexer.corpus import lang as languages
 from indexer.corpus.cache import IndexCaches
 from indexer.corpus.errors import CorpusError, FrontmatterError, Problem
 from indexer.corpus.policy import POLICY_FILE, Policy, parse_policy
@@ -40,7 +40,7 @@ CORPUS_DIR = "corpus"
 SOURCE = "source.md"
 SUMMARY = "summary.md"
 EMPTY_SOURCE = "empty source: there is no text to index; write the chapter or remove its folder"
-DEFAULT_LANG = L.DEFAULT_LANG
+DEFAULT_LANG = languages.DEFAULT_LANG
 
 _NUMBER = re.compile(r"\d+")
 
@@ -142,7 +142,7 @@ def section_heading(title: str, meta: dict[str, Any], lang: str | None = None) -
     number = meta.get("number")
     if number is None or str(number).strip() in ("", "0"):
         return title
-    label = str(meta.get("label") or L.labels(lang).chapter).strip()
+    label = str(meta.get("label") or languages.labels(lang).chapter).strip()
     head = f"{label} {str(number).strip()}"
     if not title or _squash(title) in (_squash(head), _squash(str(number))):
         return head
@@ -154,12 +154,14 @@ def _squash(text: str) -> str:
 
 
 def summary_heading_path(heading_path: str, lang: str | None = None) -> str:
-    return heading_path + L.summary_suffix(lang)
+    return heading_path + languages.summary_suffix(lang)
 
 
 def _own_path(node: Node) -> str:
     """A summary's heading path without " (résumé)": what its children's paths extend."""
-    return L.strip_summary_suffix(node.heading_path) if node.is_summary else node.heading_path
+    return (
+        languages.strip_summary_suffix(node.heading_path) if node.is_summary else node.heading_path
+    )
 
 
 class _Reader:

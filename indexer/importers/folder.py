@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from indexer.corpus import frontmatter, markdown
-from indexer.corpus import lang as L
+from indexer.corpus import lang as languages
 from indexer.corpus.layout import humanize
 from indexer.importers.common import (
     ImportSourceError,
@@ -153,7 +153,7 @@ def read_folder(
     work = Work(work_title, author, lang)
     for _, part in sorted(book.parts.items(), key=lambda kv: _sort_key(kv[0])):
         if part.slug and part.slug.startswith("partie-"):  # the part's word in the work's language
-            part.slug = slugify(L.labels(lang).part) + part.slug.removeprefix("partie")
+            part.slug = slugify(languages.labels(lang).part) + part.slug.removeprefix("partie")
         work.add_part(part)
     for section in sorted(book.flat, key=lambda s: _name_order(Path(s.origin).name)):
         work.add_chapter(section)

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from indexer.corpus import frontmatter
-from indexer.corpus import lang as L
+from indexer.corpus import lang as languages
 from indexer.corpus.layout import CORPUS_DIR, SOURCE, SUMMARY
 from indexer.corpus.source import Changes, check_relative
 from indexer.importers.common import ImportSourceError, is_liminary, number_value, slugify
@@ -142,7 +142,7 @@ def section_slug(section: Section, prefix: int, width: int, lang: str, numbered:
     prefix_text = f"{prefix:0{width}d}"
     if section.number is None:
         return f"{prefix_text}-{slugify(section.title)}"
-    label = str(section.meta.get("label") or L.labels(lang).chapter)
+    label = str(section.meta.get("label") or languages.labels(lang).chapter)
     title = slugify(section.title)
     bare = {slugify(f"{label} {section.number}"), slugify(str(section.number))}
     tail = "" if title in bare else f"-{title}"

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib import resources
 
 from indexer.corpus import frontmatter
-from indexer.corpus import lang as L
+from indexer.corpus import lang as languages
 from indexer.corpus.errors import CorpusError
 from indexer.corpus.policy import POLICY_FILE, Policy
 from indexer.corpus.source import FileSource
@@ -46,7 +46,7 @@ DEFAULT_PROMPT_LANGS = (
 def default_prompt(level: int, lang: str = "fr") -> Prompt:
     """The packaged prompt for `lang`: French, English, else English (the request says
     which language the summary is written in)."""
-    code = L.code(lang)
+    code = languages.code(lang)
     folder = resources.files("indexer.indexing").joinpath("default_prompts")
     if code != "fr":
         folder = folder.joinpath(code if code in DEFAULT_PROMPT_LANGS else "en")

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from indexer.corpus import frontmatter
-from indexer.corpus import lang as L
+from indexer.corpus import lang as languages
 from indexer.corpus.errors import CorpusError, Problem
 from indexer.corpus.layout import Corpus, Node
 from indexer.corpus.source import Changes, FileSource
@@ -224,7 +224,7 @@ def _consider(
     request = SummaryRequest(
         path=node.path,
         level=node.level,
-        title=L.strip_summary_suffix(node.heading_path),
+        title=languages.strip_summary_suffix(node.heading_path),
         prompt=prompt.text,
         inputs=inputs,
         budget_tokens=budget,

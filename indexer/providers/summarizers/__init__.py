@@ -3,7 +3,8 @@
 The indexing step that calls them, bottom-up and incrementally, is
 `indexer.indexing.summaries.generate`. Providers are classes built from plain values (model, key, base URL…); which one
 GLOSSATOR_SUMMARIZER names is the composition root's choice
-(`glossator.providers.get_summarizer`, where a third provider registers too).
+(`glossator.providers.get_summarizer`), each built by its plugin's factory
+(glossator/default_plugins/; a third party's plugin registers the same way).
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ from tenacity import (
 )
 
 from core.errors import GlossatorError
-from indexer.corpus import lang as L
+from indexer.corpus import lang as languages
 from indexer.corpus.tokens import count_tokens
 from indexer.providers.retrying import RetryAfter
 
@@ -117,7 +117,7 @@ class SummaryRequest:
     def user_message(self) -> str:
         """The text sent after the prompt: what to summarise, in reading order (in French
         for a French work, in English otherwise: the language of the default prompts)."""
-        words = _MESSAGES["fr" if L.code(self.lang) == "fr" else "en"]
+        words = _MESSAGES["fr" if languages.code(self.lang) == "fr" else "en"]
         head = words.head.format(
             excerpt=words.excerpt if self.partial else "",
             title=self.title,
