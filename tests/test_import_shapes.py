@@ -113,6 +113,7 @@ def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> N
             [
                 (None, "Of Systems of Political Economy"),
                 ("I", "Of the Principle of the Commercial or Mercantile System"),
+                ("VII", "Of Colonies"),
             ],
         ),
         (  # `BOOK V.` alone, its title in capitals in the next paragraph
@@ -131,9 +132,13 @@ def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> N
     book_v_one = work.parts[4].sections[0].body
     assert book_v_one.startswith("### Part I. Of the Expense of Defence\n\nThe first duty")
     assert "headings labelled 'Part' met inside chapters are kept as their sections" in work.notes
-    # no section of a chapter became a part, nor a chapter of another Book
+    # no section of a chapter became a part, nor a chapter of another Book: Book IV's
+    # chapter VII holds its `PART I.` / `PART II.` as Book I's chapter X does
     assert len(work.parts) == 5
-    assert all("### Part" not in s.body for p in work.parts[1:4] for s in p.sections)
+    colonies = work.parts[3].sections[2].body
+    assert colonies.startswith("### Part I. Of the Motives for Establishing New Colonies\n\n")
+    assert "\n\n### Part II. Causes of the Prosperity of New Colonies\n\n" in colonies
+    assert all("### Part" not in s.body for p in work.parts[1:3] for s in p.sections)
     assert work.parts[3].sections[1].body.startswith("That wealth consists in money")
 
 
