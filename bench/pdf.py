@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/pdf.py                 # extractors + import of the text PDFs
     .venv/bin/python bench/pdf.py --ocr           # and OCR seconds a page (1 and 2 workers)
+    .venv/bin/python bench/pdf.py --ocr-variants  # only: OCR settings side by side
 
 1. Extractors side by side on tests/fixtures/pdf/'s two born-digital books: seconds for
    the whole text (best of `--rounds`), and what each gives of what a reader needs: curly
@@ -12,6 +13,12 @@
    (either missing is skipped).
 2. `indexer.importers.pdf.read_pdf` on each book (the whole import but the writing).
 3. With --ocr: `read_pdf` on the 12-page clean scan, with 1 and 2 Tesseract processes.
+4. With --ocr-variants (and nothing else): `read_pdf` on the clean 300 dpi and the noisy
+   150 dpi scans with each way of reading a page (`ocr.Tesseract`'s settings: processes
+   and Tesseract's threads, the raster's dpi, the page segmentation mode, black and white
+   made here), seconds a page and the share of the printed words read right (the text
+   layer of frankenstein-chromium.pdf, chapter by chapter, as tests/test_import_pdf_ocr.py
+   measures it); then Tesseract's `--oem 1` against its default on three pages.
 """
 
 from __future__ import annotations
@@ -27,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PDFS = ROOT / "tests" / "fixtures" / "pdf"
 BOOKS = [PDFS / "Adventures-Of-Sherlock-Holmes.pdf", PDFS / "The-War-of-the-Worlds.pdf"]
 SCAN = PDFS / "frankenstein-scan-300.pdf"
+NOISY = PDFS / "frankenstein-scan-150.pdf"
+PRINTED = PDFS / "frankenstein-chromium.pdf"
 FIRST = "eclipses and predominates the whole of her sex"
 
 
@@ -81,6 +90,95 @@ def best(fn: Callable[[], object], rounds: int) -> tuple[float, object]:
     return min(times), result
 
 
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+(?:[’'-][^\W_]+)*", text)
+
+
+def word_accuracy(original: object, scanned: object) -> float:
+    """The printed words the scan's chapters hold in order, over all printed words."""
+    import difflib
+
+    found = total = 0
+    for a, b in zip(original.sections(), scanned.sections(), strict=False):  # type: ignore[attr-defined]
+        wa, wb = _words(a.body), _words(b.body)
+        m = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
+        found += sum(x.size for x in m.get_matching_blocks())
+        total += len(wa)
+    return found / total if total else 0.0
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (Tesseract's processes): what a
+    page costs whatever else the machine runs, where wall time on a loaded machine is not."""
+    import resource
+
+    me, kids = (
+        resource.getrusage(resource.RUSAGE_SELF),
+        resource.getrusage(resource.RUSAGE_CHILDREN),
+    )
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def ocr_variants() -> None:
+    import subprocess
+    import tempfile
+
+    import pypdfium2 as pdfium
+
+    from indexer.importers.ocr import Tesseract, _rasterize, thread_limited_env
+    from indexer.importers.pdf import read_pdf
+
+    limited = thread_limited_env(dict(os.environ))
+    free = {k: v for k, v in os.environ.items() if k != "OMP_THREAD_LIMIT"}
+    variants = [
+        ("default: 300 dpi grey, psm 3, 2 processes × 1 thread", {}),
+        ("1 process, Tesseract's own threads", {"workers": 1, "env": free}),
+        ("2 processes, Tesseract's own threads", {"env": free}),
+        ("1 process × 1 thread", {"workers": 1}),
+        ("psm 6 (one block of text)", {"psm": 6}),
+        ("psm 4 (one column)", {"psm": 4}),
+        ("240 dpi", {"dpi": 240}),
+        ("200 dpi", {"dpi": 200}),
+        ("black and white made here", {"binarize": True}),
+    ]
+    original = read_pdf(PRINTED)
+    print(f"uptime load {os.getloadavg()}")
+    print(
+        "| way of reading | clean s/page | CPU s/page | words right "
+        "| noisy s/page | CPU s/page | words right |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for name, settings in variants:
+        cells = []
+        for scan in (SCAN, NOISY):
+            pages = len(pdfium.PdfDocument(str(scan)))
+            engine = Tesseract(**{"env": limited, **settings})  # type: ignore[arg-type]
+            t, cpu = time.perf_counter(), _cpu()
+            work = read_pdf(scan, lang="en", ocr_engine=engine)
+            seconds, cpu = time.perf_counter() - t, _cpu() - cpu
+            cells += [
+                f"{seconds / pages:.2f}",
+                f"{cpu / pages:.2f}",
+                f"{100 * word_accuracy(original, work):.1f} %",
+            ]
+        print(f"| {name} | " + " | ".join(cells) + f" |  (load {os.getloadavg()[0]:.1f})")
+    # Tesseract's engine modes on three raster pages (Debian's packs hold LSTM models)
+    doc = pdfium.PdfDocument(str(SCAN))
+    with tempfile.TemporaryDirectory() as tmp:
+        images = [_rasterize(doc, i, Path(tmp)) for i in range(3)]
+        for oem in (None, "1"):
+            t = time.perf_counter()
+            for image in images:
+                subprocess.run(
+                    ["tesseract", str(image), "stdout", "-l", "eng", "--dpi", "300",
+                     *(["--oem", oem] if oem else []), "tsv"],
+                    env=limited, capture_output=True, check=True,
+                )  # fmt: skip
+            print(f"oem {oem or 'default'}: {(time.perf_counter() - t) / 3:.2f} s/page (1 process)")
+    doc.close()
+    print(f"uptime load at the end {os.getloadavg()}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
@@ -88,7 +186,11 @@ def main() -> None:
     ap.add_argument(
         "--extractors", default="pypdfium2,pdfplumber,docling-parse", help="comma-separated"
     )
+    ap.add_argument("--ocr-variants", action="store_true")
     args = ap.parse_args()
+    if args.ocr_variants:
+        ocr_variants()
+        return
     print(f"load average {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs")
     extractors = {
         "pypdfium2": pypdfium2_text,

@@ -172,3 +172,27 @@ def test_a_short_line_repeated_at_the_top_of_pages_is_text_not_a_running_head() 
         assert "A BOOK OF STORIES" not in texts and str(n + 1) not in texts
         assert texts[0] == ("“Yes.”" if n < 4 else "and so it went on")
         assert len(texts) == 20
+
+
+def test_section_headings_inside_outline_chapters_become_markdown_headings() -> None:
+    """smith-sections-chromium.pdf (make_fixtures.py): Chromium's outline names the two
+    chapters of Book I; chapter X's `PART I.` / `PART II.--…` are bold lines set larger than
+    the text and in no outline entry. They are the chapter's `###` sections, not paragraphs;
+    the chapters keep their titles as printed though the outline joins wrapped lines
+    (`OF THE DIVISION OFLABOUR.`)."""
+    work = read_pdf(PDFS / "smith-sections-chromium.pdf")
+    assert work.parts == []
+    chapters = [s for _, s in work.pieces]
+    assert [(s.number, s.title) for s in chapters] == [
+        ("I", "Of the Division of Labour"),
+        ("X", "Of Wages and Profit in the Different Employments of Labour and Stock"),
+    ]
+    assert [line for line in chapters[0].body.split("\n") if line.startswith("#")] == []
+    assert [line for line in chapters[1].body.split("\n") if line.startswith("#")] == [
+        "### PART I. Inequalities arising from the nature of the employments themselves.",
+        "### PART II.--Inequalities occasioned by the Policy of Europe.",
+    ]
+    # each heading a block of its own, between paragraphs
+    body = chapters[1].body
+    assert "\n\n### PART I. Inequalities" in body
+    assert "themselves.\n\nThe five following are the principal circumstances" in body

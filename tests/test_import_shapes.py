@@ -75,9 +75,9 @@ SMITH = ETEXTS / "smith-wealth-of-nations-pg3300-excerpt.txt"
 
 
 def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> None:
-    """Smith's Wealth of Nations (Gutenberg #3300): `BOOK I.` (its title in capitals on
-    three lines) holds chapters, and `CHAPTER X.` divides its own text into `PART I.` and
-    `PART II.--…`, as Book V's `CHAPTER I.` does from its first line. Those were read as
+    """Smith's Wealth of Nations (Gutenberg #3300), its five Books the book's five parts:
+    `BOOK I.` (its title in capitals on three lines) holds chapters, and `CHAPTER X.`
+    divides its own text into `PART I.` and `PART II.--…`, as Book V's `CHAPTER I.` does from its first line. Those were read as
     parts (and `BOOK II.` filed under `PART II` as a part of parts); they are the chapter's
     sections, `###` headings in its text."""
     work = read_text(SMITH)
@@ -104,6 +104,18 @@ def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> N
             "Of the Nature, Accumulation, and Employment of Stock",
             [(None, "Introduction"), ("I", "Of the Division of Stock")],
         ),
+        (  # `BOOK III.` straight over its `CHAPTER I.`
+            "Of the Different Progress of Opulence in Different Nations",
+            [("I", "Of the Natural Progress of Opulence")],
+        ),
+        (  # `BOOK IV.`'s two paragraphs before its first chapter: its first section
+            "Of Systems of Political Economy",
+            [
+                (None, "Of Systems of Political Economy"),
+                ("I", "Of the Principle of the Commercial or Mercantile System"),
+                ("VII", "Of Colonies"),
+            ],
+        ),
         (  # `BOOK V.` alone, its title in capitals in the next paragraph
             "Of the Revenue of the Sovereign or Commonwealth",
             [("I", "Of the Expenses of the Sovereign or Commonwealth")],
@@ -117,9 +129,17 @@ def test_a_part_heading_met_inside_a_chapter_is_its_section(tmp_path: Path) -> N
     assert "\n\n### Part II. Inequalities occasioned by the Policy of Europe\n\n" in chapter_x
     assert chapter_x.rstrip().endswith("and from place to place.")
     # Book V's chapter I opens on its own `PART I.`, straight under the chapter's heading
-    book_v_one = work.parts[2].sections[0].body
+    book_v_one = work.parts[4].sections[0].body
     assert book_v_one.startswith("### Part I. Of the Expense of Defence\n\nThe first duty")
     assert "headings labelled 'Part' met inside chapters are kept as their sections" in work.notes
+    # no section of a chapter became a part, nor a chapter of another Book: Book IV's
+    # chapter VII holds its `PART I.` / `PART II.` as Book I's chapter X does
+    assert len(work.parts) == 5
+    colonies = work.parts[3].sections[2].body
+    assert colonies.startswith("### Part I. Of the Motives for Establishing New Colonies\n\n")
+    assert "\n\n### Part II. Causes of the Prosperity of New Colonies\n\n" in colonies
+    assert all("### Part" not in s.body for p in work.parts[1:3] for s in p.sections)
+    assert work.parts[3].sections[1].body.startswith("That wealth consists in money")
 
 
 NIEBLA = ETEXTS / "unamuno-niebla-pg49836-excerpt.txt"

@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from indexer.importers.docling import DoclingServer
 from indexer.importers.writer import import_works, plan_and_check, render_tree
 
-FORMATS = ("auto", "folder", "markdown", "epub", "text", "pdf", "docx", "html", "docling")
+FORMATS = (
+    "auto", "folder", "markdown", "epub", "text", "pdf", "image", "docx", "html", "docling"
+)  # fmt: skip
 OCR_MODES = ("auto", "force", "never")
 # the first commit's author when git has no identity configured (first_commit says so)
 IMPORT_NAME = "Glossator corpus import"
@@ -32,8 +34,14 @@ TEXT_SUFFIXES = (".txt", ".text", "")
 
 
 def detect_format(src: Path) -> str:
+    from indexer.importers.images import holds_only_images, is_image
+
     if src.is_dir():
+        if holds_only_images(src):
+            return "image"
         return "html" if _holds_only_pages(src) else "folder"
+    if is_image(src):
+        return "image"
     suffix = src.suffix.lower()
     if suffix in (".md", ".markdown"):
         return "markdown"
@@ -89,12 +97,41 @@ def read_source(
     ocr: str = "auto",
     tesseract: str = "tesseract",
     ocr_workers: int = 2,
+    more: tuple[Path, ...] = (),
 ) -> list[Work]:
-    """The works in `src`, read with the importer for `fmt` (`auto`: from the path)."""
-    if not src.exists():
-        raise ImportSourceError(str(src), "does not exist; check the path")
+    """The works in `src`, read with the importer for `fmt` (`auto`: from the path);
+    `more`: the page images after `src` when several are given."""
+    for path in (src, *more):
+        if not path.exists():
+            raise ImportSourceError(str(path), "does not exist; check the path")
     if fmt == "auto":
         fmt = detect_format(src)
+    if more and fmt != "image":
+        raise ImportSourceError(
+            str(src),
+            "several sources are page images only (PNG, JPEG, TIFF); import a book at a time",
+        )
+    if fmt == "image":  # page images, through OCR
+        from indexer.importers.images import read_images
+        from indexer.importers.ocr import Tesseract, thread_limited_env
+
+        engine = Tesseract(
+            tesseract,
+            workers=ocr_workers,
+            progress=progress,
+            env=thread_limited_env(dict(os.environ)),
+        )
+        works = [
+            read_images(
+                [src, *more],
+                lang=lang,
+                exclude=exclude,
+                skip_front_matter=skip_front_matter,
+                ocr=ocr,
+                ocr_engine=engine,
+            )
+        ]
+        return _override(works, work_title, author, lang)
     if fmt == "html":  # one saved page, or a folder of a site's chapter pages
         from indexer.importers.webpage import read_pages
 
@@ -206,8 +243,14 @@ def _override(
 
 
 def _ocr_settings(fmt: str, src: Path) -> dict[str, Any]:
-    """The OCR engine's settings, read only for a PDF (GLOSSATOR_TESSERACT, _OCR_WORKERS)."""
-    if fmt != "pdf" and not (fmt == "auto" and src.suffix.lower() == ".pdf"):
+    """The OCR engine's settings, read only for a PDF or page images (GLOSSATOR_TESSERACT,
+    _OCR_WORKERS)."""
+    from indexer.importers.images import holds_only_images, is_image
+
+    scanned = (
+        src.suffix.lower() == ".pdf" or is_image(src) or (src.is_dir() and holds_only_images(src))
+    )
+    if fmt not in ("pdf", "image") and not (fmt == "auto" and scanned):
         return {}
     from glossator.settings import Settings
 
@@ -221,7 +264,7 @@ def corpus() -> None:
 
 
 @corpus.command("import")
-@click.argument("src", type=click.Path(path_type=Path))
+@click.argument("sources", nargs=-1, required=True, type=click.Path(path_type=Path))
 @click.argument("dest", type=click.Path(path_type=Path))
 @click.option(
     "--format",
@@ -233,7 +276,8 @@ def corpus() -> None:
     "## parts, chapters or liminary pieces, ### chapters of a part; epub: the TOC gives "
     "parts and chapters; text: a plain-text book (Gutenberg's, Liber Liber's, Wikisource's…), headings found "
     "in the text; pdf: the outline gives parts and chapters, else the headings, scanned pages "
-    "read by OCR (--ocr); docx: a Word document, Heading 1/2 styles give parts and chapters; html: a saved "
+    "read by OCR (--ocr); image: page images (PNG, JPEG, TIFF; several, or a folder of them) "
+    "read by OCR; docx: a Word document, Heading 1/2 styles give parts and chapters; html: a saved "
     "web page (a Wikisource chapter) or a folder of a site's chapter pages; docling: any file "
     "(PDF, DOCX, PPTX, images…) converted by the docling-serve GLOSSATOR_DOCLING_URL names. "
     "auto: from the name (.txt and unknown text files: text; a folder of .html pages only: html).",
@@ -290,7 +334,7 @@ def corpus() -> None:
     "words) and write nothing.",
 )
 def import_command(
-    src: Path,
+    sources: tuple[Path, ...],
     dest: Path,
     fmt: str,
     work_title: str | None,
@@ -304,7 +348,9 @@ def import_command(
     dry_run: bool,
     ocr: str,
 ) -> None:
-    """Import the book at SRC into the corpus repository DEST (created if missing)."""
+    """Import the book at SOURCES into the corpus repository DEST (created if missing):
+    one file or folder, or several page images (PNG, JPEG, TIFF) read by OCR in order."""
+    src, more = sources[0], tuple(sources[1:])
     console = Console(stderr=True)
     started = time.perf_counter()
     with Progress(
@@ -332,6 +378,7 @@ def import_command(
                 task, advance=1, description=name if name.startswith("OCR") else None
             ),
             ocr=ocr,
+            more=more,
             **_ocr_settings(fmt, src),
         )
         if dry_run:

@@ -90,6 +90,12 @@ class Tesseract:
     # process's, as it is
     env: dict[str, str] | None = None
     confidences: list[float] = field(default_factory=list)
+    # how pages are read (bench/pdf.py --ocr-variants measures them side by side): the
+    # raster's resolution, Tesseract's page segmentation mode (None: its default, 3, the
+    # automatic layout analysis) and whether the page is made black and white here
+    dpi: int = DPI
+    psm: int | None = None
+    binarize: bool = False
 
     def __call__(
         self, doc: Any, pages: list[int], *, lang: str | None, notes: list[str], path: str
@@ -111,7 +117,7 @@ class Tesseract:
                 f"{apt_line((pack,))}",
             )
         with tempfile.TemporaryDirectory(prefix="glossator-ocr-") as tmp:
-            images = [_rasterize(doc, i, Path(tmp)) for i in pages]
+            images = [_rasterize(doc, i, Path(tmp), self.dpi, self.binarize) for i in pages]
             out: list[list[Line] | None] = [None] * len(pages)
             words: list[list[float]] = [[] for _ in pages]
             done = 0
@@ -158,23 +164,27 @@ class Tesseract:
     def _read(
         self, program: str, image: Path, page: int, pack: str
     ) -> tuple[list[Line], list[float]]:
+        mode = ["--psm", str(self.psm)] if self.psm is not None else []
         run = subprocess.run(
-            [program, str(image), "stdout", "-l", pack, "--dpi", str(DPI), "tsv"],
+            [program, str(image), "stdout", "-l", pack, "--dpi", str(self.dpi), *mode, "tsv"],
             capture_output=True, text=True, env=self.env, check=False, timeout=600,
         )  # fmt: skip
         if run.returncode != 0:
             last = (run.stderr.strip().splitlines() or ["no message"])[-1]
             raise ImportSourceError(str(image), f"Tesseract failed on page {page + 1}: {last}")
-        return _lines(run.stdout, page)
+        return _lines(run.stdout, page, self.dpi)
 
 
-def _rasterize(doc: Any, index: int, folder: Path) -> Path:
-    """The page at 300 dpi in grey, as a PGM (no imaging library needed)."""
-    bitmap = doc[index].render(scale=DPI / 72, grayscale=True)
+def _rasterize(doc: Any, index: int, folder: Path, dpi: int = DPI, binarize: bool = False) -> Path:
+    """The page at `dpi` in grey (black and white when `binarize`), as a PGM (no imaging
+    library needed)."""
+    bitmap = doc[index].render(scale=dpi / 72, grayscale=True)
     pixels = bitmap.to_numpy()
     if pixels.ndim == 3:
         pixels = pixels[:, :, 0]
     pixels = despeckle(pixels.astype("uint8"))
+    if binarize:
+        pixels = ((pixels >= DARK) * 255).astype("uint8")
     height, width = pixels.shape
     target = folder / f"page-{index:05d}.pgm"
     with target.open("wb") as f:
@@ -205,9 +215,9 @@ def despeckle(pixels: Any) -> Any:
     return out
 
 
-def _lines(tsv: str, page: int) -> tuple[list[Line], list[float]]:
+def _lines(tsv: str, page: int, dpi: int = DPI) -> tuple[list[Line], list[float]]:
     """Tesseract's TSV → lines (in points, as the text layer's) and its words' confidences."""
-    scale = 72 / DPI
+    scale = 72 / dpi
     groups: dict[tuple[str, str, str], list[list[str]]] = {}
     confs: list[float] = []
     for row in tsv.splitlines()[1:]:

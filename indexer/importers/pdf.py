@@ -19,6 +19,7 @@ language: the PDF's metadata, else as for text.
 from __future__ import annotations
 
 import ctypes
+import itertools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -37,6 +38,9 @@ from indexer.importers.tree import Part, Section, Work
 # rule); more is kept as a piece.
 TITLE_PAGE_CHARS = 2000
 FRONT_MATTER_TITLE = "Front matter"
+# A chapter is `##` in the written book (writer.py), so its sections start one deeper, as
+# the text importer's sections inside chapters do.
+SECTION_DEPTH = 3
 # Metadata titles that name the file's maker, not the book (Word's, Chromium's untitled page)
 _JUNK_TITLE = re.compile(
     r"^(?:microsoft word - |untitled|about:blank|document\d*$)|\.\w{2,4}$", re.I
@@ -290,11 +294,20 @@ def _section_blocks(found: list[P.Block], start: Entry, end: Entry | None) -> li
 
 
 def _render(blocks: list[P.Block]) -> str:
-    """Markdown: the paragraphs (a heading inside a chapter stays a line of its own), then
-    the footnotes' definitions."""
+    """Markdown: the paragraphs, then the footnotes' definitions. A heading inside a
+    chapter (set larger or bolder than the text, as `pdflayout` tells headings) is its
+    section: `###` for the largest size met in the chapter, `####` for the next, and so on."""
     while blocks and blocks[0].kind == "heading":
         blocks = blocks[1:]  # the chapter's own title, as printed
-    paras = [b.text for b in blocks if b.text.strip()]
+    sizes = sorted({round(b.size, 1) for b in blocks if b.kind == "heading"}, reverse=True)
+
+    def markdown(b: P.Block) -> str:
+        if b.kind != "heading":
+            return b.text
+        depth = SECTION_DEPTH + min(sizes.index(round(b.size, 1)), 6 - SECTION_DEPTH)
+        return "#" * depth + " " + " ".join(b.text.split())
+
+    paras = [markdown(b) for b in blocks if b.text.strip()]
     notes = [n for b in blocks for n in b.notes]
     text = "\n\n".join(paras + notes)
     return text + "\n" if text else ""
@@ -312,6 +325,17 @@ def _parse_entry(entry: Entry, lang: str) -> tuple[str, str | None, dict[str, st
         else h.number
     )
     return title, number, H.label_meta(h, lang)
+
+
+def _as_printed(entry: Entry, body: list[P.Block]) -> Entry:
+    """The entry titled as the heading printed at its place when they are the same words but
+    for spaces: Chromium's outline joins a heading's wrapped lines without one
+    (`OF THE DIVISION OFLABOUR.`)."""
+    printed = " ".join(b.text for b in itertools.takewhile(lambda b: b.kind == "heading", body))
+    squeeze = re.compile(r"\s+")
+    if printed and squeeze.sub("", printed).lower() == squeeze.sub("", entry.title).lower():
+        return Entry(entry.level, " ".join(printed.split()), entry.page, entry.y)
+    return entry
 
 
 def _roman(text: str) -> bool:
@@ -337,7 +361,7 @@ def _assemble(
     for n, e in enumerate(entries):
         nxt = entries[n + 1] if n + 1 < len(entries) else None
         body = _section_blocks(found, e, nxt)
-        title, number, meta = _parse_entry(e, work.lang)
+        title, number, meta = _parse_entry(_as_printed(e, body), work.lang)
         origin = f"{path}#page={e.page + 1}"
         if has_parts and e.level == top:
             part = None if selection.excluded(title) else Part(title)
