@@ -65,6 +65,9 @@ class Fusion:
     # keyword evidence of a repository not in the query's language (search.language):
     # its rankings weigh this times their usual weight
     foreign_keyword_weight: float = 1.0
+    # hybrid's keyword rankings weigh trust ** this (search.fusion.keyword_trust: the share
+    # of the question's content words its best keyword rows hold); 0 turns the trust off
+    keyword_trust_power: float = 0.0
 
 
 @dataclass(frozen=True)
