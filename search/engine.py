@@ -183,9 +183,16 @@ def keyword_trusted(
 ) -> tuple[SearchOptions, Fusion]:
     """The options and fusion with every keyword ranking weighed by the trust its top
     rows earn (search.fusion.keyword_trust)."""
+    by_chapter: dict[tuple[str, str], list[str]] = {}
+    for i, _ in keyword[:TRUST_ROWS]:
+        if i in rows:
+            by_chapter.setdefault(rows[i].chapter, []).append(rows[i].content)
+    if not by_chapter:  # no keyword row in the question's language: nothing to weigh
+        return options, fusion
+    texts = ["\n".join(t) for t in by_chapter.values()]  # a chapter's rows together
     words = content_words(query, stop_words(options.query_lang or ""))
-    texts = [rows[i].content for i, _ in keyword[:TRUST_ROWS] if i in rows]
-    factor = keyword_trust(words, texts) ** fusion.keyword_trust_power
+    trust = min(1.0, keyword_trust(words, texts) / fusion.keyword_trust_full)
+    factor = trust**fusion.keyword_trust_power
     if factor == 1.0:
         return options, fusion
     return replace(options, bm25_weight=options.bm25_weight * factor), trusted(fusion, factor)

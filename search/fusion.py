@@ -78,9 +78,10 @@ def cap_per_group(
 # reply, a chapter that names the same person): fused at full weight, that noise undoes
 # the vector side (issue 37: hybrid below vector only on every paraphrase set). A
 # question whose words the book uses finds rows that hold most of them. So the keyword
-# rankings (rows, chapters, the page's tail) weigh `trust` times their weight: the
-# largest share of the question's content words that one of the top keyword rows
-# holds. No constant is fitted to a book: the share is the question's own evidence.
+# rankings (rows, chapters, the page's tail) can weigh by the trust they earn: the
+# largest share of the question's content words that one chapter's rows among the
+# top keyword rows hold together (search.engine.keyword_trusted; how much it counts,
+# and why it is off by default: search.tuning.Fusion.keyword_trust_power).
 
 TRUST_ROWS = 5  # the keyword rows read: a page's head (search.tuning.Fusion.tail_from)
 _TOKEN = re.compile(r"\w+")
@@ -110,7 +111,8 @@ def content_words(query: str, stop_words: Collection[str]) -> list[str]:
 
 
 def keyword_trust(words: Sequence[str], texts: Iterable[str]) -> float:
-    """The largest share of `words` (content_words) one of `texts` holds, a word held
+    """The largest share of `words` (content_words) one of `texts` (a chapter's top
+    keyword rows, joined) holds, a word held
     when one of the text's words starts with its stem; 1.0 for a question of no content
     word (the keyword side is all it has to say), 0.0 when no text is given."""
     if not words:

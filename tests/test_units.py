@@ -3,12 +3,16 @@ trust that keeps BM25's noise from undoing the vector side (search.fusion)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from indexer.corpus.errors import CorpusError
 from indexer.corpus.policy import Policy, parse_policy
 from indexer.corpus.words import stop_words
 from search.fusion import content_words, keyword_trust, trusted
+from search.relevance import VOUCH_COVERAGE, Signals, vouches
+from search.results import Citation, Hit, Scores
 from search.tuning import TUNING
 
 
@@ -58,3 +62,24 @@ def test_trusted_scales_only_the_keyword_rankings() -> None:
         == TUNING.fusion.tail_weights["summary_keyword"] * 0.5
     )
     assert trusted(TUNING.fusion, 1.0) is TUNING.fusion
+
+
+def _hit(chapter: str, keyword_rank: int | None, vector_rank: int | None) -> Hit:
+    citation = Citation("book", "main", f"corpus/w/{chapter}/source.md", "W > C", 0)
+    scores = Scores(fused=0.0, keyword_rank=keyword_rank, vector_rank=vector_rank)
+    return Hit(1, citation, 0, "source", "w", "", scores)
+
+
+def test_the_question_vouches_when_its_rankings_agree_and_it_is_covered() -> None:
+    signals = Signals(best=0.86, centre=0.84, coverage=0.6, same_language=True)
+    summary = _hit("ch-2", None, 2)
+    summary.level = 1
+    agree = [_hit("ch-2", 1, 1), summary, _hit("ch-5", 2, 3)]
+    assert vouches(signals, agree)
+    other = _hit("ch-5", None, 2)
+    other.level = 1
+    assert not vouches(signals, [_hit("ch-2", 1, 1), other])  # the summaries point elsewhere
+    assert not vouches(signals, [_hit("ch-2", 2, 1), summary, _hit("ch-5", 1, 3)])  # BM25 too
+    assert not vouches(replace(signals, coverage=VOUCH_COVERAGE - 0.01), agree)
+    assert not vouches(replace(signals, same_language=False), agree)
+    assert not vouches(signals, [_hit("ch-2", None, 1), summary])  # no keyword evidence at all

@@ -12,6 +12,10 @@
 
     [chunking]
     max_tokens = 400          # paragraphs over this split at sentences, then words
+    pack_chars = [400, 1200]  # optional: short consecutive paragraphs (dialogue, verse)
+                              # packed into one retrieval unit of at least 400 and at
+                              # most 1,200 characters (docs/search.md, "Retrieval units");
+                              # absent: one unit per paragraph
 
 Every key is checked: an unknown one is an error that names it, because a typo
 would otherwise silently leave the default in force.
