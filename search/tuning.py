@@ -71,8 +71,8 @@ class Fusion:
     # on every judged set (bench/RESULTS.md, issue 37), power 1 with full at 0.5 (half
     # the question, the vouching gate's majority, search.relevance) raised six sets
     # (Molière +0.046, Lessing +0.062, the Gutenberg novels +0.019, Grimm +0.021, the
-    # example +0.006) and lost 0.048 on the Inferno, whose archaic verse the prefix
-    # stems do not match as BM25's stemmer does: not kept until it holds on every set.
+    # example +0.006) and lost 0.048 on the Inferno (a looser stem did not change it):
+    # not kept until it holds on every set.
     keyword_trust_power: float = 0.0
     keyword_trust_full: float = 0.5
 
