@@ -464,7 +464,9 @@ DIALOGUE = (
     # the committed Gutenberg book, by name (the same set as --gutenberg bench/books/gutenberg)
     ("gutenberg", BENCH / "books" / "gutenberg", "gutenberg", BENCH / "queries-gutenberg.jsonl"),
 )
-QUALITY_MODES = ("bm25", "vector", "hybrid")  # each at one row per chapter, as agents get it
+# each at one row per chapter, as agents get it; "plain RRF" is the two row rankings fused
+# by standard RRF (k 60, Cormack et al. 2009) with no chapter evidence: the peers' hybrid
+QUALITY_MODES = ("bm25", "vector", "hybrid", "plain RRF")
 
 
 def fusion_overrides(pairs: list[str]):  # -> search.tuning.Tuning
@@ -504,20 +506,27 @@ def quality_rows(title: str, reports: list, by: str | None = None) -> list[str]:
 
 
 def quality_run(
-    gutenberg: Path | None, overrides: list[str], names: list[str] | None = None
+    gutenberg: Path | None,
+    overrides: list[str],
+    names: list[str] | None = None,
+    books: Path | None = None,
 ) -> None:
     """Every judged set's figures, side by side, in one throwaway database."""
     import os
+    from dataclasses import replace
 
     from glossator.providers import get_embedder
-    from search.evaluation import PrecomputedQueries, evaluate, halves, load_queries
+    from search.evaluation import PrecomputedQueries, evaluate, halves, load_queries, run_mode
     from search.language import LanguageDetector
     from search.options import AGENT_MAX_PER_CHAPTER
 
     tuning = fusion_overrides(overrides)
+    plain = replace(tuning, fusion=replace(tuning.fusion, keyword_trust_power=0.0))  # peers'
     sets = list(JUDGED) if not names else [s for s in (*JUDGED, *DIALOGUE) if s[0] in names]
     if gutenberg is not None:
         sets.append(("gutenberg", gutenberg, "gutenberg", BENCH / "queries-gutenberg.jsonl"))
+    if books is not None:  # copies of the books (e.g. another chunking policy, re-sidecared)
+        sets = [(n, books / n if (books / n).is_dir() else c, r, q) for n, c, r, q in sets]
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-quality-"))
     settings = Settings.from_env().replace(data_dir=tmp, database_url=None)
     embedder = get_embedder(settings)
@@ -531,8 +540,8 @@ def quality_run(
             loaded = sync_tree(db, repository=repository, source=DirectorySource(corpus))
             print(f"loaded {name}: {loaded.summary()}")
         lines = [
-            "| set | BM25 only | vector only | hybrid (ours) |",
-            "|---|---:|---:|---:|",
+            "| set | BM25 only | vector only | hybrid (ours) | plain RRF |",
+            "|---|---:|---:|---:|---:|",
         ]
         for name, _, repository, path in sets:
             judged = load_queries(path)
@@ -547,6 +556,20 @@ def quality_run(
                     detector=detector,
                     tuning=tuning,
                     max_per_chapter=AGENT_MAX_PER_CHAPTER,  # every mode as agents get it
+                )
+                base = search_defaults(settings).replace(
+                    repository=repository, rerank=False, max_per_chapter=AGENT_MAX_PER_CHAPTER
+                )
+                reports.append(
+                    run_mode(
+                        db.pool,
+                        queries,
+                        "plain RRF",
+                        base.replace(mode="hybrid", rrf_k=60, chapter_weight=0.0),
+                        vectors=vectors,
+                        detector=detector,
+                        tuning=plain,
+                    )
                 )
                 lines += quality_rows(title, reports)
                 lines += quality_rows(title, reports, "by_kind")
@@ -596,6 +619,12 @@ def main() -> None:
         " default the first three), e.g. --sets medecin,minna",
     )
     ap.add_argument(
+        "--books",
+        type=Path,
+        help="--quality: a folder holding copies of the sets' books by set name (e.g. with"
+        " another [chunking] policy and their sidecars rebuilt); the others as committed",
+    )
+    ap.add_argument(
         "--fusion",
         action="append",
         default=[],
@@ -607,7 +636,7 @@ def main() -> None:
         known = {s[0] for s in (*JUDGED, *DIALOGUE)}
         if args.sets and not set(args.sets) <= known:
             ap.error(f"--sets: expected names among {', '.join(sorted(known))}")
-        quality_run(args.gutenberg, args.fusion, args.sets)
+        quality_run(args.gutenberg, args.fusion, args.sets, args.books)
         return
     if args.mcp_client:
         mcp_client_pass(args.mcp_client, args.rounds)

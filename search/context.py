@@ -91,6 +91,7 @@ from search.relevance import (  # noqa: F401 - the gate's names, where callers f
     gate,
     judge,
     measure,
+    vouches,
 )
 from search.rerank import Reranker
 from search.results import Chunk, Citation, Freshness, Hit, Node, SearchResponse
@@ -333,6 +334,8 @@ def _judge(
         and uncertain_from is not None
         and relevance.score >= uncertain_from
     )
+    if uncertain and vouches(signals, response.hits):  # the question's own evidence
+        found_relevant, uncertain = True, False
     # a job is still embedding these rows (issue 41): a low score may only mean the
     # vectors are not in yet, so the gate cannot say "nothing relevant"
     embedding = any(f.vectors_incomplete for f in response.index)

@@ -24,14 +24,17 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
 import psycopg
 
+from indexer.corpus.words import stop_words
 from search import rows as R
 from search import stages as S
 from search.freshness import freshness
+from search.fusion import TRUST_ROWS, content_words, keyword_trust, trusted
 from search.options import (
     AGENT_MAX_PER_CHAPTER,
     MAX_K,
@@ -43,9 +46,10 @@ from search.options import (
 )
 from search.rerank import Reranker
 from search.results import Freshness, SearchResponse
+from search.rows import Row
 from search.scope import Scope
 from search.scope import resolve as resolve_scope
-from search.tuning import TUNING, Tuning
+from search.tuning import TUNING, Fusion, Tuning
 
 __all__ = [
     "AGENT_MAX_PER_CHAPTER",
@@ -96,6 +100,9 @@ def search(
         t = time.perf_counter()
         fused = S.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
         rows = R.by_ids(conn, fused.ids)
+        if options.mode == "hybrid" and fusion.keyword_trust_power > 0:
+            options, fusion = keyword_trusted(query, rankings.keyword, rows, options, fusion)
+            fused = S.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
         fused = S.quotations(conn, query, rows, fused, options, timings)
         fused = S.chapter_evidence(
             conn, query, vector, rows, rankings, fused, options, fusion, rrf_k, timings
@@ -165,3 +172,27 @@ def index_freshness(
         for f in freshness(conn, group, branch)
     }
     return [found[n] for n in names if n in found]
+
+
+def keyword_trusted(
+    query: str,
+    keyword: Sequence[tuple[int, float]],
+    rows: Mapping[int, Row],
+    options: SearchOptions,
+    fusion: Fusion,
+) -> tuple[SearchOptions, Fusion]:
+    """The options and fusion with every keyword ranking weighed by the trust its top
+    rows earn (search.fusion.keyword_trust)."""
+    by_chapter: dict[tuple[str, str], list[str]] = {}
+    for i, _ in keyword[:TRUST_ROWS]:
+        if i in rows:
+            by_chapter.setdefault(rows[i].chapter, []).append(rows[i].content)
+    if not by_chapter:  # no keyword row in the question's language: nothing to weigh
+        return options, fusion
+    texts = ["\n".join(t) for t in by_chapter.values()]  # a chapter's rows together
+    words = content_words(query, stop_words(options.query_lang or ""))
+    trust = min(1.0, keyword_trust(words, texts) / fusion.keyword_trust_full)
+    factor = trust**fusion.keyword_trust_power
+    if factor == 1.0:
+        return options, fusion
+    return replace(options, bm25_weight=options.bm25_weight * factor), trusted(fusion, factor)

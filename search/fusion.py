@@ -9,10 +9,14 @@ row counts almost as much as the first); a weight of 0 switches a ranking off.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+import re
+import unicodedata
+from collections.abc import Collection, Hashable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TypeVar
 
 from search.errors import BadQuery
+from search.tuning import Fusion
 
 K = TypeVar("K", bound=Hashable)
 
@@ -65,3 +69,73 @@ def cap_per_group(
             seen[g] = seen.get(g, 0) + 1
             kept.append(item)
     return kept
+
+
+# Keyword trust: how much of the question the keyword side's best rows say.
+#
+# A question that restates a scene in other words shares no content word with it,
+# yet BM25 still returns rows, each holding one of its words somewhere else (a two-word
+# reply, a chapter that names the same person): fused at full weight, that noise undoes
+# the vector side (issue 37: hybrid below vector only on every paraphrase set). A
+# question whose words the book uses finds rows that hold most of them. So the keyword
+# rankings (rows, chapters, the page's tail) can weigh by the trust they earn: the
+# largest share of the question's content words that one chapter's rows among the
+# top keyword rows hold together (search.engine.keyword_trusted; how much it counts,
+# and why it is off by default: search.tuning.Fusion.keyword_trust_power).
+
+TRUST_ROWS = 5  # the keyword rows read: a page's head (search.tuning.Fusion.tail_from)
+_TOKEN = re.compile(r"\w+")
+
+
+def _folded(text: str) -> list[str]:
+    """Lower-case words without diacritics (BM25's tokenizers fold case and accents)."""
+    plain = unicodedata.normalize("NFKD", text.casefold())
+    return _TOKEN.findall("".join(c for c in plain if not unicodedata.combining(c)))
+
+
+def _stem(word: str) -> str:
+    """A crude, language-blind stem: the word's first two thirds, at least four letters
+    ("proposes" and "proposal" share "propos"; "refuses" and "refusing" "refus")."""
+    return word[: max(4, -(-2 * len(word) // 3))]
+
+
+def content_words(query: str, stop_words: Collection[str]) -> list[str]:
+    """The question's content words, folded and stemmed, each once (stop words of its
+    language out, one-letter words and numbers out)."""
+    stops = {w for s in stop_words for w in _folded(s)}
+    out: dict[str, None] = {}
+    for w in _folded(query):
+        if len(w) > 1 and not w.isdigit() and w not in stops:
+            out[_stem(w)] = None
+    return list(out)
+
+
+def keyword_trust(words: Sequence[str], texts: Iterable[str]) -> float:
+    """The largest share of `words` (content_words) one of `texts` (a chapter's top
+    keyword rows, joined) holds, a word held
+    when one of the text's words starts with its stem; 1.0 for a question of no content
+    word (the keyword side is all it has to say), 0.0 when no text is given."""
+    if not words:
+        return 1.0
+    best = 0.0
+    for text in texts:
+        tokens = set(_folded(text))
+        held = sum(1 for w in words if w in tokens or any(t.startswith(w) for t in tokens))
+        best = max(best, held / len(words))
+    return best
+
+
+def trusted(fusion: Fusion, factor: float) -> Fusion:
+    """`fusion` with its keyword rankings of chapters and of the page's tail weighing
+    `factor` times their weight (the row keyword ranking's is SearchOptions.bm25_weight)."""
+    if factor == 1.0:
+        return fusion
+    return replace(
+        fusion,
+        chapter_weights={
+            n: w * factor if "keyword" in n else w for n, w in fusion.chapter_weights.items()
+        },
+        tail_weights={
+            n: w * factor if "keyword" in n else w for n, w in fusion.tail_weights.items()
+        },
+    )

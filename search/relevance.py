@@ -164,3 +164,40 @@ def measure(
     same_language = corpus_kept is not None and corpus_kept < words and corpus_kept == fewest_kept
     languages = tuple(c.removeprefix("glossator_") for c in corpus_configs) or ("simple",)
     return Signals(best, centre, coverage, same_language, languages)
+
+
+# Vouching (issue 37): a cosine threshold alone never says "found" on a book whose
+# own questions score like the near-field null (multilingual-e5 puts everything in
+# 0.82-0.93), so a question in the band between the everyday null and the near-field
+# threshold is "uncertain" even when the book plainly answers it. The question's own
+# evidence can vouch for it there, when its independent rankings agree on a chapter
+# and its words are there: the keyword ranking, the paragraphs' vectors and the chapter
+# summaries' vectors all put the same chapter first, and one candidate row holds at
+# least half of the question's idf-weighted terms (`Signals.coverage`). Half is a
+# majority of the question, not a figure fitted on a book. Either condition alone
+# vouched for more of the judged questions, and for a foreign one too (bench/RESULTS.md,
+# issue 37: an everyday question of three words, half of them in one line of the play;
+# a question about another play whose three rankings agreed): a false "found" costs
+# more than an "uncertain", so both are required.
+VOUCH_COVERAGE = 0.5
+
+
+def _chapter(hit: Hit) -> tuple[str, str]:
+    return hit.citation.repository, hit.citation.source_file.rsplit("/", 1)[0]
+
+
+def _first(hits: Sequence[Hit], rank: str, levels: tuple[int, ...] = (0, 1)) -> Hit | None:
+    ranked = [h for h in hits if getattr(h.scores, rank) is not None and h.level in levels]
+    return min(ranked, key=lambda h: getattr(h.scores, rank)) if ranked else None
+
+
+def vouches(signals: Signals, hits: Sequence[Hit]) -> bool:
+    """The question's rankings agree on a chapter that holds its words, in its own
+    language (the comment above)."""
+    if not signals.same_language or signals.coverage < VOUCH_COVERAGE:
+        return False
+    keyword = _first(hits, "keyword_rank")
+    paragraph, summary = _first(hits, "vector_rank", (0,)), _first(hits, "vector_rank", (1,))
+    if keyword is None or paragraph is None or summary is None:
+        return False
+    return _chapter(keyword) == _chapter(paragraph) == _chapter(summary)

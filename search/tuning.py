@@ -65,6 +65,16 @@ class Fusion:
     # keyword evidence of a repository not in the query's language (search.language):
     # its rankings weigh this times their usual weight
     foreign_keyword_weight: float = 1.0
+    # Keyword trust (search.fusion.keyword_trust: the share of the question's content
+    # words the best keyword chapter's top rows hold): hybrid's keyword rankings weigh
+    # min(1, trust / keyword_trust_full) ** keyword_trust_power. Off (power 0): measured
+    # on every judged set (bench/RESULTS.md, issue 37), power 1 with full at 0.5 (half
+    # the question, the vouching gate's majority, search.relevance) raised six sets
+    # (Molière +0.046, Lessing +0.062, the Gutenberg novels +0.019, Grimm +0.021, the
+    # example +0.006) and lost 0.048 on the Inferno (a looser stem did not change it):
+    # not kept until it holds on every set.
+    keyword_trust_power: float = 0.0
+    keyword_trust_full: float = 0.5
 
 
 @dataclass(frozen=True)

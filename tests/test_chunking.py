@@ -180,3 +180,32 @@ def test_a_300_kb_paragraph_without_punctuation_or_spaces_is_split() -> None:
     _assert_covers(body, chunks)
     assert len(chunks) > 100 and all(c.token_count <= 512 for c in chunks)
     assert "".join(c.text for c in chunks if c.line_start == 3) == blob
+
+
+def test_packing_joins_short_paragraphs_and_keeps_headings_with_what_follows() -> None:
+    lines = ["SGANARELLE. — Non.", "", "MARTINE. — Si.", "", "SGANARELLE. — Non, vous dis-je.", ""]
+    body = "\n".join(lines * 2) + "\n## Scène II\n\nVALÈRE. — Monsieur, un mot.\n"
+    plain = chunk_markdown(body, body_line=1, max_tokens=400)
+    packed = chunk_markdown(body, body_line=1, max_tokens=400, pack=(60, 200))
+    assert len(plain) == 8 and len(packed) == 3
+    first = packed[0]
+    # a packed chunk is the body's slice: its line span holds every paragraph it packs
+    assert first.text == "\n".join(lines[:5])
+    assert (first.line_start, first.line_end) == (1, 5)
+    assert len(first.text) >= 60
+    # the heading starts a chunk and takes the paragraph after it, never the one before
+    assert packed[-1].text == "## Scène II\n\nVALÈRE. — Monsieur, un mot."
+    assert not any("Scène" in c.text for c in packed[:-1])
+    # the concatenation still gives back every paragraph, in order
+    assert [t for c in packed for t in c.text.split("\n\n")] == [p.text for p in plain]
+
+
+def test_packing_never_passes_its_maximum_nor_max_tokens() -> None:
+    body = "\n\n".join(f"Réplique numéro {i}, assez brève." for i in range(60))
+    for pack in ((100, 150), (400, 1200)):
+        chunks = chunk_markdown(body, body_line=1, max_tokens=40, pack=pack)
+        assert all(len(c.text) <= pack[1] and c.token_count <= 40 for c in chunks)
+        assert " ".join(c.text for c in chunks).split() == body.split()
+    # a last chunk under the minimum joins the one before
+    chunks = chunk_markdown(body, body_line=1, max_tokens=4000, pack=(100, 10_000))
+    assert all(len(c.text) >= 100 for c in chunks)

@@ -21,6 +21,15 @@ can take. Chunk text is always a slice of the body, stripped at its ends:
 concatenating the chunks gives back the body up to whitespace at the cut points,
 which is what the property tests check. A chunk goes over the threshold only
 when it is one character that alone exceeds it.
+
+Packing (`pack` = (min_chars, max_chars), the corpus policy's `[chunking] pack_chars`):
+a dialogue line of eight words is a poor retrieval unit (its vector sits close to
+everything, one shared word wins BM25 for it), so consecutive whole blocks are packed
+into one chunk until it holds at least min_chars, never past max_chars or max_tokens.
+A heading starts a new chunk (kept with what follows, never glued to what precedes);
+a last chunk under the minimum joins the one before when it fits. A packed chunk is
+one row: its text the blocks' slice of the body, its line span theirs, so a citation
+names the lines of every paragraph it holds. Blocks that were split stay as they are.
 """
 
 from __future__ import annotations
@@ -63,24 +72,85 @@ _SENTENCE_END = re.compile(r"[.!?…]+(?:[ \u00a0\u202f]?[»”\"’)\]])*(?=\s)
 _WORD = re.compile(r"\S+")
 
 
-def chunk_markdown(body: str, body_line: int, max_tokens: int) -> list[TextChunk]:
-    """Chunks of a Markdown body whose first line is line `body_line` of its file."""
+def chunk_markdown(
+    body: str, body_line: int, max_tokens: int, pack: tuple[int, int] | None = None
+) -> list[TextChunk]:
+    """Chunks of a Markdown body whose first line is line `body_line` of its file;
+    `pack` (min_chars, max_chars) packs short consecutive blocks (the module's doc)."""
     if max_tokens < 1:
         raise ValueError("max_tokens must be positive")
     newlines = [m.start() for m in re.finditer("\n", body)]
     chunks: list[TextChunk] = []
+    spans: list[tuple[Span, bool]] = []  # (span, whole block that may be packed)
     for span, kind in _blocks(body):
-        for s, e in _pack(body, [span], _LEVELS[kind], max_tokens):
-            text = body[s:e]
-            chunks.append(
-                TextChunk(
-                    text=text,
-                    line_start=body_line + bisect.bisect_left(newlines, s),
-                    line_end=body_line + bisect.bisect_left(newlines, e - 1),
-                    token_count=count_tokens(text),
-                )
+        pieces = _pack(body, [span], _LEVELS[kind], max_tokens)
+        spans += [(p, len(pieces) == 1 and kind != "code") for p in pieces]
+    units = [p for p, _ in spans] if pack is None else _pack_blocks(body, spans, pack, max_tokens)
+    for s, e in units:
+        text = body[s:e]
+        chunks.append(
+            TextChunk(
+                text=text,
+                line_start=body_line + bisect.bisect_left(newlines, s),
+                line_end=body_line + bisect.bisect_left(newlines, e - 1),
+                token_count=count_tokens(text),
             )
+        )
     return chunks
+
+
+def _is_heading(text: str) -> bool:
+    return text.startswith("#")
+
+
+def _pack_blocks(
+    body: str, spans: list[tuple[Span, bool]], pack: tuple[int, int], max_tokens: int
+) -> list[Span]:
+    """Consecutive whole blocks merged until a chunk holds min_chars (module doc)."""
+    least, most = pack
+    out: list[Span] = []
+    packable: list[bool] = []
+    current: Span | None = None
+    headings_only = False  # the current chunk holds headings only: it takes what follows
+    for span, whole in spans:
+        heading = whole and _is_heading(body[span[0] : span[1]])
+        if current is not None:
+            merged = (current[0], span[1])
+            if (
+                whole
+                and (headings_only or (current[1] - current[0] < least and not heading))
+                and merged[1] - merged[0] <= most
+                and count_tokens(body[merged[0] : merged[1]]) <= max_tokens
+            ):
+                current, headings_only = merged, headings_only and heading
+                continue
+            out.append(current)
+            packable.append(True)
+            current = None
+        if whole:
+            current, headings_only = span, heading
+        else:
+            out.append(span)
+            packable.append(False)
+    if current is not None:
+        out.append(current)
+        packable.append(True)
+    # a last chunk under the minimum joins the one before when both are packed blocks
+    # (not when it starts at a heading: a heading stays with what follows)
+    if (
+        len(out) > 1
+        and packable[-1]
+        and packable[-2]
+        and out[-1][1] - out[-1][0] < least
+        and not _is_heading(body[out[-1][0] : out[-1][1]])
+    ):
+        merged = (out[-2][0], out[-1][1])
+        if (
+            merged[1] - merged[0] <= most
+            and count_tokens(body[merged[0] : merged[1]]) <= max_tokens
+        ):
+            out[-2:] = [merged]
+    return out
 
 
 def _trim(body: str, s: int, e: int) -> Span | None:

@@ -12,6 +12,10 @@
 
     [chunking]
     max_tokens = 400          # paragraphs over this split at sentences, then words
+    pack_chars = [400, 1200]  # optional: short consecutive paragraphs (dialogue, verse)
+                              # packed into one retrieval unit of at least 400 and at
+                              # most 1,200 characters (docs/search.md, "Retrieval units");
+                              # absent: one unit per paragraph
 
 Every key is checked: an unknown one is an error that names it, because a typo
 would otherwise silently leave the default in force.
@@ -33,7 +37,7 @@ DEFAULT_BUDGETS = {1: 300, 2: 500, 3: 700}
 _SCHEMA: dict[str, set[str]] = {
     "vectorize": {"preset", "levels"},
     "summaries": {"algorithm", "prompts_dir", "budget_tokens"},
-    "chunking": {"max_tokens"},
+    "chunking": {"max_tokens", "pack_chars"},
 }
 
 
@@ -44,6 +48,9 @@ class Policy:
     prompts_dir: str = "prompts"
     budget_tokens: dict[int, int] = field(default_factory=lambda: dict(DEFAULT_BUDGETS))
     max_tokens: int = 400
+    # [min, max] characters: short consecutive paragraphs packed into one retrieval unit
+    # (indexer.corpus.chunking); None: one chunk per paragraph
+    pack_chars: tuple[int, int] | None = None
 
     def vectorize(self, level: int) -> bool:
         return level in self.vectorize_levels
@@ -113,4 +120,22 @@ def parse_policy(data: bytes | None) -> Policy:
         or not 16 <= max_tokens <= 8192
     ):
         raise CorpusError(POLICY_FILE, "chunking.max_tokens must be a whole number from 16 to 8192")
-    return Policy(tuple(sorted(set(levels))), algorithm, prompts_dir, budgets, max_tokens)
+    pack = chunk.get("pack_chars")
+    if pack is not None and (
+        not isinstance(pack, list)
+        or len(pack) != 2
+        or not all(isinstance(x, int) and not isinstance(x, bool) for x in pack)
+        or not 1 <= pack[0] <= pack[1] <= 100_000
+    ):
+        raise CorpusError(
+            POLICY_FILE,
+            "chunking.pack_chars must be [min, max]: whole numbers, 1 <= min <= max <= 100000",
+        )
+    return Policy(
+        tuple(sorted(set(levels))),
+        algorithm,
+        prompts_dir,
+        budgets,
+        max_tokens,
+        None if pack is None else (pack[0], pack[1]),
+    )

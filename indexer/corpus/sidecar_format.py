@@ -41,6 +41,7 @@ MANIFEST_EXTRA = (
     "title",
     "tokenizer",
     "max_tokens",
+    "pack_chars",  # only when the policy packs paragraphs (indexer.corpus.chunking)
     "embedding_recipe",
     "embedding_engine",  # what computed the vectors; not part of what makes a sidecar current
 )

@@ -164,6 +164,8 @@ def manifest_for(
         "tokenizer": TOKENIZER,
         "max_tokens": policy.max_tokens,
     }
+    if policy.pack_chars is not None:
+        extra["pack_chars"] = list(policy.pack_chars)
     if embedder is not None:
         extra["embedding_recipe"] = recipe_name or embedder.recipe
     return Manifest(
@@ -310,7 +312,9 @@ def _due(
             stats.unchanged += 1
         else:
             previous = source.read(node.sidecar_path) if exists else None
-            pieces = chunk_markdown(node.body, node.body_line, corpus.policy.max_tokens)
+            pieces = chunk_markdown(
+                node.body, node.body_line, corpus.policy.max_tokens, corpus.policy.pack_chars
+            )
             plans.append(_Plan(node, manifest, pieces, previous))
         if progress is not None:
             progress("files", done, len(nodes))

@@ -1,0 +1,85 @@
+"""Issue 37's retrieval units: the policy that packs short paragraphs, and the keyword
+trust that keeps BM25's noise from undoing the vector side (search.fusion)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from indexer.corpus.errors import CorpusError
+from indexer.corpus.policy import Policy, parse_policy
+from indexer.corpus.words import stop_words
+from search.fusion import content_words, keyword_trust, trusted
+from search.relevance import VOUCH_COVERAGE, Signals, vouches
+from search.results import Citation, Hit, Scores
+from search.tuning import TUNING
+
+
+def test_pack_chars_is_read_from_the_policy_and_off_by_default() -> None:
+    assert parse_policy(None).pack_chars is None
+    assert parse_policy(b"[chunking]\nmax_tokens = 400\n") == Policy()
+    assert parse_policy(b"[chunking]\npack_chars = [400, 1200]\n").pack_chars == (400, 1200)
+
+
+@pytest.mark.parametrize(
+    "value", ["[1200, 400]", "[0, 10]", "400", "[400]", "[400, 1200, 5]", '["a", "b"]', "[true, 9]"]
+)
+def test_a_bad_pack_chars_is_refused_by_name(value: str) -> None:
+    with pytest.raises(CorpusError, match=r"chunking\.pack_chars must be"):
+        parse_policy(f"[chunking]\npack_chars = {value}\n".encode())
+
+
+def test_keyword_trust_is_the_share_of_the_question_its_best_row_holds() -> None:
+    words = content_words("Darcy proposes to Elizabeth and she refuses him", stop_words("en"))
+    assert len(words) == 4  # Darcy, proposes, Elizabeth, refuses: the rest are stop words
+    scene = "“You are mistaken, Mr. Darcy,” said Elizabeth, refusing his proposal."
+    assert keyword_trust(words, ["Yes.", scene]) == 1.0
+    # a paraphrase shares one word with a two-word reply elsewhere: little trust
+    paraphrase = content_words(
+        "A proud suitor is turned down by the woman he loves", stop_words("en")
+    )
+    assert keyword_trust(paraphrase, ["“Loves? No.”", "He turned away."]) <= 0.25
+    # accents and case are folded as BM25's tokenizers fold them
+    assert (
+        keyword_trust(content_words("Sganarelle médecin", stop_words("fr")), ["MEDECIN Sganarelle"])
+        == 1.0
+    )
+    assert keyword_trust([], ["anything"]) == 1.0 and keyword_trust(words, []) == 0.0
+
+
+def test_trusted_scales_only_the_keyword_rankings() -> None:
+    fusion = trusted(TUNING.fusion, 0.5)
+    assert (
+        fusion.chapter_weights["chapter_keyword"]
+        == TUNING.fusion.chapter_weights["chapter_keyword"] * 0.5
+    )
+    assert (
+        fusion.chapter_weights["chapter_vector"] == TUNING.fusion.chapter_weights["chapter_vector"]
+    )
+    assert (
+        fusion.tail_weights["summary_keyword"]
+        == TUNING.fusion.tail_weights["summary_keyword"] * 0.5
+    )
+    assert trusted(TUNING.fusion, 1.0) is TUNING.fusion
+
+
+def _hit(chapter: str, keyword_rank: int | None, vector_rank: int | None) -> Hit:
+    citation = Citation("book", "main", f"corpus/w/{chapter}/source.md", "W > C", 0)
+    scores = Scores(fused=0.0, keyword_rank=keyword_rank, vector_rank=vector_rank)
+    return Hit(1, citation, 0, "source", "w", "", scores)
+
+
+def test_the_question_vouches_when_its_rankings_agree_and_it_is_covered() -> None:
+    signals = Signals(best=0.86, centre=0.84, coverage=0.6, same_language=True)
+    summary = _hit("ch-2", None, 2)
+    summary.level = 1
+    agree = [_hit("ch-2", 1, 1), summary, _hit("ch-5", 2, 3)]
+    assert vouches(signals, agree)
+    other = _hit("ch-5", None, 2)
+    other.level = 1
+    assert not vouches(signals, [_hit("ch-2", 1, 1), other])  # the summaries point elsewhere
+    assert not vouches(signals, [_hit("ch-2", 2, 1), summary, _hit("ch-5", 1, 3)])  # BM25 too
+    assert not vouches(replace(signals, coverage=VOUCH_COVERAGE - 0.01), agree)
+    assert not vouches(replace(signals, same_language=False), agree)
+    assert not vouches(signals, [_hit("ch-2", None, 1), summary])  # no keyword evidence at all
