@@ -17,8 +17,9 @@ two rankings), fusion (RRF, caps), chapters (chapter evidence), rerank, nodes
 (climbing, outline), passages (a summary's best paragraphs), context and
 relevance (context packs and their gate), freshness (indexed commit vs branch
 tip, from the database), tuning (the fitted constants), rows (SQL → results),
-results (the types), errors, evaluation (`glossator eval`), mcp_server and
-mcp_http (the MCP transports). Nothing here reads settings: `glossator/` builds
+results (the types), errors, evaluation (`glossator eval`). The faces live apart:
+`search.mcp` (the MCP server) and `search.web` (the web reader and its JSON API)
+import the engine, never the reverse. Nothing here reads settings: `glossator/` builds
 the service (glossator/search_service.py).
 """
 

@@ -22,9 +22,9 @@ from starlette.routing import Mount
 from glossator.search_service import search_service
 from glossator.settings import Settings
 from indexer.corpus.tokens import count_tokens
-from search.mcp_http import mcp_http_app
-from search.mcp_server import build_server
-from search.mcp_views import SNIPPET_WORDS, parse_ref, spelled_by
+from search.mcp.http import mcp_http_app
+from search.mcp.server import build_server
+from search.mcp.views import SNIPPET_WORDS, parse_ref, spelled_by
 from tests.fakes import FakeReranker
 from tests.gitserver_support import ServerThread
 from tests.plugins.corpus import FIRST_SERIES, WORK

@@ -469,7 +469,7 @@ def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():
     from jsonschema import Draft202012Validator
     from pydantic import BaseModel, Field
 
-    from search.mcp_server import compact_schema
+    from search.mcp.server import compact_schema
 
     class Where(BaseModel):
         file: str
@@ -521,7 +521,7 @@ def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():
 def test_compact_input_schema_writes_an_optional_argument_as_its_plain_type():
     from pydantic import BaseModel, Field
 
-    from search.mcp_server import compact_schema
+    from search.mcp.server import compact_schema
 
     class Args(BaseModel):
         query: str

@@ -6,7 +6,7 @@
 
 Same answers as the MCP tools `outline`, `get_node` / `get_parent` / `get_children` and
 `context`: the same functions (search.nodes, SearchService.context) and views
-(search.mcp_views, search.mcp_reading). The text on stdout is the tool's text; `--json`
+(search.mcp.views, search.mcp.reading_views). The text on stdout is the tool's text; `--json`
 prints the tool's structured content, one JSON object. `show` takes a file as every face
 cites it (search.citation): `repository:path#chunk:lines`, or the path alone.
 
@@ -26,12 +26,12 @@ import click
 from glossator.commands.base import Context, pass_context
 from glossator.remote import ask
 from glossator.search_service import open_database, search_service
-from search import mcp_reading as P
-from search import mcp_views as V
 from search import nodes as N
 from search.citation import merge, parse
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.errors import BadQuery, UnknownFile
+from search.mcp import reading_views as P
+from search.mcp import views as V
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the MCP tool's structured content as JSON."

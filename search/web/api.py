@@ -14,8 +14,8 @@
 prints: the CLI asks a running server with it rather than load the model itself.
 
 Arguments and bounds are the tools' (search.web.params); so are the answers, built
-by the same functions (search.tools, search.nodes, search.mcp_views,
-search.mcp_reading). Errors: {"error": "<the tool's message>"} with 400, 404 or 503.
+by the same functions (search.tools, search.nodes, search.mcp.views,
+search.mcp.reading_views). Errors: {"error": "<the tool's message>"} with 400, 404 or 503.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from search import mcp_reading as P
-from search import mcp_views as V
 from search import nodes as N
 from search import rows as R
 from search.citation import merge
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.errors import BadQuery, UnknownFile
+from search.mcp import reading_views as P
+from search.mcp import views as V
 from search.web import params as Q
 from search.web.app import SECURITY_HEADERS, WebBase
 

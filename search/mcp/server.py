@@ -9,7 +9,7 @@ here reads them.
 
 Tools: `search`, `context`, `get_node`, `get_parent`, `get_children`, `outline`. Each is a
 few lines over a typed function with its own tests; what it returns is written by
-`search.mcp_views` (a text for the model, a lean structured twin). Glossator's
+`search.mcp.views` (a text for the model, a lean structured twin). Glossator's
 errors (`GlossatorError`: empty query, k out of range, unknown file or
 repository) become tool errors carrying their message at this one boundary, so
 does a database that does not answer (store.errors.describe_failure), and
@@ -17,7 +17,7 @@ arguments the schema refuses get one sentence saying what to send instead;
 anything else is a bug, which the SDK logs with its traceback and reports to the
 client without one.
 
-The HTTP transport lives in `search.mcp_http`.
+The HTTP transport lives in `search.mcp.http`.
 """
 
 from __future__ import annotations
@@ -36,12 +36,12 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from core.access import caller_of
 from core.errors import GlossatorError
-from search import mcp_reading as P
-from search import mcp_views as V
 from search import nodes as N
 from search.citation import merge, whole_file
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.inputs import check_arguments, unknown
+from search.mcp import reading_views as P
+from search.mcp import views as V
 from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.rows import ConnOrPool
 from search.service import SearchService
@@ -375,7 +375,7 @@ def compact_schema(schema: dict[str, Any], *, inputs: bool = False) -> dict[str,
     Why: tools/list is read by every agent at every start (the titles alone were a
     third of it); `"type": [X, "null"]` lists, which an earlier version wrote, are
     what the MCP Inspector's `--strict` portability check warns about, and outputs
-    need no null: `search.mcp_views` leaves a missing value out. For inputs,
+    need no null: `search.mcp.views` leaves a missing value out. For inputs,
     omitting an optional argument means None, so the SDK still accepts an explicit
     null; the schema just does not advertise it.
     """
