@@ -11,7 +11,8 @@
     get_children(pool, "corpus/…/summary.md")             -> list[Node]
     outline(pool, repository=None, work=None)             -> Outline
 
-Modules: service (the state: query cache, engine lock), options (SearchOptions,
+Modules: service (what the faces call; it holds query_vectors, the query vectors
+with their cache and lock, and gates, each corpus's calibrated gate), options (SearchOptions,
 the QueryEmbedder protocol), engine (search), stages (its steps), retrieval (the
 two rankings), fusion (RRF, caps), chapters (chapter evidence), rerank, nodes
 (climbing, outline), passages (a summary's best paragraphs), context and

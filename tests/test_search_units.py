@@ -172,7 +172,9 @@ def test_the_composition_root_turns_the_settings_into_search_options():
     assert (options.rrf_k, options.bm25_weight, options.chapter_weight) == (60, 2.0, 0.0)
     remote = search_service(Settings.from_env(env), None, reranker=None)
     local = search_service(Settings.from_env({}), None, reranker=None)
-    assert not remote._serialize and local._serialize  # a remote API is never under the lock
+    assert (
+        not remote.vectors.serialize and local.vectors.serialize
+    )  # a remote API is never under the lock
 
 
 # -- eval metrics ---------------------------------------------------------------------
