@@ -19,7 +19,7 @@ note says so, whatever the status.
 
 While a job embeds, its rows are loaded and their vectors land slice by slice
 (store.landing): `vectors` is the share of the branch's vectorized rows that have
-theirs, and the note starts "vectors 40 %, keyword search complete" (issue 41).
+theirs, and the note starts "vectors 40 %, keyword search complete".
 """
 
 from __future__ import annotations
