@@ -197,12 +197,12 @@ def main() -> None:
             books.append(book)
             print("\n".join(summary(book)), flush=True)
             print(oracle(book), flush=True)
-        margins = {str(scope): cal.margins() for (scope, _), cal in service._gates.items()}
+        margins = {str(scope): cal.margins() for (scope, _), cal in service.gates.kept.items()}
         for scope, m in margins.items():
             print(scope, m)
         samples = {
             str(scope): {"own": cal.own, "null": cal.null, "null_cross": cal.null_cross}
-            for (scope, _), cal in service._gates.items()
+            for (scope, _), cal in service.gates.kept.items()
         }
     if args.json:
         args.json.write_text(json.dumps({"books": books, "calibrations": samples}, indent=1))

@@ -72,7 +72,7 @@ from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_
 from indexer.corpus.source import MemorySource  # noqa: E402
 from store import fts, migrations  # noqa: E402
 from store.bm25 import K1, B, query_lexemes  # noqa: E402
-from store.chapters import chapter_evidence  # noqa: E402
+from store.chapters import ChapterScope, chapter_evidence  # noqa: E402
 from store.db import configure_connection, with_dbname  # noqa: E402
 from store.fts import FtsBackend  # noqa: E402
 from store.loader import COPY_COLUMNS, _hnsw_memory, sync_files  # noqa: E402
@@ -409,9 +409,7 @@ def bm25_compare(conn: psycopg.Connection, repository: str, queries: list[str]) 
             t1 = time.perf_counter()
             found, _scores = retriever.retrieve([qt], k=10, show_progress=False, n_threads=0)
             t2 = time.perf_counter()
-            chapter_evidence(
-                conn, q, None, model=None, dimension=None, repository=repository, depth=20
-            )
+            chapter_evidence(conn, q, ChapterScope(repository, depth=20))
             t3 = time.perf_counter()
             if warm:
                 continue

@@ -129,7 +129,7 @@ def main() -> None:
     from glossator.wiring import database
     from indexer.corpus.source import DirectorySource
     from indexer.corpus.tokens import count_tokens
-    from search.mcp_server import build_server
+    from search.mcp.server import build_server
     from store.tree import sync_tree
 
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-tokens-"))

@@ -274,7 +274,7 @@ def mcp_round_trips(
     from core.access import AccessPolicy
     from core.throttle import Throttle
     from gitserver.boundary import Boundary
-    from search.mcp_http import mcp_http_app
+    from search.mcp.http import mcp_http_app
     from tests.gitserver_support import ServerThread  # bench/ puts the project on sys.path
 
     service = search_service(settings, db.pool, embedder=embedder, reranker=None)

@@ -34,7 +34,7 @@ from rich.console import Console
 
 from core.vocabulary import DEFAULT_BRANCH
 from glossator.settings import Settings, reveal
-from search.mcp_views import parse_ref
+from search.mcp.views import parse_ref
 
 REPOSITORY = "sophismes"
 EXAMPLE = Path(__file__).resolve().parent.parent / "example"
@@ -190,7 +190,7 @@ async def ask(url: str, token: str | None) -> None:
                 raise DemoError(f"search failed: {result.content}")
             console.print(f'\n  [bold]"{question}"[/bold]')
             for group, hit in _hits(result.structured_content):
-                # a heading is left out where the folder's name spells it (search.mcp_views)
+                # a heading is left out where the folder's name spells it (search.mcp.views)
                 heading = " > ".join(
                     x for x in (group.get("heading_path"), hit.get("heading")) if x
                 )

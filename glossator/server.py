@@ -48,9 +48,9 @@ from store.db import Database
 def _mcp_app(settings: Settings, service: SearchService) -> Any | None:
     """MCP over the search service, which embeds queries with its own embedder (the
     worker's counts stay the worker's) and owns the query cache and the engine lock."""
-    if importlib.util.find_spec("search.mcp_http") is None:
+    if importlib.util.find_spec("search.mcp.http") is None:
         return None
-    from search.mcp_http import mcp_http_app
+    from search.mcp.http import mcp_http_app
 
     return mcp_http_app(service, host=settings.host, log_level=settings.log_level)
 

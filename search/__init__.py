@@ -11,14 +11,16 @@
     get_children(pool, "corpus/…/summary.md")             -> list[Node]
     outline(pool, repository=None, work=None)             -> Outline
 
-Modules: service (the state: query cache, engine lock), options (SearchOptions,
+Modules: service (what the faces call; it holds query_vectors, the query vectors
+with their cache and lock, and gates, each corpus's calibrated gate), options (SearchOptions,
 the QueryEmbedder protocol), engine (search), stages (its steps), retrieval (the
 two rankings), fusion (RRF, caps), chapters (chapter evidence), rerank, nodes
 (climbing, outline), passages (a summary's best paragraphs), context and
 relevance (context packs and their gate), freshness (indexed commit vs branch
 tip, from the database), tuning (the fitted constants), rows (SQL → results),
-results (the types), errors, evaluation (`glossator eval`), mcp_server and
-mcp_http (the MCP transports). Nothing here reads settings: `glossator/` builds
+results (the types), errors, evaluation (`glossator eval`). The faces live apart:
+`search.mcp` (the MCP server) and `search.web` (the web reader and its JSON API)
+import the engine, never the reverse. Nothing here reads settings: `glossator/` builds
 the service (glossator/search_service.py).
 """
 

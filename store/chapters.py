@@ -7,9 +7,10 @@ evidence; its summary, embedded on its own, states the chapter as a whole. The
 search engine (`search.chapters`) turns both into chapter rankings that every
 row of the chapter inherits in fusion.
 
-    found = chapter_evidence(conn, "pourquoi la disette n'enrichit pas", query_vector,
-                             model="intfloat/multilingual-e5-small", dimension=384,
-                             repository="bastiat", branch="main", depth=20)
+    chapters = ChapterScope("bastiat", branch="main", depth=20)
+    found = chapter_evidence(conn, "pourquoi la disette n'enrichit pas", chapters,
+                             query_vector, model="intfloat/multilingual-e5-small",
+                             dimension=384)
     found.keyword   # [(chapter folder, BM25 score)], best first
     found.summary   # [(chapter folder, cosine of its summary)], best first
 
@@ -144,34 +145,44 @@ def chapter_of_file(source_file: str) -> str:
     return source_file.rsplit("/", 1)[0]
 
 
+@dataclass(frozen=True)
+class ChapterScope:
+    """The chapters a search's evidence reads: those of one repository on one branch,
+    `work` their one filter (level and node type choose rows, not chapters), the `depth`
+    best of each ranking. One object for the statements and `chapter_evidence`, so the
+    search engine hands the store what it asks for in one piece."""
+
+    repository: str
+    branch: str = DEFAULT_BRANCH
+    work: str | None = None
+    depth: int = 20
+
+    def __post_init__(self) -> None:
+        if self.depth < 1:
+            raise ValueError("depth must be at least 1")
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "repository": self.repository,
+            "branch": self.branch,
+            "depth": self.depth,
+            "work": self.work,
+        }
+
+
 def keyword_statement(
-    lexemes: Sequence[str],
-    *,
-    repository: str,
-    branch: str = DEFAULT_BRANCH,
-    work: str | None = None,
-    depth: int = 20,
-    engine: str = "pg_search",
+    lexemes: Sequence[str], chapters: ChapterScope, engine: str = "pg_search"
 ) -> Statement | None:
     """The chapters' BM25 for the query's `lexemes` (store.bm25.lexemes_sql; None
     when there is none: it matches nothing), for `store.pipeline.run`: a search sends it
     with the rows' BM25 (search.retrieval). `engine`: "pg_search" or "postgres-fts"."""
-    if depth < 1:
-        raise ValueError("depth must be at least 1")
     if not lexemes:
         return None
-    params: dict[str, Any] = {
-        **lexeme_params(lexemes),
-        "repository": repository,
-        "branch": branch,
-        "depth": depth,
-        "k1": K1,
-        "b": B,
-        "work": work,
-    }
+    params: dict[str, Any] = {**lexeme_params(lexemes), **chapters.params(), "k1": K1, "b": B}
+    work = chapters.work
     if engine == "pg_search":
         work_pg = sql.SQL("c.work = %(work)s" if work is not None else "TRUE")
-        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg, depth=sql.Literal(int(depth)))
+        stmt = sql.SQL(_PG_SEARCH).format(work_c=work_pg, depth=sql.Literal(int(chapters.depth)))
         # as store.pgsearch runs the rows' query: prepared, a generic plan (the LIMIT in
         # its text), no parallel workers
         return Statement(stmt, params, True, pgsearch.AROUND)
@@ -180,35 +191,19 @@ def keyword_statement(
 
 
 def summaries_statement(
-    query_vector: Sequence[float],
-    *,
-    model: str,
-    dimension: int,
-    repository: str,
-    branch: str = DEFAULT_BRANCH,
-    work: str | None = None,
-    depth: int = 20,
+    query_vector: Sequence[float], chapters: ChapterScope, *, model: str, dimension: int
 ) -> Statement:
     """The chapter summaries' cosines, for `store.pipeline.run`: a search sends it with
     its vector query (store.vectors.nearest)."""
-    if depth < 1:
-        raise ValueError("depth must be at least 1")
     if len(query_vector) != dimension:
         raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")
     q: Any = np.asarray(query_vector, dtype=np.float32)
     if dimension > store_vectors.HNSW_VECTOR_MAX_DIMS:
         q = HalfVector(q)
-    params = {
-        "q": q,
-        "model": model,
-        "repository": repository,
-        "branch": branch,
-        "depth": depth,
-        "work": work,
-    }
+    params = {"q": q, "model": model, **chapters.params()}
     summaries = sql.SQL(_SUMMARIES).format(
         cast=sql.SQL(store_vectors.cast_type(dimension)),
-        work=sql.SQL("work = %(work)s" if work is not None else "TRUE"),
+        work=sql.SQL("work = %(work)s" if chapters.work is not None else "TRUE"),
     )
     return Statement(summaries, params)
 
@@ -230,14 +225,11 @@ def evidence_of(
 def chapter_evidence(
     conn: psycopg.Connection,
     text: str,
-    query_vector: Sequence[float] | None,
+    chapters: ChapterScope,
+    query_vector: Sequence[float] | None = None,
     *,
-    model: str | None,
-    dimension: int | None,
-    repository: str,
-    branch: str = DEFAULT_BRANCH,
-    work: str | None = None,
-    depth: int = 20,
+    model: str | None = None,
+    dimension: int | None = None,
     engine: str | None = None,
     lexemes: Sequence[str] | None = None,
 ) -> ChapterEvidence:
@@ -249,26 +241,14 @@ def chapter_evidence(
     `lexemes`: the text's (store.bm25.lexemes_sql), as a search has them from the
     catalogue; None: asked first (one more round trip). A search sends these statements
     with its others (`keyword_statement`, `summaries_statement`: search.retrieval)."""
-    if depth < 1:
-        raise ValueError("depth must be at least 1")
     summaries: Statement | None = None
     if query_vector is not None and model is not None and dimension is not None:
-        summaries = summaries_statement(
-            query_vector,
-            model=model,
-            dimension=dimension,
-            repository=repository,
-            branch=branch,
-            work=work,
-            depth=depth,
-        )
+        summaries = summaries_statement(query_vector, chapters, model=model, dimension=dimension)
     if engine is None:
         indexed = bm25_index_exists(conn, pgsearch.CHAPTER_INDEX)
         engine = "pg_search" if indexed else "postgres-fts"
     if lexemes is None:
-        lexemes = lexemes_of(conn, [(text, repository, branch)])[0]
-    keyword = keyword_statement(
-        lexemes, repository=repository, branch=branch, work=work, depth=depth, engine=engine
-    )
+        lexemes = lexemes_of(conn, [(text, chapters.repository, chapters.branch)])[0]
+    keyword = keyword_statement(lexemes, chapters, engine)
     keyword_rows, summary_rows = run(conn, [keyword, summaries])
     return evidence_of(keyword_rows, summary_rows)

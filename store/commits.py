@@ -25,6 +25,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from store import landing
+from store.pipeline import Statement, run
 
 
 def lock_branch(conn: Any, repository: str, branch: str) -> None:
@@ -106,14 +107,20 @@ def indexed_list(conn: Any) -> list[tuple[str, str, str, datetime]]:
     return [(r[0], r[1], r[2], r[3]) for r in rows]
 
 
-def indexed_on(
-    conn: Any, branch: str, repositories: Sequence[str]
-) -> list[tuple[str, str | None, datetime | None, list[str], tuple[int, int] | None]]:
+IndexedOn = tuple[str, str | None, datetime | None, list[str], tuple[int, int] | None]
+
+
+def indexed_on(conn: Any, branch: str, repositories: Sequence[str]) -> list[IndexedOn]:
     """(repository, commit, indexed_at, problems, vectors) of `branch` in each of
     `repositories` that has it indexed or a job embedding on it; `vectors` is (vectorized
     rows, of which without their vector yet) while a job embeds (store.landing), else None.
-    One statement: a search's freshness is one round trip."""
-    rows = conn.execute(
+    One statement (`indexed_on_statement`): a search sends it with the branch tips'."""
+    return indexed_on_rows(run(conn, [indexed_on_statement(branch, repositories)])[0])
+
+
+def indexed_on_statement(branch: str, repositories: Sequence[str]) -> Statement:
+    """`indexed_on`'s statement, for `store.pipeline.run`; its rows go to `indexed_on_rows`."""
+    return Statement(
         "SELECT coalesce(i.repository, c.repository), i.commit, i.indexed_at, i.problems,"
         " c.total, c.missing"
         " FROM (SELECT * FROM indexed_commits WHERE branch = %(b)s"
@@ -121,7 +128,10 @@ def indexed_on(
         " FULL JOIN (SELECT * FROM vector_coverage WHERE branch = %(b)s"
         "       AND repository = ANY(%(r)s)) AS c USING (repository)",
         {"b": branch, "r": list(repositories)},
-    ).fetchall()
+    )
+
+
+def indexed_on_rows(rows: Sequence[Any]) -> list[IndexedOn]:
     return [
         (r[0], r[1], r[2], list(r[3] or []), (r[4], r[5]) if r[4] is not None else None)
         for r in rows

@@ -18,6 +18,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from store.pipeline import Statement, run
+
 ZERO = "0" * 40  # git's name for "no commit" in a ref update (a deleted branch)
 
 
@@ -80,11 +82,21 @@ def sync_tips(conn: Any, read_refs: Callable[[], Iterable[tuple[str, str, str]]]
 
 def tips(conn: Any, repositories: Sequence[str]) -> dict[str, dict[str, str]]:
     """repository → {branch: tip}, for the repositories that have any recorded."""
+    return tips_of(run(conn, [tips_statement(repositories)])[0])
+
+
+def tips_statement(repositories: Sequence[str]) -> Statement:
+    """`tips`' statement, for `store.pipeline.run` (a search's freshness sends it with
+    store.commits.indexed_on_statement); its rows go to `tips_of`."""
+    return Statement(
+        "SELECT repository, branch, commit FROM branch_tips WHERE repository = ANY(%(r)s)",
+        {"r": list(repositories)},
+    )
+
+
+def tips_of(rows: Sequence[Any]) -> dict[str, dict[str, str]]:
     out: dict[str, dict[str, str]] = {}
-    for repository, branch, commit in conn.execute(
-        "SELECT repository, branch, commit FROM branch_tips WHERE repository = ANY(%s)",
-        (list(repositories),),
-    ).fetchall():
+    for repository, branch, commit in rows:
         out.setdefault(repository, {})[branch] = commit
     return out
 

@@ -19,7 +19,7 @@ from mcp import Client
 
 from glossator.cli import main
 from glossator.search_service import search_service
-from search.mcp_server import build_server
+from search.mcp.server import build_server
 from tests.plugins.corpus import WORK as WORK_DIR
 from tests.plugins.search import PETITION, REPOSITORY
 

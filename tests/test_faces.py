@@ -26,7 +26,7 @@ from gitserver.repos import RepoStore
 from glossator.cli import main
 from glossator.search_service import search_service
 from glossator.server import build_app
-from search.mcp_server import build_server
+from search.mcp.server import build_server
 from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git
 from tests.plugins.corpus import WORK
 from tests.plugins.search import PETITION, REPOSITORY

@@ -17,7 +17,7 @@ from glossator.cli import main as cli
 from hooks.queue import defer_sync, list_jobs
 from hooks.reuse import pipeline_index
 from search.freshness import freshness
-from search.mcp_views import index_lines, lean_index
+from search.mcp.views import index_lines, lean_index
 from tests.gitserver_support import commit_all, git
 from tests.test_hooks_races import Branch, assert_settled, drain, jobs, runs, service_for
 

@@ -29,7 +29,7 @@ from core.access import AccessPolicy
 from core.throttle import Throttle
 from gitserver.boundary import Boundary
 from glossator.search_service import search_service
-from search.mcp_http import mcp_http_app
+from search.mcp.http import mcp_http_app
 from tests.gitserver_support import ServerThread
 from tests.plugins.search import PETITION
 

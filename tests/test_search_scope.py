@@ -8,7 +8,7 @@ import pytest
 
 from indexer.corpus.source import MemorySource
 from search import SearchOptions, UnknownFile, UnknownRepository, get_node, outline, search
-from search.mcp_views import NO_HIT, NOTHING_READ, search_view
+from search.mcp.views import NO_HIT, NOTHING_READ, search_view
 from search.nodes import get_children, get_parent
 from store.tips import default_branches, record_heads
 from store.tree import sync_tree

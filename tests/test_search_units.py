@@ -172,7 +172,9 @@ def test_the_composition_root_turns_the_settings_into_search_options():
     assert (options.rrf_k, options.bm25_weight, options.chapter_weight) == (60, 2.0, 0.0)
     remote = search_service(Settings.from_env(env), None, reranker=None)
     local = search_service(Settings.from_env({}), None, reranker=None)
-    assert not remote._serialize and local._serialize  # a remote API is never under the lock
+    assert (
+        not remote.vectors.serialize and local.vectors.serialize
+    )  # a remote API is never under the lock
 
 
 # -- eval metrics ---------------------------------------------------------------------
@@ -469,7 +471,7 @@ def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():
     from jsonschema import Draft202012Validator
     from pydantic import BaseModel, Field
 
-    from search.mcp_server import compact_schema
+    from search.mcp.server import compact_schema
 
     class Where(BaseModel):
         file: str
@@ -521,7 +523,7 @@ def test_compact_schema_accepts_and_refuses_what_pydantic_s_schema_does():
 def test_compact_input_schema_writes_an_optional_argument_as_its_plain_type():
     from pydantic import BaseModel, Field
 
-    from search.mcp_server import compact_schema
+    from search.mcp.server import compact_schema
 
     class Args(BaseModel):
         query: str

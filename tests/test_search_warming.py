@@ -135,6 +135,6 @@ def test_a_gate_that_cannot_be_measured_is_uncalibrated_not_found(
         assert not pack.found and pack.chapters, pack.message
         assert "could not be calibrated" in pack.message and "ConnectionError" in pack.message
         (n,) = conn.execute("SELECT count(*) FROM search_calibrations").fetchone()  # type: ignore[misc]
-        assert n == 0 and len(service._gates) == 0
+        assert n == 0 and len(service.gates.kept) == 0
     finally:
         conn.close()

@@ -10,7 +10,7 @@ import psycopg
 import pytest
 
 from store import catalogue
-from store.chapters import chapter_evidence
+from store.chapters import ChapterScope, chapter_evidence
 from store.tree import sync_tree
 from tests.store_sidecars import (
     DIM,
@@ -73,9 +73,8 @@ def reference(
 
 
 def evidence(conn: psycopg.Connection, query: str, **kw) -> list[tuple[str, float]]:
-    return chapter_evidence(
-        conn, query, None, model=None, dimension=None, repository=REPO, depth=20, **kw
-    ).keyword
+    engine = kw.pop("engine", None)
+    return chapter_evidence(conn, query, ChapterScope(REPO, depth=20, **kw), engine=engine).keyword
 
 
 def close_to(got: list[tuple[str, float]], want: list[tuple[str, float]], exact: bool) -> None:
@@ -126,7 +125,7 @@ def test_summary_cosines_are_exact_over_every_chapter_summary(db: psycopg.Connec
     rows = [(f, np.asarray(v.to_numpy(), dtype=np.float32)) for f, v in rows]
     q = rows[3][1]  # a summary's own vector as the query
     found = chapter_evidence(
-        db, "chandelles", q, model=MODEL, dimension=DIM, repository=REPO, depth=5
+        db, "chandelles", ChapterScope(REPO, depth=5), q, model=MODEL, dimension=DIM
     )
     want = sorted(
         (
@@ -139,7 +138,7 @@ def test_summary_cosines_are_exact_over_every_chapter_summary(db: psycopg.Connec
     assert found.summary[0] == (rows[3][0].rsplit("/", 1)[0], pytest.approx(1.0, abs=1e-5))
     assert [s for _, s in found.summary] == pytest.approx([s for _, s in want], abs=1e-5)
     with pytest.raises(ValueError, match="dimensions"):
-        chapter_evidence(db, "x", q[:10], model=MODEL, dimension=DIM, repository=REPO)
+        chapter_evidence(db, "x", ChapterScope(REPO), q[:10], model=MODEL, dimension=DIM)
 
 
 def chapter_table(conn: psycopg.Connection) -> dict[tuple[str, str], tuple[int, int, str]]:
@@ -192,9 +191,7 @@ def test_partial_reload_keeps_the_chapter_index_exact(db: psycopg.Connection, pg
     exact = pg_server.backend != "pg_search"
     for query in QUERIES:
         a = evidence(db, query)
-        b = chapter_evidence(
-            db, query, None, model=None, dimension=None, repository=REPO, branch="rebuild"
-        ).keyword
+        b = chapter_evidence(db, query, ChapterScope(REPO, branch="rebuild")).keyword
         want = reference(db, query)
         close_to(a, want, exact)
         if exact:  # pg_search's statistics are the index's: both branches in them

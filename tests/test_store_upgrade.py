@@ -17,7 +17,7 @@ from indexer.corpus.sidecar_format import loads
 from search import SearchOptions, search
 from search.options import QueryVector
 from store import catalogue, fts, migrations
-from store.chapters import chapter_evidence
+from store.chapters import ChapterScope, chapter_evidence
 from store.db import configure_connection
 from store.keyword import choose_backend
 from store.loader import _copy_rows, sidecar_digest, sidecar_path
@@ -85,9 +85,7 @@ def _hits(conn: psycopg.Connection) -> dict[str, list]:
             )
         )
         out[q] = [(*where[i], round(s, 4)) for i, s in hits]
-        chapters = chapter_evidence(
-            conn, q, None, model=None, dimension=None, repository=REPO, depth=10
-        ).keyword
+        chapters = chapter_evidence(conn, q, ChapterScope(REPO, depth=10)).keyword
         out["chapters " + q] = [(c, round(s, 4)) for c, s in chapters]
         for mode in ("bm25", "hybrid"):
             answer = search(

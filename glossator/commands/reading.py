@@ -6,7 +6,7 @@
 
 Same answers as the MCP tools `outline`, `get_node` / `get_parent` / `get_children` and
 `context`: the same functions (search.nodes, SearchService.context) and views
-(search.mcp_views, search.mcp_reading). The text on stdout is the tool's text; `--json`
+(search.mcp.views, search.mcp.reading_views). The text on stdout is the tool's text; `--json`
 prints the tool's structured content, one JSON object. `show` takes a file as every face
 cites it (search.citation): `repository:path#chunk:lines`, or the path alone.
 
@@ -26,12 +26,11 @@ import click
 from glossator.commands.base import Context, pass_context
 from glossator.remote import ask
 from glossator.search_service import open_database, search_service
-from search import mcp_reading as P
-from search import mcp_views as V
-from search import nodes as N
+from search import nodes
 from search.citation import merge, parse
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.errors import BadQuery, UnknownFile
+from search.mcp import reading_views, views
 
 json_option = click.option(
     "--json", "as_json", is_flag=True, help="Print the MCP tool's structured content as JSON."
@@ -85,8 +84,8 @@ def outline(
 ) -> None:
     """Table of contents: works, parts and chapters with their files (the `outline` tool)."""
     with open_database(obj.settings) as db:
-        tree = N.outline(db.pool, repository, work, branch=branch)
-    _print(*P.outline_view(tree, depth=depth, excerpts=excerpts, shell=True), as_json)
+        tree = nodes.outline(db.pool, repository, work, branch=branch)
+    _print(*reading_views.outline_view(tree, depth=depth, excerpts=excerpts, shell=True), as_json)
 
 
 @click.command("show")
@@ -122,22 +121,22 @@ def show(
     with open_database(obj.settings) as db:
         pool = db.pool
         if relation == "parent":
-            parent = N.get_parent(pool, source_file, repository=repository, branch=branch)
+            parent = nodes.get_parent(pool, source_file, repository=repository, branch=branch)
             if parent is None:  # the MCP tool's message
                 raise UnknownFile(
                     f"{source_file} is the summary of a whole work: it has no parent. "
                     "Use outline to see the work's parts and chapters."
                 )
-            text, data = V.node_view(parent)
+            text, data = views.node_view(parent)
         elif relation == "children":
-            kids = N.get_children(pool, source_file, repository=repository, branch=branch)
+            kids = nodes.get_children(pool, source_file, repository=repository, branch=branch)
             parent_file = kids[0].parent_source_file if kids else None
-            text, data = V.children_view(parent_file or source_file, kids)  # type: ignore[assignment]
+            text, data = views.children_view(parent_file or source_file, kids)  # type: ignore[assignment]
         else:
-            node = N.get_node(
+            node = nodes.get_node(
                 pool, source_file, chunk, repository=repository, branch=branch, context=around
             )
-            text, data = V.node_view(node)
+            text, data = views.node_view(node)
     _print(text, data, as_json)
 
 
@@ -186,4 +185,4 @@ def context(
         pack = service.context(
             question, budget=budget, repository=repository, branch=branch, work=work
         )
-    _print(*P.context_view(pack), as_json)
+    _print(*reading_views.context_view(pack), as_json)

@@ -224,7 +224,7 @@ def mcp(obj: Context) -> None:
     if _relay_to_server(settings):
         return
     from glossator.search_service import open_database, search_service
-    from search.mcp_server import build_server
+    from search.mcp.server import build_server
 
     with open_database(settings) as db:
         build_server(search_service(settings, db), log_level=settings.log_level).run("stdio")

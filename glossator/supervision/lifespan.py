@@ -11,7 +11,7 @@ they call this interpreter), the hooks' environment handed to git http-backend (
 database URL, never through a file), the indexing (glossator.supervision.indexing_modes:
 procrastinate's schema, then `glossator worker` as a supervised child process, the
 indexing service in this process with worker="thread", or no worker with "none"),
-the MCP session manager when `search.mcp_http` is installed, and last the query
+the MCP session manager when `search.mcp.http` is installed, and last the query
 model's load in the background (glossator.supervision.query_model: nothing waits for
 it, `/readyz` says when it is in). Shut-down, in
 order: the MCP session manager, the indexing, then `server.json`, the database's

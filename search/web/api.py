@@ -14,8 +14,8 @@
 prints: the CLI asks a running server with it rather than load the model itself.
 
 Arguments and bounds are the tools' (search.web.params); so are the answers, built
-by the same functions (search.tools, search.nodes, search.mcp_views,
-search.mcp_reading). Errors: {"error": "<the tool's message>"} with 400, 404 or 503.
+by the same functions (SearchService.agent_search, search.nodes, search.mcp.views,
+search.mcp.reading_views). Errors: {"error": "<the tool's message>"} with 400, 404 or 503.
 """
 
 from __future__ import annotations
@@ -26,14 +26,12 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from search import mcp_reading as P
-from search import mcp_views as V
-from search import nodes as N
-from search import rows as R
+from search import nodes, rows
 from search.citation import merge
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.errors import BadQuery, UnknownFile
-from search.web import params as Q
+from search.mcp import reading_views, views
+from search.web import params as arguments
 from search.web.app import SECURITY_HEADERS, WebBase
 
 
@@ -43,12 +41,12 @@ class Api:
 
     def search(self, request: Request) -> Response:
         def build() -> Response:
-            args = Q.SearchArgs.parse(request.query_params)
+            args = arguments.SearchArgs.parse(request.query_params)
             response = self.base.search(args, self.base.readable(request))
             form = answer_format(request, ("json", "text", "response"))
             if form == "response":
                 return self.base.json(asdict(response))
-            text, data = V.search_view(
+            text, data = views.search_view(
                 response, fields=args.fields, snippets=args.snippets, max_tokens=args.max_tokens
             )
             return self._view(form, text, data)
@@ -58,15 +56,17 @@ class Api:
     def outline(self, request: Request) -> Response:
         def build() -> Response:
             params = request.query_params
-            depth = Q.whole(params, "depth", 3, 1, 3) or 3
-            tree = N.outline(
+            depth = arguments.whole(params, "depth", 3, 1, 3) or 3
+            tree = nodes.outline(
                 self.base.db,
-                Q.text(params, "repository"),
-                Q.text(params, "work"),
-                branch=self.base.branch(Q.text(params, "branch")),
+                arguments.text(params, "repository"),
+                arguments.text(params, "work"),
+                branch=self.base.branch(arguments.text(params, "branch")),
                 readable=self.base.readable(request),
             )
-            _, data = P.outline_view(tree, depth=depth, excerpts=Q.flag(params, "excerpts"))
+            _, data = reading_views.outline_view(
+                tree, depth=depth, excerpts=arguments.flag(params, "excerpts")
+            )
             return self.base.json(data)
 
         return self.base.answer(request, False, build, "/api/outline")
@@ -81,16 +81,18 @@ class Api:
 
         def build() -> Response:
             params = request.query_params
-            repository = Q.repository_name(request.path_params["repository"])
+            repository = arguments.repository_name(request.path_params["repository"])
             # a citation as every face prints it, its '#' sent as %23 (search.citation)
-            cited, chunk, named = merge(path, Q.whole(params, "chunk", None, 0, None), repository)
+            cited, chunk, named = merge(
+                path, arguments.whole(params, "chunk", None, 0, None), repository
+            )
             repository = named or repository
-            source_file = Q.source_path(cited)
-            branch = self.base.branch(Q.text(params, "branch"))
+            source_file = arguments.source_path(cited)
+            branch = self.base.branch(arguments.text(params, "branch"))
             db = self.base.db
             readable = self.base.readable(request)
             if view == "parent":
-                parent = N.get_parent(
+                parent = nodes.get_parent(
                     db, source_file, repository=repository, branch=branch, readable=readable
                 )
                 if parent is None:
@@ -98,22 +100,22 @@ class Api:
                         f"{source_file} is the summary of a whole work: it has no parent. "
                         "Use /api/outline to see the work's parts and chapters."
                     )
-                return self.base.json(V.node_view(parent)[1])
+                return self.base.json(views.node_view(parent)[1])
             if view == "children":
-                kids = N.get_children(
+                kids = nodes.get_children(
                     db, source_file, repository=repository, branch=branch, readable=readable
                 )
-                return self.base.json(V.children_view(source_file, kids)[1])
-            node = N.get_node(
+                return self.base.json(views.children_view(source_file, kids)[1])
+            node = nodes.get_node(
                 db,
                 source_file,
                 chunk,
                 repository=repository,
                 branch=branch,
-                context=Q.whole(params, "context", 0, 0, 20) or 0,
+                context=arguments.whole(params, "context", 0, 0, 20) or 0,
                 readable=readable,
             )
-            return self.base.json(V.node_view(node)[1])
+            return self.base.json(views.node_view(node)[1])
 
         return self.base.answer(request, False, build, route)
 
@@ -122,16 +124,16 @@ class Api:
             params = request.query_params
             form = answer_format(request, ("json", "text"))
             question = params.get("q", "")
-            R.check_text("question", question)
+            rows.check_text("question", question)
             pack = self.base.service.context(
                 question,
-                budget=Q.whole(params, "budget", 2000, MIN_BUDGET, MAX_BUDGET) or 2000,
-                repository=Q.text(params, "repository"),
-                branch=self.base.branch(Q.text(params, "branch")),
-                work=Q.text(params, "work"),
+                budget=arguments.whole(params, "budget", 2000, MIN_BUDGET, MAX_BUDGET) or 2000,
+                repository=arguments.text(params, "repository"),
+                branch=self.base.branch(arguments.text(params, "branch")),
+                work=arguments.text(params, "work"),
                 readable=self.base.readable(request),
             )
-            return self._view(form, *P.context_view(pack))
+            return self._view(form, *reading_views.context_view(pack))
 
         return self.base.answer(request, False, build, "/api/context")
 

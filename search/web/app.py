@@ -33,7 +33,6 @@ from search.inputs import MAX_NAME_CHARS, check_arguments
 from search.options import MAX_QUERY_CHARS
 from search.results import SearchResponse
 from search.service import SearchService
-from search.tools import agent_search
 from search.web.access import (
     SESSION_COOKIE,
     Readers,
@@ -107,10 +106,9 @@ class WebBase:
         return caller_of(request.scope).readable
 
     def search(self, args: SearchArgs, readable: frozenset[str] | None) -> SearchResponse:
-        """The MCP search tool's search (search.tools.agent_search) for a page's or the
+        """The MCP search tool's search (SearchService.agent_search) for a page's or the
         API's parsed arguments, within the caller's repositories."""
-        return agent_search(
-            self.service,
+        return self.service.agent_search(
             args.query,
             k=args.k,
             mode=args.mode,

@@ -18,7 +18,7 @@ from search.citation import cite, merge, parse
 from search.engine import index_freshness
 from search.errors import BadQuery
 from search.excerpt import excerpt
-from search.mcp_views import index_lines, no_hit
+from search.mcp.views import index_lines, no_hit
 from search.options import MAX_QUERY_CHARS
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from search import inputs as I
 from search import rows as R
 from search.errors import BadQuery, UnknownFile
-from search.mcp_views import DEFAULT_FIELDS, Field
+from search.mcp.views import DEFAULT_FIELDS, Field
 from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.results import MODES, Mode
 

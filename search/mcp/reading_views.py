@@ -1,5 +1,5 @@
 """The reading tools' answers (`context`, `outline`): text and lean twin, as in
-`search.mcp_views` (whose helpers they share)."""
+`search.mcp.views` (whose helpers they share)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import NotRequired  # pydantic needs it below Python 3.12
 from typing_extensions import TypedDict
 
 from search.context import ContextPack
-from search.mcp_views import LeanChunk, LeanIndex, index_lines, lean_index, line_span, ref_of
+from search.mcp.views import LeanChunk, LeanIndex, index_lines, lean_index, line_span, ref_of
 from search.results import Outline, OutlineEntry
 
 

@@ -9,7 +9,7 @@ here reads them.
 
 Tools: `search`, `context`, `get_node`, `get_parent`, `get_children`, `outline`. Each is a
 few lines over a typed function with its own tests; what it returns is written by
-`search.mcp_views` (a text for the model, a lean structured twin). Glossator's
+`search.mcp.views` (a text for the model, a lean structured twin). Glossator's
 errors (`GlossatorError`: empty query, k out of range, unknown file or
 repository) become tool errors carrying their message at this one boundary, so
 does a database that does not answer (store.errors.describe_failure), and
@@ -17,7 +17,7 @@ arguments the schema refuses get one sentence saying what to send instead;
 anything else is a bug, which the SDK logs with its traceback and reports to the
 client without one.
 
-The HTTP transport lives in `search.mcp_http`.
+The HTTP transport lives in `search.mcp.http`.
 """
 
 from __future__ import annotations
@@ -36,16 +36,14 @@ from pydantic import ConfigDict, Field, ValidationError
 
 from core.access import caller_of
 from core.errors import GlossatorError
-from search import mcp_reading as P
-from search import mcp_views as V
-from search import nodes as N
+from search import nodes
 from search.citation import merge, whole_file
 from search.context import MAX_BUDGET, MIN_BUDGET
 from search.inputs import check_arguments, unknown
+from search.mcp import reading_views, views
 from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.rows import ConnOrPool
 from search.service import SearchService
-from search.tools import agent_search
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
@@ -234,7 +232,7 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
         repository: Repository = None,
         branch: Branch = None,
         fields: Annotated[
-            list[V.Field] | None, Field(description="What each hit carries beyond file#chunk.")
+            list[views.Field] | None, Field(description="What each hit carries beyond file#chunk.")
         ] = None,
         snippets: Annotated[bool, Field(description="First ~40 words of each passage.")] = False,
         max_tokens: Annotated[
@@ -242,9 +240,8 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
         ] = None,
         max_per_chapter: Annotated[int, Field(ge=1, le=MAX_K)] = AGENT_MAX_PER_CHAPTER,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, V.LeanSearch]:
-        response = agent_search(
-            service,
+    ) -> Annotated[CallToolResult, views.LeanSearch]:
+        response = service.agent_search(
             query,
             k=k,
             mode=mode,
@@ -255,8 +252,8 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
             max_per_chapter=max_per_chapter,
             readable=readable(ctx),
         )
-        chosen = tuple(fields) if fields is not None else V.DEFAULT_FIELDS
-        text, data = V.search_view(
+        chosen = tuple(fields) if fields is not None else views.DEFAULT_FIELDS
+        text, data = views.search_view(
             response, fields=chosen, snippets=snippets, max_tokens=max_tokens
         )
         return _result(text, data, {TIMINGS_META: response.timings_ms})
@@ -268,7 +265,7 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
         repository: Repository = None,
         branch: Branch = None,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, P.LeanContext]:
+    ) -> Annotated[CallToolResult, reading_views.LeanContext]:
         pack = service.context(
             question,
             budget=budget,
@@ -277,7 +274,7 @@ def _question_tools(service: SearchService) -> list[tuple[Callable[..., Any], st
             work=work,
             readable=readable(ctx),
         )
-        return _result(*P.context_view(pack))
+        return _result(*reading_views.context_view(pack))
 
     return [(search, SEARCH_DESCRIPTION), (context, CONTEXT_DESCRIPTION)]
 
@@ -293,9 +290,9 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         repository: Repository = None,
         branch: Branch = None,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, V.LeanNode]:
+    ) -> Annotated[CallToolResult, views.LeanNode]:
         source_file, chunk, repository = merge(source_file, chunk, repository)
-        node = N.get_node(
+        node = nodes.get_node(
             db,
             source_file,
             chunk,
@@ -304,16 +301,16 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
             context=context,
             readable=readable(ctx),
         )
-        return _result(*V.node_view(node))
+        return _result(*views.node_view(node))
 
     def get_parent(
         source_file: SourceFile,
         repository: Repository = None,
         branch: Branch = None,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, V.LeanNode]:
+    ) -> Annotated[CallToolResult, views.LeanNode]:
         source_file, repository = whole_file(source_file, repository)
-        parent = N.get_parent(
+        parent = nodes.get_parent(
             db, source_file, repository=repository, branch=branch, readable=readable(ctx)
         )
         if parent is None:
@@ -321,20 +318,20 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
                 f"{source_file} is the summary of a whole work: it has no parent. "
                 "Use outline to see the work's parts and chapters."
             )
-        return _result(*V.node_view(parent))
+        return _result(*views.node_view(parent))
 
     def get_children(
         source_file: SourceFile,
         repository: Repository = None,
         branch: Branch = None,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, V.LeanChildren]:
+    ) -> Annotated[CallToolResult, views.LeanChildren]:
         source_file, repository = whole_file(source_file, repository)
-        kids = N.get_children(
+        kids = nodes.get_children(
             db, source_file, repository=repository, branch=branch, readable=readable(ctx)
         )
         parent = kids[0].parent_source_file if kids else None
-        return _result(*V.children_view(parent or source_file, kids))
+        return _result(*views.children_view(parent or source_file, kids))
 
     def outline(
         work: Work = None,
@@ -343,9 +340,9 @@ def _reading_tools(db: ConnOrPool) -> list[tuple[Callable[..., Any], str]]:
         repository: Repository = None,
         branch: Branch = None,
         ctx: Context | None = None,
-    ) -> Annotated[CallToolResult, P.LeanOutline]:
-        tree = N.outline(db, repository, work, branch=branch, readable=readable(ctx))
-        return _result(*P.outline_view(tree, depth=depth, excerpts=excerpts))
+    ) -> Annotated[CallToolResult, reading_views.LeanOutline]:
+        tree = nodes.outline(db, repository, work, branch=branch, readable=readable(ctx))
+        return _result(*reading_views.outline_view(tree, depth=depth, excerpts=excerpts))
 
     return [
         (get_node, GET_NODE_DESCRIPTION),
@@ -375,7 +372,7 @@ def compact_schema(schema: dict[str, Any], *, inputs: bool = False) -> dict[str,
     Why: tools/list is read by every agent at every start (the titles alone were a
     third of it); `"type": [X, "null"]` lists, which an earlier version wrote, are
     what the MCP Inspector's `--strict` portability check warns about, and outputs
-    need no null: `search.mcp_views` leaves a missing value out. For inputs,
+    need no null: `search.mcp.views` leaves a missing value out. For inputs,
     omitting an optional argument means None, so the SDK still accepts an explicit
     null; the schema just does not advertise it.
     """

@@ -13,7 +13,7 @@ takes `/mcp` for streamable HTTP but not `/mcp/`). Who may call it is the access
 boundary's business (gitserver.boundary, the same policy as every other face: a
 token unless MCP is open, 401 before the request reaches the MCP layer, the throttle
 of wrong tokens); each tool reads only the repositories of the caller the boundary
-left in the request's scope (search.mcp_server), and nothing without one.
+left in the request's scope (search.mcp.server), and nothing without one.
 
 The host app must run `mcp.lifespan()` in its own lifespan: Starlette does not
 run a mounted app's lifespan, and the SDK's session manager (a task group that
@@ -32,7 +32,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from search.mcp_server import LogLevel, build_server
+from search.mcp.server import LogLevel, build_server
 from search.service import SearchService
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
