@@ -112,23 +112,16 @@ def read_source(
             "several sources are page images only (PNG, JPEG, TIFF); import a book at a time",
         )
     if fmt == "image":  # page images, through OCR
-        from indexer.importers.images import read_images
-        from indexer.importers.ocr import Tesseract, thread_limited_env
-
-        engine = Tesseract(
-            tesseract,
-            workers=ocr_workers,
-            progress=progress,
-            env=thread_limited_env(dict(os.environ)),
-        )
         works = [
-            read_images(
+            _read_images(
                 [src, *more],
-                lang=lang,
-                exclude=exclude,
-                skip_front_matter=skip_front_matter,
-                ocr=ocr,
-                ocr_engine=engine,
+                lang,
+                exclude,
+                skip_front_matter,
+                ocr,
+                tesseract,
+                ocr_workers,
+                progress,
             )
         ]
         return _override(works, work_title, author, lang)
@@ -188,6 +181,36 @@ def read_source(
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
     return _override(works, work_title, author, lang)
+
+
+def _read_images(
+    pages: list[Path],
+    lang: str | None,
+    exclude: tuple[str, ...],
+    skip_front_matter: bool,
+    ocr: str,
+    tesseract: str,
+    ocr_workers: int,
+    progress: Callable[[str], None] | None,
+) -> Work:
+    """Page images read through OCR, as the pages of one book."""
+    from indexer.importers.images import read_images
+    from indexer.importers.ocr import Tesseract, thread_limited_env
+
+    engine = Tesseract(
+        tesseract,
+        workers=ocr_workers,
+        progress=progress,
+        env=thread_limited_env(dict(os.environ)),
+    )
+    return read_images(
+        pages,
+        lang=lang,
+        exclude=exclude,
+        skip_front_matter=skip_front_matter,
+        ocr=ocr,
+        ocr_engine=engine,
+    )
 
 
 def _read_pdf(

@@ -56,14 +56,8 @@ class Policy:
         return level in self.vectorize_levels
 
 
-def parse_policy(data: bytes | None) -> Policy:
-    """Parse `glossator.toml` (None: defaults). Raises CorpusError naming the bad key."""
-    if data is None:
-        return Policy()
-    try:
-        doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
-        raise CorpusError(POLICY_FILE, f"not valid TOML: {e}") from None
+def _check_known_keys(doc: dict[str, Any]) -> None:
+    """Refuse a section or key the schema does not know, naming it and the known ones."""
     for section, value in doc.items():
         if section not in _SCHEMA:
             raise CorpusError(
@@ -77,6 +71,17 @@ def parse_policy(data: bytes | None) -> Policy:
                     POLICY_FILE,
                     f"unknown key {section}.{key}; known: {', '.join(sorted(_SCHEMA[section]))}",
                 )
+
+
+def parse_policy(data: bytes | None) -> Policy:
+    """Parse `glossator.toml` (None: defaults). Raises CorpusError naming the bad key."""
+    if data is None:
+        return Policy()
+    try:
+        doc = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as e:
+        raise CorpusError(POLICY_FILE, f"not valid TOML: {e}") from None
+    _check_known_keys(doc)
     vec: dict[str, Any] = doc.get("vectorize", {})
     summ: dict[str, Any] = doc.get("summaries", {})
     chunk: dict[str, Any] = doc.get("chunking", {})

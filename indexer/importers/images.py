@@ -33,10 +33,35 @@ def is_image(path: Path) -> bool:
     return path.suffix.lower() in IMAGE_SUFFIXES
 
 
+# Files a folder of scans often carries beside its pages (where they came from, their
+# licence): left out with a note, never read as a chapter. Any other file makes the folder
+# something else (a Markdown corpus, saved pages), which its own importer reads.
+ACCOMPANYING_STEMS = frozenset({"readme", "sources", "source", "license", "licence", "copying"})
+
+
+def is_accompanying(path: Path) -> bool:
+    return path.stem.lower() in ACCOMPANYING_STEMS and path.suffix.lower() in (".md", ".txt", "")
+
+
 def holds_only_images(folder: Path) -> bool:
-    """A folder whose files are images (hidden files aside), at least one."""
-    files = [p for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")]
+    """A folder whose files are images (hidden files and accompanying notes aside), at
+    least one, and no sub-folder (a Markdown corpus has one per part or chapter)."""
+    entries = [p for p in folder.iterdir() if not p.name.startswith(".")]
+    if any(p.is_dir() for p in entries):
+        return False
+    files = [p for p in entries if not is_accompanying(p)]
     return bool(files) and all(is_image(p) for p in files)
+
+
+def left_out_notes(sources: list[Path]) -> list[str]:
+    """What a folder of images holds that is not read, said as the importers say it."""
+    return [
+        f"left out {p}: not a page image (a note that came with the scans)"
+        for src in sources
+        if src.is_dir()
+        for p in sorted(src.iterdir())
+        if p.is_file() and is_accompanying(p)
+    ]
 
 
 def image_files(sources: list[Path]) -> list[Path]:
@@ -132,5 +157,5 @@ def read_images(
     work.notes = [n.replace(str(pdf), shown) for n in work.notes]
     for section in work.sections():
         section.origin = section.origin.replace(str(pdf), shown)
-    work.notes.insert(0, f"read {count} page image(s) from {shown}")
+    work.notes[:0] = [f"read {count} page image(s) from {shown}", *left_out_notes(sources)]
     return work
