@@ -20,7 +20,7 @@ high-entropy secrets, so a plain hash is enough (no salt, no slow hash), and the
 is the key a stored token is looked up by. The variables' digests are each compared in
 constant time (no early exit that would time which one matched).
 
-`GLOSSATOR_MCP_TOKEN` is a read token for MCP only, as it always was; when it is set,
+`GLOSSATOR_MCP_TOKEN` is a read token for MCP only; when it is set,
 MCP wants a token even while reads are open to anyone.
 
 The ASGI boundary that asks this policy for every request is gitserver.boundary; the

@@ -16,11 +16,10 @@ computed at query time over the rows that match,
 with store.bm25's K1, B and Lucene's idf, the query's distinct lexemes (through
 each configuration the branch uses) ORed. tf(t, D) and |D| are read from each
 matching row's tsvector, df(t) counted over the matching rows, N and avgdl are
-the branch's (the catalogue, `branch_languages`). So on the example it ranked as
-the retired SQL BM25 did, exactly (bench/RESULTS.md); what is lower is its cost at scale: a query
-reads the tsvector of every row holding one of its terms (a common word in 10⁶
-paragraphs: hundreds of thousands of rows), where pg_search's index answers a
-top-k from its own postings. `glossator doctor`, `glossator db status` and the
+the branch's (the catalogue, `branch_languages`). Its cost at scale is what sets it
+below pg_search: a query reads the tsvector of every row holding one of its terms (a
+common word in 10⁶ paragraphs: hundreds of thousands of rows), where pg_search's
+index answers a top-k from its own postings. `glossator doctor`, `glossator db status` and the
 README say so.
 
 Chapters (store.chapters) are ranked the same way, from the paragraphs the GIN

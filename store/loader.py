@@ -24,8 +24,7 @@ refused, named in `LoadResult.problems`, when its sidecar is missing or
 malformed, its chunk count disagrees with the manifest, a vector has the wrong
 dimension, or its `parent_source_file` has no sidecar.
 
-tsv, doc_len and ts_config are computed by the database (migrations 002-003;
-glossator_tsvector in PL/pgSQL since 035).
+tsv, doc_len and ts_config are computed by the database (glossator_tsvector).
 In the same transaction the loader keeps the catalogue (`branch_languages`: rows
 and length per configuration, from each DELETE's RETURNING and one aggregate over
 the files loaded) and makes the touched files' chapter documents again
