@@ -3,34 +3,13 @@
     sync_files(conn, repository=…, branch=…, source=…, changed=[…], deleted=[…]) -> LoadResult
     store.tree.sync_tree(db_or_conn, repository=…, branch=…, source=…) -> LoadResult
 
-Paths name the Markdown files (`corpus/…/source.md`); a sidecar path
-(`…/source.md.jsonl`) is accepted too and means its `.md`; other paths are
-ignored. The rows of a file
-are replaced as a unit: DELETE its rows, then one binary COPY of its chunks,
-inside a savepoint, so a file that fails (a bad sidecar, a database error)
-keeps its previous rows while the others load. A first load of many new files
-copies them in batches, one COPY and one savepoint for many files (BATCH_ROWS),
-and a batch that fails is loaded again file by file. `sync_files` runs inside the
-caller's transaction when one is open (the push job commits the rows with its
-`indexed_commits` record) and in its own transaction otherwise.
-
-Each loaded file has a `loaded_files` record (written in the same savepoint as
-its rows, so it exists exactly when the rows do, even for a file with no
-chunks). A file is skipped when that record holds the sidecar's
-`source_file_hash`, `embedding_model`, chunk count and the sha256 of the
-sidecar itself: a new model is seen even when the text is unchanged, and the
-digest catches a new heading path or parent whose `.md` is unchanged. A file is
-refused, named in `LoadResult.problems`, when its sidecar is missing or
-malformed, its chunk count disagrees with the manifest, a vector has the wrong
-dimension, or its `parent_source_file` has no sidecar.
-
-tsv, doc_len and ts_config are computed by the database (glossator_tsvector).
-In the same transaction the loader keeps the catalogue (`branch_languages`: rows
-and length per configuration, from each DELETE's RETURNING and one aggregate over
-the files loaded) and makes the touched files' chapter documents again
-(store.catalogue, migration 034); a model's first rows get its HNSW index at the
-end of the batch (store.vectors). Keyword search reads the rows through pg_search's
-bm25 index, or their tsvectors under a GIN index (store.fts): no term table to fill.
+A file's rows are replaced as a unit (DELETE, then one binary COPY, in a savepoint), so
+a file that fails keeps its previous rows while the others load; many new files load
+in batches (BATCH_ROWS), a failed batch again file by file. A file whose `loaded_files`
+record matches its sidecar is skipped; a missing or malformed sidecar is refused and
+named in `LoadResult.problems`. The catalogue, the chapter documents and a new model's
+HNSW index are kept in the same transaction. The contract in full: docs/loading.md,
+"What a load does".
 """
 
 from __future__ import annotations
