@@ -65,7 +65,7 @@ Progress = Callable[[str], None]
 # pgvector builds an HNSW graph in memory while it fits in maintenance_work_mem, then
 # inserts the rest on disk, ~4x slower (its NOTICE "hnsw graph no longer fits into
 # maintenance_work_mem after N tuples"). An element took 2,252 bytes at 384 dimensions
-# (pgvector 0.8.2, m = 16: 8 MB held 3,725 of them; bench/RESULTS.md, issue 24): its
+# (pgvector 0.8.2, m = 16: 8 MB held 3,725 of them; bench/RESULTS.md): its
 # vector, 4 bytes a dimension, and ~700 bytes of neighbour lists; 1,024 leaves a margin.
 # store.vectors' 256 MB held ~119,000 such rows, so a 200,000-row first load went on
 # disk. The setting is local to the load's transaction and raised only; above the cap
@@ -195,7 +195,7 @@ def sync_files(
 # files, instead of one of each per file. pg_search writes a segment per statement into
 # its index (mutable_segment_rows = 0, store.pgsearch), so a 200,000-row first load of
 # 100-row files wrote ~2,000 segments and merged them as it went; per-file statements
-# and savepoints cost the rest (bench/RESULTS.md, issue 24). A batch that fails (a
+# and savepoints cost the rest (bench/RESULTS.md). A batch that fails (a
 # database error, a model's dimension refused) is rolled back to its savepoint and its
 # files loaded again one by one, each in its own savepoint: a bad file is reported and
 # the others load, as without batches. Edits (files already loaded) stay file by file.
@@ -274,8 +274,8 @@ def _guarded(load: _Load, path: str, work: Callable[[], None]) -> None:
         log.info("not loaded, previous rows kept: %s: %s", path, message)
     except psycopg.Error as e:
         if is_outage(e):
-            # not this file's fault, and every other file would meet it too (issue 38:
-            # a full disk made each file a problem and the job "done, loaded 0"): the job
+            # not this file's fault, and every other file would meet it too (a
+            # full disk would make each file a problem and the job "done, loaded 0"): the job
             # fails with the failure's sentence (store.errors.describe_failure)
             raise
         # the savepoint rolled back: this file keeps its previous rows

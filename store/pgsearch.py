@@ -79,13 +79,13 @@ class PgSearchBackend(KeywordBackend):
     # No parallel workers for a search: with more than one segment pg_search plans a
     # parallel scan, and starting its workers cost ~45 ms of a 63 ms query on the
     # example (2 workers reading 4 segments in 5 ms each), against < 1 ms for the
-    # scan itself (bench/RESULTS.md, issue 24 latency). The setting is local to the
+    # scan itself (bench/RESULTS.md, latency). The setting is local to the
     # search's transaction and put back after it, as retrieval.vector does enable_sort.
     # Prepared at once and planned once a connection (a generic plan, forced local to
     # the search): planning the statement with its values cost 1.5-1.8 ms of a ~3.5 ms
     # query on the example, the generic plan 0.02 ms, for the same plan shape and rows
     # (pg_search's TopN scan, the repository and branch filters evaluated as it starts:
-    # bench/RESULTS.md, session 12). The LIMIT is written into the text, not a parameter:
+    # bench/RESULTS.md). The LIMIT is written into the text, not a parameter:
     # with LIMIT $k pg_search cannot plan its TopN scan and returns every match for
     # PostgreSQL to sort (the generic plan of an earlier version of this query took ~2 s
     # on an 85-segment index, against ~0.1 s planned with its values). Checked on an
