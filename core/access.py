@@ -6,25 +6,17 @@ MCP over HTTP, the jobs pages).
     caller = policy.caller(grant, mcp=False)
     caller.may_read("mybook"), caller.may_push("mybook"), caller.readable
 
-A token carries a role and a scope. The roles nest: `read` reads, `push` also pushes,
-`admin` also creates repositories and reads and pushes every one. The scope is every
-repository (`repositories` None) or a list of names: a token never reads, pushes or
-ranks rows of a repository outside it. A push token reads what it may push (git fetches
-before it pushes). With anonymous reads on, anyone reads every repository; the scope of
-a token then only bounds what it pushes.
-
-Tokens come from two places: the `GLOSSATOR_*_TOKENS` variables (all-repository tokens
-of their role, built by the composition root) and the tokens the CLI stores, hashed, in
-PostgreSQL (`glossator token create`). A token is known by its sha256 digest: tokens are
-high-entropy secrets, so a plain hash is enough (no salt, no slow hash), and the digest
-is the key a stored token is looked up by. The variables' digests are each compared in
-constant time (no early exit that would time which one matched).
-
-`GLOSSATOR_MCP_TOKEN` is a read token for MCP only, as it always was; when it is set,
-MCP wants a token even while reads are open to anyone.
-
-The ASGI boundary that asks this policy for every request is gitserver.boundary; the
-caller it decides travels in the request's scope under CALLER_KEY (`caller_of`).
+A token carries a role and a scope. The roles nest (`read` < `push` < `admin`, which
+also creates repositories); the scope is every repository or a list of names, and a
+token never reads, pushes or ranks rows outside it. A push token reads what it may
+push (git fetches first). With anonymous reads on, a token's scope bounds only pushes.
+Tokens come from the `GLOSSATOR_*_TOKENS` variables and from those the CLI stores in
+PostgreSQL (`glossator token create`), known by their sha256 digest: they are
+high-entropy secrets, so a plain hash is enough, and the variables' digests are
+compared in constant time. `GLOSSATOR_MCP_TOKEN` is a read token for MCP only; when
+set, MCP wants a token even while reads are open to anyone. The ASGI boundary that
+asks this policy is gitserver.boundary; its decision travels in the request's scope
+under CALLER_KEY (`caller_of`).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ LONG_RUNNING = ("serve", "worker")
 # Each command: its module, its name there, and its short help (the first line of its
 # docstring, which tests/test_cli_startup.py checks). A command's module is imported
 # when the command runs or shows its own help, never for `glossator --help`: the
-# modules behind them import numpy, PostgreSQL's driver, the MCP SDK (issue 39:
-# `glossator --help` took 0.6-5.8 s, most of it importing what it never used).
+# modules behind them import numpy, PostgreSQL's driver, the MCP SDK
+# (`glossator --help` took 0.6-5.8 s, most of it importing what it never used).
 COMMANDS: dict[str, tuple[str, str, str]] = {
     "context": (
         "glossator.commands.reading",

@@ -6,8 +6,8 @@ pre-receive GIT_QUARANTINE_PATH). That environment is read here, in the composit
 root, and `hooks.pre_receive` / `hooks.post_receive` get plain values.
 
 This runs on every push, before git answers the client, so it imports only what
-the hook needs (issue 23: pydantic's settings and procrastinate cost ~1.3 s of a
-push on a loaded machine; `python -X importtime -m glossator.githooks post-receive`
+the hook needs (pydantic's settings and procrastinate cost ~1.3 s of a push on a
+loaded machine; `python -X importtime -m glossator.githooks post-receive`
 shows what is left). No settings object: the server hands the hooks the few
 values they need as variables (glossator.supervision.lifespan.hook_environment).
 

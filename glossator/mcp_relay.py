@@ -2,7 +2,7 @@
 
 A desktop client starts `glossator mcp` in a process of its own. Serving the tools
 there means loading the query model and the language detector (~6 s before the first
-answer, issue 39) and a pool on the database. When `glossator serve` runs on the same
+answer) and a pool on the database. When `glossator serve` runs on the same
 data directory (its `server.json`, glossator.paths), its `/mcp/` endpoint holds all of
 that already: this module connects to it as an MCP client (with GLOSSATOR_MCP_TOKEN
 when set) and serves the same tools, instructions and answers on stdin/stdout.

@@ -190,7 +190,7 @@ class Endpoints:
             pool = await self.db.open_async_pool()
             async with pool.connection(timeout=10) as conn:
                 await ping_async(conn)
-                # it also writes: reads go on when the disk is full (issue 38)
+                # it also writes: reads go on when the disk is full
                 await write_probe_async(conn)
         except (psycopg.Error, PoolTimeout) as e:
             raise RuntimeError(describe_failure(e)) from None

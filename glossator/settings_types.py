@@ -80,7 +80,7 @@ Tokens = Annotated[tuple[SecretStr, ...], BeforeValidator(_tokens)]
 KeywordBackend = Literal["pg_search", "fts"]
 # GLOSSATOR_KEYWORD_BACKEND values of engines since retired, read as pg_search with a
 # notice (Settings.from_env): the SQL BM25 over term tables, named `sql` (and
-# `postgres` in the benches), retired by migration 034 (issue 24)
+# `postgres` in the benches), dropped by migration 034
 RETIRED_KEYWORD_BACKENDS = ("sql", "postgres")
 LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR"]
 Niceness = Annotated[int, BeforeValidator(_strip), AfterValidator(_nice)]

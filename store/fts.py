@@ -4,28 +4,16 @@
     hits = backend.search(conn, "chandelles soleil", repository="bastiat", k=10)
     enable(conn)                               # its GIN index, made at start (idempotent)
 
-For a PostgreSQL that offers no ParadeDB pg_search (a managed service: RDS,
-Cloud SQL, Azure…): `Database.start()` falls back to it, with a warning. No term
-tables, no statement triggers: the rows' own `tsv` (their work's text search configuration: the
-language's stop words, unaccent, its Snowball stemmer, migrations 002/003/021,
-filled as each row is written) under a GIN index (`hcn_tsv`), and Okapi BM25
-computed at query time over the rows that match,
-
-    score(D, Q) = Σ_{t ∈ Q} idf(t) · tf(t, D) · (k1 + 1) / (tf(t, D) + k1 · (1 − b + b · |D| / avgdl))
-
-with store.bm25's K1, B and Lucene's idf, the query's distinct lexemes (through
-each configuration the branch uses) ORed. tf(t, D) and |D| are read from each
-matching row's tsvector, df(t) counted over the matching rows, N and avgdl are
-the branch's (the catalogue, `branch_languages`). So on the example it ranked as
-the retired SQL BM25 did, exactly (bench/RESULTS.md); what is lower is its cost at scale: a query
-reads the tsvector of every row holding one of its terms (a common word in 10⁶
-paragraphs: hundreds of thousands of rows), where pg_search's index answers a
-top-k from its own postings. `glossator doctor`, `glossator db status` and the
-README say so.
-
-Chapters (store.chapters) are ranked the same way, from the paragraphs the GIN
-index matches and the chapters' lengths (`chapter_documents`). Phrases (« … ») are matched by
-store.phrases on the same tsvectors, whatever the backend.
+For a PostgreSQL that offers no ParadeDB pg_search (a managed service: RDS, Cloud SQL,
+Azure…): `Database.start()` falls back to it, with a warning. The rows' own `tsv`
+under a GIN index (`hcn_tsv`), and Okapi BM25 (store.bm25's formula, docs/store.md)
+computed at query time over the rows that match: tf and |D| from each row's tsvector,
+df over the matching rows, N and avgdl the branch's from the catalogue. Its cost at
+scale sets it below pg_search: a query reads the tsvector of every row holding one of
+its terms (a common word in 10⁶ paragraphs: hundreds of thousands of rows), where
+pg_search answers a top-k from its own postings; `glossator doctor`, `glossator db
+status` and the README say so. Chapters (store.chapters) are ranked the same way;
+phrases (« … ») are matched by store.phrases on the same tsvectors, whatever the backend.
 """
 
 from __future__ import annotations

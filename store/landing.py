@@ -1,4 +1,4 @@
-"""Vectors landing on rows already loaded, and how much of a branch has them (issue 41).
+"""Vectors landing on rows already loaded, and how much of a branch has them.
 
     start(conn, "livre", "main", missing=1800)          # after the job's rows: the coverage
     land(conn, "livre", "main", model, slots)           # a slice of vectors, its own transaction

@@ -3,35 +3,13 @@
     sync_files(conn, repository=…, branch=…, source=…, changed=[…], deleted=[…]) -> LoadResult
     store.tree.sync_tree(db_or_conn, repository=…, branch=…, source=…) -> LoadResult
 
-Paths name the Markdown files (`corpus/…/source.md`); a sidecar path
-(`…/source.md.jsonl`) is accepted too and means its `.md`; other paths are
-ignored. The rows of a file
-are replaced as a unit: DELETE its rows, then one binary COPY of its chunks,
-inside a savepoint, so a file that fails (a bad sidecar, a database error)
-keeps its previous rows while the others load. A first load of many new files
-copies them in batches, one COPY and one savepoint for many files (BATCH_ROWS),
-and a batch that fails is loaded again file by file. `sync_files` runs inside the
-caller's transaction when one is open (the push job commits the rows with its
-`indexed_commits` record) and in its own transaction otherwise.
-
-Each loaded file has a `loaded_files` record (written in the same savepoint as
-its rows, so it exists exactly when the rows do, even for a file with no
-chunks). A file is skipped when that record holds the sidecar's
-`source_file_hash`, `embedding_model`, chunk count and the sha256 of the
-sidecar itself: a new model is seen even when the text is unchanged, and the
-digest catches a new heading path or parent whose `.md` is unchanged. A file is
-refused, named in `LoadResult.problems`, when its sidecar is missing or
-malformed, its chunk count disagrees with the manifest, a vector has the wrong
-dimension, or its `parent_source_file` has no sidecar.
-
-tsv, doc_len and ts_config are computed by the database (migrations 002-003;
-glossator_tsvector in PL/pgSQL since 035).
-In the same transaction the loader keeps the catalogue (`branch_languages`: rows
-and length per configuration, from each DELETE's RETURNING and one aggregate over
-the files loaded) and makes the touched files' chapter documents again
-(store.catalogue, migration 034); a model's first rows get its HNSW index at the
-end of the batch (store.vectors). Keyword search reads the rows through pg_search's
-bm25 index, or their tsvectors under a GIN index (store.fts): no term table to fill.
+A file's rows are replaced as a unit (DELETE, then one binary COPY, in a savepoint), so
+a file that fails keeps its previous rows while the others load; many new files load
+in batches (BATCH_ROWS), a failed batch again file by file. A file whose `loaded_files`
+record matches its sidecar is skipped; a missing or malformed sidecar is refused and
+named in `LoadResult.problems`. The catalogue, the chapter documents and a new model's
+HNSW index are kept in the same transaction. The contract in full: docs/loading.md,
+"What a load does".
 """
 
 from __future__ import annotations
@@ -87,7 +65,7 @@ Progress = Callable[[str], None]
 # pgvector builds an HNSW graph in memory while it fits in maintenance_work_mem, then
 # inserts the rest on disk, ~4x slower (its NOTICE "hnsw graph no longer fits into
 # maintenance_work_mem after N tuples"). An element took 2,252 bytes at 384 dimensions
-# (pgvector 0.8.2, m = 16: 8 MB held 3,725 of them; bench/RESULTS.md, issue 24): its
+# (pgvector 0.8.2, m = 16: 8 MB held 3,725 of them; bench/RESULTS.md): its
 # vector, 4 bytes a dimension, and ~700 bytes of neighbour lists; 1,024 leaves a margin.
 # store.vectors' 256 MB held ~119,000 such rows, so a 200,000-row first load went on
 # disk. The setting is local to the load's transaction and raised only; above the cap
@@ -217,7 +195,7 @@ def sync_files(
 # files, instead of one of each per file. pg_search writes a segment per statement into
 # its index (mutable_segment_rows = 0, store.pgsearch), so a 200,000-row first load of
 # 100-row files wrote ~2,000 segments and merged them as it went; per-file statements
-# and savepoints cost the rest (bench/RESULTS.md, issue 24). A batch that fails (a
+# and savepoints cost the rest (bench/RESULTS.md). A batch that fails (a
 # database error, a model's dimension refused) is rolled back to its savepoint and its
 # files loaded again one by one, each in its own savepoint: a bad file is reported and
 # the others load, as without batches. Edits (files already loaded) stay file by file.
@@ -296,8 +274,8 @@ def _guarded(load: _Load, path: str, work: Callable[[], None]) -> None:
         log.info("not loaded, previous rows kept: %s: %s", path, message)
     except psycopg.Error as e:
         if is_outage(e):
-            # not this file's fault, and every other file would meet it too (issue 38:
-            # a full disk made each file a problem and the job "done, loaded 0"): the job
+            # not this file's fault, and every other file would meet it too (a
+            # full disk would make each file a problem and the job "done, loaded 0"): the job
             # fails with the failure's sentence (store.errors.describe_failure)
             raise
         # the savepoint rolled back: this file keeps its previous rows

@@ -32,7 +32,7 @@ _NAME = re.compile(r"^(\d{3,})_[a-z0-9_]+\.sql$")
 
 # Earlier texts of a migration that do the same on the servers they ran on: a
 # database that applied one of them is up to date, without a warning. 001 and 003
-# learnt to work without unaccent (issue 17); with it they do what they did.
+# learnt to work without unaccent; with it they do what they did.
 EQUIVALENT = {
     1: {"0d08d5e73de66d166da298e14c60b0196da4cff5c3ce875c71ff20c7e368324c"},
     3: {"7826571d88249cdafbe1b0c98854561603732b37ba6498d5add25ca803e3cade"},

@@ -1,50 +1,14 @@
 """ParadeDB's pg_search as the keyword backend, behind `store.bm25.KeywordBackend`.
 
-Chosen by `store.keyword.choose_backend` when the `pg_search` extension is
-installed and its BM25 index exists. `Database.start()` makes both when the
-server offers the extension (`enable_if_available`); `glossator db pg-search`
-does it by hand:
-
-    CREATE INDEX hcn_bm25 ON hierarchical_content_nodes USING bm25
-      (id, (glossator_lexeme_text(tsv)::pdb.whitespace('alias=lexemes')),
-       (repository::pdb.literal), (branch::pdb.literal), (work::pdb.literal),
-       (node_type::pdb.literal), level)
-      WITH (key_field = 'id', mutable_segment_rows = 0);
-
-and the chapters' (`CHAPTER_INDEX`, migration 034: store.chapters' chapter BM25),
-
-    CREATE INDEX chapter_documents_bm25 ON chapter_documents USING bm25
-      (id, (lexemes::pdb.whitespace), (repository::pdb.literal),
-       (branch::pdb.literal), (work::pdb.literal))
-      WITH (key_field = 'id', mutable_segment_rows = 0);
-
-Each row is indexed in its own language: the indexed text is its lexemes
-(migration 033's `glossator_lexeme_text`: those of its `tsv`, in order, each as
-often as it occurs), which PostgreSQL's text search made with the row's
-configuration (migration 021: its language's stop words, unaccent, its
-Snowball stemmer; `simple` for a language without one). So every language
-PostgreSQL stems keeps its stemmer, French accents are folded, and the terms
-are exactly those the fallback (store.fts), the phrase check (store.phrases)
-and the gate see. A query is analysed the same way, with each configuration the
-(repository, branch) uses (`store.bm25.lexemes_sql`), and its lexemes
-are matched as they are (the whitespace tokenizer only splits them).
-
-`mutable_segment_rows = 0`: rows written after the index was made go to
-immutable segments at once, not to pg_search's mutable segment, which a query
-reads by evaluating the indexed expression again for each of its rows: on the
-example loaded into an index made first (as `Database.start()` makes it), 925 of
-the 1,985 rows stayed there and a query took ~360 ms against ~100 ms with 85
-small segments and < 1 ms on one segment (bench/RESULTS.md, issue 24 latency).
-
-The filter columns are in the index, untokenized, so that pg_search applies
-`repository = …` and the other filters inside its top-k scan instead of scoring
-every match and letting PostgreSQL drop most of them (2.7× faster on 70,000 rows
-of two repositories).
-
-A query is ParadeDB's match disjunction (`|||`: any of the terms, as BM25
-wants) scored by `pdb.score(id)` (pg_search ≥ 0.20's v2 API; checked with
-0.21.14). One difference from store.fts, ParadeDB's design: the corpus
-statistics are those of the whole index (every repository and branch).
+Chosen by `store.keyword.choose_backend` when the `pg_search` extension is installed
+and its BM25 index exists. `Database.start()` makes the rows' index (INDEX_NAME) and
+the chapters' (CHAPTER_INDEX) when the server offers the extension
+(`enable_if_available`); `glossator db pg-search` does it by hand. Each row is indexed
+by its own lexemes (those of its `tsv`), so the terms are exactly those the fallback
+(store.fts) and the phrase check (store.phrases) see; the filter columns are in the
+index so that pg_search filters inside its top-k scan; `mutable_segment_rows = 0`
+keeps rows out of the slow mutable segment. The index definitions and the figures
+behind each choice: docs/store.md, "pg_search's BM25 indexes".
 """
 
 from __future__ import annotations
@@ -115,13 +79,13 @@ class PgSearchBackend(KeywordBackend):
     # No parallel workers for a search: with more than one segment pg_search plans a
     # parallel scan, and starting its workers cost ~45 ms of a 63 ms query on the
     # example (2 workers reading 4 segments in 5 ms each), against < 1 ms for the
-    # scan itself (bench/RESULTS.md, issue 24 latency). The setting is local to the
+    # scan itself (bench/RESULTS.md, latency). The setting is local to the
     # search's transaction and put back after it, as retrieval.vector does enable_sort.
     # Prepared at once and planned once a connection (a generic plan, forced local to
     # the search): planning the statement with its values cost 1.5-1.8 ms of a ~3.5 ms
     # query on the example, the generic plan 0.02 ms, for the same plan shape and rows
     # (pg_search's TopN scan, the repository and branch filters evaluated as it starts:
-    # bench/RESULTS.md, session 12). The LIMIT is written into the text, not a parameter:
+    # bench/RESULTS.md). The LIMIT is written into the text, not a parameter:
     # with LIMIT $k pg_search cannot plan its TopN scan and returns every match for
     # PostgreSQL to sort (the generic plan of an earlier version of this query took ~2 s
     # on an 85-segment index, against ~0.1 s planned with its values). Checked on an

@@ -4,27 +4,15 @@
     .venv/bin/python -m store.schema                 # print it
     .venv/bin/python -m store.schema --url URL ...   # from that server, not a throwaway one
 
-The migrations (store/migrations/) are the truth and stay frozen once on main; a
-trigger body redefined by three of them (011 → 013 → 024) cannot be read from them.
-`describe(conn)` prints what a migrated database holds, from PostgreSQL's catalogues:
-extensions, text search dictionaries and configurations (with their mappings),
-tables (columns, constraints), indexes, functions and triggers, of the `public`
-schema, in name order, leaving out the members of extensions (pgvector's, pg_search's
-functions) and procrastinate's objects (its own schema, applied by
-store.jobqueue.ensure_schema, not by a migration).
-
-Why the catalogues rather than `pg_dump --schema-only`: the output must be the same
-on every machine for a test to compare it. pg_dump's output changes with the client's
-version (17.6 and later write a random `\\restrict` key into every dump), a server
-without it (a managed service, a wheel that ships no client binaries) would need it
-installed, and its text carries SET lines, owners and comments that are not the
-schema. `pg_get_functiondef`, `pg_get_indexdef`, `pg_get_triggerdef` and
-`pg_get_constraintdef` print what the server stores, the same way every time.
-
-Without `--url`, the command starts a throwaway embedded PostgreSQL in a temporary
-directory (store.db.Database), migrates its empty database and describes it; tests/
-test_store_schema.py compares the file with a freshly migrated database and names
-this command when they differ.
+The migrations (store/migrations/) are the truth and stay frozen once on main, but a
+trigger body redefined by several of them cannot be read from them. `describe(conn)`
+prints what a migrated database holds, from PostgreSQL's catalogues, in name order,
+without the members of extensions and procrastinate's own schema. The catalogues
+rather than `pg_dump --schema-only` because the output must be the same on every
+machine for a test to compare it: pg_dump's changes with the client's version (17.6
+writes a random `\\restrict` key), may be missing, and carries SET lines and owners.
+Without `--url` a throwaway embedded PostgreSQL is migrated and described;
+tests/test_store_schema.py compares the file with one and names this command.
 """
 
 from __future__ import annotations

@@ -6,80 +6,12 @@
     maintain(conn)              # after a job that changed rows: merge policy + VACUUM,
                                 # and a small index of several segments rebuilt into one
 
-Every write to a bm25 index makes a new segment (mutable_segment_rows = 0,
-store.pgsearch), and a row replaced stays in its old segment until VACUUM marks it
-deleted there. A query pays for every segment (measured on 30,000 rows with
-merging off: each 100-row segment added ~0.65 ms to a ~7-10 ms query) and, less,
-for deleted documents in the postings it reads.
-
-pg_search 0.21.14 merges with its LayeredMergePolicy (pg_search/src/index/
-merge_policy.rs): for each layer size L, largest first, the segments whose live
-bytes are at most L are taken largest first and grouped until a group's bytes
-reach 4/3 L; a group of one segment, or a last group short of 4/3 L, is not
-merged; nothing at all is merged while the index has no more segments than its
-`target_segment_count` (the CPU count by default). Its default layers are decades
-(100KB, 1MB, 10MB, 100MB…, the background ones): with layers a factor r apart up
-to ~4r/3 segments wait in a layer before it merges, about 13 for decades, and
-file-by-file reloads measured 11-12 segments where a fresh index has 4 (2 CPUs),
-p95 at 1.75x (bench/RESULTS.md). So the indexes get foreground layers a factor 2
-apart, 10KB to 10GB (LAYER_SIZES): at most ~2 segments wait in each (a third
-completes a group), and each byte is rewritten about once per layer it climbs, in
-pg_search's background merger. 10KB is one of the foreground layers pg_search's
-documentation gave as defaults in earlier versions (1KB, 10KB, 100KB, 1MB:
-docs.paradedb.com, write throughput), of the order of one file's segment (a
-100-row file writes ~17KB); 10GB is pg_search's largest default layer. The large
-layers are ours too because pg_search drops its own above index size / target
-segment count x 2/3: at 10^6 rows (~70MB of segments, the largest 55MB after
-CREATE INDEX and 10 jobs here) a 10MB top layer would take that segment only
-once ~80% of its rows are replaced, the replaced ones read by every query till
-then (deleted documents go only when a merge takes their segment); the 80MB
-layer takes it with the rest once the segments reach 4/3 of 80MB. Below 20MB x
-4/3 of segments the layers above 10MB do nothing.
-
-Measured side by side (30,000 rows, 300 single-file reloads, VACUUM after each):
-decades left 12 segments, p95 1.53x a fresh index; factor 2 up to 10MB, 4
-segments, 0.92x; at 10^5 rows, 500 reloads (bench/reloads.py), 7 segments,
-1.33x, against pg_search's defaults' 14, 2.10x (at that size 10MB spans the
-index). Scaled down, the ladder stopped at 320KB on 30,000 rows (~2.7MB, as 10MB
-is ~9x below a 10^6-row index): 15,000 deleted documents and 1.50x after 200
-reloads, 1.30x after 400, against 6,300 and 1.18x, then 900 and 0.78x, with it
-spanning the index. A merge in the large layers rewrites up to the whole index
-(at 10^6 rows, tens of MB) in the background merger: not measured at that size.
-
-The merges run in pg_search's background merger, which a write or a VACUUM
-starts when a layer has a group to merge; they read the index's committed
-segments and swap the merged one in atomically (MVCC: a query sees either), so
-concurrent searches and loads go on. The worker runs `maintain` after each job
-that loaded or deleted rows, on its own autocommit connection (VACUUM cannot run
-in a transaction): VACUUM marks the replaced rows deleted in their segments, so
-the merges that follow drop them, before the next searches rather than whenever
-autovacuum comes. Its cost is that of a VACUUM of the two tables: the heap pages
-the job changed, and every index of the rows' table scanned once when it has dead
-rows, O(rows) (p50 64 ms, p95 119 ms at 10^5; 0.03-0.07 s at 10^6, where
-PostgreSQL presumably skipped the index scans, as it does while under 2% of the
-heap's pages hold dead rows; the job that crosses that scans them all, not
-measured; bench/RESULTS.md).
-
-Small indexes are rebuilt into one segment. pg_search merges nothing while an index
-has no more segments than its target count (the CPU count), and layers group segments
-only once they weigh 4/3 of a layer: so a small index keeps the few segments its last
-jobs wrote, and each costs every query (the example's rows' index, 1,985 rows, after
-three writes of ~100 rows: 4 segments, its BM25 query 4.6 ms of backend CPU against
-3.1 on one segment; the rebuild 0.35 s, load ~6; bench/RESULTS.md, session 12). When an
-index's segments weigh at most SMALL_INDEX_BYTES and it has more than one, `maintain`
-rebuilds it with REINDEX INDEX CONCURRENTLY (pg_search supports it for bm25: checked on
-0.21.14, reloptions kept), which neither blocks searches nor loses the rows written
-meanwhile (PostgreSQL builds the new index, catches up with a second scan and swaps
-them). It waits for every transaction older than it, though, and one may be long: another
-repository's load, or a job waiting for a branch's lock inside its transaction (a CI run
-saw a job's maintenance wait on such a one for minutes, the job shown running all along).
-So a rebuild is put off, never waited for: skipped while another transaction of the
-database is older than BUSY_AFTER_S, and given up when one of its lock waits passes
-REBUILD_LOCK_TIMEOUT_MS (lock_timeout covers the waits for older transactions, which are
-lock waits). The job that holds the long transaction runs `maintain` itself when it ends,
-and rebuilds then. A rebuild given up or failed leaves PostgreSQL's invalid
-`<index>_ccnew` copy: dropped at once, so that writes stop maintaining it, and again
-before the next rebuild if that drop was given up too.
+Every load writes new segments, and every query pays for each one. So the indexes get
+merge layers a factor 2 apart (LAYER_SIZES) rather than pg_search's decades, the worker
+VACUUMs after each job so that merges drop replaced rows soon, and a small index is
+rebuilt into one segment (REINDEX CONCURRENTLY), put off rather than waited for when a
+long transaction is open. The reasons and the measurements: docs/store.md, "Segments
+after incremental loads".
 """
 
 from __future__ import annotations

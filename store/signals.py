@@ -17,8 +17,7 @@
 Document frequencies are counted over the rows' lexemes, by the index keyword search
 uses (store.keyword.choose_backend): pg_search's bm25 index over
 `glossator_lexeme_text(tsv)` (migration 033; the same lexemes), else the GIN index on
-the rows' tsvectors (store.fts). They were read from the SQL BM25's term table
-until migration 034.
+the rows' tsvectors (store.fts).
 """
 
 from __future__ import annotations

@@ -1,38 +1,13 @@
 """One HNSW cosine index per embedding model, made when the model first appears.
 
-(The loader registers a new model when its first file loads and builds the
-index once that batch's rows are in, in the same transaction.)
-
-The `embedding` column is an untyped `vector`, so rows of two models (say 384
-and 1024 dimensions, while a corpus is re-embedded) live side by side. Each
-model gets a partial expression index on a typed cast, recorded in
-`vector_indexes` with the model's dimension:
-
-    CREATE INDEX hcn_vec_<slug>_<dim>_<hash> ON hierarchical_content_nodes
-      USING hnsw ((embedding::vector(384)) vector_cosine_ops)
-      WHERE embedding_model = 'intfloat/multilingual-e5-small';
-
-(over 2,000 dimensions, pgvector's HNSW limit for `vector`, the cast is to
-`halfvec(N)` with `halfvec_cosine_ops`: see `cast_type`).
-
-THE QUERY FORM THAT USES THE INDEX (search engineers: copy `nearest_sql`):
-
-    SELECT id, (embedding::vector(384)) <=> %(q)s::vector(384) AS distance
-      FROM hierarchical_content_nodes
-     WHERE embedding_model = 'intfloat/multilingual-e5-small'   -- a literal, see below
-       AND repository = %(repository)s AND branch = %(branch)s
-     ORDER BY (embedding::vector(384)) <=> %(q)s::vector(384)
-     LIMIT %(k)s
-
-- the ORDER BY expression must be the indexed expression, cast included, with
-  the `<=>` (cosine distance) operator; `%(q)s` a `pgvector.Vector` or numpy array;
-- the model must be visible to the planner: put it in as a literal
-  (`psycopg.sql.Literal`, as `nearest_sql` does), because a prepared statement's
-  generic plan cannot prove a partial index's predicate from a parameter;
-- other filters (repository, branch, level, work) are applied to the index's
-  candidates; `SET LOCAL hnsw.iterative_scan = relaxed_order` (pgvector ≥ 0.8)
-  lets the scan go on until `LIMIT` rows pass them, and `hnsw.ef_search` (40 by
-  default) bounds the candidates per step.
+The `embedding` column is an untyped `vector`, so rows of two models (say 384 and
+1024 dimensions, while a corpus is re-embedded) live side by side; each model gets a
+partial expression index on a typed cast (`halfvec` over 2,000 dimensions:
+`cast_type`), recorded in `vector_indexes`. The loader registers a new model when its
+first file loads and builds the index once that batch's rows are in, in the same
+transaction. A query uses the index only in one form, which `nearest_sql` writes:
+copy it. That form and why each part of it matters: docs/store.md, "One HNSW index
+per embedding model".
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ its rows and records go (`store.removal`, one transaction), then its jobs
 running after `--wait`, or a push still being received) is finished by running the
 same command again.
 
-A ghost — the records and jobs of `.<name>.deleting`, the hidden name a repository
-had while being deleted, left by a push that raced the delete before the two were
-serialised (issue 38) — is not a repository name, but it is accepted here:
+A ghost — the records and jobs left under `.<name>.deleting`, a hidden name a
+repository could have while being deleted — is not a repository name, but it is
+accepted here:
 `glossator repo delete .livre.deleting` drops its rows and jobs (and the folder,
 if one is left).
 """

@@ -4,8 +4,8 @@
     model.start()                    # the lifespan: a daemon thread; git answers meanwhile
     model.state                      # "loading", "ready" or "failed: <why>" (/readyz)
 
-Loaded at the first search instead, the model made that search wait 2-7 s (issue 39:
-6.8 s on a loaded two-core machine, later ones 27-165 ms). The server does not wait
+Loaded at the first search instead, the model made that search wait 2-7 s (6.8 s
+on a loaded two-core machine, later ones 27-165 ms). The server does not wait
 for it: clones, pushes and BM25 searches are answered meanwhile, and `/readyz` says
 when it is in. A load that fails is said once and left to the first search, which
 tries again and reports its own error (a remote provider out of reach).

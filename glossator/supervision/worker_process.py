@@ -7,7 +7,7 @@
 
 Why a process and not a thread of the server: embedding and summarising are CPU
 work in Python and C; in the server's process they competed with searches for the
-GIL and the cores (issue 14: a search took 435-1,788 ms while a book embedded, 43
+GIL and the cores (a search took 435-1,788 ms while a book embedded, 43
 ms idle). A child process has its own interpreter, and its jobs are niced
 (GLOSSATOR_JOB_NICE), so the kernel gives the server's searches the CPU first.
 

@@ -1,32 +1,20 @@
 """The one Markdown reader of the indexer: a text → its blocks, with their source lines.
 
-    blocks("# Title\\n\\nText on\\ntwo lines.\\n")
+    blocks("# Title\n\nText on\ntwo lines.\n")
     → [Block("heading", 0, 1, "# Title", level=1, title="Title"),
-       Block("paragraph", 2, 4, "Text on\\ntwo lines.")]
+       Block("paragraph", 2, 4, "Text on\ntwo lines.")]
 
-Chunking, the Markdown and folder importers and the extractive summarizer
-(indexer.providers.summarizers.extractive.clean_paragraphs) read Markdown here, so
-they agree on where a heading or a code block is.
-markdown-it-py parses (CommonMark); its tokens' `.map` gives each block's
-0-based [start, end) lines, and `Block.text` is those lines of the text as they
-are, never a rendering.
+Every reader of Markdown in the indexer goes through here, so they agree on where a
+heading or a code block is. markdown-it-py parses; its tokens' `.map` gives each
+block's 0-based [start, end) lines, and `Block.text` is those lines as they are.
+A block is a `heading` (ATX, one line: `level`, `title`), `code` (a fenced block,
+blank lines and all; `info` follows the opening fence) or a `paragraph` (anything
+else: non-blank lines up to a blank line, a heading or a fence). Blank lines belong
+to no block; lists, quotes, tables and footnote definitions are paragraphs.
 
-A block is one of three kinds:
-
-    heading     an ATX heading, one line (`## Title`): its `level` and `title`
-    code        a fenced code block (``` or ~~~), blank lines and all; `info`
-                is what follows the opening fence
-    paragraph   anything else: consecutive non-blank lines, up to a blank line,
-                a heading or a fence
-
-Blank lines separate blocks and belong to none. Lists, block quotes, tables and
-footnote definitions are paragraphs here: a caller that cuts a list into items
-or drops a footnote definition reads the paragraph's lines itself.
-
-The parser is CommonMark with the rules configured so that the indexer reads
-books as it did before it had a parser (chunks and their line spans are what
-sidecars and citations record; a different reading would re-embed a library).
-Where CommonMark would read otherwise:
+The rules are configured so that chunks and their line spans, which sidecars and
+citations record, keep the reading the sidecars were made with (another would
+re-embed a library). Where CommonMark would read otherwise:
 
 - **Setext headings** (`Title` over `===`) are not headings: one paragraph.
 - **Indented code** (four spaces) is not a block of its own: its lines are a
@@ -43,7 +31,7 @@ Where CommonMark would read otherwise:
 - **Blank lines** are those Python's `str.strip` empties (a line of no-break
   spaces is blank; CommonMark knows spaces and tabs only), and a lone carriage
   return does not end a line (CommonMark: it does): both are fixed up before
-  parsing, so the line numbers are the text's `split("\\n")`.
+  parsing, so the line numbers are the text's `split("\n")`.
 """
 
 from __future__ import annotations

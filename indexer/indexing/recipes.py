@@ -15,7 +15,7 @@ manifest's `embedding_recipe` names the recipe, so changing it re-embeds:
 part or chapter re-embeds the paragraphs below it (their input changed);
 an edit still re-embeds only the paragraphs it touched.
 
-Measured on the example corpus (bench/RESULTS.md, issue 7). A variant that
+Measured on the example corpus (bench/RESULTS.md). A variant that
 also put the first 60 words of the chapter summary in the input (its hash in
 the recipe name, so a summary edit re-embeds its chapter) scored best on the
 tuning half but lost on the held-out half, and it made every edit re-embed the
