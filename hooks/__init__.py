@@ -9,7 +9,7 @@ queue     queue            defer with one waiting and one running job per branch
           attempt          one attempt: recorded (runs), judged, followed up (retries)
           maintenance      stalled jobs, lost outcomes, reconciliation
 job       job              BranchIndexer against the protocols Indexer, Loader, CommitBack
-          reuse            the Indexer: indexer.indexing.pipeline.index, what it computed kept
+          reuse            the Indexer: indexer.indexing.run.index, what it computed kept
           commitback       the CommitBack: a commit on the tip, the branch moved by CAS
           loading          the Loader: the rows and the indexed commit in one transaction
           landing          rows before vectors: early rows, vectors slice by slice, resumed

@@ -6,7 +6,7 @@
 
 `BranchIndexer` runs the steps against three collaborators, each a protocol here
 and one module of hooks/: the `Indexer` (hooks.reuse.ReusingIndexer:
-`indexer.indexing.pipeline.index` with what the process keeps from job to job), the
+`indexer.indexing.run.index` with what the process keeps from job to job), the
 `Loader` (hooks.loading.RowLoader: the rows in PostgreSQL) and the `CommitBack`
 (hooks.commitback.GitCommitBack: a commit on the tip, the branch moved to it).
 
@@ -66,7 +66,7 @@ from indexer.corpus.errors import Problem
 from indexer.corpus.source import Changes, FileSource
 
 if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the server
-    from indexer.indexing.pipeline import IndexResult
+    from indexer.indexing.run import IndexResult
     from indexer.indexing.sidecars import Landing
 
 log = logging.getLogger(__name__)

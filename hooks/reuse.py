@@ -3,7 +3,7 @@
     indexer = ReusingIndexer(embedder, summarizer)   # hooks.job.Indexer
     indexer.index(GitTreeSource.at(repo, tip), progress=progress)
 
-`ReusingIndexer` is the indexer as the job calls it: `indexer.indexing.pipeline.index` with
+`ReusingIndexer` is the indexer as the job calls it: `indexer.indexing.run.index` with
 the process's `IndexCaches` (parsed files, hashes, manifests by blob id: a job
 re-reads only what changed) and the embedder and summarizer wrapped below.
 
@@ -44,7 +44,7 @@ from indexer.providers.summarizers.base import (
 )
 
 if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the server
-    from indexer.indexing.pipeline import IndexResult
+    from indexer.indexing.run import IndexResult
     from indexer.indexing.sidecars import Landing, Progress
 
 # ~3 KB per 384-dimension vector kept as doubles (exact: sidecars round them
@@ -187,7 +187,7 @@ class ReusingSummarizer(Summarizer):
 
 
 class IndexFn(Protocol):
-    """`indexer.indexing.pipeline.index`'s call, as the job makes it (tests wrap the real one)."""
+    """`indexer.indexing.run.index`'s call, as the job makes it (tests wrap the real one)."""
 
     def __call__(
         self,
@@ -202,14 +202,14 @@ class IndexFn(Protocol):
 
 
 def pipeline_index() -> IndexFn:
-    """`indexer.indexing.pipeline.index`, imported when a job runs, not with the server."""
-    from indexer.indexing.pipeline import index
+    """`indexer.indexing.run.index`, imported when a job runs, not with the server."""
+    from indexer.indexing.run import index
 
     return index
 
 
 class ReusingIndexer:
-    """`index_fn` (`indexer.indexing.pipeline.index` by default) with the process's caches, and
+    """`index_fn` (`indexer.indexing.run.index` by default) with the process's caches, and
     `embedder` and `summarizer` remembering what they computed (hooks.job.Indexer)."""
 
     def __init__(

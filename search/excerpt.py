@@ -11,7 +11,7 @@ is left out. The CLI's `search` and the web reader's search page use it; the MCP
 give an agent the whole passage (`snippets` asks for openings instead).
 
 Words compare folded (case and accents, `fold`) with a crude stemmer (`STEM_CHARS`), the
-same rules that mark them in the web reader (search.web.markdown).
+same rules that mark them in the web reader (search.web.render).
 """
 
 from __future__ import annotations

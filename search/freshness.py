@@ -31,7 +31,7 @@ import psycopg
 
 from search.results import Freshness, FreshnessStatus
 from store import commits
-from store.pipeline import run
+from store.roundtrip import run
 from store.tips import tips_of, tips_statement
 
 

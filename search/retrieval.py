@@ -23,10 +23,10 @@ from search import language as L
 from store import catalogue as store_catalogue
 from store import chapters as store_chapters
 from store import keyword as store_keyword
-from store import pipeline as store_pipeline
+from store import roundtrip
 from store import vectors as store_vectors
 from store.bm25 import hits
-from store.pipeline import Statement
+from store.roundtrip import Statement
 
 
 @dataclass(frozen=True)
@@ -182,7 +182,7 @@ def keyword_split(
         statements += _chapter_statements(
             terms, branches, filters.work, chapter_depth, catalogue.chapter_engine
         )
-    found = store_pipeline.run(conn, statements)
+    found = roundtrip.run(conn, statements)
     rankings = [hits(rows) for rows in found[: len(languages)]]
     native, foreign = _merge(languages, away, rankings, depth)
     out = KeywordRankings(native, foreign, away, content, catalogue.chapter_engine, branches)

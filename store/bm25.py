@@ -23,7 +23,7 @@ import psycopg
 from psycopg import sql
 
 from core.vocabulary import DEFAULT_BRANCH
-from store.pipeline import Statement, run
+from store.roundtrip import Statement, run
 
 log = logging.getLogger(__name__)
 
@@ -86,7 +86,7 @@ class KeywordBackend(ABC):
         k: int = 10,
     ) -> list[Statement | None]:
         """The statements ranking each (query's lexemes, repository, branch), for
-        `store.pipeline.run` (None for a query of no lexeme: it matches nothing)."""
+        `store.roundtrip.run` (None for a query of no lexeme: it matches nothing)."""
         if k < 1:
             raise ValueError("k must be at least 1")
         out: list[Statement | None] = []

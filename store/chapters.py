@@ -52,7 +52,7 @@ from core.vocabulary import DEFAULT_BRANCH
 from store import pgsearch
 from store import vectors as store_vectors
 from store.bm25 import K1, QUERY_LEXEMES, B, bm25_index_exists, lexeme_params, lexemes_of
-from store.pipeline import Statement, run
+from store.roundtrip import Statement, run
 
 # pg_search: the chapters' bm25 index (migration 034), as store.pgsearch queries the rows'
 _PG_SEARCH = """
@@ -174,7 +174,7 @@ def keyword_statement(
     lexemes: Sequence[str], chapters: ChapterScope, engine: str = "pg_search"
 ) -> Statement | None:
     """The chapters' BM25 for the query's `lexemes` (store.bm25.lexemes_sql; None
-    when there is none: it matches nothing), for `store.pipeline.run`: a search sends it
+    when there is none: it matches nothing), for `store.roundtrip.run`: a search sends it
     with the rows' BM25 (search.retrieval). `engine`: "pg_search" or "postgres-fts"."""
     if not lexemes:
         return None
@@ -193,7 +193,7 @@ def keyword_statement(
 def summaries_statement(
     query_vector: Sequence[float], chapters: ChapterScope, *, model: str, dimension: int
 ) -> Statement:
-    """The chapter summaries' cosines, for `store.pipeline.run`: a search sends it with
+    """The chapter summaries' cosines, for `store.roundtrip.run`: a search sends it with
     its vector query (store.vectors.nearest)."""
     if len(query_vector) != dimension:
         raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")

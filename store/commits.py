@@ -25,7 +25,7 @@ from typing import Any
 from psycopg.types.json import Jsonb
 
 from store import landing
-from store.pipeline import Statement, run
+from store.roundtrip import Statement, run
 
 
 def lock_branch(conn: Any, repository: str, branch: str) -> None:
@@ -119,7 +119,7 @@ def indexed_on(conn: Any, branch: str, repositories: Sequence[str]) -> list[Inde
 
 
 def indexed_on_statement(branch: str, repositories: Sequence[str]) -> Statement:
-    """`indexed_on`'s statement, for `store.pipeline.run`; its rows go to `indexed_on_rows`."""
+    """`indexed_on`'s statement, for `store.roundtrip.run`; its rows go to `indexed_on_rows`."""
     return Statement(
         "SELECT coalesce(i.repository, c.repository), i.commit, i.indexed_at, i.problems,"
         " c.total, c.missing"

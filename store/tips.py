@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from store.pipeline import Statement, run
+from store.roundtrip import Statement, run
 
 ZERO = "0" * 40  # git's name for "no commit" in a ref update (a deleted branch)
 
@@ -86,7 +86,7 @@ def tips(conn: Any, repositories: Sequence[str]) -> dict[str, dict[str, str]]:
 
 
 def tips_statement(repositories: Sequence[str]) -> Statement:
-    """`tips`' statement, for `store.pipeline.run` (a search's freshness sends it with
+    """`tips`' statement, for `store.roundtrip.run` (a search's freshness sends it with
     store.commits.indexed_on_statement); its rows go to `tips_of`."""
     return Statement(
         "SELECT repository, branch, commit FROM branch_tips WHERE repository = ANY(%(r)s)",

@@ -25,7 +25,7 @@ from pgvector import HalfVector
 from psycopg import sql
 
 from indexer.corpus.errors import CorpusError
-from store.pipeline import Statement
+from store.roundtrip import Statement
 
 log = logging.getLogger(__name__)
 

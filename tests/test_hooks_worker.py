@@ -1,6 +1,6 @@
 """The indexing job on a bare repository and a real PostgreSQL (no HTTP, no queue).
 
-The indexer is the real `indexer.indexing.pipeline.index` with recording fakes for the
+The indexer is the real `indexer.indexing.run.index` with recording fakes for the
 embedder and summarizer; what is tested here is the job's own logic: diff,
 commit-back, compare-and-swap, load, record, repair after a crash.
 """

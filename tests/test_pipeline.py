@@ -1,4 +1,4 @@
-"""The whole indexer (`indexer.indexing.pipeline.index`) and `glossator index`, with fakes."""
+"""The whole indexer (`indexer.indexing.run.index`) and `glossator index`, with fakes."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from indexer.corpus import frontmatter
 from indexer.corpus.cache import IndexCaches
 from indexer.corpus.layout import read_corpus
 from indexer.corpus.source import DirectorySource, MemorySource
-from indexer.indexing.pipeline import index
+from indexer.indexing.run import index
 from indexer.providers.summarizers.extractive import ExtractiveSummarizer
 from tests.fakes import FakeEmbedder, FakeSummarizer
 from tests.plugins.corpus import FIRST_SERIES, WORK, make_small_corpus

@@ -20,9 +20,9 @@ from glossator.search_service import search_service
 from search.mcp.server import build_server
 from search.web.access import CSRF_COOKIE, SESSION_COOKIE, Readers
 from search.web.app import CSP
-from search.web.markdown import BookText, query_words
 from search.web.reader import WebReader
 from search.web.reading import paragraph_hash
+from search.web.render import BookText, query_words
 from tests.plugins.corpus import FIRST_SERIES, WORK
 from tests.plugins.search import PETITION, REPOSITORY
 

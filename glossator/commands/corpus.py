@@ -138,6 +138,25 @@ def read_source(
         ]
     if src.is_dir():
         raise ImportSourceError(str(src), f"is a folder; --format {fmt} reads one file")
+    works = _read_file(
+        src, fmt, lang, encoding, exclude, skip_front_matter, ocr, tesseract, ocr_workers, progress
+    )
+    return _override(works, work_title, author, lang)
+
+
+def _read_file(
+    src: Path,
+    fmt: str,
+    lang: str | None,
+    encoding: str | None,
+    exclude: tuple[str, ...],
+    skip_front_matter: bool,
+    ocr: str,
+    tesseract: str,
+    ocr_workers: int,
+    progress: Callable[[str], None] | None,
+) -> list[Work]:
+    """The works of one file in the format `fmt`, read by its importer."""
     if fmt == "markdown":
         from indexer.importers.markdown import read_markdown
 
@@ -180,7 +199,7 @@ def read_source(
         ]
     else:  # pragma: no cover - click checks the choice
         raise ImportSourceError(str(src), f"unknown format {fmt}")
-    return _override(works, work_title, author, lang)
+    return works
 
 
 def _read_images(

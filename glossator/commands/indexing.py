@@ -70,14 +70,14 @@ def sidecars(path: Path, rebuild_all: bool, as_json: bool) -> None:
 def index(path: Path, rebuild_all: bool, as_json: bool) -> None:
     """Index the corpus at PATH: frontmatter, due summaries, then sidecars, in that order."""
     from glossator.providers import get_summarizer
-    from indexer.indexing import pipeline
+    from indexer.indexing import run as indexing_run
 
     cmd = open_corpus(path)
     root, err, source = cmd.root, cmd.err, cmd.source
     embedder = get_embedder(cmd.settings)
     summarizer = get_summarizer(cmd.settings)
     with progress_bar(err, enabled=not as_json) as progress:
-        result = pipeline.index(
+        result = indexing_run.index(
             source, embedder=embedder, summarizer=summarizer, all=rebuild_all, progress=progress
         )
     source.apply(result.changes)

@@ -59,7 +59,7 @@ class IndexCaches:
 
     The owner is whoever runs jobs one after another: the worker's job runner
     (hooks.reuse.ReusingIndexer) keeps one for its process, so a push job re-reads only
-    what changed since the last one; `indexer.indexing.pipeline.index` makes one per call when
+    what changed since the last one; `indexer.indexing.run.index` makes one per call when
     none is given (its two corpus reads still share it).
     """
 

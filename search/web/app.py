@@ -39,14 +39,14 @@ from search.web.access import (
     csrf_token,
     remember_csrf,
 )
-from search.web.markdown import BookText
 from search.web.params import SearchArgs, check
+from search.web.render import BookText
 from store.errors import describe_failure
 
 log = logging.getLogger(__name__)
 
 # No inline script or style, nothing from elsewhere: book text that slipped through as
-# markup could not run, load or frame anything (search.web.markdown keeps it text).
+# markup could not run, load or frame anything (search.web.render keeps it text).
 CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"

@@ -25,8 +25,8 @@ from search.scope import resolve as resolve_scope
 from search.web import access as A
 from search.web import params as Q
 from search.web.app import SECURITY_HEADERS, WebBase, safe_next
-from search.web.markdown import query_words
 from search.web.reading import chunk_link, read_url, reading_page
+from search.web.render import query_words
 
 log = logging.getLogger(__name__)
 
