@@ -326,9 +326,9 @@ def transfer_lines(t: dict[str, float], hooks: dict[str, float] | None) -> list[
 
 def hooks_line(hooks: dict[str, float]) -> str:
     return (
-        f"| hooks' start-up (fresh interpreter + imports, median of 5) | both hooks "
-        f"{hooks['post_receive']:.2f} s (stdlib: they ask the server); pre-receive checking "
-        f"in the hook (no server) {hooks['pre_receive']:.2f} s; bare interpreter "
+        f"| hooks' start-up (fresh interpreter + imports, median of 5) | post-receive "
+        f"{hooks['post_receive']:.2f} s (it asks the server); pre-receive, checking "
+        f"in the hook, {hooks['pre_receive']:.2f} s; bare interpreter "
         f"{hooks['python']:.2f} s; post-receive's imports before issue 23 (settings, "
         f"procrastinate) {hooks['before']:.2f} s |"
     )
