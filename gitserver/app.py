@@ -33,6 +33,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
+from core import receiving
 from core.access import AccessPolicy, caller_of
 from core.throttle import Throttle
 from gitserver import backend
@@ -47,7 +48,6 @@ from gitserver.auth import (
 from gitserver.boundary import CALLBACK_PATH, Boundary, PageRefusal, Sessions
 from gitserver.errors import BadRequest, BodyTooLarge, GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
-from hooks import receiving
 
 log = logging.getLogger(__name__)
 
@@ -162,16 +162,24 @@ class GitServer:
             log.info("refused a push to %s: being deleted", name)
             return PlainTextResponse(f"{receiving.DELETING_LINE.format(name=name)}\n", 409)
         marker = None
-        if rest == "git-receive-pack":
-            log.info("push received for %s", name)
-            # a push under way: the commit-backs of its branches wait (hooks.receiving)
-            try:
+        client = receiving.client_key(
+            request.client.host if request.client else "", request.headers.get("authorization", "")
+        )
+        try:
+            if access is Access.PUSH and rest == "info/refs":
+                # a push starts: from its ref listing on, the commit-backs wait, so its
+                # client never sees a ref it read move under it (core.receiving)
+                receiving.advertise(self.store.path(name), client)
+            elif rest == "git-receive-pack":
+                log.info("push received for %s", name)
+                # a push under way: the commit-backs of its branches wait (core.receiving)
                 marker = receiving.begin(self.store.path(name))
-            except FileNotFoundError:  # deleted since `exists` above (`glossator repo delete`)
-                return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+        except FileNotFoundError:  # deleted since `exists` above (`glossator repo delete`)
+            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         try:
             user = (credentials.user if credentials else "") or "glossator"
-            return await self._backend(request, name, rest, user if caller.grant else None, marker)
+            pusher = user if caller.grant else None
+            return await self._backend(request, name, rest, pusher, marker, client)
         except BaseException:
             if marker is not None:
                 marker.finish()
@@ -184,6 +192,7 @@ class GitServer:
         rest: str,
         remote_user: str | None,
         marker: receiving.Marker | None,
+        client_key: str,
     ) -> Response:
         try:
             body = (
@@ -199,8 +208,17 @@ class GitServer:
             return PlainTextResponse(f"{e}\n", e.status, headers={"Connection": "close"})
         if marker is not None and body is not None:
             refs = backend.pushed_refs(body, request.headers.get("content-encoding"))
-            if refs:
-                marker.name_refs(refs)
+            if refs == []:
+                # no command, no ref moves: git's probe before a pack over 1 MiB, not a
+                # push. An ended `*` marker would read as a push just refused and hold
+                # this push's own answer QUIET_S (core.receiving); its ref listing's
+                # advertisement holds the commit-backs until the pack's POST
+                marker.remove()
+                marker = None
+            else:
+                if refs:
+                    marker.name_refs(refs)
+                receiving.consume_advertisement(self.store.path(name), client_key)
         client = request.client.host if request.client else None
         cgi = backend.CgiRequest(
             project_root=self.store.root,
@@ -311,7 +329,8 @@ def _others_under_way(path: Path, branch: str) -> int:
         except (pygit2.GitError, KeyError, ValueError):  # not in the repository: not landed
             return False
 
-    return receiving.pushes_under_way(path, branch, tip, landed=landed)
+    # a ref listing not followed by its push yet is no refused writer to let in
+    return receiving.pushes_under_way(path, branch, tip, landed=landed, advertised=False)
 
 
 class GitRoute(Route):
