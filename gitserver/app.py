@@ -45,7 +45,14 @@ from gitserver.auth import (
     required_access,
     token_matches,
 )
-from gitserver.boundary import CALLBACK_PATH, Boundary, PageRefusal, Sessions
+from gitserver.boundary import (
+    CALLBACK_PATH,
+    HOOK_PATHS,
+    PRE_RECEIVE_PATH,
+    Boundary,
+    PageRefusal,
+    Sessions,
+)
 from gitserver.errors import BadRequest, BodyTooLarge, GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
 
@@ -58,6 +65,9 @@ HOOK_CALLBACK = "GLOSSATOR_HOOK_CALLBACK"
 HOOK_TOKEN = "GLOSSATOR_HOOK_TOKEN"
 # (repository, git's `<old> <new> <ref>` lines, the server's URL) → the lines to print
 PostReceiveHandler = Callable[[str, str, str], Awaitable[str]]
+# (git dir, quarantine or None, update lines) -> (the hook's exit status, its lines):
+# hooks.pre_receive.main, composed by the composition root (gitserver imports no hooks)
+PreReceiveHandler = Callable[[Path, str | None, str], Awaitable[tuple[int, str]]]
 # A push that landed while other writers' pushes to its branch are under way or were
 # just refused is answered once they had their turn, this long at most (issue 23): a
 # round figure, several pull-and-push cycles on a loaded machine.
@@ -104,6 +114,7 @@ class GitServer:
         *,
         hook_env: Mapping[str, str] | None = None,
         post_receive: PostReceiveHandler | None = None,
+        pre_receive: PreReceiveHandler | None = None,
         max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.store = store
@@ -111,6 +122,7 @@ class GitServer:
         # Environment for git http-backend and through it the hooks (database URL…).
         self.hook_env = dict(hook_env or {})
         self.post_receive = post_receive
+        self.pre_receive = pre_receive
         # Only this server's hooks know it: it is in the environment git gives them.
         self.hook_token = secrets.token_urlsafe(32) if post_receive is not None else ""
 
@@ -266,6 +278,30 @@ class GitServer:
         await self._let_other_writers_in(name, updates)
         return JSONResponse({"output": output})
 
+    async def hook_pre_receive(self, request: Request) -> Response:
+        """The pre-receive check of a push this server runs, here on the server's warm
+        imports, so that the hook git starts imports the standard library only
+        (glossator.githooks): {"status": the hook's exit status, "output": its lines}."""
+        token = bearer_token(request.headers)
+        if self.pre_receive is None or not token or not token_matches(token, (self.hook_token,)):
+            return PlainTextResponse("not found\n", status_code=404)
+        try:
+            data = await request.json()
+            name, updates = str(data["repository"]), str(data["updates"])
+            quarantine = str(data.get("quarantine") or "")
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": "repository and updates required"}, 400)
+        if not self.store.exists(name):
+            # a repository renamed aside by `glossator repo delete` has no name served
+            return JSONResponse(
+                {"status": 1, "output": receiving.DELETING_LINE.format(name=name) + "\n"}
+            )
+        git_dir = self.store.path(name)
+        if quarantine and not Path(quarantine).resolve().is_relative_to(git_dir / "objects"):
+            return JSONResponse({"error": "the quarantine is not the repository's"}, 400)
+        status, output = await self.pre_receive(git_dir, quarantine or None, updates)
+        return JSONResponse({"status": status, "output": output})
+
     async def _let_other_writers_in(self, name: str, updates: str) -> None:
         """Answer a push that landed only once the pushes to its branch that its landing
         refused had their turn: those writers pull and push again, and a writer answered
@@ -371,6 +407,7 @@ def create_app(
     health_checks: Sequence[HealthCheck] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     post_receive: PostReceiveHandler | None = None,
+    pre_receive: PreReceiveHandler | None = None,
     throttle: Throttle | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     sessions: Sessions | None = None,
@@ -378,9 +415,15 @@ def create_app(
 ) -> Starlette:
     """The ASGI app, behind the access boundary (gitserver.boundary: `policy`, `throttle`,
     the web reader's `sessions` and login `pages`). `extra_routes` come before the git
-    routes (which match `/<name>/…`). `post_receive`: what a push's post-receive hook
-    asks of the server (HOOK_CALLBACK)."""
-    server = GitServer(store, hook_env=hook_env, post_receive=post_receive, max_body=max_body)
+    routes (which match `/<name>/…`). `post_receive`, `pre_receive`: what a push's hooks
+    ask of the server (HOOK_CALLBACK; pre-receive only where post-receive is asked too)."""
+    server = GitServer(
+        store,
+        hook_env=hook_env,
+        post_receive=post_receive,
+        pre_receive=pre_receive if post_receive is not None else None,
+        max_body=max_body,
+    )
 
     async def healthz(request: Request) -> Response:
         for check in health_checks:
@@ -396,6 +439,7 @@ def create_app(
         Route("/api/repos", server.create_repo, methods=["POST"]),
         Route("/api/repos", server.list_repos, methods=["GET"]),
         Route(CALLBACK_PATH, server.hook_post_receive, methods=["POST"]),
+        Route(PRE_RECEIVE_PATH, server.hook_pre_receive, methods=["POST"]),
         *extra_routes,
         GitRoute("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
     ]
@@ -415,4 +459,4 @@ def create_app(
     return app
 
 
-__all__ = ["GitServer", "RepositoryNameError", "create_app"]
+__all__ = ["HOOK_PATHS", "GitServer", "RepositoryNameError", "create_app"]
