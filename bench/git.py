@@ -1,6 +1,7 @@
 """The git server against plain git, and push-to-searchable against corpus size, in one run.
 
-    .venv/bin/python bench/git.py [--repeat 3] [--scale 10] [--embedder fake] [--write bench/RESULTS.md]
+    .venv/bin/python bench/git.py [--repeat 3] [--scale 10] [--embedder fake] [--transfer-only]
+                                  [--write bench/RESULTS.md]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL in a
 temporary directory) and measures, side by side:
@@ -9,7 +10,10 @@ temporary directory) and measures, side by side:
    `git http-backend`) against `git clone file://` of the same bare repository;
    `git push` of the whole corpus into a new repository through the server
    (pre-receive check and post-receive queueing included) against a push into a
-   plain bare repository over file://. Medians of `--repeat` runs; ratios.
+   plain bare repository over file://, then a one-paragraph edit pushed on top of
+   each, and both pushes again through the server into a repository whose hooks
+   are removed (git's smart HTTP alone: what no hook work can go under). Medians
+   of `--repeat` runs; ratios. `--transfer-only` stops after this part (and 3.).
 2. Seconds from `git push` of a one-paragraph edit to the edited text being
    returned by a BM25 search (the job committed back, loaded the rows, and
    search sees them), on the example corpus and on a corpus `--scale` times
@@ -111,14 +115,7 @@ def found(url: str, repository: str, word: str) -> bool:
 def edit_to_searchable(server: ServeProcess, work: Path, name: str, url: str) -> dict[str, float]:
     """Seconds from `git push` of a one-paragraph edit to a search returning it, and its
     phases (the push command, → job queued, → started, the job, → searchable)."""
-    chapter = sorted(work.glob("corpus/*/*/*/source.md"))[3]
-    word = "zq" + uuid.uuid4().hex[:10]  # one new word, in no other paragraph
-    text = chapter.read_text()
-    paragraphs = text.split("\n\n")
-    i = max(range(len(paragraphs)), key=lambda j: len(paragraphs[j]))
-    paragraphs[i] = paragraphs[i].rstrip() + f" Mot {word}."
-    chapter.write_text("\n\n".join(paragraphs))
-    commit_all(work, f"edit {word}")
+    word = edit_paragraph(work)
     last = server.jobs(name)[0]["id"]
     wall = time.time()  # the jobs' timestamps are the database's clock, on this machine
     started = time.perf_counter()
@@ -151,7 +148,7 @@ def startup(repeat: int = 5) -> dict[str, float]:
     """Median seconds for a fresh interpreter to import what each hook imports."""
     cases = {
         "python": "pass",
-        "post_receive": "import glossator.githooks",
+        "post_receive": "import glossator.githooks, json, socket",
         "pre_receive": "import glossator.githooks, hooks.pre_receive",
         "before": "import glossator.settings, hooks.post_receive",  # post-receive, issue 23
     }
@@ -170,27 +167,63 @@ def phases(runs: list[dict[str, float]]) -> dict[str, float]:
     return {k: statistics.median(r[k] for r in runs) for k in runs[0]}
 
 
+def edit_paragraph(work: Path) -> str:
+    """Append one new word to the longest paragraph of the example's fourth chapter and
+    commit; the word (in no other paragraph)."""
+    chapter = sorted(work.glob("corpus/*/*/*/source.md"))[3]
+    word = "zq" + uuid.uuid4().hex[:10]
+    paragraphs = chapter.read_text().split("\n\n")
+    i = max(range(len(paragraphs)), key=lambda j: len(paragraphs[j]))
+    paragraphs[i] = paragraphs[i].rstrip() + f" Mot {word}."
+    chapter.write_text("\n\n".join(paragraphs))
+    commit_all(work, f"edit {word}")
+    return word
+
+
 def clone_and_push(server: ServeProcess, bare: Path, tmp: Path, repeat: int) -> dict[str, float]:
-    http, local, push_http, push_local = [], [], [], []
+    """Medians: clones, then pushes of the whole corpus into a new repository and of a
+    one-paragraph edit on top of it, each through the server (its hooks), into a plain
+    bare repository over file://, and through the server into a repository whose hooks
+    are removed (git's smart HTTP alone: the floor of any hook work)."""
+    runs: dict[str, list[float]] = {}
+
+    def timed(key: str, *args: str) -> None:
+        runs.setdefault(key, []).append(timed_git(*args, cwd=source))
+
     source = tmp / "push-source"
     git("clone", "-q", f"file://{bare}", str(source))
     for i in range(repeat):
-        http.append(timed_git("clone", "-q", server.url("small"), str(tmp / f"h{i}")))
-        local.append(timed_git("clone", "-q", f"file://{bare}", str(tmp / f"f{i}")))
-        create_repo(server, f"push{i}")
-        push_http.append(
-            timed_git("push", "-q", server.url(f"push{i}", token=TOKEN), "main", cwd=source)
+        runs.setdefault("clone_http", []).append(
+            timed_git("clone", "-q", server.url("small"), str(tmp / f"h{i}"))
         )
-        server.wait_idle(f"push{i}", timeout=900)  # its indexing must not overlap the next run
+        runs.setdefault("clone_file", []).append(
+            timed_git("clone", "-q", f"file://{bare}", str(tmp / f"f{i}"))
+        )
+        hooked, unhooked = (
+            server.url(f"push{i}", token=TOKEN),
+            server.url(f"nohook{i}", token=TOKEN),
+        )
+        create_repo(server, f"push{i}")
+        create_repo(server, f"nohook{i}")
+        for hook in ("pre-receive", "post-receive"):
+            (tmp / "repos" / f"nohook{i}.git" / "hooks" / hook).unlink()
         plain = tmp / f"plain{i}.git"
         git("init", "-q", "--bare", str(plain))
-        push_local.append(timed_git("push", "-q", f"file://{plain}", "main", cwd=source))
-    return {
-        "clone_http": statistics.median(http),
-        "clone_file": statistics.median(local),
-        "push_http": statistics.median(push_http),
-        "push_file": statistics.median(push_local),
-    }
+        timed("push_http", "push", "-q", hooked, "main")
+        server.wait_idle(f"push{i}", timeout=900)  # its indexing must not overlap the next run
+        timed("push_file", "push", "-q", f"file://{plain}", "main")
+        timed("push_nohook", "push", "-q", unhooked, "main")
+        # the edit lands on the server's commit-back, in the three repositories alike
+        git("pull", "-q", "--ff-only", hooked, "main", cwd=source)
+        git("push", "-q", f"file://{plain}", "main", cwd=source)
+        git("push", "-q", unhooked, "main", cwd=source)
+        edit_paragraph(source)
+        timed("edit_http", "push", "-q", hooked, "main")
+        timed("edit_file", "push", "-q", f"file://{plain}", "main")
+        timed("edit_nohook", "push", "-q", unhooked, "main")
+        server.wait_idle(f"push{i}", timeout=900)
+        git("pull", "-q", "--ff-only", hooked, "main", cwd=source)
+    return {k: statistics.median(v) for k, v in runs.items()}
 
 
 def main() -> None:
@@ -200,6 +233,11 @@ def main() -> None:
     parser.add_argument("--embedder", default="fake")
     parser.add_argument("--summarizer", default="extractive")
     parser.add_argument("--write", type=Path, help="update this bench's RESULTS.md section")
+    parser.add_argument(
+        "--transfer-only",
+        action="store_true",
+        help="only the clones and pushes (part 1) and the hooks' start-up, not the x--scale corpus",
+    )
     args = parser.parse_args()
     if args.repeat < 1 or not 1 < args.scale <= 50:
         parser.error("--repeat ≥ 1 and 1 < --scale ≤ 50")
@@ -223,15 +261,18 @@ def main() -> None:
     try:
         url = (tmp / "data" / "postgres.lock").read_text().splitlines()[1]
         small = scaled_corpus(tmp / "small-work", 1)
-        big = scaled_corpus(tmp / "big-work", args.scale)
         files_small = len(list(small.glob("corpus/**/*.md")))
-        files_big = len(list(big.glob("corpus/**/*.md")))
         print(f"indexing the example ({files_small} files) …", flush=True)
         first_small = push_and_index(server, small, "small", 900)
-        print(f"indexing x{args.scale} ({files_big} files) …", flush=True)
-        first_big = push_and_index(server, big, "big", 3600)
         print("clone and push …", flush=True)
         transfer = clone_and_push(server, tmp / "repos" / "small.git", tmp, args.repeat)
+        if args.transfer_only:
+            print("\n".join(transfer_lines(transfer, startup())))
+            return
+        big = scaled_corpus(tmp / "big-work", args.scale)
+        files_big = len(list(big.glob("corpus/**/*.md")))
+        print(f"indexing x{args.scale} ({files_big} files) …", flush=True)
+        first_big = push_and_index(server, big, "big", 3600)
         print("edit → searchable …", flush=True)
         runs_small = [edit_to_searchable(server, small, "small", url) for _ in range(args.repeat)]
         runs_big = [edit_to_searchable(server, big, "big", url) for _ in range(args.repeat)]
@@ -251,11 +292,7 @@ def main() -> None:
         f"| corpus | example: {files_small} .md files; x{args.scale}: {files_big} .md files |",
         f"| first push → indexed (embedder {args.embedder}, summarizer {args.summarizer}) "
         f"| example {first_small:.1f} s; x{args.scale} {first_big:.1f} s |",
-        f"| `git clone` via server / `file://` | {transfer['clone_http']:.2f} s / "
-        f"{transfer['clone_file']:.2f} s = **{transfer['clone_http'] / transfer['clone_file']:.1f}×** |",
-        f"| `git push` (whole corpus, new repo) via server / `file://` plain bare | "
-        f"{transfer['push_http']:.2f} s / {transfer['push_file']:.2f} s = "
-        f"**{transfer['push_http'] / transfer['push_file']:.1f}×** |",
+        *transfer_lines(transfer, None),
         f"| one-paragraph edit: `git push` → searchable, example | {es:.2f} s "
         f"(runs: {', '.join(f'{x:.2f}' for x in edit_small)}) |",
         f"| same on x{args.scale} | {eb:.2f} s (runs: {', '.join(f'{x:.2f}' for x in edit_big)}) |",
@@ -263,14 +300,38 @@ def main() -> None:
         f"| the example's edit, phases (medians) | `git push` {ps['push']:.2f} s (both hooks); "
         f"push → job queued {ps['queued']:.2f} s; queued → started {ps['wake']:.2f} s; "
         f"job {ps['job']:.2f} s; job end → searchable {ps['after_job']:.2f} s |",
-        f"| hooks' start-up (fresh interpreter + imports, median of 5) | post-receive "
-        f"{hooks['post_receive']:.2f} s, pre-receive {hooks['pre_receive']:.2f} s; bare "
-        f"interpreter {hooks['python']:.2f} s; post-receive's imports before issue 23 "
-        f"(settings, procrastinate) {hooks['before']:.2f} s |",
+        hooks_line(hooks),
     ]
     print("\n".join(lines))
     if args.write:
         write_section(args.write, lines, args, start_load)
+
+
+def transfer_lines(t: dict[str, float], hooks: dict[str, float] | None) -> list[str]:
+    def ratio(a: str, b: str) -> str:
+        return f"{t[a]:.2f} s / {t[b]:.2f} s = **{t[a] / t[b]:.2f}×**"
+
+    lines = [
+        f"| `git clone` via server / `file://` | {ratio('clone_http', 'clone_file')} |",
+        f"| `git push` (whole corpus, new repo) via server / `file://` plain bare | "
+        f"{ratio('push_http', 'push_file')} |",
+        f"| `git push` of a one-paragraph edit via server / `file://` | "
+        f"{ratio('edit_http', 'edit_file')} |",
+        f"| the same through the server into a repository with no hooks (git's smart HTTP "
+        f"alone) / `file://` | whole corpus {ratio('push_nohook', 'push_file')}; edit "
+        f"{ratio('edit_nohook', 'edit_file')} |",
+    ]
+    return lines + ([hooks_line(hooks)] if hooks else [])
+
+
+def hooks_line(hooks: dict[str, float]) -> str:
+    return (
+        f"| hooks' start-up (fresh interpreter + imports, median of 5) | post-receive "
+        f"{hooks['post_receive']:.2f} s (it asks the server); pre-receive, checking "
+        f"in the hook, {hooks['pre_receive']:.2f} s; bare interpreter "
+        f"{hooks['python']:.2f} s; post-receive's imports before issue 23 (settings, "
+        f"procrastinate) {hooks['before']:.2f} s |"
+    )
 
 
 def write_section(

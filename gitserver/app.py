@@ -33,6 +33,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Match, Route
 from starlette.types import Scope
 
+from core import receiving
 from core.access import AccessPolicy, caller_of
 from core.throttle import Throttle
 from gitserver import backend
@@ -44,10 +45,16 @@ from gitserver.auth import (
     required_access,
     token_matches,
 )
-from gitserver.boundary import CALLBACK_PATH, Boundary, PageRefusal, Sessions
+from gitserver.boundary import (
+    CALLBACK_PATH,
+    HOOK_PATHS,
+    PRE_RECEIVE_PATH,
+    Boundary,
+    PageRefusal,
+    Sessions,
+)
 from gitserver.errors import BadRequest, BodyTooLarge, GitServerError, RepositoryNameError
 from gitserver.repos import NAME, SUFFIX, RepoStore, check_name
-from hooks import receiving
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +65,9 @@ HOOK_CALLBACK = "GLOSSATOR_HOOK_CALLBACK"
 HOOK_TOKEN = "GLOSSATOR_HOOK_TOKEN"
 # (repository, git's `<old> <new> <ref>` lines, the server's URL) → the lines to print
 PostReceiveHandler = Callable[[str, str, str], Awaitable[str]]
+# (git dir, quarantine or None, update lines) -> (the hook's exit status, its lines):
+# hooks.pre_receive.main, composed by the composition root (gitserver imports no hooks)
+PreReceiveHandler = Callable[[Path, str | None, str], Awaitable[tuple[int, str]]]
 # A push that landed while other writers' pushes to its branch are under way or were
 # just refused is answered once they had their turn, this long at most (issue 23): a
 # round figure, several pull-and-push cycles on a loaded machine.
@@ -104,6 +114,7 @@ class GitServer:
         *,
         hook_env: Mapping[str, str] | None = None,
         post_receive: PostReceiveHandler | None = None,
+        pre_receive: PreReceiveHandler | None = None,
         max_body: int = DEFAULT_MAX_BODY,
     ) -> None:
         self.store = store
@@ -111,6 +122,7 @@ class GitServer:
         # Environment for git http-backend and through it the hooks (database URL…).
         self.hook_env = dict(hook_env or {})
         self.post_receive = post_receive
+        self.pre_receive = pre_receive
         # Only this server's hooks know it: it is in the environment git gives them.
         self.hook_token = secrets.token_urlsafe(32) if post_receive is not None else ""
 
@@ -162,16 +174,24 @@ class GitServer:
             log.info("refused a push to %s: being deleted", name)
             return PlainTextResponse(f"{receiving.DELETING_LINE.format(name=name)}\n", 409)
         marker = None
-        if rest == "git-receive-pack":
-            log.info("push received for %s", name)
-            # a push under way: the commit-backs of its branches wait (hooks.receiving)
-            try:
+        client = receiving.client_key(
+            request.client.host if request.client else "", request.headers.get("authorization", "")
+        )
+        try:
+            if access is Access.PUSH and rest == "info/refs":
+                # a push starts: from its ref listing on, the commit-backs wait, so its
+                # client never sees a ref it read move under it (core.receiving)
+                receiving.advertise(self.store.path(name), client)
+            elif rest == "git-receive-pack":
+                log.info("push received for %s", name)
+                # a push under way: the commit-backs of its branches wait (core.receiving)
                 marker = receiving.begin(self.store.path(name))
-            except FileNotFoundError:  # deleted since `exists` above (`glossator repo delete`)
-                return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
+        except FileNotFoundError:  # deleted since `exists` above (`glossator repo delete`)
+            return PlainTextResponse(f"no repository named {name!r}\n", status_code=404)
         try:
             user = (credentials.user if credentials else "") or "glossator"
-            return await self._backend(request, name, rest, user if caller.grant else None, marker)
+            pusher = user if caller.grant else None
+            return await self._backend(request, name, rest, pusher, marker, client)
         except BaseException:
             if marker is not None:
                 marker.finish()
@@ -184,6 +204,7 @@ class GitServer:
         rest: str,
         remote_user: str | None,
         marker: receiving.Marker | None,
+        client_key: str,
     ) -> Response:
         try:
             body = (
@@ -199,8 +220,17 @@ class GitServer:
             return PlainTextResponse(f"{e}\n", e.status, headers={"Connection": "close"})
         if marker is not None and body is not None:
             refs = backend.pushed_refs(body, request.headers.get("content-encoding"))
-            if refs:
-                marker.name_refs(refs)
+            if refs == []:
+                # no command, no ref moves: git's probe before a pack over 1 MiB, not a
+                # push. An ended `*` marker would read as a push just refused and hold
+                # this push's own answer QUIET_S (core.receiving); its ref listing's
+                # advertisement holds the commit-backs until the pack's POST
+                marker.remove()
+                marker = None
+            else:
+                if refs:
+                    marker.name_refs(refs)
+                receiving.consume_advertisement(self.store.path(name), client_key)
         client = request.client.host if request.client else None
         cgi = backend.CgiRequest(
             project_root=self.store.root,
@@ -247,6 +277,30 @@ class GitServer:
         output = await self.post_receive(name, updates, url)
         await self._let_other_writers_in(name, updates)
         return JSONResponse({"output": output})
+
+    async def hook_pre_receive(self, request: Request) -> Response:
+        """The pre-receive check of a push this server runs, here on the server's warm
+        imports, so that the hook git starts imports the standard library only
+        (glossator.githooks): {"status": the hook's exit status, "output": its lines}."""
+        token = bearer_token(request.headers)
+        if self.pre_receive is None or not token or not token_matches(token, (self.hook_token,)):
+            return PlainTextResponse("not found\n", status_code=404)
+        try:
+            data = await request.json()
+            name, updates = str(data["repository"]), str(data["updates"])
+            quarantine = str(data.get("quarantine") or "")
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": "repository and updates required"}, 400)
+        if not self.store.exists(name):
+            # a repository renamed aside by `glossator repo delete` has no name served
+            return JSONResponse(
+                {"status": 1, "output": receiving.DELETING_LINE.format(name=name) + "\n"}
+            )
+        git_dir = self.store.path(name)
+        if quarantine and not Path(quarantine).resolve().is_relative_to(git_dir / "objects"):
+            return JSONResponse({"error": "the quarantine is not the repository's"}, 400)
+        status, output = await self.pre_receive(git_dir, quarantine or None, updates)
+        return JSONResponse({"status": status, "output": output})
 
     async def _let_other_writers_in(self, name: str, updates: str) -> None:
         """Answer a push that landed only once the pushes to its branch that its landing
@@ -311,7 +365,8 @@ def _others_under_way(path: Path, branch: str) -> int:
         except (pygit2.GitError, KeyError, ValueError):  # not in the repository: not landed
             return False
 
-    return receiving.pushes_under_way(path, branch, tip, landed=landed)
+    # a ref listing not followed by its push yet is no refused writer to let in
+    return receiving.pushes_under_way(path, branch, tip, landed=landed, advertised=False)
 
 
 class GitRoute(Route):
@@ -352,6 +407,7 @@ def create_app(
     health_checks: Sequence[HealthCheck] = (),
     lifespan: Callable[[Starlette], AbstractAsyncContextManager[Any]] | None = None,
     post_receive: PostReceiveHandler | None = None,
+    pre_receive: PreReceiveHandler | None = None,
     throttle: Throttle | None = None,
     max_body: int = DEFAULT_MAX_BODY,
     sessions: Sessions | None = None,
@@ -359,9 +415,15 @@ def create_app(
 ) -> Starlette:
     """The ASGI app, behind the access boundary (gitserver.boundary: `policy`, `throttle`,
     the web reader's `sessions` and login `pages`). `extra_routes` come before the git
-    routes (which match `/<name>/…`). `post_receive`: what a push's post-receive hook
-    asks of the server (HOOK_CALLBACK)."""
-    server = GitServer(store, hook_env=hook_env, post_receive=post_receive, max_body=max_body)
+    routes (which match `/<name>/…`). `post_receive`, `pre_receive`: what a push's hooks
+    ask of the server (HOOK_CALLBACK; pre-receive only where post-receive is asked too)."""
+    server = GitServer(
+        store,
+        hook_env=hook_env,
+        post_receive=post_receive,
+        pre_receive=pre_receive if post_receive is not None else None,
+        max_body=max_body,
+    )
 
     async def healthz(request: Request) -> Response:
         for check in health_checks:
@@ -377,6 +439,7 @@ def create_app(
         Route("/api/repos", server.create_repo, methods=["POST"]),
         Route("/api/repos", server.list_repos, methods=["GET"]),
         Route(CALLBACK_PATH, server.hook_post_receive, methods=["POST"]),
+        Route(PRE_RECEIVE_PATH, server.hook_pre_receive, methods=["POST"]),
         *extra_routes,
         GitRoute("/{name}/{rest:path}", server.git, methods=["GET", "POST"]),
     ]
@@ -396,4 +459,4 @@ def create_app(
     return app
 
 
-__all__ = ["GitServer", "RepositoryNameError", "create_app"]
+__all__ = ["HOOK_PATHS", "GitServer", "RepositoryNameError", "create_app"]

@@ -18,7 +18,7 @@ module only adapts HTTP to CGI and back, streaming both bodies:
 - `Content-Encoding: gzip` request bodies are inflated by git itself
   (HTTP_CONTENT_ENCODING); the `Git-Protocol` header becomes GIT_PROTOCOL.
 - `pushed_refs` reads the refs a `git-receive-pack` request updates from its
-  first pkt-lines (the server's marker of a push under way, hooks.receiving), and
+  first pkt-lines (the server's marker of a push under way, core.receiving), and
   `run(..., on_finish=…)` is called once git's answer is sent (or abandoned).
 """
 
@@ -140,7 +140,10 @@ def pushed_refs(
 ) -> list[tuple[str, str]] | None:
     """(ref, new commit) of each ref a receive-pack request body updates (its command
     pkt-lines, before the pack), the body left rewound; None when they cannot be read
-    (a push certificate, an encoding this does not read, a truncated head): every ref."""
+    (a push certificate, an encoding this does not read, a truncated head): every ref.
+    No command at all (an empty list) updates no ref: git's probe before a pack over
+    http.postBuffer (1 MiB) is a lone flush-pkt, `0000`, sent to learn whether the
+    credentials pass before the pack streams (remote-curl.c, probe_rpc)."""
     head = body.read(COMMANDS_HEAD)
     body.seek(0)
     if encoding:
@@ -158,7 +161,7 @@ def pushed_refs(
         except ValueError:
             return None
         if size == 0:  # flush: the commands end here
-            return refs or None
+            return refs
         if size < 4 or at + size > len(head):
             return None
         line = head[at + 4 : at + size].split(b"\0", 1)[0].rstrip(b"\n").split(b" ")

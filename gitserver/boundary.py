@@ -9,7 +9,7 @@ a Bearer token, else the web reader's session cookie), asks the access policy
 door), counts a wrong token against it (401), and leaves the caller in the scope
 (core.access.caller_of). Then it refuses what the door needs and the caller lacks:
 
-    OPEN   /healthz, /-/login, /-/logout, /-/static/…, the hooks' callback: nobody asked
+    OPEN   /healthz, /-/login, /-/logout, /-/static/…, the hooks' callbacks: nobody asked
     GIT    /<name>.git/… (and `/`): the caller only; the git route checks the repository
     ADMIN  /api/repos: an admin token
     MCP    /mcp: a token unless MCP is open (core.access.AccessPolicy.mcp_open)
@@ -42,6 +42,8 @@ from gitserver.auth import REALM, read_credentials
 log = logging.getLogger(__name__)
 
 CALLBACK_PATH = "/api/hooks/post-receive"  # its own token (gitserver.app)
+PRE_RECEIVE_PATH = "/api/hooks/pre-receive"  # the same token
+HOOK_PATHS = (CALLBACK_PATH, PRE_RECEIVE_PATH)
 GIT_PATH = re.compile(r"^/[^/]+/(info/refs|git-upload-pack|git-receive-pack)$")
 
 # A page's refusal as the web reader draws it (a login form), else None: (request,
@@ -61,7 +63,7 @@ class Door(Enum):
 def door(path: str, method: str = "GET") -> Door:
     """What a request needs (module doc): listing the repositories is a read (the root
     page lists it; each caller sees those it may read), creating one the admin's."""
-    if path in ("/healthz", CALLBACK_PATH) or path.startswith("/-/"):
+    if path == "/healthz" or path in HOOK_PATHS or path.startswith("/-/"):
         return Door.OPEN
     if path == "/api/repos":
         return Door.READ if method in ("GET", "HEAD") else Door.ADMIN

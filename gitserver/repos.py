@@ -28,6 +28,7 @@ from pathlib import Path
 
 import pygit2
 
+from core import receiving
 from core.vocabulary import DEFAULT_BRANCH, head_for
 from gitserver.errors import (
     PushUnderWay,
@@ -35,7 +36,6 @@ from gitserver.errors import (
     RepositoryNameError,
     RepositoryNotFound,
 )
-from hooks import receiving
 
 log = logging.getLogger(__name__)
 
@@ -159,7 +159,7 @@ class RepoStore:
 
     def retire(self, name: str, *, wait_s: float = 600.0) -> Path:
         """Take repository `name` out of service before it is deleted: marked as being
-        deleted (every push from then on is refused, hooks.receiving.DELETING), the pushes
+        deleted (every push from then on is refused, core.receiving.DELETING), the pushes
         being received waited for (up to `wait_s`, else PushUnderWay: run it again), then
         renamed to a hidden name in the store, so pushes and clones answer "no repository"
         and a job that opens it fails. Never renamed under a push: git would go on in the
@@ -189,7 +189,7 @@ class RepoStore:
 
     def refresh(self, name: str) -> None:
         """Re-apply configuration and hooks (at server start: the interpreter may have moved),
-        and drop the markers of pushes under way a previous run left (hooks.receiving)."""
+        and drop the markers of pushes under way a previous run left (core.receiving)."""
         full = self.path(name)
         self._configure(pygit2.Repository(str(full)))
         self._install_hooks(full)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import io
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -224,6 +225,19 @@ class Endpoints:
         out = io.StringIO()
         await asyncio.to_thread(hook.main, config, io.StringIO(updates), out)
         return out.getvalue()
+
+    async def pre_receive(
+        self, git_dir: Path, quarantine: str | None, updates: str
+    ) -> tuple[int, str]:
+        """A push's pre-receive check, done here on the server's warm imports (the hook
+        asks for it: glossator.githooks): `hooks.pre_receive.main`'s status and lines."""
+        from hooks import pre_receive as hook  # pygit2 and the corpus rules: the first push's
+
+        out = io.StringIO()
+        status = await asyncio.to_thread(
+            hook.main, str(git_dir), quarantine, io.StringIO(updates), out
+        )
+        return status, out.getvalue()
 
 
 def route_table(endpoints: Endpoints, web: WebReader, mcp: Any | None) -> list[BaseRoute]:

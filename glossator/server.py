@@ -122,6 +122,7 @@ def build_app(
         health_checks=[endpoints.database_ok],
         lifespan=lifespan,
         post_receive=endpoints.post_receive,
+        pre_receive=endpoints.pre_receive,
         throttle=throttle,
         max_body=settings.max_push_bytes,
         sessions=web.base.readers.session_digest,

@@ -1,7 +1,6 @@
 """The path of a push, one module per step (docs/architecture.md walks it):
 
-receive   receiving        the server's marker of a push under way (commit-backs yield to it)
-          refupdates       git's `<old> <new> <ref>` lines
+receive   refupdates       git's `<old> <new> <ref>` lines
           pre_receive      before refs move: refuse a tree the indexer could not use (gitsource)
           post_receive     after: HEAD settled (heads), tips recorded, each branch's job queued
 queue     queue            defer with one waiting and one running job per branch; the jobs listed

@@ -16,7 +16,7 @@ it fires no hook.
 
 Before the compare-and-swap, `GitCommitBack.move` yields to pushes (issue 23):
 while a push to the branch is being received, or one was refused a moment ago
-(its writer is pulling to push again: hooks.receiving), moving the branch would
+(its writer is pulling to push again: core.receiving), moving the branch would
 refuse it, so it waits, at most `wait_s`. When a push lands meanwhile, the
 commit-back is left to that push's job (`deferred`).
 """
@@ -32,9 +32,9 @@ from pathlib import Path
 import pygit2
 from pygit2.enums import FileMode
 
+from core.receiving import pushes_under_way
 from hooks.gitsource import branch_tip
 from hooks.job import Moved
-from hooks.receiving import pushes_under_way
 from hooks.repositories import Repositories
 from indexer.corpus.source import Changes
 
@@ -42,7 +42,7 @@ log = logging.getLogger(__name__)
 
 AUTHOR = ("Glossator", "glossator@localhost")
 TRAILER = "Glossator-Job"
-# How long a commit-back waits for the pushes under way on its branch (hooks.receiving)
+# How long a commit-back waits for the pushes under way on its branch (core.receiving)
 # before it moves the branch anyway: a round figure, many times a push's few seconds,
 # short enough that pushes that never stop delay the sidecars' commit, never the rows
 # (loaded before), and hold a worker that long at most.

@@ -27,7 +27,7 @@ running the job again:
    indexed commit and the new one (renames and deletions included; the whole
    tree when the indexed commit is unknown) and record the new indexed commit.
    Then move the ref to the commit-back by compare-and-swap, once no push to the
-   branch is under way (hooks.receiving: moving it would refuse that push; when
+   branch is under way (core.receiving: moving it would refuse that push; when
    the push lands, the commit-back is its job's). The rows come first, so search
    never waits for that (DESIGN §1 lists the commit-back before the load; either
    order is safe to repeat). A push that landed meanwhile wins and is never

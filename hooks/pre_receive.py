@@ -36,8 +36,8 @@ from typing import TextIO
 import pygit2
 from pygit2.enums import FileMode
 
+from core.receiving import DELETING_LINE, being_deleted
 from hooks.gitsource import GitTreeSource
-from hooks.receiving import DELETING_LINE, being_deleted
 from hooks.refupdates import ZERO, parse_updates
 from indexer.corpus import frontmatter
 from indexer.corpus.errors import CorpusError, Problem

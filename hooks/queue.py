@@ -80,33 +80,24 @@ def defer_sync(
     `failures`/`delay_s`: a follow-up after failed attempts, run `delay_s` from now.
     When a job already waits it covers this request; a push (`delay_s` 0) moves a
     delayed one to now."""
-    # A database that does not answer is said at once: procrastinate's pool waits 30 s
-    # for its first connections (not configurable), which a job that met an outage
-    # spent queueing its follow-up before it could end
-    connections.connect(conninfo, autocommit=True, connect_timeout=10).close()
-    app = procrastinate.App(connector=procrastinate.SyncPsycopgConnector(conninfo=conninfo))
     name = lock_name(repository, branch)
     args: dict[str, Any] = {"repository": repository, "branch": branch}
     if failures:
         args["failures"] = failures
-    with app.open():
-        try:
-            task = app.configure_task(
-                TASK_NAME,
-                queue=QUEUE,
-                lock=name,
-                queueing_lock=name,
-                schedule_in={"seconds": delay_s} if delay_s > 0 else None,
-            )
-            return Enqueued(task.defer(**args), False)
-        except AlreadyEnqueued:
-            pass
+    # one connection, procrastinate's own statement (store.jobqueue.defer: an App would
+    # open a pool of its own to queue one job, on every push); connect_timeout: a
+    # database that does not answer is said at once (a job that met an outage queues
+    # its follow-up before it can end)
+    with connections.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+        job_id = jobqueue.defer(
+            conn, TASK_NAME, queue=QUEUE, lock=name, queueing_lock=name, args=args, delay_s=delay_s
+        )
+        if job_id is not None:
+            return Enqueued(job_id, False)
         if delay_s <= 0 and not failures:
             # a push: new input deserves a try now, and a fresh count of retries
-            with connections.connect(conninfo, autocommit=True) as conn:
-                jobqueue.bring_forward(conn, name)
-        waiting = app.job_manager.list_jobs(queueing_lock=name, status="todo")
-    return Enqueued(max((job.id for job in waiting if job.id is not None), default=0), True)
+            jobqueue.bring_forward(conn, name)
+        return Enqueued(jobqueue.waiting_job(conn, name), True)
 
 
 async def defer_async(app: procrastinate.App, repository: str, branch: str) -> Enqueued | None:

@@ -1,6 +1,7 @@
 """The procrastinate adapter: the one module that names procrastinate's tables.
 
     ensure_schema(conninfo)                 # procrastinate's schema, once per database
+    defer(conn, task, queue=…, lock=…, queueing_lock=…, args=…)  # one job; None: one waits
     queue_exists(conn)                      # whether it is there (a CLI before `serve`)
     bring_forward(conn, "livre/main")       # a push: the waiting job runs now, count reset
     job_rows(conn, task, ...)               # jobs with their events and latest attempt
@@ -9,9 +10,16 @@
     forget_jobs(conn, "livre")              # its jobs no worker runs: gone
 
 Everything else goes through procrastinate's public API, in hooks/:
-`App.configure_task(...).defer` / `defer_async`, `JobManager.list_jobs` (the job
-waiting under a lock, a job's status, the branches busy), `finish_job_by_id_async`,
-`retry_job_by_id_async`, `get_stalled_jobs`. What is here has no public call:
+`App.configure_task(...).defer_async`, `JobManager.list_jobs` (a job's status, the
+branches busy), `finish_job_by_id_async`, `retry_job_by_id_async`,
+`get_stalled_jobs`. What is here has no public call:
+
+- `defer` (and `waiting_job`): a job queued on a connection the caller already has.
+  procrastinate defers through an App, whose connector opens a pool of its own; the
+  post-receive hook opened one on every push to queue one job (issue 41: a push
+  should cost what git costs). `defer` runs procrastinate's own `defer_jobs`
+  statement, so its triggers (the `deferred` event, the workers' NOTIFY) and its
+  queueing lock (`AlreadyEnqueued` is the unique violation of its index) are unchanged.
 
 - procrastinate issues #1446 and #1543 (both open): a job retried by procrastinate goes
   back to `todo` on the *same* row, which violates the queueing lock's unique index
@@ -47,6 +55,7 @@ from typing import Any
 import procrastinate
 import psycopg
 from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
 
 log = logging.getLogger(__name__)
 
@@ -70,6 +79,60 @@ def queue_exists(conn: Any) -> bool:
     """Whether procrastinate's schema is applied (a command run before the first `serve`)."""
     row = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
     return bool(row and row[0])
+
+
+# procrastinate.manager.QUEUEING_LOCK_CONSTRAINT: the unique index of waiting jobs' locks
+QUEUEING_LOCK_INDEX = "procrastinate_jobs_queueing_lock_idx_v1"
+# procrastinate's own statement (sql/queries.sql, `defer_jobs`), one job; its triggers add
+# the `deferred` event and NOTIFY the workers, as for `Task.defer`. Priority 0 is its default.
+DEFER_SQL = """
+SELECT unnest(procrastinate_defer_jobs_v1(ARRAY[ROW(
+    %(queue)s, %(task)s, 0, %(lock)s, %(queueing_lock)s, %(args)s::jsonb,
+    CASE WHEN %(delay_s)s > 0 THEN now() + make_interval(secs => %(delay_s)s) END
+)::procrastinate_job_to_defer_v1])) AS id
+"""
+
+
+def defer(
+    conn: Any,
+    task: str,
+    *,
+    queue: str,
+    lock: str,
+    queueing_lock: str,
+    args: dict[str, Any],
+    delay_s: float = 0.0,
+) -> int | None:
+    """Queue one job on the caller's connection, in one statement; its id, or None when
+    a job already waits under `queueing_lock` (procrastinate's AlreadyEnqueued). What
+    `App.configure_task(...).defer` does, without an App: an App opens a pool of
+    connections of its own, which cost a push's post-receive more than queueing the job
+    (issue 41: a push should cost what git costs)."""
+    params = {
+        "queue": queue,
+        "task": task,
+        "lock": lock,
+        "queueing_lock": queueing_lock,
+        "args": Jsonb(args),
+        "delay_s": float(delay_s),
+    }
+    try:
+        with conn.transaction():  # a savepoint inside the caller's transaction, if any
+            row = conn.execute(DEFER_SQL, params).fetchone()
+    except psycopg.errors.UniqueViolation as e:
+        if e.diag.constraint_name == QUEUEING_LOCK_INDEX:
+            return None
+        raise
+    return int(row[0])
+
+
+def waiting_job(conn: Any, queueing_lock: str) -> int:
+    """The id of the job waiting under `queueing_lock`, 0 when none does."""
+    row = conn.execute(
+        "SELECT max(id) FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo'",
+        (queueing_lock,),
+    ).fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
 
 
 def bring_forward(conn: Any, queueing_lock: str) -> None:

@@ -203,7 +203,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
         # job's commit-back moves the branch (hooks.job: "the rows first"), so a push
         # right then may be refused (the more so since the rows land before the vectors:
         # issue 41): its writer pulls and pushes again, as anyone would
-        # (the commit-back yields to a push refused a moment ago: hooks.receiving)
+        # (the commit-back yields to a push refused a moment ago: core.receiving)
         add_paragraph(work, "Écrit après la panne : baromètre.")
         commit_all(work, "after the outage")
         for attempt in range(3):  # bounded: a commit-back is one more commit at most

@@ -126,7 +126,7 @@ def test_five_writers_six_rounds_none_starved_by_commit_backs(
 ) -> None:
     """Issue 14's wedge and issue 23's starvation: five clones push their own chapters
     round after round, `pull --rebase` on refusal, so that pushes land while jobs run.
-    The commit-backs yield to pushes under way (hooks.receiving): no push needs more
+    The commit-backs yield to pushes under way (core.receiving): no push needs more
     than MAX_TRIES tries. Every job ends `done`, nothing stays queued or running, the
     last tip is indexed, every edit is in the rows and committed back (its sidecar),
     and no user commit is lost. Bounded by tries and generous deadlines, no timing."""

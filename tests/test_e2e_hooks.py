@@ -97,3 +97,78 @@ def test_the_hook_entry_point_imports_no_settings_and_no_database_driver() -> No
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "", result.stdout
+
+
+def test_pre_receive_is_checked_by_the_server(server: ServeProcess, tmp_path: Path) -> None:
+    """pre-receive sends git's update lines and the quarantine to the server, which runs
+    hooks.pre_receive on its warm imports (issue 41): the hook's own interpreter loads
+    neither pygit2 nor the corpus rules, and the server's verdict is the hook's."""
+    import pygit2
+
+    create_repo(server, "verdict")
+    bare = tmp_path / "repos" / "verdict.git"
+    work = make_small_corpus(tmp_path / "work", 1)
+    git("init", "-q", "-b", "main", str(work))
+    commit_all(work, "one chapter")
+    git("push", "-q", server.url("verdict", token=TOKEN), "main", cwd=work)
+    server.wait_idle("verdict")
+    seen = tmp_path / "hook-env.txt"
+    hook = bare / "hooks" / "pre-receive"
+    hook.write_text(hook.read_text().replace("exec ", f"env > {seen}\nexec ", 1))
+    git("commit", "-q", "--allow-empty", "-m", "again", cwd=work)
+    git("pull", "-q", "--rebase", server.url("verdict"), "main", cwd=work)
+    git("push", "-q", server.url("verdict", token=TOKEN), "main", cwd=work)
+    env = dict(line.split("=", 1) for line in seen.read_text().splitlines() if "=" in line)
+    # a commit whose chapter has broken frontmatter, in the repository but on no branch
+    repo = pygit2.Repository(str(bare))
+    tip = repo.references["refs/heads/main"].peel(pygit2.Commit)
+    path = next(p for p in git("ls-files", cwd=work).stdout.split() if p.endswith("source.md"))
+    builder = pygit2.IndexEntry(path, repo.create_blob(b"---\ntitle: [\n---\n\nTexte.\n"), 0o100644)
+    index = pygit2.Index()
+    index.read_tree(tip.tree)
+    index.add(builder)
+    sig = pygit2.Signature("t", "t@example.org")
+    bad = repo.create_commit(None, sig, sig, "bad", index.write_tree(repo), [tip.id])
+    hook_env = {
+        "GIT_DIR": str(bare),
+        githooks.HOOK_CALLBACK: env[githooks.HOOK_CALLBACK],
+        githooks.HOOK_TOKEN: env[githooks.HOOK_TOKEN],
+    }
+    code = (
+        "import io, json, sys\n"
+        "from glossator import githooks\n"
+        "out = io.StringIO()\n"
+        "status = githooks.pre_receive(io.StringIO(sys.argv[1]), out, json.loads(sys.argv[2]))\n"
+        "heavy = [m for m in ('pygit2', 'yaml', 'psycopg', 'hooks.pre_receive') if m in sys.modules]\n"
+        "print(json.dumps({'status': status, 'out': out.getvalue(), 'heavy': heavy}))\n"
+    )
+    import json
+
+    def run(updates: str, environ: dict[str, str]) -> dict[str, object]:
+        result = subprocess.run(
+            [sys.executable, "-P", "-c", code, updates, json.dumps(environ)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        assert result.returncode == 0, result.stderr
+        return dict(json.loads(result.stdout))
+
+    update = f"{tip.id} {bad} refs/heads/main\n"
+    refused = run(update, hook_env)
+    assert refused["status"] == 1 and refused["heavy"] == [], refused
+    assert f"glossator: {path}:" in str(refused["out"]) and "push refused" in str(refused["out"])
+    good = run(f"{ZERO} {tip.id} refs/heads/copy\n", hook_env)
+    assert good == {"status": 0, "out": "", "heavy": []}
+    # without the server (a push by file:// or ssh): the same verdict, checked here
+    alone = run(update, {"GIT_DIR": str(bare)})
+    assert alone["status"] == 1 and alone["out"] == refused["out"]
+    assert "pygit2" in alone["heavy"]  # type: ignore[operator]
+    # a quarantine outside the repository is not this push's: refused by the server
+    outside = httpx.post(
+        server.base + githooks.PRE_RECEIVE_PATH,
+        json={"repository": "verdict", "updates": update, "quarantine": str(tmp_path)},
+        headers={"Authorization": f"Bearer {env[githooks.HOOK_TOKEN]}"},
+        timeout=30,
+    )
+    assert outside.status_code == 400

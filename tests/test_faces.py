@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from starlette.routing import Match, Route
 
-from gitserver.app import CALLBACK_PATH
+from gitserver.app import HOOK_PATHS
 from gitserver.repos import RepoStore
 from glossator.cli import main
 from glossator.search_service import search_service
@@ -241,8 +241,8 @@ def test_the_http_face_of_a_service(faces: Faces) -> None:
     app = faces.app  # type: ignore[attr-defined]
     served = [
         r
-        for r in app.routes  # the hooks' callback is the server's own (its token is the hooks')
-        if isinstance(r, Route) and r.path.startswith("/api") and r.path != CALLBACK_PATH
+        for r in app.routes  # the hooks' callbacks are the server's own (their token the hooks')
+        if isinstance(r, Route) and r.path.startswith("/api") and r.path not in HOOK_PATHS
     ]
     samples = {"{repository}": REPOSITORY, "{path}": TEXT}
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import base64
 import gzip
+import os
 import stat
 import tempfile
+import time
 from pathlib import Path
 
 import httpx
@@ -285,10 +287,10 @@ def test_clone_push_and_auth_with_real_git(store: RepoStore, tmp_path: Path) -> 
 def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Path) -> None:
     """While git receives a push, the server's marker names the refs it updates and the
     commits it asks for (the commit-backs of those branches wait for it,
-    hooks.receiving); once git has answered, it is `ended`, and a refused one still
+    core.receiving); once git has answered, it is `ended`, and a refused one still
     holds its branch's commit-back for a moment (its writer pulls to push again)."""
+    from core import receiving
     from gitserver.backend import pushed_refs
-    from hooks import receiving
 
     bare = store.create("livre")
     seen = tmp_path / "seen.txt"
@@ -309,6 +311,18 @@ def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Pa
             f"refs/heads/main {head}",
         ]
         assert all(p.name.endswith(receiving.ENDED) for p in (bare / receiving.DIR).iterdir())
+        # a pack over git's http.postBuffer (1 MiB): git first POSTs a probe, a lone
+        # flush-pkt that moves no ref; it leaves no marker (an ended `*` one would hold
+        # the push's own answer for QUIET_S, as a push just refused)
+        write_files(work, {"big.bin": os.urandom(2 * 1024 * 1024)})
+        commit_all(work, "big")
+        git("push", "-q", server.url("livre", token=TOKEN), "main", cwd=work)
+        first, head = head, git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        markers = [p.read_text() for p in (bare / receiving.DIR).iterdir()]
+        assert f"refs/heads/main {head}\n" in markers
+        assert f"{receiving.ANY}\n" not in markers
+        landed = [first].__contains__  # the first push landed too: the new tip's parent
+        assert receiving.pushes_under_way(bare, "main", head, landed=landed) == 0
         (tmp_path / "refuse").touch()
         write_files(work, {CH2: GOOD})
         commit_all(work, "refused")
@@ -316,9 +330,9 @@ def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Pa
         assert refused.returncode != 0
         # ended, not landed: its writer may be pulling to push again
         ended = [p for p in (bare / receiving.DIR).iterdir()]
-        assert all(p.name.endswith(receiving.ENDED) for p in ended) and len(ended) == 2
-        assert receiving.pushes_under_way(bare, "main", head) == 1
-        assert receiving.pushes_under_way(bare, "draft", head) == 0
+        assert all(p.name.endswith(receiving.ENDED) for p in ended) and len(ended) == 3
+        assert receiving.pushes_under_way(bare, "main", head, landed=landed) == 1
+        assert receiving.pushes_under_way(bare, "draft", head, landed=landed) == 0
 
     # the commands' pkt-lines, plain and gzip; what is not a command names every ref
     def spool(data: bytes) -> tempfile.SpooledTemporaryFile[bytes]:
@@ -339,6 +353,55 @@ def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Pa
     for data, encoding in ((b"0012push-cert\0x\n0000", None), (b"zz", None), (body, "br")):
         with spool(data) as f:
             assert pushed_refs(f, encoding) is None
+
+
+def test_a_push_holds_the_commit_backs_from_its_ref_listing(
+    store: RepoStore, tmp_path: Path
+) -> None:
+    """HTTP is stateless: between a push's ref listing (info/refs) and its POST, the
+    client builds its pack against the tips it read, and a commit-back moving a branch
+    then would refuse it ("cannot lock ref"). The listing holds every branch's
+    commit-backs until the same client's POST (which consumes it) or ADVERTISED_S."""
+    from core import receiving
+
+    bare = store.create("livre")
+
+    def advertisements() -> list[Path]:
+        return sorted((bare / receiving.DIR).glob(f"*{receiving.ADVERTISED}"))
+
+    with ServerThread(make_app(store)) as server:
+        url = server.url("livre", token=TOKEN)
+        work = init_work(tmp_path / "work", {CH1: GOOD})
+        git("push", "-q", url, "main", cwd=work)
+        head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        assert advertisements() == []  # its listing, consumed by its POST
+        assert receiving.pushes_under_way(bare, "main", head) == 0
+        git("ls-remote", server.url("livre"), cwd=work)  # a fetch's listing holds nothing
+        assert advertisements() == []
+        # a client that read the refs to push and sends nothing (a dry run; a real
+        # push is here while it builds its pack)
+        write_files(work, {CH2: GOOD})
+        commit_all(work, "second")
+        git("push", "-q", "--dry-run", url, "main", cwd=work)
+        assert len(advertisements()) == 1
+        assert receiving.pushes_under_way(bare, "main", head) == 1
+        assert receiving.pushes_under_way(bare, "draft", head) == 1  # refs unknown: every one
+        # not a writer refused by a landing (gitserver.app holds no answer for it), nor a
+        # push being received (`glossator repo delete` does not wait for it)
+        assert receiving.pushes_under_way(bare, "main", head, advertised=False) == 0
+        assert receiving.receiving_now(bare) == 0
+        later = time.time() + receiving.ADVERTISED_S + 1  # no POST came: held that long
+        assert receiving.pushes_under_way(bare, "main", head, now=later) == 0
+        # the same client's push consumes its own listing, the newest; the dry run's
+        # runs out on its own
+        dry_run = advertisements()
+        git("push", "-q", url, "main", cwd=work)
+        assert advertisements() == dry_run
+        new = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+        landed = [head].__contains__  # both pushes landed: what holds is the dry run's
+        assert receiving.pushes_under_way(bare, "main", new, landed=landed) == 1
+        later = time.time() + receiving.ADVERTISED_S + 1
+        assert receiving.pushes_under_way(bare, "main", new, landed=landed, now=later) == 0
 
 
 def test_malformed_frontmatter_is_refused(store: RepoStore, tmp_path: Path) -> None:

@@ -193,7 +193,7 @@ def test_pre_receive_refuses_a_push_to_a_repository_being_deleted_or_when_it_cra
     pre-receive hook; a check that crashes refuses too, saying so (never "accepted")."""
     import pygit2
 
-    from hooks import receiving
+    from core import receiving
 
     bare = tmp_path / "livre.git"
     pygit2.init_repository(str(bare), bare=True)

@@ -198,13 +198,13 @@ def test_a_push_during_indexing_wins_and_is_indexed(setup: Any, database: Any) -
 def test_the_commit_back_yields_to_a_push_under_way(
     setup: Any, database: Any, monkeypatch: Any
 ) -> None:
-    """A push being received on the branch (the server's marker, hooks.receiving) holds
+    """A push being received on the branch (the server's marker, core.receiving) holds
     the commit-back: when that push lands, the job moves nothing (the push is never
     refused by it), loads the rows of what it indexed and leaves the commit-back to the
     push's job; a marker for another branch holds nothing. No timing: the seam lands the
     push on the job's first look at the markers, and the wait bound is far away."""
     import hooks.commitback
-    from hooks import receiving
+    from core import receiving
 
     store, bare, work, indexer, _database = setup
     indexer.commit_back.wait_s = 3600.0
@@ -254,7 +254,7 @@ def test_the_commit_back_waits_for_a_refused_writer_then_goes_ahead(
     commit-back still waits (QUIET_S); once that is over, and no push came, it moves
     the branch. Markers older than their bounds (a dead server's) hold nothing."""
     import hooks.commitback
-    from hooks import receiving
+    from core import receiving
 
     store, bare, _work, indexer, _database = setup
     indexer.commit_back.wait_s = 3600.0

@@ -1,7 +1,9 @@
 """Pushes under way, as marker files in the bare repository: the commit-back waits for them.
 
+    ad = advertise(repo_path, client)           # gitserver: `info/refs?service=git-receive-pack`
     marker = begin(repo_path)                   # gitserver: a `git-receive-pack` POST
     marker.name_refs([("refs/heads/main", new)])  # once the request's commands are read
+    consume_advertisement(repo_path, client)    # a push, not git's probe: `marker` holds now
     ...                                         # git receives, runs the hooks, answers
     marker.finish()                             # then: ended, kept QUIET_S
     pushes_under_way(repo_path, "main", tip)    # the worker, before its commit-back
@@ -11,27 +13,39 @@ on that branch, whose client computed it against the tip before, is then refused
 ("cannot lock ref … is at X but expected Y"), and so is the next push of a writer
 whose push was just refused and who is pulling to push again ("fetch first");
 five writers pulling and pushing again kept losing to the server's own
-commit-backs, one of them 20 times in a row. So the commit-back yields: while a
-push to its branch is being received, or one was refused less than QUIET_S ago
-(its writer is pulling and rebasing), it waits; when a push lands, the
-commit-back is left to the push's job (hooks.commitback, hooks.job).
+commit-backs, one of them 20 times in a row. So the commit-back yields: from the
+moment a pusher reads the refs (info/refs) until its push has been received, or
+while one was refused less than QUIET_S ago (its writer is pulling and
+rebasing), it waits; when a push lands, the commit-back is left to the push's
+job (hooks.commitback, hooks.job).
 
 Markers, not a lock: the server writes one file per push in
 `<repo>.git/glossator-receiving/` (git ignores unknown entries of a git dir),
 naming the refs the push updates and the commits it asks for, one `ref new` per
 line, or `*` until they are known (or when they cannot be read: every branch then
 waits). When git has answered, the file is renamed `<id>.ended` (its time the
-end); an ended push whose commit is not the branch's tip did not land. Every
-worker sees the repositories' directory (docs/push-pipeline.md, N workers), so a
-push pays no database round trip. A marker left by a server that died is ignored
-once STALE_S old, ended ones are pruned by the next push, and `glossator serve`
-removes them all at start (`clear`). Pushes by ssh or file:// write none: their
-races are settled by the compare-and-swap as before.
+end); an ended push whose commit is not the branch's tip did not land.
+
+HTTP is stateless, so the ref listing a push starts with (`GET info/refs`) leaves
+its own file, `<client>-<id>.advertised` (every branch), consumed by that client's
+next push POST, or ignored once ADVERTISED_S old (a push with nothing to send, or
+refused by the client itself, sends no POST). Git's probe before a pack over
+http.postBuffer (1 MiB, a POST with no command) is not a push: it leaves no
+marker, and it consumes no advertisement (the pack follows in a second POST).
+
+Every worker sees the repositories' directory (docs/push-pipeline.md, N workers),
+so a push pays no database round trip. A marker left by a server that died is
+ignored once STALE_S old, ended ones are pruned by the next push, and `glossator
+serve` removes them all at start (`clear`). Pushes by ssh or file:// write none:
+their races are settled by the compare-and-swap as before. The server
+(gitserver/) writes them and the push pipeline (hooks/) reads them, so they live
+here, in the layer both may import.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import time
 import uuid
@@ -41,6 +55,7 @@ from pathlib import Path
 DIR = "glossator-receiving"
 ANY = "*"
 ENDED = ".ended"
+ADVERTISED = ".advertised"
 # How long after a refused push its writer may still be pulling and rebasing to push
 # again: a round figure, several times what `git pull --rebase` of a small change
 # takes on a loaded 2-core machine (0.3-1 s measured by bench/pushes.py's runs).
@@ -49,6 +64,13 @@ QUIET_S = 5.0
 # far above any push a server answers (a 200 MB push takes seconds) and short
 # enough that a forgotten marker delays commit-backs for minutes, not for ever.
 STALE_S = 600.0
+# How long a ref listing for a push holds the commit-backs when no POST follows it: a
+# round figure above what a client takes to build its pack between the two requests
+# (under a second for the example corpus, bench/git.py; seconds for tens of MB on a
+# loaded machine). A push with nothing to send, or refused by its own client ("fetch
+# first": it pulls to push again), holds them that long at most; a client slower than
+# that is back to the compare-and-swap ("cannot lock ref", push again).
+ADVERTISED_S = 10.0
 
 
 class Marker:
@@ -82,17 +104,63 @@ class Marker:
 
 def begin(repo_path: Path) -> Marker:
     """Write the marker of a push that starts (every branch until `name_refs`), and
-    drop the ended markers no reader needs any more."""
+    drop the ended markers and advertisements no reader needs any more."""
     folder = repo_path / DIR
     folder.mkdir(exist_ok=True)
     now = time.time()
     for entry in os.scandir(folder):
         with contextlib.suppress(FileNotFoundError):
-            if entry.name.endswith(ENDED) and now - entry.stat().st_mtime > 2 * QUIET_S:
+            age = now - entry.stat().st_mtime
+            if (entry.name.endswith(ENDED) and age > 2 * QUIET_S) or (
+                entry.name.endswith(ADVERTISED) and age > 2 * ADVERTISED_S
+            ):
                 os.unlink(entry.path)
     marker = Marker(folder / f"{os.getpid()}-{uuid.uuid4().hex}")
     marker.path.write_text(f"{ANY}\n")
     return marker
+
+
+def client_key(*identity: str) -> str:
+    """A short name for who asks (the client's address and credentials, hashed: no
+    secret in a file name), pairing a ref listing with the same client's push."""
+    return hashlib.sha256("\0".join(identity).encode()).hexdigest()[:16]
+
+
+def advertise(repo_path: Path, client: str) -> Path:
+    """A client read the refs to push (`info/refs?service=git-receive-pack`): every
+    branch's commit-back waits until its push POST arrives, or ADVERTISED_S."""
+    folder = repo_path / DIR
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{client}-{uuid.uuid4().hex}{ADVERTISED}"
+    path.write_text(f"{ANY}\n")
+    return path
+
+
+def consume_advertisement(repo_path: Path, client: str) -> bool:
+    """The push POST of `client` arrived (its own marker holds from now on): drop the
+    newest of its advertisements, the listing this push most likely began with (a
+    listing no POST followed, older, runs out on its own). Every one holds every
+    branch, so which one goes matters only for when the others run out."""
+    try:
+        entries = [
+            e
+            for e in os.scandir(repo_path / DIR)
+            if e.name.startswith(f"{client}-") and e.name.endswith(ADVERTISED)
+        ]
+    except FileNotFoundError:
+        return False
+    for entry in sorted(entries, key=_mtime, reverse=True):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(entry.path)
+            return True
+    return False
+
+
+def _mtime(entry: os.DirEntry[str]) -> float:
+    try:
+        return entry.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
 
 
 def pushes_under_way(
@@ -101,14 +169,16 @@ def pushes_under_way(
     tip: str,
     *,
     landed: Callable[[str], bool] | None = None,
+    advertised: bool = True,
     quiet_s: float = QUIET_S,
     stale_s: float = STALE_S,
     now: float | None = None,
 ) -> int:
     """How many pushes to refs/heads/<branch> are being received, or ended less than
-    `quiet_s` ago without landing (their commit is not `tip`, the branch's tip).
-    `landed(commit)`: also leave out the pushes whose commit is in the branch (a push
-    being answered after it landed)."""
+    `quiet_s` ago without landing (their commit is not `tip`, the branch's tip), or,
+    with `advertised`, had their refs listed less than ADVERTISED_S ago and not sent
+    yet. `landed(commit)`: also leave out the pushes whose commit is in the branch (a
+    push being answered after it landed)."""
     try:
         entries = list(os.scandir(repo_path / DIR))
     except FileNotFoundError:
@@ -118,6 +188,11 @@ def pushes_under_way(
     count = 0
     for entry in entries:
         if entry.name.endswith(".tmp"):
+            continue
+        if entry.name.endswith(ADVERTISED):
+            with contextlib.suppress(FileNotFoundError):  # consumed, or pruned
+                if advertised and now - entry.stat().st_mtime <= ADVERTISED_S:
+                    count += 1
             continue
         ended = entry.name.endswith(ENDED)
         try:
@@ -174,7 +249,8 @@ def being_deleted(repo_path: Path) -> bool:
 
 
 def receiving_now(repo_path: Path, *, stale_s: float = STALE_S, now: float | None = None) -> int:
-    """How many pushes are being received (their markers not ended, nor stale)."""
+    """How many pushes are being received (their markers not ended, nor stale; a ref
+    listing is not a push being received)."""
     try:
         entries = list(os.scandir(repo_path / DIR))
     except FileNotFoundError:
@@ -182,7 +258,7 @@ def receiving_now(repo_path: Path, *, stale_s: float = STALE_S, now: float | Non
     now = time.time() if now is None else now
     count = 0
     for entry in entries:
-        if entry.name.endswith((ENDED, ".tmp")):
+        if entry.name.endswith((ENDED, ADVERTISED, ".tmp")):
             continue
         with contextlib.suppress(FileNotFoundError):
             if now - entry.stat().st_mtime <= stale_s:
