@@ -17,7 +17,7 @@ objects; `POST /api/hooks/post-receive`: queue its jobs, hooks.post_receive), wi
 the per-server hook token and the address the server gave in
 GLOSSATOR_HOOK_CALLBACK: the server does it on its own warm imports and sends back
 the lines to print (and pre-receive's exit status), so the hook itself needs the
-standard library only (issue 41: pygit2 and the corpus rules cost pre-receive
+standard library only (pygit2 and the corpus rules cost pre-receive
 ~0.1 s of imports on every push, ~0.3 s on a loaded machine). Without that address
 (a push by file:// or ssh) or when the server cannot be reached, the hook does the
 same work itself (pre-receive also when the server does not answer in time: a push
