@@ -51,7 +51,7 @@ def diagram_claims(text: str) -> dict[str, set[str]]:
     """The parentheses under `gitserver/` and `search/` in the layer diagram."""
     lines = text.splitlines()
     header = next(i for i, line in enumerate(lines) if "│ gitserver/" in line and "search/" in line)
-    rows = [line.strip(" │").split("│") for line in lines[header + 1 : header + 4]]
+    rows = [line.strip().strip("│").split("│") for line in lines[header + 1 : header + 4]]
     cells = [row for row in rows if len(row) == 2]
     # each side's claim is its first parenthesis below the header (a side may take two lines)
     left, right = (next(c[side] for c in cells if "(" in c[side]) for side in (0, 1))
