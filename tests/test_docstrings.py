@@ -28,8 +28,6 @@ ALLOWED: set[str] = {
     "core/receiving.py",
     "gitserver/app.py",
     "gitserver/repos.py",
-    "glossator/commands/base.py",
-    "glossator/settings.py",
     "hooks/attempt.py",
     "hooks/commitback.py",
     "hooks/indexing_service.py",
