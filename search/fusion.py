@@ -54,8 +54,8 @@ def cap_per_group(
 ) -> list[K]:
     """Keep at most `limit` items per group, in order (None: keep everything).
 
-    Used to stop one chapter from filling a whole page of results (issue 7's
-    diversity lever); the rows dropped are the group's weakest.
+    It stops one chapter from filling a whole page of results; the rows dropped are
+    the group's weakest.
     """
     if limit is None:
         return list(items)
@@ -76,7 +76,8 @@ def cap_per_group(
 # A question that restates a scene in other words shares no content word with it,
 # yet BM25 still returns rows, each holding one of its words somewhere else (a two-word
 # reply, a chapter that names the same person): fused at full weight, that noise undoes
-# the vector side (issue 37: hybrid below vector only on every paraphrase set). A
+# the vector side (hybrid fell below vector alone on every paraphrase set:
+# docs/search.md, "Retrieval units, keyword trust"; bench/RESULTS.md). A
 # question whose words the book uses finds rows that hold most of them. So the keyword
 # rankings (rows, chapters, the page's tail) can weigh by the trust they earn: the
 # largest share of the question's content words that one chapter's rows among the

@@ -6,12 +6,12 @@
 
 BM25 matches words, so it only means something in the corpus's language: an English
 question on an Italian book matches "to", "lame" or "come" by accident, and one such
-lone hit used to be fused to rank 1 over strong vector evidence (issue 22). The query's
+lone hit can be fused to rank 1 over strong vector evidence. The query's
 language is detected offline by py3langid (langid.py's naive Bayes over byte n-grams,
 its model shipped in the wheel, nothing downloaded), among the languages Glossator
 writes labels for (`LANGUAGES`, indexer/corpus/lang.py's). A detection is trusted from
 `MIN_CONFIDENCE` up: below, the query is taken for "unknown" and the keyword evidence
-is kept as before (a bare name, "Farinata", "Boaz", is such a query, and it is where
+is kept at full weight (a bare name, "Farinata", "Boaz", is such a query, and it is where
 keywords help most).
 
 When the query's language is none of a repository's languages, that repository's

@@ -1,4 +1,4 @@
-"""Which branch of which repository a request reads (issue 23).
+"""Which branch of which repository a request reads.
 
     scope = resolve(conn, repository=None, branch=None)   # each repository's default
     scope.branches        # {"sophismes": "main", "prince": "master"}

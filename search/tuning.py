@@ -5,7 +5,7 @@
 A cosine threshold is a property of one model's geometry, and of the language
 it was measured in: multilingual-e5-small gives French questions foreign to a
 French book a best cosine of 0.80-0.86, while an English in-domain question on
-an English book can sit at 0.86 ("Who was Boaz?": 0.859 < 0.870, issue 13). So
+an English book can sit at 0.86 ("Who was Boaz?": 0.859 < 0.870). So
 each calibration is keyed by (model, language) and records the data and the
 command that fitted it; a model or language with no calibration gets None, and
 the `context` gate then reports its signals without refusing (search/context.py).
@@ -68,7 +68,7 @@ class Fusion:
     # Keyword trust (search.fusion.keyword_trust: the share of the question's content
     # words the best keyword chapter's top rows hold): hybrid's keyword rankings weigh
     # min(1, trust / keyword_trust_full) ** keyword_trust_power. Off (power 0): measured
-    # on every judged set (bench/RESULTS.md, issue 37), power 1 with full at 0.5 (half
+    # on every judged set (bench/RESULTS.md, "keyword trust"), power 1 with full at 0.5 (half
     # the question, the vouching gate's majority, search.relevance) raised six sets
     # (Molière +0.046, Lessing +0.062, the Gutenberg novels +0.019, Grimm +0.021, the
     # example +0.006) and lost 0.048 on the Inferno (a looser stem did not change it):
@@ -99,14 +99,14 @@ class Tuning:
 TUNING = Tuning(
     fusion=Fusion(
         # Not the standard 60 (Cormack, Clarke & Büttcher, SIGIR 2009): k 5 was chosen on
-        # the tune half of bench/queries.jsonl (issue 7, "Fusion"), and against 60 it
-        # also wins on its test half and on bench/queries-gutenberg.jsonl, 22 questions
-        # on two English books never tuned on (bench/RESULTS.md, issue 15: agents' MRR
+        # the tune half of bench/queries.jsonl (bench/RESULTS.md, "Retrieval quality"), and
+        # against 60 it also wins on its test half and on bench/queries-gutenberg.jsonl, 22
+        # questions on two English books never tuned on (bench/RESULTS.md: agents' MRR
         # 0.656 against 0.607 there). The chapter rankings share it.
         rrf_k=5,
         # Chapter evidence (search.chapters), chosen on the tune half of
         # bench/queries.jsonl with the chapter cap on and read on the test half
-        # (bench/RESULTS.md "Retrieval quality, issue 7"): the top 20 chapters of each
+        # (bench/RESULTS.md "Retrieval quality"): the top 20 chapters of each
         # ranking (every chapter instead: helps tune, hurts test, "The page's tail"
         # variant B), a chapter's 3 nearest paragraphs, chapter BM25 weighing 1.5
         # and the two vector rankings 1.
@@ -122,12 +122,12 @@ TUNING = Tuning(
         tail_weights=MappingProxyType({"summary_keyword": 1.5}),
         # A question in another language than a repository's: that repository's keyword
         # evidence (searched for the question's content words, search.language) weighs
-        # 0.75. Measured on two books in two languages (bench/RESULTS.md, issue 22),
-        # agents' MRR: on bench/queries-inferno.jsonl's 12 English and French questions
-        # on an Italian book 0.443 as before, 0.540 (content words, weight 1), 0.541
+        # 0.75. Measured on two books in two languages (bench/RESULTS.md, "a third
+        # language"), agents' MRR: on bench/queries-inferno.jsonl's 12 English and French
+        # questions on an Italian book 0.443 untouched, 0.540 (content words, weight 1), 0.541
         # (0.75), 0.566 (0.5), 0.545 (0.25); on the example's held-out half (4 English
-        # questions on a French book) 0.821 before, 0.811 (1), 0.822 (0.75), 0.818 (0.5
-        # and 0.25): 0.75 is the one weight that leaves neither set worse than before.
+        # questions on a French book) 0.821 untouched, 0.811 (1), 0.822 (0.75), 0.818 (0.5
+        # and 0.25): 0.75 is the one weight that leaves neither set worse than untouched.
         foreign_keyword_weight=0.75,
     ),
     packing=Packing(

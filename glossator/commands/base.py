@@ -50,7 +50,7 @@ class _Unpadded(io.TextIOBase):
     """A text stream that drops the spaces ending each line before writing it on.
 
     Rich pads to the console's width whatever expands (a `Padding`, a centred title,
-    a justified text): 100,000 spaces a line on a pipe (issue 23) when nothing else
+    a justified text): 100,000 spaces a line on a pipe when nothing else
     would. Lines are held until their newline so that a line written in pieces is
     trimmed whole."""
 

