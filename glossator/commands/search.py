@@ -4,6 +4,7 @@
                      [--level 0-3] [--work W] [--k 10] [--repository R] [--json]
     glossator mcp                       # MCP over stdio, for desktop clients
     glossator eval bench/queries.jsonl [--k 10] [--repository R] [--json]
+                   [--foreign bench/offtopic.jsonl]   # and the context gate's verdicts
 
 Each opens the database the settings name (the embedded PostgreSQL by default);
 stdout carries results only (and the MCP protocol for `mcp`), logs go to stderr.
