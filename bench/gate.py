@@ -39,6 +39,7 @@ from glossator.search_service import search_service
 from glossator.settings import Settings
 from glossator.wiring import database
 from search.context import pack_search
+from search.evaluation import Foreign, Judged, Verdict, chapter_of, gate_report, verdict_of
 from search.tuning import TUNING
 
 BENCH = Path(__file__).resolve().parent
@@ -87,10 +88,6 @@ def hits_of(service: Any, question: str, repository: str) -> list[dict[str, Any]
     ]
 
 
-def chapter_of(source_file: str) -> str:
-    return source_file.rsplit("/", 1)[0]
-
-
 def run_book(service: Any, repository: str, keep_hits: bool) -> dict[str, Any]:
     judged_file, foreign_files = BOOKS[repository]
     questions = [dict(q, judged=True) for q in load(judged_file)]
@@ -100,7 +97,7 @@ def run_book(service: Any, repository: str, keep_hits: bool) -> dict[str, Any]:
     for q in questions:
         pack = service.context(str(q["query"]), repository=repository)
         relevant = {chapter_of(f) for f in q.get("relevant", [])}
-        held = [chapter_of(c.source_file) for c in pack.chapters]
+        held = verdict_of(pack).chapters
         row = {
             "query": q["query"],
             "lang": q.get("lang"),
@@ -109,6 +106,8 @@ def run_book(service: Any, repository: str, keep_hits: bool) -> dict[str, Any]:
             "verdict": pack.relevance.verdict,
             "found": pack.found,
             "holds": bool(relevant & set(held)),
+            "relevant": q.get("relevant", []),
+            "chapters": list(held),
             "relevance": dataclasses.asdict(pack.relevance),
         }
         if keep_hits:
@@ -134,6 +133,13 @@ def summary(book: dict[str, Any]) -> list[str]:
         of_kind = [r for r in foreign if r["kind"] == kind]
         v = Counter(r["verdict"] for r in of_kind)
         lines.append(f"  foreign {kind} ({len(of_kind)}): {dict(v)}")
+    # the figures `glossator eval --foreign` prints (search.evaluation)
+    report = gate_report(
+        [(Judged(r["query"], tuple(r["relevant"])), _verdict(r)) for r in judged],
+        [(Foreign(r["query"], r["kind"] or "foreign"), _verdict(r)) for r in foreign],
+    )
+    precision = "-" if report.precision is None else f"{report.precision:.0%}"
+    lines.append(f"  found: precision {precision}, recall {report.recall:.0%}")
     wrong = [r for r in foreign if r["verdict"] == "relevant"]
     for r in wrong:
         rel = r["relevance"]
@@ -151,6 +157,10 @@ def summary(book: dict[str, Any]) -> list[str]:
             f"({r['lang']}) {r['query'][:70]}"
         )
     return lines
+
+
+def _verdict(row: dict[str, Any]) -> Verdict:
+    return Verdict(row["verdict"], tuple(row["chapters"]))
 
 
 def oracle(book: dict[str, Any]) -> str:

@@ -373,3 +373,116 @@ def evaluate(
             )
         )
     return out
+
+
+# The context gate (search.context) on a judged set: does `found` mean "the book answers"?
+#
+# The on-topic questions are a judged set's (each names its chapters); the foreign ones
+# are a file of questions the book does not answer, one a line ({"query": "…", "kind":
+# "everyday" | "near" | …, "lang": "…"}), the kind saying how far from the book's field
+# (bench/offtopic-*.jsonl). The figures are the flag's: precision, the share of `found`
+# packs that answer an on-topic question; recall, the share of on-topic questions found.
+FOUND = "relevant"  # the verdict of a pack the gate vouches for (search.relevance)
+UNCERTAIN = "uncertain"
+NOTHING = "nothing relevant"
+
+
+@dataclass(frozen=True)
+class Foreign:
+    """A question the corpus does not answer."""
+
+    query: str
+    kind: str = "foreign"  # e.g. "everyday", "near" (near the book's field)
+    lang: str | None = None
+
+
+def load_foreign(path: Path) -> list[Foreign]:
+    """Read and check a file of foreign questions; BadQuery names the line that is wrong."""
+    out: list[Foreign] = []
+    for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise BadQuery(f"{path}:{n}: not valid JSON ({e.msg})") from None
+        if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
+            raise BadQuery(f'{path}:{n}: expected {{"query": "…", "kind": "…"}}')
+        if not obj["query"].strip():
+            raise BadQuery(f"{path}:{n}: the query is empty")
+        if obj.get("relevant"):
+            raise BadQuery(f"{path}:{n}: a foreign question names no relevant item")
+        lang = obj.get("lang")
+        out.append(Foreign(obj["query"], str(obj.get("kind", "foreign")), lang if lang else None))
+    if not out:
+        raise BadQuery(f"{path}: no queries")
+    return out
+
+
+def chapter_of(source_file: str) -> str:
+    """The chapter a file or judged item belongs to: its folder ("…/ch/source.md#3" -> "…/ch")."""
+    return source_file.partition("#")[0].rsplit("/", 1)[0]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the gate said of one question, and the chapters its pack holds."""
+
+    verdict: str  # FOUND, UNCERTAIN, NOTHING or "uncalibrated"
+    chapters: tuple[str, ...] = ()  # the folders of the pack's chapters
+
+
+def verdict_of(pack: Any) -> Verdict:
+    """A `search.context.ContextPack`'s verdict."""
+    return Verdict(pack.relevance.verdict, tuple(chapter_of(c.source_file) for c in pack.chapters))
+
+
+def _shares(verdicts: Sequence[Verdict]) -> dict[str, float]:
+    n = len(verdicts)
+    counts = {v: sum(x.verdict == v for x in verdicts) for v in (FOUND, UNCERTAIN, NOTHING)}
+    counts["other"] = n - sum(counts.values())
+    return {"n": n, **{v: round(c / n, 4) if n else 0.0 for v, c in counts.items()}}
+
+
+@dataclass
+class GateReport:
+    """The gate's verdicts on one set: shares per kind of question (`n` and the share of
+    each verdict, "other" being uncalibrated), the found on-topic packs that hold a judged
+    chapter, and the flag's precision and recall."""
+
+    on_topic: dict[str, float]
+    foreign: dict[str, dict[str, float]]  # by kind
+    found_holding: int  # on-topic questions found whose pack holds one of their chapters
+    found_on_topic: int
+    found_foreign: int
+
+    @property
+    def recall(self) -> float:
+        n = self.on_topic["n"]
+        return round(self.found_on_topic / n, 4) if n else 0.0
+
+    @property
+    def precision(self) -> float | None:
+        """None when the gate said `found` for no question."""
+        found = self.found_on_topic + self.found_foreign
+        return round(self.found_on_topic / found, 4) if found else None
+
+
+def gate_report(
+    judged: Sequence[tuple[Judged, Verdict]], foreign: Sequence[tuple[Foreign, Verdict]]
+) -> GateReport:
+    """The figures of the gate's verdicts on on-topic and foreign questions."""
+    kinds: dict[str, list[Verdict]] = {}
+    for q, v in foreign:
+        kinds.setdefault(q.kind, []).append(v)
+    holding = sum(
+        v.verdict == FOUND and bool({chapter_of(r) for r in q.relevant} & set(v.chapters))
+        for q, v in judged
+    )
+    return GateReport(
+        on_topic=_shares([v for _, v in judged]),
+        foreign={kind: _shares(vs) for kind, vs in sorted(kinds.items())},
+        found_holding=holding,
+        found_on_topic=sum(v.verdict == FOUND for _, v in judged),
+        found_foreign=sum(v.verdict == FOUND for _, v in foreign),
+    )

@@ -155,3 +155,64 @@ def test_search_shares_the_embedded_database_a_running_server_owns(tmp_path):
         assert 'No hit for "soleil" (bm25)' in r.output
     finally:
         owner.stop()
+
+
+def test_eval_judges_the_context_gate_on_foreign_questions(search_db_url, tmp_path):
+    """--foreign: one context pack per question, each verdict counted per kind of
+    question, and the precision and recall of `found` computed from those counts."""
+    queries = tmp_path / "q.jsonl"
+    lines = [
+        {
+            "query": "la pétition des fabricants de chandelles",
+            "relevant": [f"{PETITION}/source.md"],
+        },
+        {"query": "des haches émoussées", "relevant": [f"{HACHES}/source.md"]},
+    ]
+    queries.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in lines), "utf-8")
+    foreign = tmp_path / "foreign.jsonl"
+    far = [
+        {"query": "horaires d'ouverture de la mairie le samedi", "kind": "everyday"},
+        {"query": "réinitialiser le mot de passe d'un routeur wifi", "kind": "everyday"},
+        {"query": "la Banque centrale européenne relève ses taux directeurs", "kind": "near"},
+    ]
+    foreign.write_text("\n".join(json.dumps(x, ensure_ascii=False) for x in far), "utf-8")
+    r = run(["eval", str(queries), "--foreign", str(foreign), "--json"], search_db_url, tmp_path)
+    assert r.exit_code == 0, r.output
+    gate = json.loads(r.output)["gate"]["all"]
+    print(json.dumps(gate, indent=1))  # the margins, for the log
+    assert gate["on_topic"]["n"] == 2 and set(gate["foreign"]) == {"everyday", "near"}
+    assert gate["foreign"]["everyday"]["n"] == 2 and gate["foreign"]["near"]["n"] == 1
+    for shares in (gate["on_topic"], *gate["foreign"].values()):
+        total = sum(shares[v] for v in ("relevant", "uncertain", "nothing relevant", "other"))
+        assert total == pytest.approx(1.0)
+    found_on, found_off = gate["found_on_topic"], gate["found_foreign"]
+    assert found_on == round(gate["on_topic"]["relevant"] * 2)
+    assert gate["recall"] == found_on / 2
+    assert gate["precision"] == (
+        found_on / (found_on + found_off) if found_on + found_off else None
+    )
+    assert gate["found_holding"] <= found_on
+    # the table: one row per kind, the flag's figures in its title
+    r = run(["eval", str(queries), "--foreign", str(foreign)], search_db_url, tmp_path)
+    assert r.exit_code == 0, r.output
+    assert "context gate, precision of found" in r.output and "recall" in r.output
+    assert "foreign, everyday" in r.output and "foreign, near" in r.output
+    # no --foreign: no gate (and no context pack made)
+    r = run(["eval", str(queries), "--json"], search_db_url, tmp_path)
+    assert "gate" not in json.loads(r.output)
+
+
+def test_eval_refuses_a_bad_foreign_file(search_db_url, tmp_path):
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(json.dumps({"query": "x", "relevant": [f"{HACHES}/source.md"]}), "utf-8")
+    for text, said in (
+        ("{not json", "not valid JSON"),
+        (json.dumps({"kind": "near"}), 'expected {"query"'),
+        (json.dumps({"query": "x", "relevant": ["a.md"]}), "names no relevant item"),
+        ("", "no queries"),
+    ):
+        bad = tmp_path / "bad.jsonl"
+        bad.write_text(text, "utf-8")
+        r = run(["eval", str(queries), "--foreign", str(bad)], search_db_url, tmp_path)
+        assert r.exit_code == 1, r.output
+        assert said in r.output and "Traceback" not in r.output, r.output

@@ -4,6 +4,7 @@
                      [--level 0-3] [--work W] [--k 10] [--repository R] [--json]
     glossator mcp                       # MCP over stdio, for desktop clients
     glossator eval bench/queries.jsonl [--k 10] [--repository R] [--json]
+                   [--foreign bench/offtopic.jsonl]   # and the context gate's verdicts
 
 Each opens the database the settings name (the embedded PostgreSQL by default);
 stdout carries results only (and the MCP protocol for `mcp`), logs go to stderr.
@@ -285,6 +286,15 @@ def _relay_to_server(settings: Settings) -> bool:
     help="Also list the queries hybrid as agents run it gets wrong: the rank of the first "
     "relevant hit, how many items it found, its first three hits.",
 )
+@click.option(
+    "--foreign",
+    "foreign_files",
+    multiple=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A file of questions the corpus does not answer (JSONL: query, kind, lang; "
+    "repeatable): also print the context gate's verdicts on them and on QUERIES, and the "
+    "precision and recall of its `found`.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 @pass_context
 def eval_command(
@@ -302,20 +312,23 @@ def eval_command(
     foreign_keyword_weight: float | None,
     by_kind: bool,
     misses: bool,
+    foreign_files: tuple[Path, ...],
     as_json: bool,
 ) -> None:
     """Recall@k, MRR, nDCG@10, top-1 and paraphrase MRR of each mode on QUERIES.jsonl.
 
     A query file whose lines carry "split": "tune" / "test" is reported half by
-    half: tune the fusion on one, check it on the other.
+    half: tune the fusion on one, check it on the other. With --foreign, the context
+    gate is judged too: one `context` pack per question, as agents get it.
     """
     from glossator.providers import get_reranker
     from glossator.search_service import open_database, search_defaults
-    from search.evaluation import PrecomputedQueries, evaluate, load_queries
+    from search.evaluation import PrecomputedQueries, evaluate, load_foreign, load_queries
     from search.language import LanguageDetector
 
     settings = obj.settings
     judged = load_queries(queries)
+    foreign = [q for path in foreign_files for q in load_foreign(path)]
     parts = _selected_halves(judged, split, queries)
     fusion = {
         key: value
@@ -346,9 +359,16 @@ def eval_command(
             )
             for name, qs in parts.items()
         }
+        gates = _gates(settings, db.pool, parts, foreign, repository, branch)
     missed = _agents_misses(results, parts) if misses else {}
     if as_json:
-        click.echo(json.dumps(_eval_json(results, missed), ensure_ascii=False, indent=2))
+        out = _eval_json(results, missed)
+        if gates:
+            out["gate"] = {
+                name: asdict(g) | {"precision": g.precision, "recall": g.recall}
+                for name, g in gates.items()
+            }
+        click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
     console = out_console()
     for name, reports in results.items():
@@ -359,6 +379,60 @@ def eval_command(
         _print_eval(console, title, reports, k, by_kind)
         if name in missed:
             _print_misses(console, name, *missed[name], k)
+    for name, gate in gates.items():
+        _print_gate(console, name, gate)
+
+
+def _gates(
+    settings: Settings,
+    pool: Any,
+    parts: dict[str, list[Judged]],
+    foreign: list[Any],
+    repository: str | None,
+    branch: str,
+) -> dict[str, Any]:
+    """Each half's `GateReport` (none without foreign questions): the context gate's
+    verdict on every question, each asked once (the foreign ones serve every half)."""
+    from glossator.search_service import search_service
+    from search.evaluation import gate_report, verdict_of
+
+    if not foreign:
+        return {}
+    service = search_service(settings, pool, reranker="settings")
+    asked: dict[str, Any] = {}
+
+    def ask(question: str) -> Any:
+        if question not in asked:
+            pack = service.context(question, repository=repository, branch=branch)
+            asked[question] = verdict_of(pack)
+        return asked[question]
+
+    return {
+        name: gate_report([(q, ask(q.query)) for q in qs], [(q, ask(q.query)) for q in foreign])
+        for name, qs in parts.items()
+    }
+
+
+def _print_gate(console: Console, half: str, gate: Any) -> None:
+    """The gate's verdicts: one row per kind of question, shares of each verdict."""
+    from search.evaluation import FOUND, NOTHING, UNCERTAIN
+
+    precision = "-" if gate.precision is None else f"{gate.precision:.0%}"
+    table = Table(
+        title=f"{half}: context gate, precision of found {precision}, recall {gate.recall:.0%} "
+        f"({gate.found_holding} of {gate.found_on_topic} on-topic found hold a judged chapter)"
+    )
+    for col in ("questions", "n", "found", "uncertain", "nothing relevant", "other"):
+        table.add_column(col, justify="left" if col == "questions" else "right")
+    rows = [("on-topic", gate.on_topic)]
+    rows += [(f"foreign, {kind}", shares) for kind, shares in gate.foreign.items()]
+    for label, shares in rows:
+        table.add_row(
+            label,
+            str(shares["n"]),
+            *(f"{shares[v]:.0%}" for v in (FOUND, UNCERTAIN, NOTHING, "other")),
+        )
+    console.print(table)
 
 
 def _selected_halves(judged: list[Judged], split: str, queries: Path) -> dict[str, list[Judged]]:
