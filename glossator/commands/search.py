@@ -370,6 +370,18 @@ def eval_command(
             }
         click.echo(json.dumps(out, ensure_ascii=False, indent=2))
         return
+    _print_eval_report(results, missed, gates, embedder, k, by_kind)
+
+
+def _print_eval_report(
+    results: dict[str, list[ModeReport]],
+    missed: dict[str, tuple[ModeReport, list[Miss]]],
+    gates: dict[str, Any],
+    embedder: Any,
+    k: int,
+    by_kind: bool,
+) -> None:
+    """`eval`'s tables: each half's modes, the agents' misses, then the gate's flags."""
     console = out_console()
     for name, reports in results.items():
         title = (
