@@ -8,38 +8,15 @@
     marker.finish()                             # then: ended, kept QUIET_S
     pushes_under_way(repo_path, "main", tip)    # the worker, before its commit-back
 
-Why (issue 23): a job's commit-back moves the branch, and every push under way
-on that branch, whose client computed it against the tip before, is then refused
-("cannot lock ref … is at X but expected Y"), and so is the next push of a writer
-whose push was just refused and who is pulling to push again ("fetch first");
-five writers pulling and pushing again kept losing to the server's own
-commit-backs, one of them 20 times in a row. So the commit-back yields: from the
-moment a pusher reads the refs (info/refs) until its push has been received, or
-while one was refused less than QUIET_S ago (its writer is pulling and
-rebasing), it waits; when a push lands, the commit-back is left to the push's
-job (hooks.commitback, hooks.job).
-
-Markers, not a lock: the server writes one file per push in
-`<repo>.git/glossator-receiving/` (git ignores unknown entries of a git dir),
-naming the refs the push updates and the commits it asks for, one `ref new` per
-line, or `*` until they are known (or when they cannot be read: every branch then
-waits). When git has answered, the file is renamed `<id>.ended` (its time the
-end); an ended push whose commit is not the branch's tip did not land.
-
-HTTP is stateless, so the ref listing a push starts with (`GET info/refs`) leaves
-its own file, `<client>-<id>.advertised` (every branch), consumed by that client's
-next push POST, or ignored once ADVERTISED_S old (a push with nothing to send, or
-refused by the client itself, sends no POST). Git's probe before a pack over
-http.postBuffer (1 MiB, a POST with no command) is not a push: it leaves no
-marker, and it consumes no advertisement (the pack follows in a second POST).
-
-Every worker sees the repositories' directory (docs/push-pipeline.md, N workers),
-so a push pays no database round trip. A marker left by a server that died is
-ignored once STALE_S old, ended ones are pruned by the next push, and `glossator
-serve` removes them all at start (`clear`). Pushes by ssh or file:// write none:
-their races are settled by the compare-and-swap as before. The server
+Why: a job's commit-back moves the branch, which refuses every push under way on
+it and the next push of a writer pulling after a refusal; so the commit-back
+yields while a push is under way or was refused less than QUIET_S ago. Markers
+are files in `<repo>.git/glossator-receiving/`, not database rows: every worker
+sees the repositories' directory, so a push pays no round trip. The server
 (gitserver/) writes them and the push pipeline (hooks/) reads them, so they live
-here, in the layer both may import.
+here, in the layer both may import. The marker format, the advertisement, git's
+probe and the bounds (ADVERTISED_S, STALE_S): docs/push-pipeline.md, "Writers
+are not starved".
 """
 
 from __future__ import annotations

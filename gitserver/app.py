@@ -69,7 +69,7 @@ PostReceiveHandler = Callable[[str, str, str], Awaitable[str]]
 # hooks.pre_receive.main, composed by the composition root (gitserver imports no hooks)
 PreReceiveHandler = Callable[[Path, str | None, str], Awaitable[tuple[int, str]]]
 # A push that landed while other writers' pushes to its branch are under way or were
-# just refused is answered once they had their turn, this long at most (issue 23): a
+# just refused is answered once they had their turn, this long at most: a
 # round figure, several pull-and-push cycles on a loaded machine.
 HOLD_MAX_S = 30.0
 HOLD_POLL_S = 0.05
@@ -269,7 +269,7 @@ class GitServer:
             return JSONResponse({"error": "repository and updates required"}, 400)
         if not self.store.exists(name):
             # answered, not 404: on an error the hook would queue the jobs itself, for a
-            # name that is not served (issue 38's ghost `.<name>.deleting`)
+            # name that is not served (a deleted repository's `.<name>.deleting`)
             log.warning("post-receive of %r: not a repository of the store, nothing queued", name)
             return JSONResponse(
                 {"output": f"glossator: no repository named {name!r} here; indexing not queued\n"}
@@ -305,8 +305,8 @@ class GitServer:
     async def _let_other_writers_in(self, name: str, updates: str) -> None:
         """Answer a push that landed only once the pushes to its branch that its landing
         refused had their turn: those writers pull and push again, and a writer answered
-        at once pushes its next commit before they can, round after round (issue 23: one
-        push refused 19 times while the others went through). A lone writer never waits;
+        at once pushes its next commit before they can, round after round
+        (docs/push-pipeline.md, "Writers are not starved"). A lone writer never waits;
         at most HOLD_MAX_S."""
         branches = [
             ref[len("refs/heads/") :]
@@ -372,7 +372,7 @@ def _others_under_way(path: Path, branch: str) -> int:
 class GitRoute(Route):
     """`/<name>/<rest>` only where `rest` is a path of git's smart HTTP protocol: any other
     path falls through to the router's own 404, and a wrong method on another route's
-    path gets that route's 405 (this catch-all no longer answers every POST)."""
+    path gets that route's 405 (this catch-all does not answer every POST)."""
 
     def matches(self, scope: Scope) -> tuple[Match, Scope]:
         match, child = super().matches(scope)

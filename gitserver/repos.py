@@ -163,8 +163,8 @@ class RepoStore:
         being received waited for (up to `wait_s`, else PushUnderWay: run it again), then
         renamed to a hidden name in the store, so pushes and clones answer "no repository"
         and a job that opens it fails. Never renamed under a push: git would go on in the
-        renamed directory and its hooks would queue jobs for a name that is not served
-        (issue 38). Returns where it now is (also when an earlier delete left it there);
+        renamed directory and its hooks would queue jobs for a name that is not served.
+        Returns where it now is (also when an earlier delete left it there);
         RepositoryNotFound when neither exists. Remove it with `shutil.rmtree`."""
         full, aside = self.path(name), self.root / f".{name}.deleting"
         if self.exists(name):

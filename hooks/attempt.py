@@ -16,7 +16,7 @@ attempt's status and what follows it:
 
 A job for a repository the store no longer holds (deleted, or a name it never
 serves) is dropped with a log line, neither run nor followed up: it could only fail,
-and retry, for ever (issue 38). A failure is raised to procrastinate as `JobFailed`,
+and retry, for ever. A failure is raised to procrastinate as `JobFailed`,
 one line, its follow-up already queued. `Indexed` is told of each branch indexed (search.warming).
 """
 

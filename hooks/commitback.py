@@ -14,11 +14,11 @@ says, exactly as a concurrent `git push` does. If a push moved the branch in
 between, the update fails and nothing is overwritten. It is a local ref update, so
 it fires no hook.
 
-Before the compare-and-swap, `GitCommitBack.move` yields to pushes (issue 23):
-while a push to the branch is being received, or one was refused a moment ago
-(its writer is pulling to push again: core.receiving), moving the branch would
-refuse it, so it waits, at most `wait_s`. When a push lands meanwhile, the
-commit-back is left to that push's job (`deferred`).
+Before the compare-and-swap, `GitCommitBack.move` yields to pushes: while a push
+to the branch is being received, or one was refused a moment ago (its writer is
+pulling to push again: core.receiving), moving the branch would refuse it, so it
+waits, at most `wait_s`. When a push lands meanwhile, the commit-back is left to
+that push's job (`deferred`). Why: docs/push-pipeline.md, "Writers are not starved".
 """
 
 from __future__ import annotations

@@ -16,43 +16,15 @@ and the job (hooks.job.BranchIndexer), and composes:
 - `QueueMaintenance` (hooks.maintenance): stalled jobs, lost outcomes,
   reconciliation; `LocalJobs`, what this process's threads run and ran.
 
-It runs in `glossator worker` (glossator/worker.py): N of them, on one machine
-or several, share the queue in one PostgreSQL; `glossator serve` starts one as
-its child process by default (or runs the service in its own event loop with
-`--worker thread`). Each job is synchronous (git, the indexer, COPY) and runs in
-a thread of its own, so the worker's event loop keeps its heartbeat going. Its collaborators and
-values come from the composition root (glossator/worker.py; the settings are
-read there, not here).
-
-N workers. Procrastinate's `lock` (`<repo>/<branch>`, hooks.queue) is checked by
-the database when a worker fetches a job: a job whose branch has a job `doing`
-is not fetched, whichever worker runs that one, so one branch is never indexed
-twice at a time while jobs of different branches run side by side on different
-workers. Every worker also runs recovery and reconciliation; both are safe to
-run concurrently (below).
-
-Recovery. A job that was running when its process died stays `doing` in
-procrastinate's jobs table, and its `lock` would block every later job of its branch.
-Procrastinate finds such jobs by their worker's stale heartbeat; we look at
-start-up (immediately when this is the only worker of an embedded database,
-which no other process can share: its data directory is locked) and then
-periodically, and put them back in the queue. Two workers may find the same
-stalled job: the second's retry fails (the job is no longer `doing`) and it
-leaves the job alone. Reconciliation then queues a job for every branch whose
-tip is not its indexed commit, and for every indexed branch that no longer
-exists, unless a job of that branch already waits or runs; it runs at start and
-every five minutes (a push whose hook could not reach the queue is picked up
-again); the queueing lock makes two workers' reconciliations queue one job.
-
-The invariant: a branch whose tip differs from its indexed commit always has one
-job that will run, until its retries are used up (hooks.retries.gives_up: shown
-by `glossator status`, and a push starts again) or its problems are all the
-pushed files' own (`Outcome.user_problems`: not retried until a push). A job that fails defers its own follow-up before it ends
-(hooks.retries.retry_delay), a job that lost the race against a push defers one
-too (usually the push's job already waits: `AlreadyEnqueued`), and a job whose
-outcome procrastinate could not persist (the database went away at that moment)
-would stay `doing` under a live worker and block its branch: we remember the jobs
-our thread finished and close any still `doing` a few seconds later.
+It runs in `glossator worker` (glossator/worker.py; N of them may share the queue
+in one PostgreSQL) or as `glossator serve`'s child; its collaborators and values
+come from the composition root, where the settings are read. Each job is
+synchronous (git, the indexer, COPY) and runs in a thread of its own, so the
+worker's event loop keeps its heartbeat going. The invariant it keeps: a branch
+whose tip differs from its indexed commit always has one job that will run, until
+its retries are used up or its problems are all the pushed files' own. How (the
+branch `lock`, recovery of stalled jobs, reconciliation, lost outcomes):
+docs/push-pipeline.md, "N workers" and "The queue cannot wedge".
 """
 
 from __future__ import annotations

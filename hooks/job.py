@@ -11,43 +11,18 @@ and one module of hooks/: the `Indexer` (hooks.reuse.ReusingIndexer:
 (hooks.commitback.GitCommitBack: a commit on the tip, the branch moved to it).
 
 Steps (DESIGN §1), each safe to repeat, so a crash anywhere is repaired by
-running the job again:
-
-1. Read the tip of the branch *now* (a job names a branch, not a commit) and the
-   commit whose rows the database holds (`indexed_commits`). Equal: done. No tip
-   (the branch was deleted): drop its rows and its record, done.
-2. Run the indexer on the tip's tree, read straight from git (`GitTreeSource`). It
-   loads the rebuilt files' rows as soon as they are cut and their vectors slice by
-   slice as they are computed, each in its own short transaction (the loader's
-   `landing`, hooks.landing): search answers while the book embeds, and a job killed
-   meanwhile resumes from the vectors loaded.
-3. Changes? Commit them on the tip (author Glossator, trailer `Glossator-Job: N`),
-   on no branch yet.
-4. In one transaction: reload the rows of the files that differ between the
-   indexed commit and the new one (renames and deletions included; the whole
-   tree when the indexed commit is unknown) and record the new indexed commit.
-   Then move the ref to the commit-back by compare-and-swap, once no push to the
-   branch is under way (core.receiving: moving it would refuse that push; when
-   the push lands, the commit-back is its job's). The rows come first, so search
-   never waits for that (DESIGN §1 lists the commit-back before the load; either
-   order is safe to repeat). A push that landed meanwhile wins and is never
-   overwritten; the job has finished the tip it had: the rows are those of its
-   commit-back (a commit on no branch, child of the tip it read), and the next job
-   (the push's, queued behind this one) takes the rest, reusing what this one
-   computed (the indexer's caches). A job that loses races never fails and never
-   starts over. The commit-back is a local ref update, so it fires no hook; the
-   next run finds tip == indexed. A crash between the load and the ref update
-   leaves indexed ≠ tip: the next job commits back on that tip again.
-5. Read the tip again: when it is no longer what was indexed, `Outcome.moved`
-   tells the queue (hooks.attempt) to make sure a job follows.
-
-Problems (error severity: a summary that could not be made, a file whose rows
-were refused) do not stop the job, but they are recorded with the indexed
-commit (`indexed_commits.problems`): the branch is then *not fully indexed*, a
-later job at the same tip does the work again instead of saying "already
-indexed", and the queue schedules that retry — unless every problem is one
-the pushed files decide (`Outcome.user_problems`: a file the corpus reader
-cannot use, and the rows refused because of it), which only a push can fix.
+running the job again: read the tip *now* and the indexed commit (equal: done; no
+tip: drop the branch's rows); run the indexer on the tip's tree, its rows and
+vectors landing as they are cut (hooks.landing: search answers while the book
+embeds); commit the changes on the tip, on no branch yet; reload the rows and
+record the indexed commit in one transaction; then move the ref by
+compare-and-swap once no push to the branch is under way (core.receiving). A push
+that landed meanwhile wins: the job never fails nor starts over, and the next job
+takes the rest, reusing what this one computed. Read the tip again: moved means
+`Outcome.moved`, and a job follows (hooks.attempt). Problems are recorded with the
+indexed commit, so the branch is *not fully indexed* and retried, unless they are
+all the pushed files' own (`Outcome.user_problems`). The details and the races:
+docs/push-pipeline.md, `job.py` and "Writers are not starved".
 """
 
 from __future__ import annotations

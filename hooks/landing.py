@@ -5,7 +5,7 @@
 
 Three calls, each its own short transaction under the branch's writer lock
 (store.commits.lock_branch), so searches never wait long and a kill loses at most the
-slice under way (issue 41):
+slice under way (docs/push-pipeline.md, "Rows before vectors"):
 
 - `resumed`: the vectors an interrupted attempt (a crash, a kill -9, a restart) left on
   the rows it loaded before their vectors; the indexer takes them as computed.

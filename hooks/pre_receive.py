@@ -5,7 +5,7 @@ any ref moves, with the pushed objects still in quarantine (GIT_QUARANTINE_PATH,
 which we add to the object database as an alternate). Every problem that the
 pushed tree alone decides is refused here, with its reason on a `remote:` line,
 rather than accepted and then reported by a job that can only fail the same way
-at every retry (issue 23):
+at every retry:
 
 - the whole tree, from names and modes only (no file is read): a `corpus/`
   folder; no symbolic link and no submodule under it (git keeps a link as a link:
@@ -211,7 +211,7 @@ def main(
         problems = check_updates(repo, parse_updates(stdin))
     except Exception as e:
         # Refused: a check that crashed cannot vouch for the push, and the crash may be the
-        # repository changing under it (issue 38: a delete renamed it; the push was then
+        # repository changing under it (a delete renamed it: the push would be
         # "accepted" and lost). A retry costs the pusher one command; a bug that repeats
         # is reported by the line below, which names it.
         why = " ".join(str(e).split())[:300]

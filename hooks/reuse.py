@@ -10,8 +10,8 @@ re-reads only what changed) and the embedder and summarizer wrapped below.
 A job that lost the commit-back race loads its own commit-back, but the pushed
 tip that the next job indexes does not contain those sidecars and summaries: by
 the sidecars alone, the next job would embed the same new paragraphs and ask the
-LLM for the same summaries again (issue 14 saw 2,016 texts embedded again, 0
-reused). These wrappers remember results by their exact input, so equal inputs
+LLM for the same summaries again (docs/push-pipeline.md, `reuse.py`).
+These wrappers remember results by their exact input, so equal inputs
 are computed once per process, whatever the order of jobs and races:
 
 - `ReusingEmbedder`: document vectors by (model, dimension, embedding input).
@@ -48,7 +48,7 @@ if TYPE_CHECKING:  # the indexer is imported when a job runs, not with the serve
     from indexer.indexing.sidecars import Landing, Progress
 
 # ~3 KB per 384-dimension vector kept as doubles (exact: sidecars round them
-# themselves): 20,000 are ~60 MB, about ten times the largest push issue 14 saw.
+# themselves): 20,000 are ~60 MB, about ten times the 2,016 new texts of a large push.
 EMBEDDINGS_KEPT = 20_000
 # Summaries are a few KB each; a 1,000-chapter book has ~1,050 of them.
 SUMMARIES_KEPT = 5_000

@@ -14,34 +14,23 @@ Everything else goes through procrastinate's public API, in hooks/:
 branches busy), `finish_job_by_id_async`, `retry_job_by_id_async`,
 `get_stalled_jobs`. What is here has no public call:
 
-- `defer` (and `waiting_job`): a job queued on a connection the caller already has.
-  procrastinate defers through an App, whose connector opens a pool of its own; the
-  post-receive hook opened one on every push to queue one job (issue 41: a push
-  should cost what git costs). `defer` runs procrastinate's own `defer_jobs`
-  statement, so its triggers (the `deferred` event, the workers' NOTIFY) and its
-  queueing lock (`AlreadyEnqueued` is the unique violation of its index) are unchanged.
-
-- procrastinate issues #1446 and #1543 (both open): a job retried by procrastinate goes
-  back to `todo` on the *same* row, which violates the queueing lock's unique index
-  (`procrastinate_jobs_queueing_lock_idx_v1`) when a push queued another job meanwhile;
-  the error is raised while the worker records the outcome, the job stays `doing` and
-  its `lock` blocks the branch for good. So Glossator never lets procrastinate retry
-  (hooks.queue: a failed job ends `failed`, its follow-up is a *new* job deferred with a
-  delay and `failures` in its arguments). A push must then bring that delayed follow-up
-  forward and reset its count: procrastinate has no call that reschedules a waiting job
-  or changes its arguments (`retry_job` takes a `doing` or `failed` job), hence
-  `bring_forward`.
+- `defer` (and `waiting_job`): a job queued on a connection the caller already has
+  (an App opens a pool of its own, which would cost a push more than git does), with
+  procrastinate's own `defer_jobs` statement: its triggers and queueing lock
+  (`AlreadyEnqueued`) are unchanged.
+- `bring_forward`: Glossator never lets procrastinate retry (procrastinate issues
+  #1446/#1543: its retry breaks the queueing lock; docs/push-pipeline.md, "The queue
+  cannot wedge"), so a follow-up is a new delayed job, and a push must bring it
+  forward and reset its count: procrastinate has no call that reschedules a waiting
+  job or changes its arguments.
 - the job list joins procrastinate's jobs and events with our attempts
   (`glossator_job_runs`, store.jobs) in one query: `list_jobs` returns neither events
   nor a join, and one query per job would make `glossator status` N+1.
 - a deleted repository's jobs are found by their arguments (`args->>'repository'`):
-  `list_jobs` filters by lock, queue, task and status only, and `delete_old_jobs` by age,
-  not by job.
-- `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock, because
-  several processes (the server, `glossator worker`, a CLI) may start on a fresh database
-  at once and procrastinate's `apply_schema` is not idempotent; `queue_exists` is the
-  same test as `JobManager.check_connection`, on a plain connection (`glossator status`
-  opens no App).
+  `list_jobs` filters by lock, queue, task and status only.
+- `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock:
+  several processes may start on a fresh database at once, and `apply_schema` is not
+  idempotent; `queue_exists` is `JobManager.check_connection` without an App.
 
 Each function runs its statements on the caller's connection (autocommit or within
 the caller's transaction).
@@ -107,7 +96,7 @@ def defer(
     a job already waits under `queueing_lock` (procrastinate's AlreadyEnqueued). What
     `App.configure_task(...).defer` does, without an App: an App opens a pool of
     connections of its own, which cost a push's post-receive more than queueing the job
-    (issue 41: a push should cost what git costs)."""
+    (a push should cost what git costs)."""
     params = {
         "queue": queue,
         "task": task,
