@@ -15,9 +15,9 @@ Dialogue is read by the exchange: in an input whose paragraphs are mostly lines 
 dialogue (short, `LINE_CHARS`, and opening as a turn), consecutive paragraphs short enough are one unit (an
 exchange, up to a third of the budget, `EXCHANGE_SHARE`) instead of sentences, so that
 a summary of a scene holds who says what to whom rather than one-liners torn from
-their replies (issue 37: "strings of unrelated lines"); a longer paragraph there
-(narration, a speech) is read by the sentence as in prose. An input of prose (its
-median paragraph longer) is read as before, sentence by sentence.
+their replies; a longer paragraph there (narration, a speech) is read by the sentence
+as in prose. An input of prose (its median paragraph longer) is read sentence by
+sentence.
 """
 
 from __future__ import annotations
@@ -40,12 +40,13 @@ from indexer.providers.summarizers.base import (
 ALGORITHM = "tfidf-centroid-mmr"  # recorded as the generator's model
 RELEVANCE = 0.75  # MMR trade-off: 1.0 = centrality only, lower = more diversity
 MIN_WORDS = 6  # shorter "sentences" (« Faut-il le dire ? ») carry no argument on their own
-# A line of dialogue is shorter than this: issue 37's measure of a one-line paragraph (the
-# Spanish novel it names: median paragraph 65 characters, 56 % under 80).
+# A line of dialogue is shorter than this: the measure of a one-line paragraph in a
+# dialogue-heavy Spanish novel from Project Gutenberg (median paragraph 65 characters,
+# 56 % under 80).
 LINE_CHARS = 80
 # An exchange fills at most this share of the level's budget: a summary then holds at least
 # three units for maximal marginal relevance to choose among (a 300-token chapter budget:
-# ~100 tokens, ~400 characters, the low end of the units issue 37 measured, 400-1,200).
+# ~100 tokens, ~400 characters, the low end of the packed units measured, 400-1,200).
 EXCHANGE_SHARE = 1 / 3
 
 _FOOTNOTE_DEF = re.compile(r"^\[\^[^\]]+\]:")
@@ -85,15 +86,10 @@ def clean_paragraphs(text: str) -> list[str]:
     """Paragraphs of prose: the paragraph blocks of indexer.corpus.markdown (no headings,
     no fenced code), without rules, footnote definitions or footnote marks.
 
-    Read with the indexer's parser since issue 27, so a summary sees the blocks chunking
-    sees. What that changed against the line reading before it: a heading ends the
-    paragraph above it (the lines around one were joined), and fenced code is no longer
-    summarised as prose (a README's shell commands were). The same paragraphs, measured,
-    on the example and every test fixture (tests/test_example_regenerates.py pins the
-    example's summaries byte for byte); summaries already written change only when their
-    inputs do. The line rules stay inside a paragraph: a `#` line indented four columns
-    or more (text to the parser) is dropped as before, and so are rules (`---`) and
-    footnote definitions, which the parser leaves in paragraphs."""
+    Read with the indexer's parser, so a summary sees the blocks chunking sees: a
+    heading ends the paragraph above it and fenced code is not summarised as prose. The
+    line rules stay inside a paragraph: a `#` line indented four columns or more (text
+    to the parser) is dropped, and so are rules (`---`) and footnote definitions, which the parser leaves in paragraphs."""
     paragraphs: list[str] = []
     for block in blocks(text):
         if block.kind != "paragraph":
