@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from search import nodes as N
-from search import rows as R
+from search import nodes
+from search import rows as search_rows
 from search.engine import search
 from search.errors import BadQuery
 from search.options import QueryVector, SearchOptions
@@ -192,7 +192,7 @@ def context(
         tuning=tuning,
     )
     packing = tuning.packing
-    with R.connection(conn_or_pool) as conn:
+    with search_rows.connection(conn_or_pool) as conn:
         t = time.perf_counter()
         scope = resolve_scope(conn, repository, branch, options.readable if options else None)
         judged = _judge(
@@ -207,7 +207,7 @@ def context(
         kept = _candidates(
             conn, hits if judged.given else [], query_vector, scope.branches, packing.climb_down
         )
-        summaries = N.file_rows_many(
+        summaries = nodes.file_rows_many(
             conn,
             [(c.citation.repository, _summary_file(c.citation.source_file)) for c, _ in kept],
             scope.branches,
@@ -361,7 +361,7 @@ def _candidates(
     conn: psycopg.Connection,
     hits: list[Hit],
     vector: QueryVector,
-    branch: R.Branches,
+    branch: search_rows.Branches,
     per_chapter: int,
 ) -> list[tuple[Chunk, float]]:
     """Candidate paragraphs in relevance order, each once: paragraph hits, and the

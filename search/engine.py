@@ -31,8 +31,8 @@ from typing import Any
 import psycopg
 
 from indexer.corpus.words import stop_words
-from search import rows as R
-from search import stages as S
+from search import rows as search_rows
+from search import stages as search_stages
 from search.freshness import freshness
 from search.fusion import TRUST_ROWS, content_words, keyword_trust, trusted
 from search.options import (
@@ -66,7 +66,7 @@ DEFAULT_OPTIONS = SearchOptions()
 
 
 def search(
-    conn_or_pool: R.ConnOrPool,
+    conn_or_pool: search_rows.ConnOrPool,
     query: str,
     options: SearchOptions = DEFAULT_OPTIONS,
     *,
@@ -89,39 +89,41 @@ def search(
     vector = query_vector if options.mode != "bm25" else None
     depth = fusion.chapter_depth  # chapter evidence's, fetched with the rankings
     timings: dict[str, float] = {}
-    with R.connection(conn_or_pool) as conn:
+    with search_rows.connection(conn_or_pool) as conn:
         scope = resolve_scope(conn, options.repository, options.branch, options.readable)
-        rankings = S.retrieve(conn, query, vector, options, scope, timings, depth)
+        rankings = search_stages.retrieve(conn, query, vector, options, scope, timings, depth)
         if options.work is not None and rankings.empty():  # nothing found: is it a typo?
-            stored = R.resolve_work(conn, options.work, scope.pairs, scope.described)
+            stored = search_rows.resolve_work(conn, options.work, scope.pairs, scope.described)
             if stored != options.work:  # the work's folder in the other Unicode normalization
                 options = replace(options, work=stored)
-                rankings = S.retrieve(conn, query, vector, options, scope, timings, depth)
+                rankings = search_stages.retrieve(
+                    conn, query, vector, options, scope, timings, depth
+                )
         t = time.perf_counter()
-        fused = S.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
-        rows = R.by_ids(conn, fused.ids)
+        fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
+        rows = search_rows.by_ids(conn, fused.ids)
         if options.mode == "hybrid" and fusion.keyword_trust_power > 0:
             options, fusion = keyword_trusted(query, rankings.keyword, rows, options, fusion)
-            fused = S.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
-        fused = S.quotations(conn, query, rows, fused, options, timings)
-        fused = S.chapter_evidence(
+            fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
+        fused = search_stages.quotations(conn, query, rows, fused, options, timings)
+        fused = search_stages.chapter_evidence(
             conn, query, vector, rows, rankings, fused, options, fusion, rrf_k, timings
         )
-        order = S.caps(fused, rows, options)
-        order, fused_scores = S.page_tail(order, rows, fused, options, fusion, rrf_k)
-        scores = S.scores(rankings, fused, fused_scores)
-        timings["fuse"] = S.ms(t)
-        order, report = S.rerank(reranker, query, order, rows, scores, options)
+        order = search_stages.caps(fused, rows, options)
+        order, fused_scores = search_stages.page_tail(order, rows, fused, options, fusion, rrf_k)
+        scores = search_stages.scores(rankings, fused, fused_scores)
+        timings["fuse"] = search_stages.ms(t)
+        order, report = search_stages.rerank(reranker, query, order, rows, scores, options)
         if report.status != "disabled":
             timings["rerank"] = report.seconds * 1000 if report.seconds else 0.0
         t = time.perf_counter()
-        hits = S.hits(order[: options.k], rows, scores)
-        S.attach_context(conn, hits, vector, options)
-        timings["context"] = S.ms(t)
+        hits = search_stages.hits(order[: options.k], rows, scores)
+        search_stages.attach_context(conn, hits, vector, options)
+        timings["context"] = search_stages.ms(t)
         index = index_freshness(
             conn, scope, options.repository, [h.citation.repository for h in hits]
         )
-    timings["total"] = S.ms(started)
+    timings["total"] = search_stages.ms(started)
     log.debug(
         "search mode=%s k=%d hits=%d in %.1f ms",
         options.mode,

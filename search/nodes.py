@@ -18,19 +18,19 @@ from psycopg.rows import class_row
 
 from indexer.corpus.lang import strip_summary_suffix
 from indexer.corpus.layout import humanize
-from search import rows as R
+from search import rows as search_rows
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Node, Outline, OutlineEntry
 from search.scope import resolve as resolve_scope
 from store import nodes as store_nodes
 
-_ROW = class_row(R.Row)  # store.nodes.COLUMNS, read as search.rows.Row
+_ROW = class_row(search_rows.Row)  # store.nodes.COLUMNS, read as search.rows.Row
 
 EXCERPT_CHARS = 300
 
 
 def get_node(
-    conn_or_pool: R.ConnOrPool,
+    conn_or_pool: search_rows.ConnOrPool,
     source_file: str,
     chunk_index: int | None = None,
     *,
@@ -45,21 +45,21 @@ def get_node(
         raise BadQuery(f"chunk must be 0 or more, got {chunk_index}")
     if not 0 <= context <= 20:
         raise BadQuery(f"context must be from 0 to 20 chunks, got {context}")
-    with R.connection(conn_or_pool) as conn:
+    with search_rows.connection(conn_or_pool) as conn:
         rows = _file_rows(conn, source_file, repository, branch, readable)
     if chunk_index is None:
-        return R.node(rows)
+        return search_rows.node(rows)
     last = max(r.chunk_index for r in rows)
     if chunk_index > last:
         raise UnknownFile(
             f"{source_file} has chunks 0 to {last}; chunk {chunk_index} does not exist"
         )
     keep = [r for r in rows if abs(r.chunk_index - chunk_index) <= context]
-    return R.node(keep)
+    return search_rows.node(keep)
 
 
 def get_parent(
-    conn_or_pool: R.ConnOrPool,
+    conn_or_pool: search_rows.ConnOrPool,
     source_file: str,
     *,
     repository: str | None = None,
@@ -67,7 +67,7 @@ def get_parent(
     readable: frozenset[str] | None = None,
 ) -> Node | None:
     """The node `source_file` hangs from (all its rows), or None for a work's summary."""
-    with R.connection(conn_or_pool) as conn:
+    with search_rows.connection(conn_or_pool) as conn:
         rows = _file_rows(conn, source_file, repository, branch, readable)
         parent = rows[0].parent_source_file
         if parent is None:
@@ -79,11 +79,11 @@ def get_parent(
             f"the parent of {source_file}, {parent}, is not indexed on branch {branch!r} "
             "(its sidecar may be missing: run `glossator index` on the corpus)"
         )
-    return R.node(found)
+    return search_rows.node(found)
 
 
 def get_children(
-    conn_or_pool: R.ConnOrPool,
+    conn_or_pool: search_rows.ConnOrPool,
     source_file: str,
     *,
     repository: str | None = None,
@@ -91,10 +91,10 @@ def get_children(
     readable: frozenset[str] | None = None,
 ) -> list[Node]:
     """The nodes whose parent is `source_file`, in reading order (empty for a source.md)."""
-    with R.connection(conn_or_pool) as conn:
+    with search_rows.connection(conn_or_pool) as conn:
         rows = _file_rows(conn, source_file, repository, branch, readable)
         found = children_rows(conn, [(rows[0].repository, rows[0].source_file)], rows[0].branch)
-    return R.group_files(found)
+    return search_rows.group_files(found)
 
 
 def _file_rows(
@@ -103,11 +103,11 @@ def _file_rows(
     repository: str | None,
     branch: str | None,
     readable: frozenset[str] | None,
-) -> list[R.Row]:
+) -> list[search_rows.Row]:
     """The rows of `source_file` among the repositories and branches a request reads."""
     scope = resolve_scope(conn, repository, branch, readable)
     try:
-        return R.file_rows(conn, source_file, scope.pairs, scope.described)
+        return search_rows.file_rows(conn, source_file, scope.pairs, scope.described)
     except UnknownFile as e:
         if notes := scope.notes(found=False):  # the file may be on another branch: say so
             raise UnknownFile(f"{e}; " + "; ".join(notes)) from None
@@ -115,20 +115,20 @@ def _file_rows(
 
 
 def children_rows(
-    conn: psycopg.Connection, parents: Iterable[tuple[str, str]], branch: R.Branches
-) -> list[R.Row]:
+    conn: psycopg.Connection, parents: Iterable[tuple[str, str]], branch: search_rows.Branches
+) -> list[search_rows.Row]:
     """Rows of every file whose parent is one of (repository, source_file), on `branch`
     (or each repository's, a mapping)."""
     pairs = list(dict.fromkeys(parents))
     if not pairs:
         return []
     return store_nodes.children_rows(
-        conn, [(p[0], R.branch_for(branch, p[0]), p[1]) for p in pairs], _ROW
+        conn, [(p[0], search_rows.branch_for(branch, p[0]), p[1]) for p in pairs], _ROW
     )
 
 
 def file_rows_many(
-    conn: psycopg.Connection, files: Iterable[tuple[str, str]], branch: R.Branches
+    conn: psycopg.Connection, files: Iterable[tuple[str, str]], branch: search_rows.Branches
 ) -> dict[tuple[str, str], Node]:
     """(repository, source_file) → Node, for each file that has rows on `branch` (or
     each repository's, a mapping)."""
@@ -136,13 +136,13 @@ def file_rows_many(
     if not pairs:
         return {}
     found = store_nodes.files_rows(
-        conn, [(p[0], R.branch_for(branch, p[0]), p[1]) for p in pairs], _ROW
+        conn, [(p[0], search_rows.branch_for(branch, p[0]), p[1]) for p in pairs], _ROW
     )
-    return {(n.repository, n.source_file): n for n in R.group_files(found)}
+    return {(n.repository, n.source_file): n for n in search_rows.group_files(found)}
 
 
 def neighbours(
-    conn: psycopg.Connection, chunks: Iterable[tuple[str, str, int]], branch: R.Branches
+    conn: psycopg.Connection, chunks: Iterable[tuple[str, str, int]], branch: search_rows.Branches
 ) -> dict[tuple[str, str, int], Chunk]:
     """The chunks just before and after each (repository, source_file, chunk_index)."""
     wanted = {(r, f, i + d) for r, f, i in chunks for d in (-1, 1) if i + d >= 0}
@@ -150,16 +150,16 @@ def neighbours(
         return {}
     w = sorted(wanted)
     found = store_nodes.chunk_rows(
-        conn, [(x[0], R.branch_for(branch, x[0]), x[1], x[2]) for x in w], _ROW
+        conn, [(x[0], search_rows.branch_for(branch, x[0]), x[1], x[2]) for x in w], _ROW
     )
-    return {(r.repository, r.source_file, r.chunk_index): R.chunk(r) for r in found}
+    return {(r.repository, r.source_file, r.chunk_index): search_rows.chunk(r) for r in found}
 
 
 # -- outline -----------------------------------------------------------------------
 
 
 def outline(
-    conn_or_pool: R.ConnOrPool,
+    conn_or_pool: search_rows.ConnOrPool,
     repository: str | None = None,
     work: str | None = None,
     *,
@@ -172,10 +172,10 @@ def outline(
     appears (titled from its text's heading), and a part without a summary.md
     gets its folder's name.
     """
-    with R.connection(conn_or_pool) as conn:
+    with search_rows.connection(conn_or_pool) as conn:
         scope = resolve_scope(conn, repository, branch, readable)
-        # the work as typed, or in the other Unicode normalization (R.spellings)
-        spelt = R.spellings(work) if work is not None else None
+        # the work as typed, or in the other Unicode normalization (search_rows.spellings)
+        spelt = search_rows.spellings(work) if work is not None else None
         files = store_nodes.outline_files(conn, scope.pairs, spelt)
     if work is not None and not files:
         raise UnknownFile(
@@ -223,7 +223,7 @@ def _outline_repository(repository: str, files: list[dict[str, Any]]) -> list[Ou
             folders.add("/".join(parts[:depth]))
     folders = {f for f in folders if f.count("/") >= 1}  # corpus/<work> and below
     entries: dict[str, OutlineEntry] = {}
-    for folder in sorted(folders, key=lambda p: (p.count("/"), R.reading_key(p + "/x"))):
+    for folder in sorted(folders, key=lambda p: (p.count("/"), search_rows.reading_key(p + "/x"))):
         own = by_folder.get(folder, {})
         summary, source = own.get("summary.md"), own.get("source.md")
         main = summary or source

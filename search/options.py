@@ -121,12 +121,12 @@ class SearchOptions:
             raise BadQuery(f"k must be a whole number from 1 to {MAX_K}, got {k!r}")
         if self.mode not in MODES:
             raise BadQuery(f"mode must be one of {', '.join(MODES)}, got {self.mode!r}")
-        from search import rows as R  # psycopg: not for the CLI's import of MAX_K
+        from search import rows as search_rows  # psycopg: not for the CLI's import of MAX_K
 
         for name in ("repository", "branch", "work"):
             value = getattr(self, name)
             if isinstance(value, str):
-                R.check_text(name, value)
+                search_rows.check_text(name, value)
         self.levels, self.node_types  # noqa: B018 - each raises BadQuery when wrong
         if self.chapter_weight < 0:
             raise BadQuery(f"chapter_weight must be 0 or more, got {self.chapter_weight}")
@@ -141,9 +141,9 @@ def check_query(query: str) -> str:
     """The query stripped; BadQuery when it is empty, too long or not valid text."""
     if not isinstance(query, str) or not query.strip():
         raise BadQuery("the query is empty: ask in words, e.g. « la pétition des chandelles »")
-    from search import rows as R  # psycopg: not for the CLI's import of MAX_K
+    from search import rows as search_rows  # psycopg: not for the CLI's import of MAX_K
 
-    R.check_text("query", query)
+    search_rows.check_text("query", query)
     if len(query) > MAX_QUERY_CHARS:
         raise BadQuery(f"the query is {len(query)} characters long; the limit is {MAX_QUERY_CHARS}")
     return query.strip()

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 import psycopg
 
-from search import rows as R
+from search import rows as search_rows
 from search.results import Chunk
 from store import vectors as store_vectors
 
@@ -28,7 +28,7 @@ def best_paragraphs(
     query_vector: Sequence[float],
     model: str,
     dimension: int,
-    branch: R.Branches,
+    branch: search_rows.Branches,
     per_chapter: int = 2,
 ) -> dict[tuple[str, str], list[tuple[Chunk, float]]]:
     """(repository, summary file) → its chapter's `per_chapter` best paragraphs, as
@@ -41,15 +41,15 @@ def best_paragraphs(
         model,
         dimension,
         query_vector,
-        [(p[0], R.branch_for(branch, p[0]), p[1]) for p in pairs],
+        [(p[0], search_rows.branch_for(branch, p[0]), p[1]) for p in pairs],
     )
     best: dict[tuple[str, str], list[tuple[int, float]]] = {}
     for i, repository, parent, distance in sorted(found, key=lambda r: (r[3], r[0])):
         kept = best.setdefault((repository, parent), [])
         if len(kept) < per_chapter:
             kept.append((i, 1.0 - distance))
-    rows = R.by_ids(conn, [i for kept in best.values() for i, _ in kept])
+    rows = search_rows.by_ids(conn, [i for kept in best.values() for i, _ in kept])
     return {
-        key: [(R.chunk(rows[i]), round(cos, 6)) for i, cos in kept if i in rows]
+        key: [(search_rows.chunk(rows[i]), round(cos, 6)) for i, cos in kept if i in rows]
         for key, kept in best.items()
     }

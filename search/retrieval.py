@@ -19,7 +19,7 @@ import psycopg
 from psycopg import sql
 
 from core.vocabulary import DEFAULT_BRANCH
-from search import language as L
+from search import language as search_language
 from store import catalogue as store_catalogue
 from store import chapters as store_chapters
 from store import keyword as store_keyword
@@ -154,9 +154,9 @@ def keyword_split(
     )
     languages = catalogue.languages
     backend = store_keyword.backend_for(catalogue.pg_search, catalogue.text_search)
-    away = L.foreign(
+    away = search_language.foreign(
         query_lang,
-        {r: [L.config_language(c) for c in cfgs] for r, cfgs in languages.items()},
+        {r: [search_language.config_language(c) for c in cfgs] for r, cfgs in languages.items()},
     )
     branches = {
         r: scope.get(r, filters.branch) if scope is not None else filters.branch for r in languages

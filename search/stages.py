@@ -2,7 +2,7 @@
 
     rankings = retrieve(conn, query, vector, options, scope)   # keyword and vector lists
     fused = fuse(rankings, options, fusion)                      # weighted RRF
-    rows = R.by_ids(conn, fused.ids)
+    rows = search_rows.by_ids(conn, fused.ids)
     fused = quotations(conn, query, rows, fused, options)       # who holds a quoted phrase
     fused = chapter_evidence(conn, query, vector, rows, rankings, fused, options, fusion)
     order = caps(fused, rows, options)                           # per file, per chapter
@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from search import chapters, retrieval
-from search import nodes as N
-from search import rows as R
+from search import chapters, nodes, retrieval
+from search import rows as search_rows
 from search.fusion import cap_per_group, rrf
 from search.options import QueryVector, SearchOptions
 from search.passages import best_paragraphs
@@ -360,7 +359,7 @@ def hits(order: list[int], rows: dict[int, Row], scores: dict[int, Scores]) -> l
     return [
         Hit(
             rank=n,
-            citation=R.citation(rows[i]),
+            citation=search_rows.citation(rows[i]),
             level=rows[i].level,
             node_type=rows[i].node_type,
             work=rows[i].work,
@@ -386,13 +385,13 @@ def attach_context(
         wanted = [
             (h.citation.repository, h.parent_source_file) for h in hits if h.parent_source_file
         ]
-        parents = N.file_rows_many(conn, wanted, branch)
+        parents = nodes.file_rows_many(conn, wanted, branch)
         for h in hits:
             if h.parent_source_file:
                 h.parent = parents.get((h.citation.repository, h.parent_source_file))
     if options.with_children:
         pairs = [(h.citation.repository, h.citation.source_file) for h in hits if h.level > 0]
-        kids = R.group_files(N.children_rows(conn, pairs, branch))
+        kids = search_rows.group_files(nodes.children_rows(conn, pairs, branch))
         for h in hits:
             h.children = (
                 [
@@ -408,7 +407,7 @@ def attach_context(
         keys = [
             (h.citation.repository, h.citation.source_file, h.citation.chunk_index) for h in hits
         ]
-        near = N.neighbours(conn, keys, branch)
+        near = nodes.neighbours(conn, keys, branch)
         for h in hits:
             r, f, i = h.citation.repository, h.citation.source_file, h.citation.chunk_index
             h.previous = near.get((r, f, i - 1))

@@ -448,3 +448,18 @@ def test_the_engine_contract_names_every_engine_module() -> None:
         for imported in graph.find_modules_directly_imported_by(importer)
         if imported.split(".")[:2] in (["search", face] for face in FACES)
     ]
+
+
+def test_no_module_is_imported_under_a_one_letter_alias() -> None:
+    """`from search import rows as R` makes every `R.` a riddle: a module keeps its name."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((ROOT / package).rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if isinstance(node, ast.Import | ast.ImportFrom):
+                    found += [
+                        f"{path.relative_to(ROOT)}:{node.lineno} {alias.name} as {alias.asname}"
+                        for alias in node.names
+                        if alias.asname and len(alias.asname) == 1
+                    ]
+    assert not found, found

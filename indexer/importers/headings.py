@@ -14,8 +14,8 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Protocol, TypeVar
 
-from indexer.corpus import lang as L
-from indexer.importers import numerals as N
+from indexer.corpus import lang as corpus_lang
+from indexer.importers import numerals as importers_numerals
 from indexer.importers.common import fold, roman_to_int
 from indexer.importers.titles import clean_title as _clean_title
 
@@ -30,7 +30,7 @@ CHAPTER_WORDS = (
     "capitel",  # German before its 1901 spelling (`Erstes Capitel`)
 )  # fmt: skip
 # (number words first: `dix-septième` is not the roman `DIX` and a title `-septième`)
-_NUM = rf"(?:(?:the\s+)?(?:{N.WORDS_RE})(?:[- ](?:{N.WORDS_RE}))?(?![\w'’])|[ivxlcdm]+|\d{{1,4}})"
+_NUM = rf"(?:(?:the\s+)?(?:{importers_numerals.WORDS_RE})(?:[- ](?:{importers_numerals.WORDS_RE}))?(?![\w'’])|[ivxlcdm]+|\d{{1,4}})"
 _LABELS = "|".join(re.escape(w) for w in sorted(PART_WORDS + CHAPTER_WORDS, key=len, reverse=True))
 _LABELLED = re.compile(rf"^(?P<label>{_LABELS})\s+(?P<num>{_NUM})(?![\w'’])(?P<rest>.*)$", re.I)
 _BARE = re.compile(r"^(?P<num>[IVXLCDM]+|\d{1,3})(?:(?P<sep>[.:)])\s*(?P<rest>.*)|\s*)$")
@@ -97,7 +97,7 @@ def _number(raw: str) -> tuple[str, int] | None:
     raw = " ".join(raw.split())
     if raw.isdigit():
         return raw, int(raw)
-    value = N.word_number(raw)  # (first: `DIX` is ten, not the roman 509)
+    value = importers_numerals.word_number(raw)  # (first: `DIX` is ten, not the roman 509)
     if value is not None:
         return str(value), value
     value = roman_to_int(raw)
@@ -128,9 +128,9 @@ def parse(line: str, *, mixed: bool = False) -> Heading | None:
             )
             label = word[:1].upper() + word[1:].lower()
             return Heading(kind, label, num[0], num[1], _clean_title(title), line.strip())
-    m = N.ORDINAL_FIRST.match(text)
+    m = importers_numerals.ORDINAL_FIRST.match(text)
     if m and m.group("label").casefold() in PART_WORDS + CHAPTER_WORDS:
-        value = N.word_number(m.group("num"))
+        value = importers_numerals.word_number(m.group("num"))
         rest = m.group("rest")
         sep = _SEP.match(rest)
         title = rest[sep.end() :] if sep else rest
@@ -416,8 +416,8 @@ def _with_unnamed_parts(found: list[Found], paras: Sequence[Para]) -> list[Found
         if len(paras[k].lines) != 1:
             continue
         line = " ".join(paras[k].lines[0].split())
-        m = N.ORDINAL_FIRST.match(line)
-        value = N.word_number(m.group("num")) if m else None
+        m = importers_numerals.ORDINAL_FIRST.match(line)
+        value = importers_numerals.word_number(m.group("num")) if m else None
         if m is None or value is None:
             continue
         rest = m.group("rest")
@@ -649,6 +649,6 @@ def label_meta(h: Heading, lang: str) -> dict[str, str]:
     """`{"label": "Letter"}` when the book's word is not the language's word for a chapter."""
     if h.kind != "chapter" or h.label is None:
         return {}
-    if h.label.casefold() in ("chap", L.labels(lang).chapter.casefold()):
+    if h.label.casefold() in ("chap", corpus_lang.labels(lang).chapter.casefold()):
         return {}
     return {"label": h.label}

@@ -19,7 +19,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from indexer.importers import pdflayout as P
+from indexer.importers import pdflayout as importers_pdflayout
 from indexer.importers.common import ImportSourceError
 from indexer.importers.tree import Work
 
@@ -127,7 +127,7 @@ def read_images(
     exclude: tuple[str, ...] = (),
     skip_front_matter: bool = False,
     ocr: str = "auto",
-    ocr_engine: Callable[..., list[list[P.Line]]] | None = None,
+    ocr_engine: Callable[..., list[list[importers_pdflayout.Line]]] | None = None,
 ) -> Work:
     """The work in the page images `sources` (files, or one folder of them)."""
     from indexer.importers.pdf import read_pdf

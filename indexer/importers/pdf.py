@@ -25,10 +25,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer.corpus import lang as L
-from indexer.importers import etext as E
-from indexer.importers import headings as H
-from indexer.importers import pdflayout as P
+from indexer.corpus import lang as languages
+from indexer.importers import etext
+from indexer.importers import headings as importers_headings
+from indexer.importers import pdflayout as importers_pdflayout
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
 from indexer.importers.selection import Selection
 from indexer.importers.titles import smart_title
@@ -59,7 +59,7 @@ class Entry:
 class Pages:
     """What a PDF holds, read: each page's lines, its outline, its metadata."""
 
-    lines: list[list[P.Line]]
+    lines: list[list[importers_pdflayout.Line]]
     outline: list[Entry]
     meta: dict[str, str]
     notes: list[str]
@@ -110,17 +110,17 @@ def _open(path: str, password: str | None = None):
     return doc
 
 
-def _page_lines(page, number: int) -> list[P.Line]:
+def _page_lines(page, number: int) -> list[importers_pdflayout.Line]:
     """A page's text lines in reading order (top to bottom, then left to right)."""
-    import pypdfium2.raw as R
+    import pypdfium2.raw as pypdfium2_raw
 
     height = page.get_height()
     tp = page.get_textpage()
     try:
         text = tp.get_text_range()
-        out: list[P.Line] = []
+        out: list[importers_pdflayout.Line] = []
         ox, oy = ctypes.c_double(), ctypes.c_double()
-        box = R.FS_RECTF()
+        box = pypdfium2_raw.FS_RECTF()
         pos = 0
         for raw in text.split("\r\n"):
             start, pos = pos, pos + len(raw) + 2
@@ -129,38 +129,51 @@ def _page_lines(page, number: int) -> list[P.Line]:
                 continue
             first = start + (len(raw) - len(raw.lstrip()))
             last = start + len(stripped) - 1
-            R.FPDFText_GetCharOrigin(tp.raw, first, ctypes.byref(ox), ctypes.byref(oy))
-            R.FPDFText_GetLooseCharBox(tp.raw, first, ctypes.byref(box))
+            pypdfium2_raw.FPDFText_GetCharOrigin(tp.raw, first, ctypes.byref(ox), ctypes.byref(oy))
+            pypdfium2_raw.FPDFText_GetLooseCharBox(tp.raw, first, ctypes.byref(box))
             size = box.top - box.bottom
             x0 = ox.value
-            if P.SOFT_HYPHEN in stripped:  # two lines PDFium joined: the second's baseline
-                R.FPDFText_GetCharOrigin(tp.raw, last, ctypes.byref(ox), ctypes.byref(oy))
-            R.FPDFText_GetLooseCharBox(tp.raw, last, ctypes.byref(box))
-            bold = R.FPDFText_GetFontWeight(tp.raw, first) >= 600
+            if (
+                importers_pdflayout.SOFT_HYPHEN in stripped
+            ):  # two lines PDFium joined: the second's baseline
+                pypdfium2_raw.FPDFText_GetCharOrigin(
+                    tp.raw, last, ctypes.byref(ox), ctypes.byref(oy)
+                )
+            pypdfium2_raw.FPDFText_GetLooseCharBox(tp.raw, last, ctypes.byref(box))
+            bold = pypdfium2_raw.FPDFText_GetFontWeight(tp.raw, first) >= 600
             text = _mark_superscripts(tp, stripped, start, size, box)
-            out.append(P.Line(number, x0, box.right, height - oy.value, size, bold, text))
+            out.append(
+                importers_pdflayout.Line(number, x0, box.right, height - oy.value, size, bold, text)
+            )
     finally:
         tp.close()
     out.sort(key=lambda x: (round(x.y), x.x0))
-    return P.merge_pieces(out)
+    return importers_pdflayout.merge_pieces(out)
 
 
 def _has_image(page) -> bool:
-    import pypdfium2.raw as R
+    import pypdfium2.raw as pypdfium2_raw
 
-    return any(True for _ in page.get_objects(filter=[R.FPDF_PAGEOBJ_IMAGE], max_depth=3))
+    return any(
+        True for _ in page.get_objects(filter=[pypdfium2_raw.FPDF_PAGEOBJ_IMAGE], max_depth=3)
+    )
 
 
 def _mark_superscripts(tp, text: str, start: int, size: float, box) -> str:
     """Digits set smaller than the line's first letter (a note's call) between
     `pdflayout.SUP` marks; `pdflayout.blocks` makes them `[^n]` or plain digits again."""
-    import pypdfium2.raw as R
+    import pypdfium2.raw as pypdfium2_raw
 
     out, at = [], 0
     for m in re.finditer(r"\d{1,3}", text):
-        R.FPDFText_GetLooseCharBox(tp.raw, start + m.start(), ctypes.byref(box))
+        pypdfium2_raw.FPDFText_GetLooseCharBox(tp.raw, start + m.start(), ctypes.byref(box))
         if 0 < box.top - box.bottom < 0.8 * size:
-            out.append(text[at : m.start()] + P.SUP[0] + m.group() + P.SUP[1])
+            out.append(
+                text[at : m.start()]
+                + importers_pdflayout.SUP[0]
+                + m.group()
+                + importers_pdflayout.SUP[1]
+            )
             at = m.end()
     return "".join(out) + text[at:] if out else text
 
@@ -176,7 +189,7 @@ def _outline(doc) -> list[Entry]:
         mode, view = dest.get_view()
         if mode == 1 and len(view) >= 2 and view[1]:  # XYZ: left, top, zoom
             y = max(0.0, doc[page].get_height() - view[1])
-        title = P.clean_text(item.get_title() or "")
+        title = importers_pdflayout.clean_text(item.get_title() or "")
         if title:
             out.append(Entry(item.level, title, page, y))
     return out
@@ -187,12 +200,14 @@ def read_pages(
     *,
     ocr: str = "auto",
     lang: str | None = None,
-    ocr_engine: Callable[..., list[list[P.Line]]] | None = None,
+    ocr_engine: Callable[..., list[list[importers_pdflayout.Line]]] | None = None,
 ) -> Pages:
     """The PDF's lines, page by page (OCR for pages without text, as `ocr` says)."""
     doc = _open(path)
     try:
-        meta = {k: P.clean_text(v) for k, v in doc.get_metadata_dict().items() if v}
+        meta = {
+            k: importers_pdflayout.clean_text(v) for k, v in doc.get_metadata_dict().items() if v
+        }
         lines = [_page_lines(doc[i], i) for i in range(len(doc))] if ocr != "force" else []
         outline = _outline(doc)
         notes: list[str] = []
@@ -232,13 +247,13 @@ def read_pdf(
     exclude: tuple[str, ...] = (),
     skip_front_matter: bool = False,
     ocr: str = "auto",
-    ocr_engine: Callable[..., list[list[P.Line]]] | None = None,
+    ocr_engine: Callable[..., list[list[importers_pdflayout.Line]]] | None = None,
 ) -> Work:
     """The work in the PDF at `src`."""
     path = str(src)
     pages = read_pages(path, ocr=ocr, lang=lang, ocr_engine=ocr_engine)
-    clean = P.drop_running(pages.lines)
-    found = P.blocks(clean)
+    clean = importers_pdflayout.drop_running(pages.lines)
+    found = importers_pdflayout.blocks(clean)
     if not any(b.text.strip() for b in found):
         raise ImportSourceError(path, "holds no text")
     entries = _chapter_entries(pages.outline, pages.meta.get("Title", ""))
@@ -247,7 +262,7 @@ def read_pdf(
     text = "\n".join(b.text for b in found)
     language = lang or guess_language(text)
     title, author = _title_author(pages.meta, found, src)
-    work = Work(title, author, L.code(language))
+    work = Work(title, author, languages.code(language))
     if title == src.stem:
         work.notes.append(TITLE_FROM_FILE_NAME)
     work.notes.extend(pages.notes)
@@ -274,26 +289,30 @@ def _chapter_entries(outline: list[Entry], title: str) -> list[Entry]:
     return [e for e in entries if e.level <= top + 1]
 
 
-def _title_author(meta: dict[str, str], found: list[P.Block], src: Path) -> tuple[str, str | None]:
+def _title_author(
+    meta: dict[str, str], found: list[importers_pdflayout.Block], src: Path
+) -> tuple[str, str | None]:
     title = meta.get("Title", "")
     if _JUNK_TITLE.search(title):
         title = ""
     author = meta.get("Author") or None
     if not title or not author:
-        page_title, page_author = E.title_and_author([b.text for b in found[:12]], author)
+        page_title, page_author = etext.title_and_author([b.text for b in found[:12]], author)
         title = title or page_title
         author = author or page_author
     return smart_title(title) if title else src.stem, author
 
 
-def _section_blocks(found: list[P.Block], start: Entry, end: Entry | None) -> list[P.Block]:
-    def after(b: P.Block, e: Entry) -> bool:
+def _section_blocks(
+    found: list[importers_pdflayout.Block], start: Entry, end: Entry | None
+) -> list[importers_pdflayout.Block]:
+    def after(b: importers_pdflayout.Block, e: Entry) -> bool:
         return (b.page, b.y) >= (e.page, e.y - 2)
 
     return [b for b in found if after(b, start) and (end is None or not after(b, end))]
 
 
-def _render(blocks: list[P.Block]) -> str:
+def _render(blocks: list[importers_pdflayout.Block]) -> str:
     """Markdown: the paragraphs, then the footnotes' definitions. A heading inside a
     chapter (set larger or bolder than the text, as `pdflayout` tells headings) is its
     section: `###` for the largest size met in the chapter, `####` for the next, and so on."""
@@ -301,7 +320,7 @@ def _render(blocks: list[P.Block]) -> str:
         blocks = blocks[1:]  # the chapter's own title, as printed
     sizes = sorted({round(b.size, 1) for b in blocks if b.kind == "heading"}, reverse=True)
 
-    def markdown(b: P.Block) -> str:
+    def markdown(b: importers_pdflayout.Block) -> str:
         if b.kind != "heading":
             return b.text
         depth = SECTION_DEPTH + min(sizes.index(round(b.size, 1)), 6 - SECTION_DEPTH)
@@ -315,7 +334,7 @@ def _render(blocks: list[P.Block]) -> str:
 
 def _parse_entry(entry: Entry, lang: str) -> tuple[str, str | None, dict[str, str]]:
     """`CHAPTER ONE  THE EVE OF THE WAR` → (`The Eve of the War`, `1`, label)."""
-    h = H.parse(entry.title)
+    h = importers_headings.parse(entry.title)
     if h is None or h.number is None:
         return entry.title, None, {}
     title = smart_title(h.title) if h.title else entry.title
@@ -324,10 +343,10 @@ def _parse_entry(entry: Entry, lang: str) -> tuple[str, str | None, dict[str, st
         if h.value is not None and not h.number.isdigit() and not _roman(h.number)
         else h.number
     )
-    return title, number, H.label_meta(h, lang)
+    return title, number, importers_headings.label_meta(h, lang)
 
 
-def _as_printed(entry: Entry, body: list[P.Block]) -> Entry:
+def _as_printed(entry: Entry, body: list[importers_pdflayout.Block]) -> Entry:
     """The entry titled as the heading printed at its place when they are the same words but
     for spaces: Chromium's outline joins a heading's wrapped lines without one
     (`OF THE DIVISION OFLABOUR.`)."""
@@ -343,7 +362,11 @@ def _roman(text: str) -> bool:
 
 
 def _assemble(
-    work: Work, entries: list[Entry], found: list[P.Block], path: str, selection: Selection
+    work: Work,
+    entries: list[Entry],
+    found: list[importers_pdflayout.Block],
+    path: str,
+    selection: Selection,
 ) -> None:
     top = min(e.level for e in entries)
     has_parts = any(e.level > top for e in entries)
@@ -387,7 +410,7 @@ def _assemble(
 
 def _by_headings(
     src: Path,
-    found: list[P.Block],
+    found: list[importers_pdflayout.Block],
     pages: Pages,
     lang: str | None,
     exclude: tuple[str, ...],

@@ -47,9 +47,9 @@ import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
-from indexer.corpus import lang as L
-from indexer.importers import etext as E
-from indexer.importers import headings as H
+from indexer.corpus import lang as corpus_lang
+from indexer.importers import etext as importers_etext
+from indexer.importers import headings as importers_headings
 from indexer.importers.common import TITLE_FROM_FILE_NAME, ImportSourceError, guess_language
 from indexer.importers.selection import Selection
 from indexer.importers.titles import clean_title, label_title, smart_title
@@ -213,7 +213,7 @@ def drop_illustrations(lines: list[str]) -> list[str]:
         before = len(out)
         for x in block:
             inner = _ILLUSTRATION.sub("", x.strip()).lstrip(":").rstrip("]").strip()
-            if inner and H.parse(inner) is not None:
+            if inner and importers_headings.parse(inner) is not None:
                 out.extend(["", inner, ""])
         out.append("")
         out.extend([""] * (len(block) - (len(out) - before)))  # the file's line numbers hold
@@ -238,7 +238,9 @@ def paragraphs(lines: list[str], first_line: int = 1) -> list[_Para]:
     if current:
         blocks.append((start, current))
     out: list[_Para] = []
-    for (start, _), parts in zip(blocks, E.infer_paragraphs([b for _, b in blocks]), strict=True):
+    for (start, _), parts in zip(
+        blocks, importers_etext.infer_paragraphs([b for _, b in blocks]), strict=True
+    ):
         offset = 0
         for part in parts:
             out.append(_Para(part, first_line + start + offset))
@@ -254,12 +256,14 @@ def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
     (`LIVRE PREMIER--CHAPITRE PREMIER`) become two."""
     out: list[_Para] = []
     for p in paras:
-        both = H.part_and_chapter(p.lines[0])
+        both = importers_headings.part_and_chapter(p.lines[0])
         if both is not None:  # `LIVRE PREMIER--CHAPITRE PREMIER`: two headings, one line
             out.append(_Para([both[0]], p.line))
             p = _Para([both[1], *p.lines[1:]], p.line)
-        h = H.parse(p.lines[0]) if len(p.lines) > 4 else None
-        listed = h is not None and any(H.parse(x) is not None for x in p.lines[1:3])
+        h = importers_headings.parse(p.lines[0]) if len(p.lines) > 4 else None
+        listed = h is not None and any(
+            importers_headings.parse(x) is not None for x in p.lines[1:3]
+        )
         # (not a part named by its whole line, `Segunda parte del ingenioso caballero…`)
         whole = h is not None and h.kind == "part" and h.title == smart_title(h.source)
         split = h is not None and h.label is not None and h.kind in ("chapter", "part")
@@ -274,7 +278,7 @@ def _split_heading_lines(paras: list[_Para]) -> list[_Para]:
 def unwrap(para: _Para, book: Measure) -> str:
     """One paragraph as Markdown: hard-wrapped prose joined; verse keeps its lines."""
     lines = [x.strip() for x in para.lines]
-    if H.is_page_list(lines):
+    if importers_headings.is_page_list(lines):
         return ""
     lines = [x for x in lines if x.upper() != "PAGE"]
     if not lines:
@@ -333,13 +337,15 @@ def read_decoded(
     header = decoded[: decoded.find(text)].count("\n") if text and fields else 0
     lines = drop_illustrations(text.split("\n"))
     page_lists: list[str] = []
-    cleaned = E.clean(H.drop_page_lists(paragraphs(lines, header + 1), page_lists))
+    cleaned = importers_etext.clean(
+        importers_headings.drop_page_lists(paragraphs(lines, header + 1), page_lists)
+    )
     paras = _split_heading_lines(cleaned.paras)
     if not paras:
         raise ImportSourceError(path, "holds no text")
     language = lang or _LANGUAGES.get(fields.get("language", "").split(",")[0].strip().lower())
     language = language or guess_language(text)
-    heads = H.find(paras, {k for k, p in enumerate(paras) if cleaned.listed(p)})
+    heads = importers_headings.find(paras, {k for k, p in enumerate(paras) if cleaned.listed(p)})
     if cleaned.entries and cleaned.contents_first:
         heads = _after_contents(heads, paras, cleaned.contents_line)
     heads = _entry_case(heads, cleaned.entries)
@@ -348,13 +354,17 @@ def read_decoded(
     first = heads[0].index if heads else _title_page_end(paras)
     # `Title: Dom Casmurro` / `Author: Machado de Assis` at the head of a copy that lost
     # Gutenberg's markers: the card's fields, not the title page's lines
-    page = [p for p in paras[:first] if not E.fields_of(["\n".join(p.lines)])]
-    card = {**E.fields_of(["\n".join(p.lines) for p in paras[:first]]), **cleaned.fields, **fields}
-    known = E.person_name(card["author"]) if card.get("author") else None
-    page_title, author = E.title_and_author([p.text for p in page][:12], known)
+    page = [p for p in paras[:first] if not importers_etext.fields_of(["\n".join(p.lines)])]
+    card = {
+        **importers_etext.fields_of(["\n".join(p.lines) for p in paras[:first]]),
+        **cleaned.fields,
+        **fields,
+    }
+    known = importers_etext.person_name(card["author"]) if card.get("author") else None
+    page_title, author = importers_etext.title_and_author([p.text for p in page][:12], known)
     title = card.get("title") or page_title or src.stem
     author = smart_title(author) if author else None
-    work = Work(smart_title(_one_line(title)), author, L.code(language))
+    work = Work(smart_title(_one_line(title)), author, corpus_lang.code(language))
     heads = _without_the_books_title(heads, work.title)
     if not (card.get("title") or page_title):
         work.notes.append(TITLE_FROM_FILE_NAME)
@@ -387,7 +397,9 @@ def read_decoded(
     return work
 
 
-def _front_titles(paras: list[_Para], heads: list[H.Found], book: Measure) -> list[H.Found]:
+def _front_titles(
+    paras: list[_Para], heads: list[importers_headings.Found], book: Measure
+) -> list[importers_headings.Found]:
     """Before the first part or chapter: a line in capitals of three words or more with
     running text under it opens a piece
     (Uilenspiegel's `KORTE LEVENSBESCHRIJVING VAN CHARLES DE COSTER`; after Don
@@ -408,16 +420,20 @@ def _front_titles(paras: list[_Para], heads: list[H.Found], book: Measure) -> li
         if k in taken:
             continue
         text = paras[k].text.strip()
-        dedication = E.is_dedication(paras[k])
+        dedication = importers_etext.is_dedication(paras[k])
         if not dedication and (not caps(paras[k]) or len(text.split()) < 3):
             continue
         stop = next((f.index for f in heads if f.index > k), len(paras))
         under = itertools.takewhile(lambda p: not caps(p), paras[k + 1 : stop])
         inside = k > heads[0].index
-        if any(E.is_prose(p) and not (inside and is_verse(p, book)) for p in under):
+        if any(importers_etext.is_prose(p) and not (inside and is_verse(p, book)) for p in under):
             # (`Bewerkt naar…` may stand between)
-            title = clean_title(H.NOTE_CALL.sub("", text))
-            out.append(H.Found(k, H.Heading("piece", None, None, None, title, text), 1))
+            title = clean_title(importers_headings.NOTE_CALL.sub("", text))
+            out.append(
+                importers_headings.Found(
+                    k, importers_headings.Heading("piece", None, None, None, title, text), 1
+                )
+            )
     return out
 
 
@@ -425,34 +441,40 @@ def _front_titles(paras: list[_Para], heads: list[H.Found], book: Measure) -> li
 _ENTRY_NUMERAL = re.compile(r"^\s*(?P<num>[IVXLCDM]+|\d{1,4})\.?\s+(?P<title>\S.*)$")
 
 
-def _entry_case(heads: list[H.Found], entries: list[str]) -> list[H.Found]:
+def _entry_case(
+    heads: list[importers_headings.Found], entries: list[str]
+) -> list[importers_headings.Found]:
     """A heading in capitals that repeats a contents entry takes the entry's case: `FEE DE
     ERRATAS` is `Fee de erratas` in Don Quijote's contents, not `Fee de Erratas`; `II. — IL
     PADRE ED IL FIGLIO.` is `Il padre ed il figlio` in its `INDICE` (the entry's numeral
     the heading's)."""
-    by_key = {E.comparable(x): x for x in entries}
+    by_key = {importers_etext.comparable(x): x for x in entries}
     numbered = {}
     for x in entries:
         m = _ENTRY_NUMERAL.match(x)
         if m:
-            numbered[(m.group("num").upper(), E.comparable(m.group("title")))] = m.group("title")
+            numbered[(m.group("num").upper(), importers_etext.comparable(m.group("title")))] = (
+                m.group("title")
+            )
     out = []
     for f in heads:
         h = f.heading
         letters = [c for c in h.source if c.isalpha()]
-        entry = by_key.get(E.comparable(h.title), "") if h.kind == "piece" else ""
+        entry = by_key.get(importers_etext.comparable(h.title), "") if h.kind == "piece" else ""
         # only its case differs (`YOUTH — Æt. 1-25` is not The Prince's `YOUTH Æt. 1-25`)
         same = " ".join(entry.split()).casefold() == " ".join(h.source.split()).casefold()
         if h.kind == "chapter" and h.number and h.title:
-            entry = numbered.get((h.number.upper(), E.comparable(h.title)), "")
+            entry = numbered.get((h.number.upper(), importers_etext.comparable(h.title)), "")
             same = " ".join(entry.split()).casefold() == " ".join(h.title.split()).casefold()
         if entry and same and sum(c.isupper() for c in letters) >= 0.7 * len(letters):
-            f = H.Found(f.index, h.with_title(clean_title(entry)), f.consumed)
+            f = importers_headings.Found(f.index, h.with_title(clean_title(entry)), f.consumed)
         out.append(f)
     return out
 
 
-def _without_indented_front(heads: list[H.Found], paras: list[_Para]) -> list[H.Found]:
+def _without_indented_front(
+    heads: list[importers_headings.Found], paras: list[_Para]
+) -> list[importers_headings.Found]:
     """A liminary title indented like every line after it up to the next heading is the
     file's, not the book's: Gutenberg's Don Quichotte (#42524) opens with `  Au lecteur`
     over the transcriber's indented note and the indented title pages. The book's own
@@ -465,18 +487,22 @@ def _without_indented_front(heads: list[H.Found], paras: list[_Para]) -> list[H.
     return heads
 
 
-def _without_the_books_title(heads: list[H.Found], title: str) -> list[H.Found]:
+def _without_the_books_title(
+    heads: list[importers_headings.Found], title: str
+) -> list[importers_headings.Found]:
     """`CHAPITRE PREMIER.` / `DEUX ANS DE VACANCES` (Verne, as found): the book's title
     printed over its first chapter is not that chapter's title."""
     first = next((n for n, f in enumerate(heads) if f.heading.kind == "chapter"), None)
-    if first is None or not E.same_text(heads[first].heading.title, title):
+    if first is None or not importers_etext.same_text(heads[first].heading.title, title):
         return heads
     f = heads[first]
-    return [*heads[:first], H.Found(f.index, f.heading.with_title(""), f.consumed),
+    return [*heads[:first], importers_headings.Found(f.index, f.heading.with_title(""), f.consumed),
             *heads[first + 1 :]]  # fmt: skip
 
 
-def _with_caps_lines_above(heads: list[H.Found], paras: list[_Para]) -> list[H.Found]:
+def _with_caps_lines_above(
+    heads: list[importers_headings.Found], paras: list[_Para]
+) -> list[importers_headings.Found]:
     """A liminary heading whose first words are on the line above it, in a paragraph of
     their own (`ORACIÓN FÚNEBRE` / `POR MODO DE EPÍLOGO`: Unamuno's Niebla): one heading
     over two paragraphs, when that line is in capitals, short, and set apart from the text
@@ -493,14 +519,14 @@ def _with_caps_lines_above(heads: list[H.Found], paras: list[_Para]) -> list[H.F
         letters = [c for c in text if c.isalpha()]
         if len(above.lines) != 1 or not letters or any(c.islower() for c in letters):
             continue
-        if len(text) > MAX_CAPS_LINE_ABOVE or H.parse(text) is not None:
+        if len(text) > MAX_CAPS_LINE_ABOVE or importers_headings.parse(text) is not None:
             continue
         gap_above = above.line - (paras[i - 2].line + len(paras[i - 2].lines))
         gap_below = paras[i].line - (above.line + 1)
         if gap_above <= gap_below:
             continue
         title = clean_title(f"{text} {f.heading.source}")
-        out[n] = H.Found(i - 1, f.heading.with_title(title), f.consumed + 1)
+        out[n] = importers_headings.Found(i - 1, f.heading.with_title(title), f.consumed + 1)
     return out
 
 
@@ -509,8 +535,8 @@ MAX_CAPS_LINE_ABOVE = 60
 
 
 def _without_title_above_first_chapter(
-    heads: list[H.Found], paras: list[_Para], work: Work
-) -> tuple[list[H.Found], list[_Para]]:
+    heads: list[importers_headings.Found], paras: list[_Para], work: Work
+) -> tuple[list[importers_headings.Found], list[_Para]]:
     """The book's title printed again over its first chapter (`NIEBLA` / `I`, after the
     prefaces: Niebla) is not the text of the piece before it: left out, said in notes."""
     first = next((f for f in heads if f.heading.kind == "chapter"), None)
@@ -522,16 +548,20 @@ def _without_title_above_first_chapter(
         return heads, paras
     text = above.text.strip()
     main = re.split(r"\s*[(:;]|\s+[—–-]\s+", work.title)[0]  # `Niebla (Nivola)` → `Niebla`
-    if not (E.same_text(text, work.title) or E.same_text(text, main)):
+    if not (importers_etext.same_text(text, work.title) or importers_etext.same_text(text, main)):
         return heads, paras
     work.notes.append(
         f"left out the book's title {text!r} over {first.heading.source!r} (line {above.line})"
     )
-    moved = [H.Found(f.index - (f.index > k), f.heading, f.consumed) for f in heads]
+    moved = [
+        importers_headings.Found(f.index - (f.index > k), f.heading, f.consumed) for f in heads
+    ]
     return moved, [*paras[:k], *paras[k + 1 :]]
 
 
-def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int) -> list[H.Found]:
+def _after_contents(
+    heads: list[importers_headings.Found], paras: list[_Para], contents_line: int
+) -> list[importers_headings.Found]:
     """A part heading above a contents list that stands before the text, with no chapter
     before that list, is the title page's (`LE COMTE DE MONTE-CRISTO / Alexandre Dumas /
     Tome I (1845-1846)` / `Table des matières`, Gutenberg #17989): the volume a file holds,
@@ -548,13 +578,13 @@ def _after_contents(heads: list[H.Found], paras: list[_Para], contents_line: int
 def _title_page_end(paras: list[_Para]) -> int:
     """Without headings, the title page is the short lines before the first running text."""
     for k, p in enumerate(paras[:12]):
-        if E.is_prose(p):
+        if importers_etext.is_prose(p):
             return k
     return 0
 
 
 def _title_page(
-    work: Work, front: list[_Para], heads: list[H.Found], book: Measure, path: str
+    work: Work, front: list[_Para], heads: list[importers_headings.Found], book: Measure, path: str
 ) -> None:
     """Text before the first heading: a title page left out (said in notes) when short,
     else kept as a piece."""
@@ -587,7 +617,7 @@ def _section(
 
 def _assemble(
     work: Work,
-    heads: list[H.Found],
+    heads: list[importers_headings.Found],
     paras: list[_Para],
     book: Measure,
     path: str,
@@ -640,7 +670,9 @@ def _assemble(
             skipping = False
         if skipping or selection.excluded(title, front=not seen_part, work_title=work.title):
             continue
-        section = _section(title, h.number, H.label_meta(h, work.lang), body, book, path)
+        section = _section(
+            title, h.number, importers_headings.label_meta(h, work.lang), body, book, path
+        )
         if not section.body.strip():
             work.notes.append(f"left out {h.source!r} (line {paras[found.index].line}): no text")
             continue
@@ -664,8 +696,8 @@ def _assemble(
 
 
 def _chapter_sections(
-    heads: list[H.Found], paras: list[_Para], work: Work
-) -> tuple[list[H.Found], list[_Para]]:
+    heads: list[importers_headings.Found], paras: list[_Para], work: Work
+) -> tuple[list[importers_headings.Found], list[_Para]]:
     """A part heading met inside a chapter is that chapter's section, not a new part
     (Smith's Wealth of Nations: `BOOK I.` holds `CHAPTER X.`, whose text is divided into
     `PART I.` and `PART II.`, then `CHAPTER XI.`). Its label is first met after a chapter,
@@ -697,7 +729,7 @@ def _chapter_sections(
     if not inner:
         return heads, paras
     paras = list(paras)
-    kept: list[H.Found] = []
+    kept: list[importers_headings.Found] = []
     in_chapter = False
     for f in heads:
         h = f.heading
@@ -718,6 +750,6 @@ def _has_text(body: list[_Para]) -> bool:
     return any(p.text.strip() for p in body)
 
 
-def _bare_title(h: H.Heading, lang: str) -> str:
+def _bare_title(h: importers_headings.Heading, lang: str) -> str:
     """A bare numeral's section: its title, else `Chapter XII` in the work's language."""
-    return h.title or f"{L.labels(lang).chapter} {h.number}"
+    return h.title or f"{corpus_lang.labels(lang).chapter} {h.number}"

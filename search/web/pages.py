@@ -12,8 +12,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from search import nodes as N
-from search import rows as R
+from search import nodes, rows
 from search.citation import cite, merge, parse
 from search.engine import index_freshness
 from search.errors import BadQuery
@@ -22,8 +21,8 @@ from search.mcp.views import index_lines, no_hit
 from search.options import MAX_QUERY_CHARS
 from search.results import Citation, Hit
 from search.scope import resolve as resolve_scope
-from search.web import access as A
-from search.web import params as Q
+from search.web import access
+from search.web import params as web_params
 from search.web.app import SECURITY_HEADERS, WebBase, safe_next
 from search.web.reading import chunk_link, read_url, reading_page
 from search.web.render import query_words
@@ -65,7 +64,7 @@ def _cite(c: Citation) -> str:
 
 
 def _reading_link(repository: str, source_file: str, chunk: int | None) -> str:
-    url = read_url(repository, Q.source_path(source_file))
+    url = read_url(repository, web_params.source_path(source_file))
     return url if chunk is None else f"{url}?chunk={chunk}#chunk-{chunk}"
 
 
@@ -136,11 +135,11 @@ class Pages:
 
     def home(self, request: Request) -> Response:
         def build() -> Response:
-            branch = self.base.branch(Q.text(request.query_params, "branch"))
+            branch = self.base.branch(web_params.text(request.query_params, "branch"))
             readable = self.base.readable(request)
-            tree = N.outline(self.base.db, None, None, branch=branch, readable=readable)
+            tree = nodes.outline(self.base.db, None, None, branch=branch, readable=readable)
             repos = list(dict.fromkeys(w.repository for w in tree.works if w.repository))
-            with R.connection(self.base.db) as conn:  # each on the branch it was read on
+            with rows.connection(self.base.db) as conn:  # each on the branch it was read on
                 scope = resolve_scope(conn, None, branch, readable)
                 fresh = index_freshness(conn, scope, None, repos)
             return self.base.page(
@@ -158,11 +157,11 @@ class Pages:
 
     def repository(self, request: Request) -> Response:
         def build() -> Response:
-            repository = Q.repository_name(request.path_params["repository"])
-            branch = self.base.branch(Q.text(request.query_params, "branch"))
+            repository = web_params.repository_name(request.path_params["repository"])
+            branch = self.base.branch(web_params.text(request.query_params, "branch"))
             readable = self.base.readable(request)
-            tree = N.outline(self.base.db, repository, None, branch=branch, readable=readable)
-            with R.connection(self.base.db) as conn:
+            tree = nodes.outline(self.base.db, repository, None, branch=branch, readable=readable)
+            with rows.connection(self.base.db) as conn:
                 scope = resolve_scope(conn, repository, branch, readable)
                 fresh = index_freshness(conn, scope, repository, [])
             return self.base.page(
@@ -180,11 +179,11 @@ class Pages:
     def search(self, request: Request) -> Response:
         def build() -> Response:
             params = request.query_params
-            form = {k: (Q.text(params, k) or "") for k in ("repository", "work", "branch")}
-            form["mode"] = Q.text(params, "mode") or "hybrid"
-            form["k"] = Q.text(params, "k") or "10"
+            form = {k: (web_params.text(params, k) or "") for k in ("repository", "work", "branch")}
+            form["mode"] = web_params.text(params, "mode") or "hybrid"
+            form["k"] = web_params.text(params, "k") or "10"
             if not params.get("q", "").strip():  # what to type, and what there is to search
-                tree = N.outline(
+                tree = nodes.outline(
                     self.base.db, None, None, branch=None, readable=self.base.readable(request)
                 )
                 return self.base.page(
@@ -197,7 +196,7 @@ class Pages:
                 )
             if (cited := _citation(params["q"])) is not None:  # pasted from any face: open it
                 return _redirect(cited)
-            args = Q.SearchArgs.parse(params)
+            args = web_params.SearchArgs.parse(params)
             response = self.base.search(args, self.base.readable(request))
             marks = query_words(args.query)
             return self.base.page(
@@ -215,13 +214,13 @@ class Pages:
     def read(self, request: Request) -> Response:
         def build() -> Response:
             params = request.query_params
-            repository = Q.repository_name(request.path_params["repository"])
+            repository = web_params.repository_name(request.path_params["repository"])
             path = request.path_params["path"]
             if "#" in path:  # a citation, its '#' sent as %23 (search.citation): its page
                 file, chunk, named = merge(path, None, repository)
                 return _redirect(_reading_link(named or repository, file, chunk))
-            source_file = Q.source_path(path)
-            branch = self.base.branch(Q.text(params, "branch"))
+            source_file = web_params.source_path(path)
+            branch = self.base.branch(web_params.text(params, "branch"))
             page = reading_page(
                 self.base.db,
                 repository,
@@ -229,9 +228,11 @@ class Pages:
                 branch=branch,
                 readable=self.base.readable(request),
             )
-            cited = Q.whole(params, "chunk", None, 0, None)
-            digest = Q.text(params, "h")
-            searched = Q.text(params, "q", limit=MAX_QUERY_CHARS) or ""  # from a hit's link
+            cited = web_params.whole(params, "chunk", None, 0, None)
+            digest = web_params.text(params, "h")
+            searched = (
+                web_params.text(params, "q", limit=MAX_QUERY_CHARS) or ""
+            )  # from a hit's link
             marks = query_words(searched)
             notice = None
             if digest is not None:
@@ -253,7 +254,7 @@ class Pages:
                             else "it is no longer in this file."
                         )
                     )
-            was = Q.whole(params, "moved", None, 0, None)
+            was = web_params.whole(params, "moved", None, 0, None)
             if was is not None and cited is not None and notice is None:
                 notice = (
                     f"The paragraph this link cites moved from #{was} to #{cited} "
@@ -307,7 +308,7 @@ class Pages:
     async def login(self, request: Request) -> Response:
         form = await self._form(request)
         target = safe_next(form.get("next"))
-        if not A.csrf_ok(request, form.get("csrf")):
+        if not access.csrf_ok(request, form.get("csrf")):
             return self.base.page(
                 request,
                 "login.html",
@@ -315,7 +316,7 @@ class Pages:
                 next=target,
                 message="The form expired or came from another site: log in again.",
             )
-        address = A.client_address(request)
+        address = access.client_address(request)
         wait = self.base.readers.throttle.retry_after(address)
         if wait:
             return self.base.throttled(request, True, wait, next=target)
@@ -334,18 +335,18 @@ class Pages:
                 "a push token, or one made by `glossator token create`).",
             )
         response = _redirect(target)
-        A.set_session(response, request, self.base.readers.new_session(digest))
+        access.set_session(response, request, self.base.readers.new_session(digest))
         return response
 
     async def logout(self, request: Request) -> Response:
         form = await self._form(request)
-        if not A.csrf_ok(request, form.get("csrf")):
+        if not access.csrf_ok(request, form.get("csrf")):
             return self.base.error_page(
                 request, 403, "The form expired or came from another site: reload and try again."
             )
-        self.base.readers.revoke(request.cookies.get(A.SESSION_COOKIE))
+        self.base.readers.revoke(request.cookies.get(access.SESSION_COOKIE))
         response = _redirect("/")
-        A.clear_session(response, request)
+        access.clear_session(response, request)
         return response
 
 

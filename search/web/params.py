@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from search import inputs as I
-from search import rows as R
+from search import inputs as search_inputs
+from search import rows as search_rows
 from search.errors import BadQuery, UnknownFile
 from search.mcp.views import DEFAULT_FIELDS, Field
 from search.options import AGENT_MAX_PER_CHAPTER, MAX_K
 from search.results import MODES, Mode
 
 FIELDS: tuple[Field, ...] = ("text", "heading", "lines", "scores")
-MAX_NAME_CHARS = I.MAX_NAME_CHARS
+MAX_NAME_CHARS = search_inputs.MAX_NAME_CHARS
 MAX_PATH_CHARS = 1000  # a repository-relative file path
 
 
@@ -103,10 +103,10 @@ PARAMS: dict[str, tuple[Param, ...]] = {
 def check(raw_query: bytes, params: Mapping[str, str], route: str) -> None:
     """The one check of a request's query (search.inputs): UTF-8, known names, text that
     PostgreSQL takes. BadQuery (400) naming the closest parameter for an unknown one."""
-    I.check_query_string(raw_query)
+    search_inputs.check_query_string(raw_query)
     known = tuple(p.name for p in PARAMS[route])
-    I.check_known(params.keys(), known, route)
-    I.check_arguments(params)
+    search_inputs.check_known(params.keys(), known, route)
+    search_inputs.check_arguments(params)
 
 
 def text(params: Mapping[str, str], name: str, *, limit: int = MAX_NAME_CHARS) -> str | None:
@@ -114,7 +114,7 @@ def text(params: Mapping[str, str], name: str, *, limit: int = MAX_NAME_CHARS) -
     value = params.get(name)
     if value is None or not value.strip():
         return None
-    R.check_text(name, value)
+    search_rows.check_text(name, value)
     if len(value) > limit:
         raise BadQuery(f"{name} is {len(value)} characters long; the limit is {limit}")
     return value.strip()
@@ -165,7 +165,7 @@ class SearchArgs:
         # the query's own limit (search.options.MAX_QUERY_CHARS) is checked by the search
         # itself, with its message; here only what PostgreSQL could not take
         query = params.get("q", "")
-        R.check_text("query", query)
+        search_rows.check_text("query", query)
         mode = text(params, "mode") or "hybrid"
         if mode not in MODES:
             raise BadQuery(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
@@ -195,7 +195,7 @@ class SearchArgs:
 def source_path(path: str) -> str:
     """A repository-relative Markdown file as a URL names it; UnknownFile for anything that
     could not be one (`..`, an absolute path, a backslash, not .md)."""
-    R.check_text("file path", path)
+    search_rows.check_text("file path", path)
     if len(path) > MAX_PATH_CHARS:
         raise UnknownFile(
             f"the file path is {len(path)} characters long; the limit is {MAX_PATH_CHARS}"
@@ -216,7 +216,7 @@ def source_path(path: str) -> str:
 
 
 def repository_name(name: str) -> str:
-    R.check_text("repository", name)
+    search_rows.check_text("repository", name)
     if len(name) > MAX_NAME_CHARS:
         raise BadQuery(f"repository is {len(name)} characters long; the limit is {MAX_NAME_CHARS}")
     return name

@@ -26,8 +26,8 @@ import hashlib
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from search import nodes as N
-from search import rows as R
+from search import nodes
+from search import rows as search_rows
 from search.errors import UnknownFile
 from search.results import Citation, Node, OutlineEntry
 from search.rows import ConnOrPool
@@ -96,12 +96,12 @@ def reading_page(
     """The page of `source_file` (`branch` None: the repository's default branch), when
     `repository` is among `readable` (None: all); UnknownRepository / UnknownFile saying
     what exists."""
-    with R.connection(db) as conn:  # one connection for the four queries of a page
-        node = N.get_node(
+    with search_rows.connection(db) as conn:  # one connection for the four queries of a page
+        node = nodes.get_node(
             conn, source_file, repository=repository, branch=branch, readable=readable
         )
         on = node.branch  # the branch it was found on, for the page and its lookups
-        tree = N.outline(conn, repository, node.work, branch=on)
+        tree = nodes.outline(conn, repository, node.work, branch=on)
         work = tree.works[0] if tree.works else None
         path = _path_to(tree.works, node.source_file) if work else None
         if work is None or path is None:  # indexed but not in the tree: never expected
@@ -109,7 +109,7 @@ def reading_page(
         here = path[-1]
         summary = None
         if node.level == 0 and here.source_file and here.source_file != node.source_file:
-            found = N.file_rows_many(conn, [(repository, here.source_file)], on)
+            found = nodes.file_rows_many(conn, [(repository, here.source_file)], on)
             summary = found.get((repository, here.source_file))
     page = ReadingPage(
         repository=repository,
