@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.load import database  # noqa: E402
 from glossator.providers import get_embedder  # noqa: E402
-from glossator.search_service import search_defaults  # noqa: E402
+from glossator.search_wiring import search_defaults  # noqa: E402
 from glossator.settings import Settings  # noqa: E402
 from indexer.corpus.source import DirectorySource  # noqa: E402
 from search.evaluation import ModeReport, PrecomputedQueries, evaluate, halves, load_queries  # noqa: E402

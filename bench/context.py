@@ -33,7 +33,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from glossator.search_service import search_service
+from glossator.search_wiring import search_service
 from glossator.settings import Settings
 from glossator.wiring import database
 from search import nodes as N

@@ -124,7 +124,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()
 
-    from glossator.search_service import search_service
+    from glossator.search_wiring import search_service
     from glossator.settings import Settings
     from glossator.wiring import database
     from indexer.corpus.source import DirectorySource

@@ -77,7 +77,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from glossator.search_service import search_defaults, search_service
+from glossator.search_wiring import search_defaults, search_service
 from glossator.settings import Settings
 from glossator.wiring import database
 from indexer.corpus.source import DirectorySource

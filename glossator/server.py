@@ -31,7 +31,7 @@ from gitserver.repos import RepoStore
 from glossator.logs import quiet_expected_failures
 from glossator.providers import get_embedder
 from glossator.routes import Endpoints, route_table
-from glossator.search_service import search_service, warm_query_model
+from glossator.search_wiring import search_service, warm_query_model
 from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.lifespan import ServerLifespan

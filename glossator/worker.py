@@ -1,4 +1,4 @@
-"""The `glossator worker` process: the indexing service composed from the settings, run
+"""The `glossator worker` process: the job runner composed from the settings, run
 until SIGTERM, and (when a server supervises it) its side of the bargain, never to
 outlive that server. What `glossator serve` runs to index pushes (this process
 supervised, the same service in a thread, or none) is glossator/supervision/indexing_modes.py.
@@ -29,7 +29,7 @@ from glossator.wiring import database
 from store.db import Database
 
 if TYPE_CHECKING:  # imported where used: `glossator --help` does not load them
-    from hooks.indexing_service import IndexingService
+    from hooks.job_runner import JobRunner
     from hooks.reuse import IndexFn
     from indexer.providers.embedders.base import Embedder
 
@@ -57,7 +57,7 @@ def _database(settings: Settings, pool_max: int) -> Database:
     return database(settings, pool_max=pool_max)
 
 
-def indexing_service(
+def job_runner(
     settings: Settings,
     db: Database,
     store: RepoStore,
@@ -66,10 +66,10 @@ def indexing_service(
     concurrency: int = 1,
     sole_worker: bool = False,
     index_fn: IndexFn | None = None,
-) -> IndexingService:
+) -> JobRunner:
     from glossator.logs import quiet_expected_failures
     from glossator.providers import get_summarizer
-    from hooks.indexing_service import IndexingService
+    from hooks.job_runner import JobRunner
 
     quiet_expected_failures()  # an outage: one line each, not procrastinate's tracebacks
     from hooks.commitback import GitCommitBack
@@ -85,13 +85,13 @@ def indexing_service(
     )
     indexed = None
     if settings.warm_gate:
-        from glossator.search_service import search_service
+        from glossator.search_wiring import search_service
         from search.warming import GateWarmer
 
         # its own search service: the gate it measures is kept in PostgreSQL, where
         # every server process reads it (search.warming)
         indexed = GateWarmer(search_service(settings, db.pool, reranker=None).warm)
-    return IndexingService(
+    return JobRunner(
         indexed=indexed,
         conninfo=db.conninfo,
         store=store,
@@ -142,7 +142,7 @@ async def _worker(
     await asyncio.to_thread(db.start)
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     embedder = await asyncio.to_thread(get_embedder, settings)
-    service = indexing_service(
+    service = job_runner(
         settings, db, store, embedder=embedder, concurrency=concurrency, sole_worker=sole_worker
     )
     await service.start()

@@ -4,7 +4,7 @@ receive   refupdates       git's `<old> <new> <ref>` lines
           pre_receive      before refs move: refuse a tree the indexer could not use (gitsource)
           post_receive     after: HEAD settled (heads), tips recorded, each branch's job queued
 queue     queue            defer with one waiting and one running job per branch; the jobs listed
-          indexing_service IndexingService: the worker process's procrastinate app and task
+          job_runner       JobRunner: the worker process's procrastinate app and task
           attempt          one attempt: recorded (runs), judged, followed up (retries)
           maintenance      stalled jobs, lost outcomes, reconciliation
 job       job              BranchIndexer against the protocols Indexer, Loader, CommitBack

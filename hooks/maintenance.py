@@ -5,7 +5,7 @@
     await maintenance.reconcile()
     await maintenance.watch()          # every STALLED_S / 2, until cancelled
 
-hooks.indexing_service.IndexingService runs one (see that module's doc for the
+hooks.job_runner.JobRunner runs one (see that module's doc for the
 invariant they keep): put back in the queue the jobs of workers that died, close
 jobs whose outcome never reached the database, hold recovery while heartbeats
 resume after an outage, write the attempts' ends the database could not take

@@ -21,7 +21,7 @@ tip, from the database), tuning (the fitted constants), rows (SQL → results),
 results (the types), errors, evaluation (`glossator eval`). The faces live apart:
 `search.mcp` (the MCP server) and `search.web` (the web reader and its JSON API)
 import the engine, never the reverse. Nothing here reads settings: `glossator/` builds
-the service (glossator/search_service.py).
+the service (glossator/search_wiring.py).
 """
 
 import importlib

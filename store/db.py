@@ -404,7 +404,7 @@ def probe(conninfo: str, timeout: float = 5.0) -> psycopg.Error | None:
 
 def async_pool_options() -> dict[str, Any]:
     """How an async pool of ours waits and reconnects (POOL_WAIT_S, RECONNECT_S); also
-    given to procrastinate's (hooks.indexing_service), which a worker fetches jobs from."""
+    given to procrastinate's (hooks.job_runner), which a worker fetches jobs from."""
     return {
         "timeout": POOL_WAIT_S,
         "reconnect_timeout": RECONNECT_S,

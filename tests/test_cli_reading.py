@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 from mcp import Client
 
 from glossator.cli import main
-from glossator.search_service import search_service
+from glossator.search_wiring import search_service
 from search.mcp.server import build_server
 from tests.plugins.corpus import WORK as WORK_DIR
 from tests.plugins.search import PETITION, REPOSITORY

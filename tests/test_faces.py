@@ -24,7 +24,7 @@ from starlette.routing import Match, Route
 from gitserver.app import HOOK_PATHS
 from gitserver.repos import RepoStore
 from glossator.cli import main
-from glossator.search_service import search_service
+from glossator.search_wiring import search_service
 from glossator.server import build_app
 from search.mcp.server import build_server
 from tests.gitserver_support import ServeProcess, ServerThread, commit_all, git

@@ -138,7 +138,7 @@ async def test_a_user_error_is_not_retried_on_the_same_tip(
     exits 1 (its --json too), and the push that fixes it is indexed."""
     import json
 
-    from hooks.indexing_service import IndexingService
+    from hooks.job_runner import JobRunner
 
     branch = Branch(tmp_path)
     chapter = branch.chapters[0].parent
@@ -159,7 +159,7 @@ async def test_a_user_error_is_not_retried_on_the_same_tip(
     assert stats["user_problems"] is True and stats["awaits_push_at"] == branch.tip()
     assert stats["next_job"] is None and any(rel in p for p in stats["problems"])
 
-    async def reconcile(service: IndexingService) -> int:
+    async def reconcile(service: JobRunner) -> int:
         await service.app.open_async()
         try:
             return await service.maintenance.reconcile()

@@ -2,7 +2,7 @@
 
 No timing is involved: a seam in the indexer moves the branch (as a push would)
 or fails an attempt at a chosen point, then the real procrastinate worker runs
-every due job (`IndexingService.drain`, retries with no delay). What must hold
+every due job (`JobRunner.drain`, retries with no delay). What must hold
 whatever the interleaving: no job stays `doing`, a job that lost the race ends
 `done` (never `failed`), a failure while a push's job holds the queueing lock is
 no UniqueViolation, and at the end the indexed commit is the tip and every edit
@@ -20,7 +20,7 @@ import pytest
 
 from gitserver.repos import RepoStore
 from glossator.commands.repos import job_detail
-from hooks.indexing_service import IndexingService
+from hooks.job_runner import JobRunner
 from hooks.maintenance import STALLED_S, stalled_hold_after_start
 from hooks.queue import defer_sync, ensure_schema, list_jobs
 from hooks.retries import SLOW_RETRIES, gives_up, retry_delay
@@ -66,10 +66,10 @@ class Branch:
 
 def service_for(
     branch: Branch, database: Any, embedder: Any, summarizer: Any, index_fn: Callable[..., Any]
-) -> IndexingService:
+) -> JobRunner:
     indexer = branch_indexer(branch.store, database.pool, embedder, summarizer, index_fn)
     ensure_schema(database.conninfo)
-    return IndexingService(
+    return JobRunner(
         conninfo=database.conninfo,
         store=branch.store,
         indexer=indexer,
@@ -78,7 +78,7 @@ def service_for(
     )
 
 
-async def drain(service: IndexingService) -> None:
+async def drain(service: JobRunner) -> None:
     await service.app.open_async()
     try:
         await service.drain()

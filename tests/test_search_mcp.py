@@ -21,7 +21,7 @@ from mcp.client.streamable_http import streamable_http_client
 from starlette.applications import Starlette
 from starlette.routing import Mount
 
-from glossator.search_service import search_service
+from glossator.search_wiring import search_service
 from glossator.settings import Settings
 from indexer.corpus.tokens import count_tokens
 from search.mcp.http import mcp_http_app

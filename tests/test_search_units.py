@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from glossator.providers import get_reranker
-from glossator.search_service import search_defaults, search_service
+from glossator.search_wiring import search_defaults, search_service
 from glossator.settings import Settings, SettingsError
 from search.errors import BadQuery
 from search.evaluation import Judged, ModeReport, halves, judge, load_queries, misses

@@ -16,7 +16,7 @@ from starlette.testclient import TestClient
 
 from core.access import AccessPolicy, token_digest
 from gitserver.boundary import Boundary
-from glossator.search_service import search_service
+from glossator.search_wiring import search_service
 from search.mcp.server import build_server
 from search.web.access import CSRF_COOKIE, SESSION_COOKIE, Readers
 from search.web.app import CSP

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from starlette.testclient import TestClient
 
 from glossator.cli import main
-from glossator.search_service import search_service
+from glossator.search_wiring import search_service
 from search.excerpt import excerpt, query_words
 from tests.plugins.search import PETITION, REPOSITORY
 from tests.test_web import client_for

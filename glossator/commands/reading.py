@@ -25,7 +25,7 @@ import click
 
 from glossator.commands.base import Context, pass_context
 from glossator.remote import ask
-from glossator.search_service import open_database, search_service
+from glossator.search_wiring import open_database, search_service
 from search import nodes
 from search.citation import merge, parse
 from search.context import MAX_BUDGET, MIN_BUDGET

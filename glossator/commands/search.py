@@ -135,7 +135,7 @@ def _search_here(
     no_rerank: bool,
     with_parent: bool,
 ) -> SearchResponse:
-    from glossator.search_service import open_database, search_service
+    from glossator.search_wiring import open_database, search_service
 
     with open_database(settings) as db:
         service = search_service(settings, db.pool, reranker=None if no_rerank else "settings")
@@ -224,7 +224,7 @@ def mcp(obj: Context) -> None:
     settings = obj.settings
     if _relay_to_server(settings):
         return
-    from glossator.search_service import open_database, search_service
+    from glossator.search_wiring import open_database, search_service
     from search.mcp.server import build_server
 
     with open_database(settings) as db:
@@ -322,7 +322,7 @@ def eval_command(
     gate is judged too: one `context` pack per question, as agents get it.
     """
     from glossator.providers import get_reranker
-    from glossator.search_service import open_database, search_defaults
+    from glossator.search_wiring import open_database, search_defaults
     from search.evaluation import PrecomputedQueries, evaluate, load_foreign, load_queries
     from search.language import LanguageDetector
 
@@ -405,7 +405,7 @@ def _gates(
 ) -> dict[str, Any]:
     """Each half's `GateReport` (none without foreign questions): the context gate's
     verdict on every question, each asked once (the foreign ones serve every half)."""
-    from glossator.search_service import search_service
+    from glossator.search_wiring import search_service
     from search.evaluation import gate_report, verdict_of
 
     if not foreign:

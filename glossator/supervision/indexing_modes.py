@@ -1,6 +1,6 @@
 """What `glossator serve` runs to index pushes: `glossator worker` as a supervised child
 (glossator/supervision/worker_process.py), the same indexing service in a thread of the
-server (glossator.worker.indexing_service), or none.
+server (glossator.worker.job_runner), or none.
 
     async with serve_indexing("process", settings, db, store, embedder=e) as running: ...
 """
@@ -22,11 +22,11 @@ from glossator.supervision.worker_process import (
     worker_command,
     worker_environment,
 )
-from glossator.worker import indexing_service
+from glossator.worker import job_runner
 from store.db import Database
 
 if TYPE_CHECKING:
-    from hooks.indexing_service import IndexingService
+    from hooks.job_runner import JobRunner
     from hooks.reuse import IndexFn
     from indexer.providers.embedders.base import Embedder
 
@@ -42,7 +42,7 @@ async def serve_indexing(
     *,
     embedder: Embedder,
     index_fn: IndexFn | None = None,
-) -> AsyncIterator[IndexingService | WorkerSupervisor | None]:
+) -> AsyncIterator[JobRunner | WorkerSupervisor | None]:
     """What `glossator serve` runs to index pushes; yields the service or supervisor.
 
     - `process` (default): `glossator worker` as a supervised child
@@ -54,7 +54,7 @@ async def serve_indexing(
     from hooks.queue import ensure_schema
 
     if mode == "thread":
-        service = indexing_service(
+        service = job_runner(
             settings, db, store, embedder=embedder, sole_worker=db.embedded, index_fn=index_fn
         )
         await service.start()

@@ -1,6 +1,6 @@
-"""The indexing service: the queue's worker in one process, composed of the parts below.
+"""The job runner: the queue's worker in one process, composed of the parts below.
 
-    service = IndexingService(conninfo=url, store=repos, indexer=job, retries=5)
+    service = JobRunner(conninfo=url, store=repos, indexer=job, retries=5)
     await service.start()      # schema, stalled jobs, reconcile, worker task
     ...
     await service.stop()
@@ -60,7 +60,7 @@ RESTART_MIN_S = 1.0
 RESTART_MAX_S = 60.0
 
 
-class IndexingService:
+class JobRunner:
     def __init__(
         self,
         *,
