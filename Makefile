@@ -23,13 +23,22 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m glossator.demo
 
+# pytest-xdist: one worker per core (at most 4: each loads the model and starts servers);
+# the workers share one PostgreSQL per backend and the loaded databases
+# (tests/plugins/shared.py). worksteal: contiguous halves (a module's fixtures made
+# once), an idle worker takes from the other's tail. TEST_WORKERS=0: one process.
+TEST_WORKERS ?= auto
+PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --maxprocesses 4 --dist worksteal
+
 ## The test suite (what .ci/run calls).
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -p no:cacheprovider
+	$(PYTEST)
 
-## The tests that take a database, on the fallback without pg_search (issue 24: its own job).
+## The tests that take a database, on the fallback without pg_search (issue 24: its own job):
+## those that run on DEFAULT_BACKEND. A module marked `pg_backends(...)` names its backends
+## itself, so `make test` has run it on each already, the same way: not again here.
 test-fallback: $(STAMP)
-	GLOSSATOR_TEST_BACKEND=postgres $(BIN)/python -m pytest -q -p no:cacheprovider -m uses_database
+	GLOSSATOR_TEST_BACKEND=postgres $(PYTEST) -m "uses_database and not pg_backends"
 
 ## ruff, and the import contracts of pyproject.toml (docs/architecture.md: the layers).
 lint: $(STAMP)

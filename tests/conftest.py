@@ -6,6 +6,7 @@
 - tests/plugins/summaries.py  recording fakes for summarizers
 - tests/plugins/search.py     a loaded database for search tests
 - tests/plugins/serve.py      `server`: `glossator serve` as a subprocess, for end-to-end tests
+- tests/plugins/shared.py     under pytest-xdist, what the workers of a run make once and share
 
 The fakes themselves (embedder, summarizer, reranker) live in tests/fakes.py, a
 provider plugin: `_fakes_named` names it for the whole session, so that this process
@@ -13,6 +14,7 @@ and every process it starts (which inherits the environment) may choose `fake`.
 """
 
 pytest_plugins = [
+    "tests.plugins.shared",  # first: the others import it (assertion rewriting)
     "tests.plugins.corpus",
     "tests.plugins.db",
     "tests.plugins.embedders",

