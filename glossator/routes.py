@@ -167,12 +167,12 @@ class Endpoints:
                     repository=request.query_params.get("repository"),
                     status=status,
                     limit=limit,
+                    readable=caller_of(request.scope).readable,
                 )
         except (psycopg.Error, PoolTimeout) as e:  # one line, never a 500 and a traceback
             why = self.problem() or describe_failure(e)  # it logs the outage once
             return JSONResponse({"error": why}, 503)
-        caller = caller_of(request.scope)
-        return JSONResponse({"jobs": [r for r in rows if caller.may_read(r["repository"])]})
+        return JSONResponse({"jobs": rows})
 
     async def openapi(self, request: Request) -> Response:
         """The JSON API's OpenAPI description (search.web.openapi), with the server's own."""

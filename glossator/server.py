@@ -75,9 +75,9 @@ def web_reader(
 ) -> WebReader:
     """Pages and the JSON API over the search service; the jobs from the queue."""
 
-    def jobs(limit: int) -> list[dict[str, Any]]:
+    def jobs(limit: int, readable: frozenset[str] | None) -> list[dict[str, Any]]:
         with db.pool.connection(timeout=10) as conn:
-            return list_jobs(conn, limit=limit)
+            return list_jobs(conn, limit=limit, readable=readable)
 
     return WebReader(service, readers(policy, throttle), jobs=jobs, problem=problem)
 

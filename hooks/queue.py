@@ -27,6 +27,7 @@ cancelled with the rest), then `forget_jobs` (every finished job and its attempt
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -187,6 +188,7 @@ def list_jobs(
     repository: str | None = None,
     status: str | None = None,
     limit: int = 50,
+    readable: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Jobs, newest first: queued, running, done, failed, with errors and durations."""
     rows = jobqueue.job_rows(
@@ -196,6 +198,7 @@ def list_jobs(
         status=_raw_status(status),
         problems=status == DONE_WITH_PROBLEMS,
         limit=limit,
+        readable=readable,
     )
     return [_row(r) for r in rows]
 
@@ -206,6 +209,7 @@ async def list_jobs_async(
     repository: str | None = None,
     status: str | None = None,
     limit: int = 50,
+    readable: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     rows = await jobqueue.job_rows_async(
         conn,
@@ -214,6 +218,7 @@ async def list_jobs_async(
         status=_raw_status(status),
         problems=status == DONE_WITH_PROBLEMS,
         limit=limit,
+        readable=readable,
     )
     return [_row(r) for r in rows]
 

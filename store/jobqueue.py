@@ -39,6 +39,7 @@ the caller's transaction).
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection
 from typing import Any
 
 import procrastinate
@@ -153,6 +154,7 @@ SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
         WHERE job_id = j.id ORDER BY attempt DESC LIMIT 1) r ON true
  WHERE j.task_name = %(task)s
    AND (%(repository)s::text IS NULL OR j.args->>'repository' = %(repository)s)
+   AND (%(readable)s::text[] IS NULL OR j.args->>'repository' = ANY(%(readable)s))
    AND (%(status)s::text IS NULL OR j.status::text = %(status)s)
    AND (NOT %(problems)s OR r.status = 'problems')
  ORDER BY j.id DESC
@@ -161,11 +163,18 @@ SELECT j.id, j.status::text AS status, j.args->>'repository' AS repository,
 
 
 def _jobs_params(
-    task: str, repository: str | None, status: str | None, problems: bool, limit: int
+    task: str,
+    repository: str | None,
+    status: str | None,
+    problems: bool,
+    limit: int,
+    readable: Collection[str] | None,
 ) -> dict[str, Any]:
     return {
         "task": task,
         "repository": repository,
+        # the caller's readable repositories, filtered before the limit (None: all)
+        "readable": None if readable is None else sorted(readable),
         "status": status,
         "problems": problems,
         "limit": limit,
@@ -180,11 +189,12 @@ def job_rows(
     status: str | None = None,
     problems: bool = False,
     limit: int = 50,
+    readable: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Jobs of `task`, newest first, each with its events' times and its latest attempt
     (`status`: procrastinate's; `problems`: only attempts that met problems)."""
     with conn.cursor(row_factory=dict_row) as cur:
-        cur.execute(JOBS_SQL, _jobs_params(task, repository, status, problems, limit))
+        cur.execute(JOBS_SQL, _jobs_params(task, repository, status, problems, limit, readable))
         return cur.fetchall()
 
 
@@ -196,10 +206,13 @@ async def job_rows_async(
     status: str | None = None,
     problems: bool = False,
     limit: int = 50,
+    readable: Collection[str] | None = None,
 ) -> list[dict[str, Any]]:
     """`job_rows` on an async connection (the web API)."""
     async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(JOBS_SQL, _jobs_params(task, repository, status, problems, limit))
+        await cur.execute(
+            JOBS_SQL, _jobs_params(task, repository, status, problems, limit, readable)
+        )
         return await cur.fetchall()
 
 

@@ -39,6 +39,19 @@ def test_schema_once_and_pushes_coalesce(db_url: str, conn) -> None:
     assert list_jobs(conn, status="running")[0]["id"] == first.job_id
 
 
+def test_a_scoped_caller_gets_its_own_jobs_up_to_the_limit(db_url: str, conn) -> None:
+    """The readable repositories are filtered before the limit: a caller who reads one
+    book gets that book's jobs even when other books have newer ones."""
+    ensure_schema(db_url)
+    mine = defer_sync(db_url, "mine", "main")
+    for n in range(3):
+        defer_sync(db_url, "other", f"b{n}")
+    jobs = list_jobs(conn, limit=2, readable=frozenset({"mine"}))
+    assert [(j["id"], j["repository"]) for j in jobs] == [(mine.job_id, "mine")]
+    assert list_jobs(conn, limit=2, readable=frozenset()) == []
+    assert {j["repository"] for j in list_jobs(conn, limit=2)} == {"other"}
+
+
 def test_post_receive_prints_the_job(db_url: str, monkeypatch, tmp_path: Path) -> None:
     ensure_schema(db_url)
     git_dir = tmp_path / "livre.git"

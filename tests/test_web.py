@@ -60,7 +60,7 @@ def client_for(service: Any, open_: bool = True, jobs: Any = None) -> TestClient
 
 @pytest.fixture
 def client(service) -> Iterator[TestClient]:
-    with client_for(service, jobs=lambda n: []) as c:
+    with client_for(service, jobs=lambda n, readable: []) as c:
         yield c
 
 
@@ -212,7 +212,7 @@ def test_book_text_is_inert():
 
 
 def test_closed_reads_refuse_then_log_in(service):
-    with client_for(service, open_=False, jobs=lambda n: []) as c:
+    with client_for(service, open_=False, jobs=lambda n, readable: []) as c:
         for path in ("/", "/search?q=chandelles", f"/read/{REPOSITORY}/{TEXT}", "/jobs"):
             r = c.get(path)
             assert r.status_code == 401 and 'name="token"' in r.text, path
@@ -280,7 +280,7 @@ def test_wrong_tokens_are_throttled_per_address(service):
     is a sliding one (Throttle's own clock, stepped by hand below)."""
     from core.throttle import FAILURE_WINDOW, FAILURES_ALLOWED, Throttle
 
-    with client_for(service, open_=False, jobs=lambda n: []) as c:
+    with client_for(service, open_=False, jobs=lambda n, readable: []) as c:
         csrf = re.search(r'name="csrf" value="([^"]+)"', c.get("/-/login").text)[1]
         for _ in range(FAILURES_ALLOWED - 1):
             bad = c.post("/-/login", data={"token": "wrong", "csrf": csrf, "next": "/"})

