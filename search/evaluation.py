@@ -27,7 +27,7 @@ import json
 import math
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -84,9 +84,9 @@ class ModeReport:
         return kind["mrr"] if kind else None
 
 
-def load_queries(path: Path) -> list[Judged]:
-    """Read and check a query file; BadQuery names the line that is wrong."""
-    out: list[Judged] = []
+def _json_lines(path: Path) -> Iterator[tuple[int, Any]]:
+    """Each non-blank line of a JSON-lines file, parsed, with its number; BadQuery names
+    a line that is not JSON."""
     for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
         if not line.strip():
             continue
@@ -94,6 +94,13 @@ def load_queries(path: Path) -> list[Judged]:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
             raise BadQuery(f"{path}:{n}: not valid JSON ({e.msg})") from None
+        yield n, obj
+
+
+def load_queries(path: Path) -> list[Judged]:
+    """Read and check a query file; BadQuery names the line that is wrong."""
+    out: list[Judged] = []
+    for n, obj in _json_lines(path):
         if (
             not isinstance(obj, dict)
             or not isinstance(obj.get("query"), str)
@@ -399,13 +406,7 @@ class Foreign:
 def load_foreign(path: Path) -> list[Foreign]:
     """Read and check a file of foreign questions; BadQuery names the line that is wrong."""
     out: list[Foreign] = []
-    for n, line in enumerate(path.read_text("utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as e:
-            raise BadQuery(f"{path}:{n}: not valid JSON ({e.msg})") from None
+    for n, obj in _json_lines(path):
         if not isinstance(obj, dict) or not isinstance(obj.get("query"), str):
             raise BadQuery(f'{path}:{n}: expected {{"query": "…", "kind": "…"}}')
         if not obj["query"].strip():

@@ -214,21 +214,14 @@ def _read_images(
 ) -> Work:
     """Page images read through OCR, as the pages of one book."""
     from indexer.importers.images import read_images
-    from indexer.importers.ocr import Tesseract, thread_limited_env
 
-    engine = Tesseract(
-        tesseract,
-        workers=ocr_workers,
-        progress=progress,
-        env=thread_limited_env(dict(os.environ)),
-    )
     return read_images(
         pages,
         lang=lang,
         exclude=exclude,
         skip_front_matter=skip_front_matter,
         ocr=ocr,
-        ocr_engine=engine,
+        ocr_engine=_ocr_engine(tesseract, ocr_workers, progress),
     )
 
 
@@ -243,18 +236,26 @@ def _read_pdf(
     progress: Callable[[str], None] | None,
 ) -> Work:
     """A PDF's work: its text layer, and its scanned pages read by Tesseract (`ocr`)."""
-    from indexer.importers.ocr import Tesseract, thread_limited_env
     from indexer.importers.pdf import read_pdf
 
-    env = thread_limited_env(dict(os.environ))
-    engine = Tesseract(tesseract, workers=ocr_workers, progress=progress, env=env)
     return read_pdf(
         src,
         lang=lang,
         exclude=exclude,
         skip_front_matter=skip_front_matter,
         ocr=ocr,
-        ocr_engine=engine,
+        ocr_engine=_ocr_engine(tesseract, ocr_workers, progress),
+    )
+
+
+def _ocr_engine(
+    tesseract: str, workers: int, progress: Callable[[str], None] | None
+) -> Callable[..., Any]:
+    """Tesseract as the PDF and image importers call it, one thread per page process."""
+    from indexer.importers.ocr import Tesseract, thread_limited_env
+
+    return Tesseract(
+        tesseract, workers=workers, progress=progress, env=thread_limited_env(dict(os.environ))
     )
 
 
