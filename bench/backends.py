@@ -32,6 +32,7 @@ from psycopg_pool import ConnectionPool
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from bench.load import database  # noqa: E402
 from glossator.providers import get_embedder  # noqa: E402
 from glossator.search_wiring import search_defaults  # noqa: E402
@@ -79,6 +80,7 @@ def _evaluate(url: str, parts: dict, embedder: object, settings: Settings) -> di
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--queries", type=Path, default=ROOT / "bench" / "queries.jsonl")
     parser.add_argument("--write", type=Path, help="update this RESULTS.md section")

@@ -57,6 +57,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from bench.load import database  # noqa: E402
 from glossator.cli import main as cli  # noqa: E402
 from indexer.providers.embedders.base import BaseEmbedder  # noqa: E402
@@ -253,6 +254,7 @@ def profiled_run(book: list[Path], work: Path, name: str, top: int) -> str:
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("book", nargs="*", type=Path, help="plain-text books, one work each")
     parser.add_argument(

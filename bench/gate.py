@@ -35,6 +35,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.exiting import exit_on_signals
 from glossator.search_wiring import search_service
 from glossator.settings import Settings
 from glossator.wiring import database
@@ -191,6 +192,7 @@ def oracle(book: dict[str, Any]) -> str:
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--book", action="append", choices=sorted(BOOKS))
     parser.add_argument("--hand-gate", action="store_true")

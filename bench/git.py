@@ -53,6 +53,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from tests.fakes import plugin_env  # noqa: E402
 from tests.gitserver_support import ServeProcess, commit_all, git  # noqa: E402
 
@@ -227,6 +228,7 @@ def clone_and_push(server: ServeProcess, bare: Path, tmp: Path, repeat: int) -> 
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--scale", type=int, default=10)

@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 import psycopg  # noqa: E402
 from psycopg_pool import ConnectionPool  # noqa: E402
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from bench.load import database  # noqa: E402
 from gitserver.repos import RepoStore  # noqa: E402
 from hooks.commitback import GitCommitBack  # noqa: E402
@@ -105,6 +106,7 @@ def run(
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     global PHRASE
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("book", nargs="?", type=Path, default=BOOK)

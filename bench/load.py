@@ -50,7 +50,6 @@ import os
 import random
 import re
 import shutil
-import signal
 import statistics
 import sys
 import tempfile
@@ -68,6 +67,7 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from indexer.corpus.sidecar_format import Chunk, Manifest, Sidecar, dumps, file_hash  # noqa: E402
 from indexer.corpus.source import MemorySource  # noqa: E402
 from store import fts, migrations  # noqa: E402
@@ -619,6 +619,7 @@ def pgsearch_lines(rows: int, pg: dict[str, Any]) -> list[str]:
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument(
         "--rows",
@@ -660,8 +661,6 @@ def main() -> None:
         help="also load the first size file by file (a transaction each), against one load",
     )
     args = parser.parse_args()
-    # a SIGTERM must still stop the embedded server: run the cleanup of `database()`
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     queries = list(QUERIES[: args.queries])
     lines: list[str] = []
 

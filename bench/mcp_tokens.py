@@ -32,6 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
+
 EXAMPLE = ROOT / "example"
 QUERIES = [
     json.loads(line)["query"]
@@ -120,6 +122,7 @@ async def measure(server: Any, count: Any) -> dict[str, Any]:
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = parser.parse_args()

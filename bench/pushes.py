@@ -44,6 +44,7 @@ import psycopg
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from tests.fakes import plugin_env  # noqa: E402
 from tests.gitserver_support import ServeProcess, commit_all, git  # noqa: E402
 from tests.plugins.corpus import make_small_corpus  # noqa: E402
@@ -214,6 +215,7 @@ def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--clones", type=int, default=5)
     parser.add_argument("--rounds", type=int, default=6)

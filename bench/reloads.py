@@ -42,6 +42,7 @@ from psycopg import sql
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from bench.load import QUERIES, database, machine, pct, synthetic  # noqa: E402
 from indexer.corpus.sidecar_format import Chunk, Sidecar, dumps, file_hash, loads  # noqa: E402
 from indexer.corpus.source import MemorySource  # noqa: E402
@@ -220,6 +221,7 @@ def lines(r: dict[str, Any], command: str) -> list[str]:
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--reloads", type=int, default=500)

@@ -77,6 +77,7 @@ from psycopg import sql
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.exiting import exit_on_signals
 from glossator.search_wiring import search_defaults, search_service
 from glossator.settings import Settings
 from glossator.wiring import database
@@ -583,6 +584,7 @@ def quality_run(
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--corpus", type=Path, help="example/ copy with sidecars")
     ap.add_argument("--rows", type=int, default=200_000)

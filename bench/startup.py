@@ -48,6 +48,10 @@ from typing import Any
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.exiting import exit_on_signals  # noqa: E402
+
 BOOK = ROOT / "tests" / "fixtures" / "readme" / "frankenstein-excerpt.txt"
 TOKEN = "bench-token"
 # one query per run, so that no run reads its vector from the server's cache
@@ -101,7 +105,11 @@ class Server:
                 stderr=log,
                 start_new_session=True,
             )
-        self.wait("/healthz", started)
+        try:
+            self.wait("/healthz", started)
+        except BaseException:  # its own session: a signal to the bench does not reach it
+            self.stop()
+            raise
         return time.perf_counter() - started
 
     def wait(self, path: str, started: float, timeout: float = 600) -> int:
@@ -265,6 +273,7 @@ ROWS = (
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--before-rev", help="default: git merge-base HEAD main")
     parser.add_argument("--runs", type=int, default=5)

@@ -33,6 +33,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from bench.exiting import exit_on_signals  # noqa: E402
 from tests.gitserver_support import ServeProcess, commit_all, git  # noqa: E402
 
 QUERIES = ROOT / "bench" / "queries.jsonl"
@@ -105,6 +106,7 @@ async def measure(base: str, queries: list[str], rounds: int) -> dict[str, list[
 
 
 def main() -> None:
+    exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=2, choices=(1, 2))
     args = parser.parse_args()

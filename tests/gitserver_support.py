@@ -174,8 +174,18 @@ class ServeProcess:
             start_new_session=True,
         )
         log.close()
+        try:
+            return self._wait_started(timeout)
+        except BaseException:
+            # not started in time, or the caller interrupted (a signal, Ctrl-C): its own
+            # session keeps it from the terminal's signals, so it would outlive the caller
+            self.stop()
+            raise
+
+    def _wait_started(self, timeout: float) -> ServeProcess:
         import httpx
 
+        assert self.proc is not None
         deadline = time.monotonic() + timeout
         while True:
             text = self.log_path.read_text(errors="replace")
