@@ -37,6 +37,7 @@ class SchemaTooNew(DatabaseError):
 _RESOURCE = "53"
 _CONNECTION = "08"
 _SHUTDOWN = ("57P01", "57P02", "57P03")
+_READ_ONLY = "25006"  # read_only_sql_transaction: a standby, default_transaction_read_only
 
 
 def is_outage(e: BaseException) -> bool:
@@ -61,6 +62,11 @@ def describe_failure(e: BaseException) -> str:
         return (
             "the database's disk is full: free space where the server keeps its data "
             "(GLOSSATOR_DATA_DIR); it recovers by itself once there is room"
+        )
+    if sqlstate == _READ_ONLY:
+        return (
+            "the database refuses writes (a standby in recovery, or read-only by default): "
+            "point GLOSSATOR_DATABASE_URL at a server that takes writes"
         )
     if sqlstate.startswith(_RESOURCE):
         return f"the database is out of a resource ({name}, SQLSTATE {sqlstate}): see its log"
