@@ -10,8 +10,6 @@ frankenstein-chromium.pdf, printed from the same text.
 from __future__ import annotations
 
 import difflib
-import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,19 +18,13 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.importers.images import read_images
 from indexer.importers.pdf import read_pdf
+from tests.ocr_support import needs_tesseract, picture_without_text, words
 
 FIXTURES = Path(__file__).parent / "fixtures"
 IMAGES = FIXTURES / "images"
 PAGE_1 = IMAGES / "frankenstein-page-1.png"
 PAGE_2 = IMAGES / "frankenstein-page-2.png"
 BOOK = FIXTURES / "pdf" / "frankenstein-chromium.pdf"
-needs_tesseract = pytest.mark.skipif(
-    shutil.which("tesseract") is None, reason="Debian's tesseract-ocr (.ci/run installs it)"
-)
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[^\W_]+(?:[’'-][^\W_]+)*", text)
 
 
 @needs_tesseract
@@ -49,9 +41,9 @@ def test_a_folder_of_page_images_imports_by_ocr_into_its_chapters(tmp_path: Path
     original = read_pdf(BOOK).sections()
     for path, printed in zip(chapters, original, strict=False):
         body = path.read_text("utf-8").split("\n---\n", 1)[-1]
-        read = _words(body)
+        read = words(body)
         assert len(read) >= 120, path
-        want = _words(printed.body)[: len(read)]
+        want = words(printed.body)[: len(read)]
         m = difflib.SequenceMatcher(None, want, read, autojunk=False)
         assert sum(x.size for x in m.get_matching_blocks()) / len(read) >= 0.98, path
 
@@ -70,13 +62,7 @@ def test_several_images_are_read_in_the_order_given() -> None:
 
 @needs_tesseract
 def test_a_picture_with_no_text_says_so_and_writes_nothing(tmp_path: Path) -> None:
-    from PIL import Image, ImageDraw
-
-    picture = Image.new("L", (1120, 1588), 255)
-    draw = ImageDraw.Draw(picture)
-    for k in range(0, 1120, 4):
-        draw.line([(k, 0), (k, 1588)], fill=200 + (k % 50))  # a grey wash
-    draw.ellipse([300, 500, 800, 1000], fill=60)
+    picture = picture_without_text(1120, 1588)
     src = tmp_path / "photo.png"
     picture.save(src, dpi=(192, 192))
     dest = tmp_path / "c"

@@ -12,7 +12,6 @@ from __future__ import annotations
 import difflib
 import io
 import re
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,19 +21,13 @@ from glossator.cli import main
 from indexer.corpus import frontmatter
 from indexer.importers.pdf import read_pdf
 from indexer.importers.tree import Section, Work
+from tests.ocr_support import needs_tesseract, picture_without_text, words
 
 PDFS = Path(__file__).parent / "fixtures" / "pdf"
 BOOK = PDFS / "frankenstein-chromium.pdf"
 CLEAN = PDFS / "frankenstein-scan-300.pdf"
 NOISY = PDFS / "frankenstein-scan-150.pdf"
 CHAPTERS = [f"Chapter {n}" for n in range(1, 6)]
-needs_tesseract = pytest.mark.skipif(
-    shutil.which("tesseract") is None, reason="Debian's tesseract-ocr (.ci/run installs it)"
-)
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"[^\W_]+(?:[’'-][^\W_]+)*", text)
 
 
 def _accuracy(original: Work, scanned: Work, *, of: str = "original") -> list[float]:
@@ -42,7 +35,7 @@ def _accuracy(original: Work, scanned: Work, *, of: str = "original") -> list[fl
     "scanned": over the scan's, so that words OCR added, a running head read as text, count)."""
     out = []
     for a, b in zip(original.sections(), scanned.sections(), strict=True):
-        wa, wb = _words(a.body), _words(b.body)
+        wa, wb = words(a.body), words(b.body)
         m = difflib.SequenceMatcher(None, wa, wb, autojunk=False)
         out.append(
             sum(x.size for x in m.get_matching_blocks()) / len(wa if of == "original" else wb)
@@ -128,13 +121,7 @@ def test_a_scan_without_the_ocr_engine_says_how_to_install_it_and_writes_nothing
 
 @needs_tesseract
 def test_a_picture_with_no_text_says_so_and_writes_nothing(tmp_path: Path) -> None:
-    from PIL import Image, ImageDraw
-
-    picture = Image.new("L", (1240, 1754), 255)
-    draw = ImageDraw.Draw(picture)
-    for k in range(0, 1240, 4):
-        draw.line([(k, 0), (k, 1754)], fill=200 + (k % 50))  # a grey wash
-    draw.ellipse([300, 500, 900, 1100], fill=60)
+    picture = picture_without_text(1240, 1754)
     buffer = io.BytesIO()
     picture.save(buffer, "PDF", resolution=150)
     src = tmp_path / "picture.pdf"

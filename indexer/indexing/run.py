@@ -49,12 +49,10 @@ class IndexStats:
 
     def line(self) -> str:
         """The one-line summary `glossator index` ends with."""
-        s = self.sidecars
         cost = f", ${self.cost_usd:.4f}" if self.cost_usd else ""
         return (
             f"{self.summaries_generated} summaries generated ({self.summary_calls} calls"
-            f"{cost}), {s.files} files written ({s.unchanged} unchanged, {s.deleted} deleted), "
-            f"{s.chunks} chunks, {s.embedded} embedded, {s.reused} reused, {self.seconds:.1f} s"
+            f"{cost}), {self.sidecars.written()}, {self.seconds:.1f} s"
         )
 
 

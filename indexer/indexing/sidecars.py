@@ -115,10 +115,13 @@ class SidecarStats:
 
     def line(self) -> str:
         """The one-line summary the CLI ends with."""
+        return f"{self.written()}, {self.seconds:.1f} s"
+
+    def written(self) -> str:
+        """What was written, as this line and `glossator index`'s (IndexStats.line) say it."""
         return (
             f"{self.files} files written ({self.unchanged} unchanged, {self.deleted} deleted), "
-            f"{self.chunks} chunks, {self.embedded} embedded, {self.reused} reused, "
-            f"{self.seconds:.1f} s"
+            f"{self.chunks} chunks, {self.embedded} embedded, {self.reused} reused"
         )
 
 
