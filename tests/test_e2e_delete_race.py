@@ -7,6 +7,7 @@ started at offsets that straddle the moment the delete takes the repository away
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -53,12 +54,51 @@ def leftovers(db_url: str, like: str) -> dict[str, int]:
     return out
 
 
+def refusal(said: str, name: str) -> str | None:
+    """Which refusal of a push to `name` git's stderr `said` tells, or None when it tells
+    none: a push whose own check failed is no refusal, however it ends.
+
+    - info/refs refused by the server with a text/plain body (409 while the repository
+      is being deleted, 404 once it is gone): git prints the body as `remote:` lines;
+    - the pre-receive hook (a push already past info/refs): its `remote:` line;
+    - a 404 from `git http-backend` itself (the repository went after the server's own
+      checks): no body, so no `remote:` line, only git's own words, "repository '…'
+      not found" on info/refs or "RPC failed; HTTP 404" on the push's POST (where git
+      never prints a body, the server's own 404 reads the same)."""
+    if "push check failed" in said:
+        return None
+    if f"remote: glossator: repository {name} is being deleted" in said:
+        return "refused: being deleted"
+    if f"remote: no repository named '{name}'" in said:
+        return "refused: no repository"
+    if "RPC failed; HTTP 404" in said:
+        return "refused: RPC 404"
+    if f"/{name}.git/' not found" in said:
+        return "refused: not found"
+    return None
+
+
 def test_a_push_racing_a_delete_is_refused_or_waited_for(tmp_path: Path, db_url: str) -> None:
     env = server_env(tmp_path, db_url)
     server = ServeProcess(tmp_path, env).start(timeout=180)
     repos = Path(env["GLOSSATOR_REPOS_DIR"])
     outcomes: list[str] = []
     try:
+        # the shapes a race makes by chance, made on purpose: a repository that went after
+        # the server's checks (a folder with its HEAD alone: the server serves it, `git
+        # http-backend` finds no repository and answers 404 with no body), one never made
+        work = make_small_corpus(tmp_path / "shapes", 1)
+        git("init", "-q", "-b", "main", str(work))
+        commit_all(work, "one chapter")
+        (repos / "gone.git").mkdir(parents=True)
+        (repos / "gone.git" / "HEAD").write_text("ref: refs/heads/main\n")
+        gone = git("push", server.url("gone", token=TOKEN), "main", cwd=work, check=False)
+        assert gone.returncode != 0 and "remote:" not in gone.stderr, gone.stderr
+        assert refusal(gone.stderr, "gone") == "refused: not found", gone.stderr
+        shutil.rmtree(repos / "gone.git")
+        never = git("push", server.url("never", token=TOKEN), "main", cwd=work, check=False)
+        assert never.returncode != 0, never.stderr
+        assert refusal(never.stderr, "never") == "refused: no repository", never.stderr
         for i, offset in enumerate(OFFSETS):
             name = f"race{i}"
             create_repo(server, name)
@@ -92,25 +132,9 @@ def test_a_push_racing_a_delete_is_refused_or_waited_for(tmp_path: Path, db_url:
                 # then deleted it with its new job
                 outcomes.append("waited")
             else:
-                # refused by info/refs (409 or 404, whose text git prints as `remote:`, or
-                # only its own "repository … not found" when the repository went while git
-                # listed its refs), by the pre-receive hook, or, its info/refs answered
-                # before the repository went, by a 404 on the push itself ("RPC failed")
-                assert (
-                    f"remote: glossator: repository {name} is being deleted" in said
-                    or f"remote: no repository named '{name}'" in said
-                    or "RPC failed; HTTP 404" in said
-                    or f"/{name}.git/' not found" in said
-                ), f"run {i}: {said}"
-                outcomes.append(
-                    "refused: being deleted"
-                    if "being deleted" in said
-                    else "refused: no repository"
-                    if "no repository named" in said
-                    else "refused: RPC 404"
-                    if "RPC failed" in said
-                    else "refused: not found"
-                )
+                kind = refusal(said, name)
+                assert kind is not None, f"run {i}: {said}"
+                outcomes.append(kind)
             assert not (repos / f"{name}.git").exists()
             assert not (repos / f".{name}.deleting").exists()
             assert all(n == 0 for n in leftovers(db_url, name).values()), (i, said)
