@@ -16,7 +16,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from glossator.cli import main
 from indexer.corpus.cache import IndexCaches
 from indexer.corpus.chunking import (
     AUTO_MIN_PARAGRAPHS,
@@ -158,3 +160,16 @@ def test_pack_chars_values(value: str | None, expected: object) -> None:
 def test_a_bad_pack_chars_names_what_it_takes(value: str) -> None:
     with pytest.raises(CorpusError, match=r'pack_chars must be "auto", false, or \[min, max\]'):
         parse_policy(f"[chunking]\npack_chars = {value}\n".encode())
+
+
+def test_a_bad_pack_chars_stops_the_cli_with_one_line_and_writes_nothing(two_books: Path) -> None:
+    policy = two_books / POLICY_FILE
+    policy.write_text(
+        policy.read_text(encoding="utf-8").replace('"auto"', '"automatic"'), encoding="utf-8"
+    )
+    env = {"GLOSSATOR_EMBEDDER": "fake", "GLOSSATOR_LOG_LEVEL": "WARNING"}
+    result = CliRunner().invoke(main, ["sidecars", str(two_books)], env=env)
+    assert result.exit_code == 1
+    problems = [line for line in result.output.splitlines() if "pack_chars" in line]
+    assert len(problems) == 1 and 'must be "auto", false, or [min, max]' in problems[0]
+    assert not list(two_books.rglob("*.jsonl"))
