@@ -34,8 +34,9 @@ names the lines of every paragraph it holds. Blocks that were split stay as they
 With `pack_chars = "auto"` a work is packed, with AUTO_PACK, only when its shape
 calls for it (`auto_pack`): when its paragraphs are mostly lines (the median under
 DIALOGUE_MEDIAN_CHARS, over at least AUTO_MIN_PARAGRAPHS), as in a play or a dialogue
-novel; a work of prose or verse keeps one chunk per paragraph. The decision is the work's, not each file's, so a dialogue
-chapter of an essay (Bastiat's *L'Utopiste*) stays as the rest of its book.
+novel; a work of prose or verse keeps one chunk per paragraph. The decision is the
+work's, not each file's, so a dialogue chapter of an essay (Bastiat's *L'Utopiste*)
+stays as the rest of its book.
 """
 
 from __future__ import annotations
