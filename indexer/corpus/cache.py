@@ -72,3 +72,8 @@ class IndexCaches:
     heads: ContentCache[tuple[dict[str, Any] | None]] = field(
         default_factory=lambda: ContentCache(DIGESTS_KEPT)
     )
+    # sidecars.build: a chapter's paragraph shape (chunking.paragraph_shape), by its blob id,
+    # so deciding `pack_chars = "auto"` re-parses only the chapters that changed
+    shapes: ContentCache[tuple[int, int]] = field(
+        default_factory=lambda: ContentCache(DIGESTS_KEPT)
+    )

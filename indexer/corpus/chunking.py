@@ -30,13 +30,20 @@ A heading starts a new chunk (kept with what follows, never glued to what preced
 a last chunk under the minimum joins the one before when it fits. A packed chunk is
 one row: its text the blocks' slice of the body, its line span theirs, so a citation
 names the lines of every paragraph it holds. Blocks that were split stay as they are.
+
+With `pack_chars = "auto"` a work is packed, with AUTO_PACK, only when its shape
+calls for it (`auto_pack`): when its paragraphs are mostly lines (the median under
+DIALOGUE_MEDIAN_CHARS, over at least AUTO_MIN_PARAGRAPHS), as in a play or a dialogue
+novel; a work of prose or verse keeps one chunk per paragraph. The decision is the
+work's, not each file's, so a dialogue chapter of an essay (Bastiat's *L'Utopiste*)
+stays as the rest of its book.
 """
 
 from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from indexer.corpus import markdown
@@ -97,6 +104,40 @@ def chunk_markdown(
             )
         )
     return chunks
+
+
+# The units `pack_chars = "auto"` packs a dialogue-shaped work into: the range issue 37
+# measured (400-1,200 characters, a few exchanges; docs/search.md, "Retrieval units").
+AUTO_PACK = (400, 1200)
+# A work is dialogue-shaped when its median paragraph is shorter than this: one line of a
+# page (the 80-column line), less than one written sentence of ~20 words (~120
+# characters). A shape, not a figure fitted to a book: the plays' medians are 61 and 75
+# characters, the issue's Spanish dialogue novel's 65, while prose and verse stay above
+# it (the example essay 157, the Inferno's terzine 109, Austen and Shelley 262, Grimm
+# 830). The summarizer's line of dialogue (extractive.LINE_CHARS) is the same measure.
+DIALOGUE_MEDIAN_CHARS = 80
+# Fewer paragraphs than this in a work and its median says nothing of its shape (a note, a
+# poem, a title page and two lines): 30, the customary least sample for a proportion.
+AUTO_MIN_PARAGRAPHS = 30
+
+
+def paragraph_shape(body: str) -> tuple[int, int]:
+    """(short, all): how many prose paragraphs of a body (the blocks chunks are made of,
+    headings and code out) are under DIALOGUE_MEDIAN_CHARS, and how many there are."""
+    lengths = [
+        e - s for (s, e), kind in _blocks(body) if kind != "code" and not _is_heading(body[s:e])
+    ]
+    return sum(n < DIALOGUE_MEDIAN_CHARS for n in lengths), len(lengths)
+
+
+def auto_pack(shapes: Iterable[tuple[int, int]]) -> tuple[int, int] | None:
+    """AUTO_PACK when a work's paragraphs (the `paragraph_shape` of each of its chapters,
+    pooled) are mostly lines: more than half under DIALOGUE_MEDIAN_CHARS (its median),
+    and there are at least AUTO_MIN_PARAGRAPHS of them."""
+    short = total = 0
+    for s, n in shapes:
+        short, total = short + s, total + n
+    return AUTO_PACK if total >= AUTO_MIN_PARAGRAPHS and short * 2 > total else None
 
 
 def _is_heading(text: str) -> bool:

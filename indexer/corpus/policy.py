@@ -12,10 +12,12 @@
 
     [chunking]
     max_tokens = 400          # paragraphs over this split at sentences, then words
-    pack_chars = [400, 1200]  # optional: short consecutive paragraphs (dialogue, verse)
-                              # packed into one retrieval unit of at least 400 and at
-                              # most 1,200 characters (docs/search.md, "Retrieval units");
-                              # absent: one unit per paragraph
+    pack_chars = "auto"       # optional: short consecutive paragraphs (dialogue, verse)
+                              # packed into one retrieval unit. "auto" packs a work whose
+                              # paragraphs are mostly short (indexer.corpus.chunking,
+                              # auto_pack) into units of 400 to 1,200 characters;
+                              # [400, 1200] packs every work so; absent, false or []: one
+                              # unit per paragraph (docs/search.md, "Retrieval units")
 
 Every key is checked: an unknown one is an error that names it, because a typo
 would otherwise silently leave the default in force.
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import tomllib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from indexer.corpus.errors import CorpusError
 
@@ -49,8 +51,9 @@ class Policy:
     budget_tokens: dict[int, int] = field(default_factory=lambda: dict(DEFAULT_BUDGETS))
     max_tokens: int = 400
     # [min, max] characters: short consecutive paragraphs packed into one retrieval unit
-    # (indexer.corpus.chunking); None: one chunk per paragraph
-    pack_chars: tuple[int, int] | None = None
+    # (indexer.corpus.chunking); "auto": so only in a work whose paragraphs are mostly
+    # short (chunking.auto_pack); None: one chunk per paragraph
+    pack_chars: tuple[int, int] | Literal["auto"] | None = None
 
     def vectorize(self, level: int) -> bool:
         return level in self.vectorize_levels
@@ -126,15 +129,22 @@ def parse_policy(data: bytes | None) -> Policy:
     ):
         raise CorpusError(POLICY_FILE, "chunking.max_tokens must be a whole number from 16 to 8192")
     pack = chunk.get("pack_chars")
-    if pack is not None and (
-        not isinstance(pack, list)
-        or len(pack) != 2
-        or not all(isinstance(x, int) and not isinstance(x, bool) for x in pack)
-        or not 1 <= pack[0] <= pack[1] <= 100_000
+    if pack is False or pack == []:
+        pack = None
+    if (
+        pack is not None
+        and pack != "auto"
+        and (
+            not isinstance(pack, list)
+            or len(pack) != 2
+            or not all(isinstance(x, int) and not isinstance(x, bool) for x in pack)
+            or not 1 <= pack[0] <= pack[1] <= 100_000
+        )
     ):
         raise CorpusError(
             POLICY_FILE,
-            "chunking.pack_chars must be [min, max]: whole numbers, 1 <= min <= max <= 100000",
+            'chunking.pack_chars must be "auto", false, or [min, max]: whole numbers,'
+            " 1 <= min <= max <= 100000",
         )
     return Policy(
         tuple(sorted(set(levels))),
@@ -142,5 +152,5 @@ def parse_policy(data: bytes | None) -> Policy:
         prompts_dir,
         budgets,
         max_tokens,
-        None if pack is None else (pack[0], pack[1]),
+        pack if pack is None or pack == "auto" else (pack[0], pack[1]),
     )

@@ -50,7 +50,7 @@ from typing import Any, Protocol
 
 from core.vocabulary import SIDECAR_SUFFIX
 from indexer.corpus.cache import ContentCache, IndexCaches
-from indexer.corpus.chunking import TextChunk, chunk_markdown
+from indexer.corpus.chunking import TextChunk, auto_pack, chunk_markdown, paragraph_shape
 from indexer.corpus.errors import CorpusError, Problem
 from indexer.corpus.layout import CORPUS_DIR, Corpus, Node
 from indexer.corpus.policy import Policy
@@ -156,10 +156,12 @@ def manifest_for(
     policy: Policy,
     chunk_count: int = 0,
     recipe_name: str | None = None,
+    pack: tuple[int, int] | None = None,
 ) -> Manifest:
     """The manifest `node`'s sidecar should have; `embedder` None: not vectorized.
     `data` is the .md's bytes or their `file_hash` already computed; `recipe_name`
-    defaults to the embedder's own recipe."""
+    defaults to the embedder's own recipe; `pack` is the packing applied to the node
+    (`packing`), recorded so that a change of it rebuilds the sidecar."""
     extra: dict[str, Any] = {
         "work": node.work,
         "lang": node.lang,
@@ -167,8 +169,8 @@ def manifest_for(
         "tokenizer": TOKENIZER,
         "max_tokens": policy.max_tokens,
     }
-    if policy.pack_chars is not None:
-        extra["pack_chars"] = list(policy.pack_chars)
+    if pack is not None:
+        extra["pack_chars"] = list(pack)
     if embedder is not None:
         extra["embedding_recipe"] = recipe_name or embedder.recipe
     return Manifest(
@@ -223,6 +225,29 @@ def _source_hash(corpus: Corpus, source: FileSource, path: str, hashes: ContentC
         digest = file_hash(source.read(path))
         hashes.put(key, digest)
     return digest
+
+
+def packing(
+    corpus: Corpus, source: FileSource, shapes: ContentCache[tuple[int, int]]
+) -> dict[str, tuple[int, int] | None]:
+    """The packing applied to each work's files (`[chunking] pack_chars`): the policy's
+    range, none, or with "auto" chunking.auto_pack of the shape of the work's chapters
+    (level 0; a chapter's shape cached by its blob id, so only what changed is parsed)."""
+    setting = corpus.policy.pack_chars
+    works = {n.work for n in corpus.nodes.values()}
+    if setting != "auto":
+        return dict.fromkeys(works, setting)
+    chapters: dict[str, list[tuple[int, int]]] = {w: [] for w in works}
+    for node in corpus.nodes.values():
+        if node.level != 0 or not node.exists:
+            continue
+        key = None if node.path in corpus.changes else content_id(source, node.path)
+        shape = shapes.get(key)
+        if shape is None:
+            shape = paragraph_shape(node.body)
+            shapes.put(key, shape)
+        chapters[node.work].append(shape)
+    return {w: auto_pack(found) for w, found in chapters.items()}
 
 
 def _is_current(
@@ -300,6 +325,7 @@ def _due(
     """The nodes whose sidecar is to be written, their bodies chunked (steps 1 and 2);
     the others are counted unchanged."""
     nodes = sorted((n for n in corpus.nodes.values() if n.exists), key=lambda n: n.path)
+    packs = packing(corpus, source, caches.shapes)
     plans: list[_Plan] = []
     for done, node in enumerate(nodes, 1):
         manifest = manifest_for(
@@ -309,6 +335,7 @@ def _due(
             corpus.policy,
             0,
             recipe(node, embedder.recipe),
+            packs[node.work],
         )
         exists = source.exists(node.sidecar_path)
         if not all and exists and _is_current(source, node.sidecar_path, manifest, caches.heads):
@@ -316,7 +343,7 @@ def _due(
         else:
             previous = source.read(node.sidecar_path) if exists else None
             pieces = chunk_markdown(
-                node.body, node.body_line, corpus.policy.max_tokens, corpus.policy.pack_chars
+                node.body, node.body_line, corpus.policy.max_tokens, packs[node.work]
             )
             plans.append(_Plan(node, manifest, pieces, previous))
         if progress is not None:
