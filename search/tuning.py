@@ -96,8 +96,8 @@ class Tuning:
     gates: Mapping[tuple[str, str], RelevanceGate] = field(default_factory=dict)
     # The corpus-fitted evidence rule (search.calibration.fit_rule): always fitted and
     # reported in a calibration's margins, applied to the `context` verdict only when on.
-    # Off: measured on every judged set (bench/RESULTS.md, "the gate calibrated on every
-    # corpus"), it said "found" for 0-9 more on-topic questions a set (Gutenberg 9 of
+    # Off: measured on every judged set (bench/RESULTS.md, "Issue 37, the
+    # gate"), it said "found" for 0-9 more on-topic questions a set (Gutenberg 9 of
     # 67, the example 3 of 41, one on each play and on Grimm, none on the Inferno), but
     # also for one everyday foreign question (Grimm, "Gänsebraten zu Weihnachten richtig
     # zubereiten": the goose tale's rankings agreed) and one about another novel
