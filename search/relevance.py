@@ -60,6 +60,13 @@ class Relevance:
     # "relevant", "nothing relevant", "uncertain" (a corpus gate's band below its
     # threshold: passages given, not found) or "uncalibrated" (no gate: nothing refused)
     verdict: str = "relevant"
+    # the question's evidence (search.relevance.Evidence): how many of its three rankings
+    # put the fused first chapter first, and that chapter's margin; None: not measured
+    agree: int | None = None
+    margin: float | None = None
+    # what said "found": "score" (at or above the threshold), "rule" (the corpus's
+    # evidence rule), "vouched" (the rankings agree, search.relevance.vouches); "" otherwise
+    found_by: str = ""
 
 
 @dataclass
@@ -71,6 +78,42 @@ class Signals:
     coverage: float  # idf-weighted share of the question's terms in its best-covering row
     same_language: bool  # the corpus language's stop words are the question's (see _signals)
     languages: tuple[str, ...] = ("fr",)  # the corpus's languages (ISO 639-1; "simple": other)
+    evidence: Evidence | None = None  # how the candidates' rankings agree (`evidence`)
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """How the question's candidate rows point at one chapter (`evidence`)."""
+
+    agree: int  # of the keyword, paragraph-vector and summary-vector rankings, how many
+    # put the fused ranking's first chapter first (0-3)
+    margin: float  # the first chapter's fused score over the second's: (f1 - f2) / f1
+
+
+@dataclass(frozen=True)
+class EvidenceRule:
+    """ "found" for a question in the corpus's language whose score plus its evidence
+    (`Evidence`) reaches `threshold`: fitted per corpus by search.calibration."""
+
+    agree_weight: float
+    margin_weight: float
+    threshold: float
+    own_rate: float  # share of the corpus's own questions it finds (calibration)
+    near_rate: float  # share of the near-field null it finds (calibration)
+    # the score itself must reach the everyday threshold (search.calibration.threshold:
+    # above the whole everyday null by a quarter of the way to the corpus's median), so
+    # that strong evidence never lifts a question that scores like an everyday one
+    min_score: float = 0.0
+
+    def value(self, score: float, evidence: Evidence) -> float:
+        return score + self.agree_weight * evidence.agree / 3 + self.margin_weight * evidence.margin
+
+    def finds(self, score: float, evidence: Evidence | None) -> bool:
+        return (
+            evidence is not None
+            and score >= self.min_score
+            and self.value(score, evidence) >= self.threshold
+        )
 
 
 def gate(tuning: Tuning, model: str, languages: tuple[str, ...]) -> RelevanceGate | None:
@@ -163,7 +206,31 @@ def measure(
     # at least one of its words and no other language's take more
     same_language = corpus_kept is not None and corpus_kept < words and corpus_kept == fewest_kept
     languages = tuple(c.removeprefix("glossator_") for c in corpus_configs) or ("simple",)
-    return Signals(best, centre, coverage, same_language, languages)
+    return Signals(best, centre, coverage, same_language, languages, evidence(hits))
+
+
+def evidence(hits: Sequence[Hit]) -> Evidence:
+    """The fused ranking's first chapter (its best row's), how far its fused score is
+    ahead of the second chapter's, and how many of the three independent rankings
+    (keyword rows, paragraph vectors, chapter-summary vectors) have their best row in
+    it. No row: no agreement, no margin; one chapter only: margin 1."""
+    best: dict[tuple[str, str], float] = {}
+    for h in hits:
+        c = _chapter(h)
+        best[c] = max(best.get(c, 0.0), h.scores.fused)
+    if not best:
+        return Evidence(0, 0.0)
+    ranked = sorted(best.items(), key=lambda kv: -kv[1])
+    top, f1 = ranked[0]
+    f2 = ranked[1][1] if len(ranked) > 1 else 0.0
+    margin = (f1 - f2) / f1 if f1 > 0 else 0.0
+    firsts = (
+        _first(hits, "keyword_rank"),
+        _first(hits, "vector_rank", (0,)),
+        _first(hits, "vector_rank", (1,)),
+    )
+    agree = sum(1 for h in firsts if h is not None and _chapter(h) == top)
+    return Evidence(agree, round(margin, 6))
 
 
 # Vouching (issue 37): a cosine threshold alone never says "found" on a book whose

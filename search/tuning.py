@@ -9,6 +9,9 @@ an English book can sit at 0.86 ("Who was Boaz?": 0.859 < 0.870). So
 each calibration is keyed by (model, language) and records the data and the
 command that fitted it; a model or language with no calibration gets None, and
 the `context` gate then reports its signals without refusing (search/context.py).
+Where the search service can calibrate the corpus itself (search.calibration), the
+entry here is only a floor of that gate's thresholds: fitted on one book, it said
+"found" for questions about other plays on another (docs/search.md, "Context packs").
 
 To calibrate a new model or language: judged questions and foreign ones in that
 language over a corpus in that language (the shape of bench/queries.jsonl and
@@ -91,6 +94,15 @@ class Tuning:
     fusion: Fusion
     packing: Packing
     gates: Mapping[tuple[str, str], RelevanceGate] = field(default_factory=dict)
+    # The corpus-fitted evidence rule (search.calibration.fit_rule): always fitted and
+    # reported in a calibration's margins, applied to the `context` verdict only when on.
+    # Off: measured on every judged set (bench/RESULTS.md, "Issue 37, the
+    # gate"), it said "found" for 0-9 more on-topic questions a set (Gutenberg 9 of
+    # 67, the example 3 of 41, one on each play and on Grimm, none on the Inferno), but
+    # also for one everyday foreign question (Grimm, "Gänsebraten zu Weihnachten richtig
+    # zubereiten": the goose tale's rankings agreed) and one about another novel
+    # (Gutenberg), and a false "found" costs more than an "uncertain".
+    evidence_rule: bool = False
 
     def relevance_gate(self, model: str, lang: str) -> RelevanceGate | None:
         return self.gates.get((model, lang))

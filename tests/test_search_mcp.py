@@ -239,7 +239,10 @@ async def test_in_process_context_pack(server):
         )
         assert not r.is_error, r
         pack = r.structured_content
-        assert pack["found"] and pack["tokens"] <= 900 and "null" not in json.dumps(pack)
+        # given: found, or "uncertain" where the corpus's own gate (five chapters here, so
+        # a high near-field threshold: search.calibration) cannot vouch for it
+        assert pack["found"] or pack["verdict"] == "uncertain", pack["message"]
+        assert pack["tokens"] <= 900 and "null" not in json.dumps(pack)
         chapter = pack["chapters"][0]
         assert chapter["source_file"] == TEXT and chapter["summary"]
         passage = chapter["passages"][0]

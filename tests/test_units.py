@@ -10,8 +10,9 @@ import pytest
 from indexer.corpus.errors import CorpusError
 from indexer.corpus.policy import Policy, parse_policy
 from indexer.corpus.words import stop_words
+from search.calibration import NEAR_BUDGET, fit_rule
 from search.fusion import content_words, keyword_trust, trusted
-from search.relevance import VOUCH_COVERAGE, Signals, vouches
+from search.relevance import VOUCH_COVERAGE, Evidence, Signals, evidence, vouches
 from search.results import Citation, Hit, Scores
 from search.tuning import TUNING
 
@@ -83,3 +84,40 @@ def test_the_question_vouches_when_its_rankings_agree_and_it_is_covered() -> Non
     assert not vouches(replace(signals, coverage=VOUCH_COVERAGE - 0.01), agree)
     assert not vouches(replace(signals, same_language=False), agree)
     assert not vouches(signals, [_hit("ch-2", None, 1), summary])  # no keyword evidence at all
+
+
+def _fused(chapter: str, fused: float, keyword_rank: int | None, vector_rank: int | None) -> Hit:
+    hit = _hit(chapter, keyword_rank, vector_rank)
+    hit.scores.fused = fused
+    return hit
+
+
+def test_evidence_counts_the_rankings_that_agree_with_the_fused_first_chapter() -> None:
+    summary = _fused("ch-2", 0.3, None, 1)
+    summary.level = 1
+    hits = [_fused("ch-2", 0.5, 1, 2), summary, _fused("ch-5", 0.4, 2, 1)]
+    e = evidence(hits)
+    # keyword and summary vectors put ch-2 first, the paragraphs' vectors ch-5
+    assert e.agree == 2 and e.margin == pytest.approx((0.5 - 0.4) / 0.5)
+    assert evidence([]) == Evidence(0, 0.0)
+    assert evidence([_fused("ch-1", 0.2, 1, 1)]) == Evidence(2, 1.0)  # one chapter: margin 1
+
+
+def test_the_evidence_rule_keeps_the_near_field_within_its_budget() -> None:
+    """fit_rule on made-up samples: the corpus's own questions agree and lead by a margin,
+    the near-field ones score as high but agree on nothing; everyday probes stay below."""
+    own = [(0.88 + i / 1000, (3, 0.4)) for i in range(20)]
+    near = [(0.90 - i / 1000, (0, 0.05)) for i in range(40)]
+    null = [(0.85, (3, 0.9))]
+    rule = fit_rule(own, near, null)
+    assert rule is not None and rule.own_rate == 1.0
+    assert rule.near_rate <= NEAR_BUDGET
+    assert all(rule.value(s, Evidence(*e)) < rule.threshold for s, e in null)
+    # by score alone no threshold tells them apart within the budget
+    alone = fit_rule(own, near, null, weights=(0.0,))
+    assert alone is not None and alone.own_rate < 0.5 and alone.near_rate <= NEAR_BUDGET
+    assert fit_rule([], near, null) is None and fit_rule(own, [], null) is None
+    # below the everyday threshold no evidence lifts a question
+    floored = fit_rule(own, near, null, min_score=0.89)
+    assert floored is not None and floored.min_score == 0.89
+    assert not floored.finds(0.885, Evidence(3, 1.0)) and floored.finds(0.899, Evidence(3, 0.4))
