@@ -10,9 +10,9 @@
 rows and their BM25 length: which repositories and languages a branch has, and N /
 avgdl for store.fts. The loader keeps it exact in the load's transaction; `rebuild`
 computes it again from the rows. `chapter_documents` holds one document per chapter
-for the chapter BM25. `corpus_languages` reads the catalogue for a scope, with the backend's flags and the
-query's lexemes in the same statement; a search sends `candidates_statement` instead,
-in its first round trip, before its scope is known.
+for the chapter BM25. `corpus_languages` reads the catalogue for a scope, with the
+backend's flags and the query's lexemes in the same statement; a search sends
+`candidates_statement` instead, in its first round trip, before its scope is known.
 The tables and the statement: docs/store.md, "The catalogue".
 """
 
@@ -108,14 +108,13 @@ _CANDIDATES = (
     " AND (%(repo)s::text IS NULL OR repository = %(repo)s::text)"
     " AND (%(readable)s::text[] IS NULL OR repository = ANY(%(readable)s::text[]))"
 )
-# each (repository, branch) as 'repository branch config,config…' (no space in a
-# repository's or a branch's name), and the text's lexemes in each as [repository,
-# branch, [lexeme, …]]
+# each (repository, branch) as [repository, branch, [config, …]] (configs sorted), and
+# the text's lexemes in each as [repository, branch, [lexeme, …]]
 _PAIRS = (
-    "ARRAY(SELECT repository || ' ' || branch || ' '"
-    " || string_agg(ts_config::text, ',' ORDER BY ts_config::text)"
-    " FROM branch_languages WHERE " + _CANDIDATES + " GROUP BY repository, branch"
-    " ORDER BY repository, branch)"
+    "(SELECT jsonb_agg(jsonb_build_array(repository, branch, configs)"
+    " ORDER BY repository, branch) FROM (SELECT repository, branch,"
+    " array_agg(ts_config::text ORDER BY ts_config::text) AS configs"
+    " FROM branch_languages WHERE " + _CANDIDATES + " GROUP BY repository, branch) AS c)"
 )
 _PAIR_LEXEMES = (
     "(SELECT jsonb_agg(jsonb_build_array(p.repository, p.branch, "
@@ -165,9 +164,8 @@ class Candidates:
     def of(cls, rows: list[Any]) -> Candidates:
         row = rows[0] if rows else None
         languages: dict[tuple[str, str], tuple[str, ...]] = {}
-        for entry in row[3] if row else []:
-            name, branch, configs = entry.split(" ", 2)
-            languages[name, branch] = tuple(configs.split(","))
+        for name, branch, configs in (row[3] or []) if row else []:
+            languages[name, branch] = tuple(configs)
         lexemes = (
             {(r, b): list(found) for r, b, found in (row[4] or [])} if row and len(row) > 4 else {}
         )
