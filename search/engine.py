@@ -25,15 +25,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 import psycopg
 
+from core.vocabulary import DEFAULT_BRANCH
 from indexer.corpus.words import stop_words
 from search import rows as search_rows
 from search import stages as search_stages
-from search.freshness import freshness
+from search.freshness import freshness, freshness_of
 from search.fusion import TRUST_ROWS, content_words, keyword_trust, trusted
 from search.options import (
     AGENT_MAX_PER_CHAPTER,
@@ -47,9 +48,14 @@ from search.options import (
 from search.rerank import Reranker
 from search.results import Freshness, SearchResponse
 from search.rows import Row
-from search.scope import Scope
-from search.scope import resolve as resolve_scope
+from search.scope import Scope, check_names, scope_of
 from search.tuning import TUNING, Fusion, Tuning
+from store import catalogue as store_catalogue
+from store import commits as store_commits
+from store import roundtrip
+from store import tips as store_tips
+from store.catalogue import CorpusLanguages
+from store.commits import IndexedOn
 
 __all__ = [
     "AGENT_MAX_PER_CHAPTER",
@@ -89,16 +95,10 @@ def search(
     vector = query_vector if options.mode != "bm25" else None
     depth = fusion.chapter_depth  # chapter evidence's, fetched with the rankings
     timings: dict[str, float] = {}
-    with search_rows.connection(conn_or_pool) as conn:
-        scope = resolve_scope(conn, options.repository, options.branch, options.readable)
-        rankings = search_stages.retrieve(conn, query, vector, options, scope, timings, depth)
-        if options.work is not None and rankings.empty():  # nothing found: is it a typo?
-            stored = search_rows.resolve_work(conn, options.work, scope.pairs, scope.described)
-            if stored != options.work:  # the work's folder in the other Unicode normalization
-                options = replace(options, work=stored)
-                rankings = search_stages.retrieve(
-                    conn, query, vector, options, scope, timings, depth
-                )
+    with search_rows.connection(conn_or_pool) as conn, roundtrip.batches(conn):
+        first = opening(conn, query, options)
+        scope = first.scope
+        options, rankings = retrieve(conn, query, vector, options, first, timings, depth)
         t = time.perf_counter()
         fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
         rows = search_rows.by_ids(conn, fused.ids)
@@ -121,7 +121,7 @@ def search(
         search_stages.attach_context(conn, hits, vector, options)
         timings["context"] = search_stages.ms(t)
         index = index_freshness(
-            conn, scope, options.repository, [h.citation.repository for h in hits]
+            conn, scope, options.repository, [h.citation.repository for h in hits], first.read
         )
     timings["total"] = search_stages.ms(started)
     log.debug(
@@ -146,6 +146,32 @@ def search(
     )
 
 
+def retrieve(
+    conn: psycopg.Connection,
+    query: str,
+    vector: QueryVector | None,
+    options: SearchOptions,
+    first: Opening,
+    timings: dict[str, float],
+    depth: int,
+) -> tuple[SearchOptions, search_stages.Rankings]:
+    """The rankings (search.stages.retrieve), and when a work filter found nothing, again
+    with the work as stored if it is stored in the other Unicode normalization (the
+    options returned name it)."""
+    scope, catalogue = first.scope, first.catalogue
+    rankings = search_stages.retrieve(
+        conn, query, vector, options, scope, timings, depth, catalogue
+    )
+    if options.work is not None and rankings.empty():  # nothing found: is it a typo?
+        stored = search_rows.resolve_work(conn, options.work, scope.pairs, scope.described)
+        if stored != options.work:  # the work's folder in the other Unicode normalization
+            options = replace(options, work=stored)
+            rankings = search_stages.retrieve(
+                conn, query, vector, options, scope, timings, depth, catalogue
+            )
+    return options, rankings
+
+
 def _filters(options: SearchOptions) -> dict[str, Any]:
     levels, types = options.levels, options.node_types
     shown = {
@@ -157,11 +183,64 @@ def _filters(options: SearchOptions) -> dict[str, Any]:
     return {key: value for key, value in shown.items() if value is not None}
 
 
+@dataclass(frozen=True)
+class Opening:
+    """What a search reads before its rankings, in its first round trip (`opening`)."""
+
+    scope: Scope
+    catalogue: CorpusLanguages | None  # the scope's (keyword modes); None: vector mode
+    # what freshness reads, for every repository the search may draw on: each branch's
+    # indexed commits (store.commits.indexed_by_branch) and the recorded tips
+    read: tuple[dict[str, list[IndexedOn]], dict[str, dict[str, str]]]
+
+
+def opening(conn: psycopg.Connection, query: str, options: SearchOptions) -> Opening:
+    """The scope (search.scope), the catalogue of the repositories it reads
+    (store.catalogue: the keyword engines, the languages, the query's lexemes) and what
+    the answer's freshness needs, in one round trip: none of them waits for another's
+    answer. The catalogue and the freshness are read for every (repository, branch) the
+    request may read (the repository and branch asked, within `readable`), then kept to
+    the scope's pairs here: a few rows per repository."""
+    check_names(options.repository, options.branch)  # before any query
+    readable = options.readable
+    named = [options.repository] if options.repository is not None else None
+    repositories = named if named is not None or readable is None else sorted(readable)
+    keyword = options.mode in ("hybrid", "bm25")
+    candidates = store_catalogue.candidates_statement(
+        query, branch=options.branch, repository=options.repository, readable=readable
+    )
+    known, catalogue_rows, indexed, tips = roundtrip.run(
+        conn,
+        [
+            store_tips.default_branches_statement(),
+            candidates if keyword else None,
+            store_commits.indexed_statement(repositories),
+            store_tips.tips_statement(repositories),
+        ],
+    )
+    scope = scope_of(
+        store_tips.default_branches_of(known, DEFAULT_BRANCH),
+        options.repository,
+        options.branch,
+        readable,
+    )
+    catalogue = (
+        store_catalogue.Candidates.of(catalogue_rows).within(scope.branches) if keyword else None
+    )
+    read = (store_commits.indexed_by_branch(indexed), store_tips.tips_of(tips))
+    return Opening(scope, catalogue, read)
+
+
 def index_freshness(
-    conn: psycopg.Connection, scope: Scope, repository: str | None, hit_repositories: list[str]
+    conn: psycopg.Connection,
+    scope: Scope,
+    repository: str | None,
+    hit_repositories: list[str],
+    read: tuple[dict[str, list[IndexedOn]], dict[str, dict[str, str]]] | None = None,
 ) -> list[Freshness]:
     """Freshness of the repositories an answer draws on, each on the branch it read: the
-    one asked for, else those of the hits, else (no hit) every repository read."""
+    one asked for, else those of the hits, else (no hit) every repository read. `read`:
+    what the search's first round trip read for them (`Opening.read`; None: read here)."""
     names = [repository] if repository is not None else list(dict.fromkeys(hit_repositories))
     if not names:
         names = sorted(scope.branches)
@@ -171,7 +250,11 @@ def index_freshness(
     found = {
         f.repository: f
         for branch, group in by_branch.items()
-        for f in freshness(conn, group, branch)
+        for f in (
+            freshness(conn, group, branch)
+            if read is None
+            else freshness_of(group, branch, read[0].get(branch, []), read[1])
+        )
     }
     return [found[n] for n in names if n in found]
 

@@ -42,20 +42,32 @@ def freshness(
     names = list(dict.fromkeys(repositories))
     if not names:
         return []
-    indexed: dict[str, tuple[str | None, datetime | None]] = {}
-    problems: dict[str, list[str]] = {}
-    coverage: dict[str, tuple[int, int]] = {}
     # the indexed commits and the recorded tips in one round trip
     indexed_rows, tip_rows = run(
         conn, [commits.indexed_on_statement(branch, names), tips_statement(names)]
     )
-    for repository, commit_, at, left, vectors in commits.indexed_on_rows(indexed_rows):
+    return freshness_of(names, branch, commits.indexed_on_rows(indexed_rows), tips_of(tip_rows))
+
+
+def freshness_of(
+    repositories: Iterable[str],
+    branch: str,
+    indexed_on: Iterable[commits.IndexedOn],
+    branches: dict[str, dict[str, str]],
+) -> list[Freshness]:
+    """`freshness` from what the store read: `indexed_on` (store.commits.indexed_on, of
+    `branch`; other repositories' rows are passed over) and the recorded tips
+    (store.tips.tips: repository → {branch: tip}; those of other repositories too)."""
+    names = list(dict.fromkeys(repositories))
+    indexed: dict[str, tuple[str | None, datetime | None]] = {}
+    problems: dict[str, list[str]] = {}
+    coverage: dict[str, tuple[int, int]] = {}
+    for repository, commit_, at, left, vectors in indexed_on:
         if commit_ is not None:
             indexed[repository] = (commit_, at)
         problems[repository] = left
         if vectors is not None:
             coverage[repository] = vectors
-    branches = tips_of(tip_rows)
     out = []
     for name in names:
         commit, at = indexed.get(name, (None, None))

@@ -36,20 +36,19 @@ def best_paragraphs(
     pairs = list(dict.fromkeys(summaries))
     if not pairs or per_chapter <= 0:
         return {}
-    found = store_vectors.chapter_distances(
+    found = store_vectors.nearest_paragraphs(
         conn,
         model,
         dimension,
         query_vector,
         [(p[0], search_rows.branch_for(branch, p[0]), p[1]) for p in pairs],
+        per_chapter,
     )
-    best: dict[tuple[str, str], list[tuple[int, float]]] = {}
-    for i, repository, parent, distance in sorted(found, key=lambda r: (r[3], r[0])):
-        kept = best.setdefault((repository, parent), [])
-        if len(kept) < per_chapter:
-            kept.append((i, 1.0 - distance))
-    rows = search_rows.by_ids(conn, [i for kept in best.values() for i, _ in kept])
-    return {
-        key: [(search_rows.chunk(rows[i]), round(cos, 6)) for i, cos in kept if i in rows]
-        for key, kept in best.items()
-    }
+    # the rows and their distances in one statement; nearest first, ties by row id
+    best: dict[tuple[str, str], list[tuple[Chunk, float]]] = {}
+    for *columns, distance in sorted(found, key=lambda r: (float(r[-1]), r[0])):
+        row = search_rows.Row(*columns)
+        best.setdefault((row.repository, row.parent_source_file or ""), []).append(
+            (search_rows.chunk(row), round(1.0 - float(distance), 6))
+        )
+    return best

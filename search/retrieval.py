@@ -145,13 +145,57 @@ def keyword_split(
     same way: fusion weighs it down. With `chapter_depth`, each repository's chapter
     BM25 (store.chapters, `work` its one filter) comes in the same round trip.
     """
-    # the backend, the repositories searched with their languages, and the query's
-    # lexemes: one query, in a pipeline so that the BEGIN opening a search's transaction
-    # goes with it
+    plan = keyword_plan(conn, query, filters, depth, query_lang, chapter_depth)
+    return plan.rankings(roundtrip.run(conn, plan.statements))
+
+
+@dataclass
+class KeywordPlan:
+    """`keyword_split`'s statements (`statements`, for store.roundtrip.run, alone or with
+    other statements of the same round trip) and what reads their rows (`rankings`)."""
+
+    statements: list[Statement | None]
+    languages: dict[str, tuple[str, ...]]
+    away: set[str]
+    content: str
+    chapter_engine: str
+    branches: dict[str, str]
+    depth: int
+    chapters: bool
+
+    def rankings(self, found: Sequence[list[Any]]) -> KeywordRankings:
+        """The rankings from the statements' rows (`found`, in the statements' order)."""
+        n = len(self.languages)
+        rankings = [hits(rows) for rows in found[:n]]
+        native, foreign = _merge(self.languages, self.away, rankings, self.depth)
+        out = KeywordRankings(
+            native, foreign, self.away, self.content, self.chapter_engine, self.branches
+        )
+        if self.chapters:
+            out.chapters = {
+                r: store_chapters.evidence_of(rows, ()).keyword
+                for r, rows in zip(self.languages, found[n : 2 * n], strict=True)
+            }
+        return out
+
+
+def keyword_plan(
+    conn: psycopg.Connection,
+    query: str,
+    filters: Filters,
+    depth: int,
+    query_lang: str | None = None,
+    chapter_depth: int | None = None,
+    catalogue: store_catalogue.CorpusLanguages | None = None,
+) -> KeywordPlan:
+    """`keyword_split`'s statements, not sent. `catalogue`: the backend, the repositories
+    searched with their languages and the query's lexemes, as the search's first round
+    trip read them (store.catalogue.candidates_statement); None: read here, one query."""
     scope = dict(filters.scope) if filters.scope is not None else None
-    catalogue = store_catalogue.corpus_languages(
-        conn, scope=scope, branch=filters.branch, repository=filters.repository, text=query
-    )
+    if catalogue is None:  # in a pipeline, so that the BEGIN of the transaction goes with it
+        catalogue = store_catalogue.corpus_languages(
+            conn, scope=scope, branch=filters.branch, repository=filters.repository, text=query
+        )
     languages = catalogue.languages
     backend = store_keyword.backend_for(catalogue.pg_search, catalogue.text_search)
     away = search_language.foreign(
@@ -182,16 +226,16 @@ def keyword_split(
         statements += _chapter_statements(
             terms, branches, filters.work, chapter_depth, catalogue.chapter_engine
         )
-    found = roundtrip.run(conn, statements)
-    rankings = [hits(rows) for rows in found[: len(languages)]]
-    native, foreign = _merge(languages, away, rankings, depth)
-    out = KeywordRankings(native, foreign, away, content, catalogue.chapter_engine, branches)
-    if chapter_depth is not None:
-        out.chapters = {
-            r: store_chapters.evidence_of(rows, ()).keyword
-            for r, rows in zip(languages, found[len(languages) :], strict=True)
-        }
-    return out
+    return KeywordPlan(
+        list(statements),
+        languages,
+        away,
+        content,
+        catalogue.chapter_engine,
+        branches,
+        depth,
+        chapter_depth is not None,
+    )
 
 
 def _chapter_statements(
@@ -284,22 +328,49 @@ def vector_and_summaries(
     """`vector`, and in the same round trip the cosines of the chapter summaries of each
     repository of `branches` (repository → branch; store.chapters: the `chapter_depth`
     nearest, `work` their one filter), as (chapter folder, cosine), best first."""
+    plan = vector_plan(query_vector, model, dimension, filters, depth, branches, chapter_depth)
+    return plan.rankings(roundtrip.run(conn, plan.statements))
+
+
+@dataclass
+class VectorPlan:
+    """`vector_and_summaries`' statements, not sent (`statements`, for
+    store.roundtrip.run), and what reads their rows (`rankings`)."""
+
+    statements: list[Statement]
+    repositories: list[str]
+
+    def rankings(
+        self, found: Sequence[list[Any]]
+    ) -> tuple[list[tuple[int, float]], dict[str, list[tuple[str, float]]]]:
+        """(the vector ranking, each repository's summaries) from the statements' rows."""
+        n = len(self.statements) - len(self.repositories)
+        nearest = store_vectors.nearest_of(found[:n])
+        summaries = {
+            r: store_chapters.evidence_of((), rows).summary
+            for r, rows in zip(self.repositories, found[n:], strict=True)
+        }
+        # ties (a work summary quoting a chapter's) by row id: the same ranks every run
+        nearest.sort(key=lambda r: (r[1], r[0]))
+        return [(i, 1.0 - d) for i, d in nearest], summaries
+
+
+def vector_plan(
+    query_vector: Sequence[float],
+    model: str,
+    dimension: int,
+    filters: Filters,
+    depth: int,
+    branches: Mapping[str, str],
+    chapter_depth: int,
+) -> VectorPlan:
+    """`vector_and_summaries`' statements (store.vectors.nearest_statements, then each
+    repository's summaries'), not sent."""
     if len(query_vector) != dimension:
         raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")
     where, params = filters.where()
     repositories = sorted(branches)
-    also = [
-        store_chapters.summaries_statement(
-            query_vector,
-            store_chapters.ChapterScope(r, branches[r], filters.work, chapter_depth),
-            model=model,
-            dimension=dimension,
-        )
-        for r in repositories
-    ]
-    also_rows: list[list[Any]] = []
-    found = store_vectors.nearest(
-        conn,
+    statements = store_vectors.nearest_statements(
         model,
         dimension,
         query_vector,
@@ -308,13 +379,14 @@ def vector_and_summaries(
         k=depth,
         ef_search=ef_search(depth),
         sorts=not index_always(filters),
-        also=also,
-        also_rows=also_rows,
     )
-    summaries = {
-        r: store_chapters.evidence_of((), rows).summary
-        for r, rows in zip(repositories, also_rows, strict=True)
-    }
-    # ties (a work summary quoting a chapter's) by row id: the same ranks every run
-    found.sort(key=lambda r: (r[1], r[0]))
-    return [(i, 1.0 - d) for i, d in found], summaries
+    for r in repositories:
+        statements.append(
+            store_chapters.summaries_statement(
+                query_vector,
+                store_chapters.ChapterScope(r, branches[r], filters.work, chapter_depth),
+                model=model,
+                dimension=dimension,
+            )
+        )
+    return VectorPlan(statements, repositories)

@@ -133,6 +133,13 @@ def resolve(
     """The scope of a request, within the repositories `readable` (None: all; module doc);
     UnknownRepository when `repository` has no rows (or none on the `branch` it names).
     Checks the names (rows.check_text) before any query."""
+    check_names(repository, branch)
+    return scope_of(default_branches(conn, DEFAULT_BRANCH), repository, branch, readable)
+
+
+def check_names(repository: str | None, branch: str | None) -> None:
+    """UnknownRepository (or BadQuery, rows.check_text) for a name no repository or
+    branch can have: checked before any query."""
     if branch is not None:
         check_text("branch", branch)
         if not branch.strip():
@@ -141,7 +148,15 @@ def resolve(
         check_text("repository", repository)
         if not repository.strip():
             raise UnknownRepository("repository must be a name, not an empty string")
-    known = default_branches(conn, DEFAULT_BRANCH)
+
+
+def scope_of(
+    known: dict[str, DefaultBranch],
+    repository: str | None,
+    branch: str | None,
+    readable: frozenset[str] | None = None,
+) -> Scope:
+    """`resolve` from what store.tips.default_branches read (`known`), the names checked."""
     if readable is not None:
         known = {r: d for r, d in known.items() if r in readable}
     with_rows = {r: d for r, d in known.items() if d.indexed}

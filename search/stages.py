@@ -31,6 +31,8 @@ from search.results import Hit, RerankReport, Scores
 from search.rows import Row
 from search.scope import Scope
 from search.tuning import Fusion
+from store import roundtrip
+from store.catalogue import CorpusLanguages
 from store.phrases import phrase_rows, quoted_segments
 
 Ranking = list[tuple[int, float]]  # (row id, score), best first
@@ -105,47 +107,57 @@ def retrieve(
     scope: Scope,
     timings: dict[str, float] | None = None,
     chapter_depth: int | None = None,
+    catalogue: CorpusLanguages | None = None,
 ) -> Rankings:
     """The keyword ranking (hybrid, bm25) and the vector one (when a vector is given) of
-    the rows `scope` reads; each one's milliseconds in `timings`. In hybrid mode, with
-    the query's language known (`options.query_lang`), the keyword hits of repositories
-    in another language are a ranking of their own, "keyword_foreign" (search.language).
-    With `chapter_depth` (hybrid, chapter evidence wanted: `wants_chapters`), each
-    repository's chapter BM25 comes with the rows' and its summaries' cosines with the
-    vector query (`Rankings.chapters`: no round trip of their own)."""
+    the rows `scope` reads, all in one round trip (its milliseconds: `timings`'
+    "rankings"). In hybrid mode, with the query's language known (`options.query_lang`),
+    the keyword hits of repositories in another language are a ranking of their own,
+    "keyword_foreign" (search.language). With `chapter_depth` (hybrid, chapter evidence
+    wanted: `wants_chapters`), each repository's chapter BM25 and its summaries' cosines
+    with the vector query come in the same round trip (`Rankings.chapters`).
+    `catalogue`: the scope's, as the search's first round trip read it (None: read here)."""
     where = filters(options, scope)
     out = Rankings()
     timings = {} if timings is None else timings
     if not wants_chapters(options):
         chapter_depth = None
+    t = time.perf_counter()
+    keyword, near = None, None
     if options.mode in ("hybrid", "bm25"):
-        t = time.perf_counter()
         lang = options.query_lang if options.mode == "hybrid" else None
-        found = retrieval.keyword_split(conn, query, where, options.depth, lang, chapter_depth)
-        out.lists["keyword"] = found.native
-        if found.away:
-            out.lists["keyword_foreign"] = found.away
-        out.foreign, out.foreign_query = found.foreign, found.content
-        out.chapter_engine = found.chapter_engine
-        if found.chapters is not None and vector is not None:
-            out.chapter_branches = found.branches
-            out.chapters = {r: chapters.ChapterEvidence(kw) for r, kw in found.chapters.items()}
-        timings["keyword"] = ms(t)
+        keyword = retrieval.keyword_plan(
+            conn, query, where, options.depth, lang, chapter_depth, catalogue
+        )
     if vector is not None and options.mode != "bm25":
-        t = time.perf_counter()
-        out.lists["vector"], summaries = retrieval.vector_and_summaries(
-            conn,
+        # the summaries of the repositories whose chapter BM25 is sent (the catalogue's)
+        branches = keyword.branches if keyword is not None and keyword.chapters else {}
+        near = retrieval.vector_plan(
             vector.values,
             vector.model,
             vector.dimension,
             where,
             options.depth,
-            out.chapter_branches,
+            branches,
             chapter_depth or 1,
         )
+    sent = (keyword.statements if keyword else []) + (near.statements if near else [])
+    found = roundtrip.run(conn, sent)
+    if keyword is not None:
+        got = keyword.rankings(found[: len(keyword.statements)])
+        out.lists["keyword"] = got.native
+        if got.away:
+            out.lists["keyword_foreign"] = got.away
+        out.foreign, out.foreign_query = got.foreign, got.content
+        out.chapter_engine = got.chapter_engine
+        if got.chapters is not None and vector is not None:
+            out.chapter_branches = got.branches
+            out.chapters = {r: chapters.ChapterEvidence(kw) for r, kw in got.chapters.items()}
+    if near is not None:
+        out.lists["vector"], summaries = near.rankings(found[len(found) - len(near.statements) :])
         for repository, found_summaries in summaries.items():
             out.chapters[repository].summary = found_summaries
-        timings["vector"] = ms(t)
+    timings["rankings"] = ms(t)
     return out
 
 

@@ -10,8 +10,9 @@
 rows and their BM25 length: which repositories and languages a branch has, and N /
 avgdl for store.fts. The loader keeps it exact in the load's transaction; `rebuild`
 computes it again from the rows. `chapter_documents` holds one document per chapter
-for the chapter BM25. `corpus_languages` is the one function that reads the catalogue
-for search, with the backend's flags and the query's lexemes in the same round trip.
+for the chapter BM25. `corpus_languages` reads the catalogue for a scope, with the
+backend's flags and the query's lexemes in the same statement; a search sends
+`candidates_statement` instead, in its first round trip, before its scope is known.
 The tables and the statement: docs/store.md, "The catalogue".
 """
 
@@ -23,8 +24,9 @@ from typing import Any
 
 import psycopg
 
-from store.bm25 import LEXEMES_BY_REPOSITORY
+from store.bm25 import LEXEMES_BY_REPOSITORY, lexemes_sql
 from store.keyword import BACKEND_COLUMNS
+from store.roundtrip import Statement
 
 # each repository as 'repository config,config…' (configs sorted), repositories in order
 _LANGUAGES = (
@@ -97,6 +99,89 @@ def corpus_languages(
     return CorpusLanguages(
         bool(row and row[0]), bool(row and row[1]), languages, bool(row and row[2]), lexemes
     )
+
+
+# the candidate pairs of a search not yet scoped (`candidates_statement`): the branch
+# asked, the repository asked, the repositories the caller may read (each NULL: any)
+_CANDIDATES = (
+    "(%(branch)s::text IS NULL OR branch = %(branch)s::text)"
+    " AND (%(repo)s::text IS NULL OR repository = %(repo)s::text)"
+    " AND (%(readable)s::text[] IS NULL OR repository = ANY(%(readable)s::text[]))"
+)
+# each (repository, branch) as [repository, branch, [config, …]] (configs sorted), and
+# the text's lexemes in each as [repository, branch, [lexeme, …]]
+_PAIRS = (
+    "(SELECT jsonb_agg(jsonb_build_array(repository, branch, configs)"
+    " ORDER BY repository, branch) FROM (SELECT repository, branch,"
+    " array_agg(ts_config::text ORDER BY ts_config::text) AS configs"
+    " FROM branch_languages WHERE " + _CANDIDATES + " GROUP BY repository, branch) AS c)"
+)
+_PAIR_LEXEMES = (
+    "(SELECT jsonb_agg(jsonb_build_array(p.repository, p.branch, "
+    + lexemes_sql("%(text)s::text", "p.repository", "p.branch")
+    + ")) FROM (SELECT DISTINCT repository, branch FROM branch_languages WHERE "
+    + _CANDIDATES
+    + ") AS p)"
+)
+
+
+def candidates_statement(
+    text: str | None,
+    *,
+    branch: str | None = None,
+    repository: str | None = None,
+    readable: Iterable[str] | None = None,
+) -> Statement:
+    """The catalogue of every (repository, branch) a search may read, before its scope is
+    known (the branch asked, else all; the repository asked, else all; within `readable`,
+    None: all), with the keyword engines' flags and, given a `text`, its lexemes in each
+    pair: a search sends it in its first round trip, with the statement its scope comes
+    from, and keeps its scope's pairs (`Candidates.within`). Few rows whatever the size:
+    one per (repository, branch, configuration)."""
+    columns = [BACKEND_COLUMNS, _PAIRS] + ([_PAIR_LEXEMES] if text is not None else [])
+    return Statement(
+        "SELECT " + ", ".join(columns),
+        {
+            "text": text,
+            "branch": branch,
+            "repo": repository,
+            "readable": sorted(readable) if readable is not None else None,
+        },
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Candidates:
+    """`candidates_statement`'s answer: flags, each pair's configs and lexemes."""
+
+    pg_search: bool
+    text_search: bool
+    chapter_pg_search: bool
+    languages: dict[tuple[str, str], tuple[str, ...]]
+    lexemes: dict[tuple[str, str], list[str]]
+
+    @classmethod
+    def of(cls, rows: list[Any]) -> Candidates:
+        row = rows[0] if rows else None
+        languages: dict[tuple[str, str], tuple[str, ...]] = {}
+        for name, branch, configs in (row[3] or []) if row else []:
+            languages[name, branch] = tuple(configs)
+        lexemes = (
+            {(r, b): list(found) for r, b, found in (row[4] or [])} if row and len(row) > 4 else {}
+        )
+        flags = [bool(row and row[n]) for n in range(3)]
+        return cls(flags[0], flags[1], flags[2], languages, lexemes)
+
+    def within(self, scope: Mapping[str, str]) -> CorpusLanguages:
+        """What `corpus_languages` answers for `scope` (repository → branch)."""
+        pairs = sorted((r, b) for (r, b) in self.languages if scope.get(r) == b)
+        return CorpusLanguages(
+            self.pg_search,
+            self.text_search,
+            {r: self.languages[r, b] for r, b in pairs},
+            self.chapter_pg_search,
+            {r: self.lexemes[r, b] for r, b in pairs if (r, b) in self.lexemes},
+        )
 
 
 @dataclass

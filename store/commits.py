@@ -131,6 +131,28 @@ def indexed_on_statement(branch: str, repositories: Sequence[str]) -> Statement:
     )
 
 
+def indexed_statement(repositories: Sequence[str] | None) -> Statement:
+    """`indexed_on_statement` for every branch of `repositories` (None: of every
+    repository; a row per indexed or embedding branch): a search sends it in its first
+    round trip, before it knows which repositories its hits come from. Its rows go to
+    `indexed_by_branch`."""
+    where = "" if repositories is None else " WHERE repository = ANY(%(r)s)"
+    return Statement(
+        "SELECT repository, branch, i.commit, i.indexed_at, i.problems, c.total, c.missing"
+        f" FROM (SELECT * FROM indexed_commits{where}) AS i"
+        f" FULL JOIN (SELECT * FROM vector_coverage{where}) AS c USING (repository, branch)",
+        {} if repositories is None else {"r": list(repositories)},
+    )
+
+
+def indexed_by_branch(rows: Sequence[Any]) -> dict[str, list[IndexedOn]]:
+    """`indexed_statement`'s rows: branch → what `indexed_on` gives for it."""
+    out: dict[str, list[IndexedOn]] = {}
+    for repository, branch, *rest in rows:
+        out.setdefault(branch, []).extend(indexed_on_rows([(repository, *rest)]))
+    return out
+
+
 def indexed_on_rows(rows: Sequence[Any]) -> list[IndexedOn]:
     return [
         (r[0], r[1], r[2], list(r[3] or []), (r[4], r[5]) if r[4] is not None else None)

@@ -7,6 +7,9 @@
     record_heads(conn, {"livre": "master"})         # the branch each HEAD names (migration 025)
     default_branches(conn, "main")                  # repository → its default, its branches
 
+Search reads tips and default branches in its first round trip: their statements
+(`tips_statement`, `default_branches_statement`) go to `store.roundtrip.run`.
+
 Search compares them with the indexed commit (search.freshness) without opening
 git. Each writer commits its own statement on an autocommit connection or within
 the caller's transaction; none of them reads git.
@@ -85,9 +88,12 @@ def tips(conn: Any, repositories: Sequence[str]) -> dict[str, dict[str, str]]:
     return tips_of(run(conn, [tips_statement(repositories)])[0])
 
 
-def tips_statement(repositories: Sequence[str]) -> Statement:
-    """`tips`' statement, for `store.roundtrip.run` (a search's freshness sends it with
-    store.commits.indexed_on_statement); its rows go to `tips_of`."""
+def tips_statement(repositories: Sequence[str] | None) -> Statement:
+    """`tips`' statement, for `store.roundtrip.run` (a search sends it in its first round
+    trip, with store.commits.indexed_statement); its rows go to `tips_of`. None: every
+    repository's (a few rows: one per branch)."""
+    if repositories is None:
+        return Statement("SELECT repository, branch, commit FROM branch_tips")
     return Statement(
         "SELECT repository, branch, commit FROM branch_tips WHERE repository = ANY(%(r)s)",
         {"r": list(repositories)},
@@ -125,18 +131,31 @@ class DefaultBranch:
     indexed: tuple[str, ...]  # the branches that have rows, sorted
 
 
+_DEFAULT_BRANCHES = (
+    "SELECT repository, h.branch, coalesce(i.branches, '{}')"
+    " FROM (SELECT repository, array_agg(DISTINCT branch ORDER BY branch) AS branches"
+    "         FROM branch_languages GROUP BY repository) AS i"
+    " FULL JOIN repository_heads h USING (repository) ORDER BY repository"
+)
+
+
 def default_branches(conn: Any, fallback: str) -> dict[str, DefaultBranch]:
     """Every repository with rows or a recorded HEAD → its default branch: the branch its
     HEAD names (repository_heads), else its only indexed branch (rows loaded from a
     folder on another branch), else `fallback`. `branch_languages` holds a row per
     (repository, branch, language) with rows: a few rows to read, whatever the size."""
+    return default_branches_of(conn.execute(_DEFAULT_BRANCHES).fetchall(), fallback)
+
+
+def default_branches_statement() -> Statement:
+    """`default_branches`' statement, for `store.roundtrip.run` (a search sends it in its
+    first round trip); its rows go to `default_branches_of`."""
+    return Statement(_DEFAULT_BRANCHES)
+
+
+def default_branches_of(rows: Sequence[Any], fallback: str) -> dict[str, DefaultBranch]:
     out: dict[str, DefaultBranch] = {}
-    for repository, head, indexed in conn.execute(
-        "SELECT repository, h.branch, coalesce(i.branches, '{}')"
-        " FROM (SELECT repository, array_agg(DISTINCT branch ORDER BY branch) AS branches"
-        "         FROM branch_languages GROUP BY repository) AS i"
-        " FULL JOIN repository_heads h USING (repository) ORDER BY repository"
-    ).fetchall():
+    for repository, head, indexed in rows:
         if head is not None:
             out[repository] = DefaultBranch(head, "HEAD", tuple(indexed))
         elif len(indexed) == 1:

