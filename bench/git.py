@@ -21,11 +21,12 @@ temporary directory) and measures, side by side:
    should follow the change, not the corpus. Split into its phases (medians):
    the `git push` command itself (both hooks included), push → job queued,
    queued → job started (the worker's wake-up), the job, job end → searchable.
-3. The hooks' start-up on its own line: a fresh interpreter importing what
-   each hook imports (`glossator.githooks` for post-receive, which asks the
-   server; with `hooks.pre_receive` for pre-receive), against the bare
-   interpreter and against what post-receive imported before issue 23
-   (pydantic's settings, procrastinate, psycopg). Medians of 5.
+3. The hooks' start-up on its own line: the hook's interpreter as installed
+   (`python -E -P -S glossator/githooks.py`, which asks the server), the same imports
+   with `site` (the hooks before issue 41's last round), pre-receive checking in
+   the hook (`hooks.pre_receive`, a push without a server), against the bare
+   interpreter (with site, and isolated without it) and against what post-receive
+   imported before issue 23 (pydantic's settings, procrastinate, psycopg). Medians of 5.
 
 The embedder defaults to the fake (hash) one, the test suite's (tests/fakes.py, a
 provider plugin this bench names for its server), so that indexing the large corpus
@@ -146,20 +147,28 @@ def edit_to_searchable(server: ServeProcess, work: Path, name: str, url: str) ->
 
 
 def startup(repeat: int = 5) -> dict[str, float]:
-    """Median seconds for a fresh interpreter to import what each hook imports."""
+    """Median seconds for a fresh interpreter to start as each hook starts."""
+    hook = [sys.executable, "-E", "-P", "-S", str(ROOT / "glossator" / "githooks.py"), "-"]
     cases = {
-        "python": "pass",
-        "post_receive": "import glossator.githooks, json, socket",
-        "pre_receive": "import glossator.githooks, hooks.pre_receive",
-        "before": "import glossator.settings, hooks.post_receive",  # post-receive, issue 23
+        "python": [sys.executable, "-P", "-c", "pass"],
+        "isolated": [sys.executable, "-E", "-P", "-S", "-c", "pass"],
+        # the hook as installed (gitserver.repos.hook_script), up to its usage line
+        "hook": hook,
+        # the same imports with site (the editable install's finder): the hook before
+        "with_site": [sys.executable, "-P", "-c", "import glossator.githooks, json, socket"],
+        "pre_receive": [sys.executable, "-P", "-c", "import glossator.githooks, hooks.pre_receive"],
+        # post-receive, issue 23
+        "before": [sys.executable, "-P", "-c", "import glossator.settings, hooks.post_receive"],
     }
     out = {}
-    for key, code in cases.items():
+    for key, argv in cases.items():
         runs = []
         for _ in range(repeat):
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-P", "-c", code], check=True, cwd=ROOT, timeout=120)
+            done = subprocess.run(argv, cwd=ROOT, timeout=120, capture_output=True)
             runs.append(time.perf_counter() - t)
+            if done.returncode not in (0, 2):  # 2: the hook's usage line
+                raise RuntimeError(f"{argv}: {done.stderr.decode(errors='replace')[-500:]}")
         out[key] = statistics.median(runs)
     return out
 
@@ -328,11 +337,13 @@ def transfer_lines(t: dict[str, float], hooks: dict[str, float] | None) -> list[
 
 def hooks_line(hooks: dict[str, float]) -> str:
     return (
-        f"| hooks' start-up (fresh interpreter + imports, median of 5) | post-receive "
-        f"{hooks['post_receive']:.2f} s (it asks the server); pre-receive, checking "
-        f"in the hook, {hooks['pre_receive']:.2f} s; bare interpreter "
-        f"{hooks['python']:.2f} s; post-receive's imports before issue 23 (settings, "
-        f"procrastinate) {hooks['before']:.2f} s |"
+        f"| hooks' start-up (fresh interpreter + imports, median of 5) | the hook as "
+        f"installed (`-E -P -S githooks.py`, it asks the server) {hooks['hook']:.3f} s; "
+        f"the same imports with site {hooks['with_site']:.3f} s; checking in the hook "
+        f"(pre-receive without a server) {hooks['pre_receive']:.2f} s; bare interpreter "
+        f"{hooks['python']:.3f} s, without site {hooks['isolated']:.3f} s; "
+        f"post-receive's imports before issue 23 (settings, procrastinate) "
+        f"{hooks['before']:.2f} s |"
     )
 
 

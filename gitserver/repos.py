@@ -7,15 +7,17 @@ symlink planted in the store) reaches outside it (dulwich's backend habit).
 
 `create` configures each repository for smart HTTP and for Glossator, and
 installs the two hooks that call back into Glossator. The hooks are tiny shell
-scripts that `exec` this interpreter on `glossator.githooks` (the composition
-root's entry point, which reads the environment and runs `hooks.pre_receive` /
-`hooks.post_receive`): git runs them as its own child processes, with the
-environment the server gave `git http-backend` (database URL, data dir), so they
-need no secret on disk.
+scripts that `exec` this interpreter without `site` (`-E -P -S`: a hook's start is
+part of every push), on the file of `glossator.githooks` (the composition
+root's entry point, which reads the environment and asks the server to run
+`hooks.pre_receive` / `hooks.post_receive`): git runs them as its own child
+processes, with the environment the server gave `git http-backend` (database URL,
+data dir), so they need no secret on disk.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import re
@@ -61,12 +63,24 @@ CONFIG: dict[str, str | bool] = {
     "receive.denyNonFastForwards": False,
     # No background gc racing the worker's object writes; `git gc` is an admin's job.
     "gc.auto": "0",
+    # Nor the `git gc --auto` receive-pack starts after every push to find gc.auto off:
+    # one process less on every push.
+    "receive.autogc": False,
 }
 
 HOOKS = ("pre-receive", "post-receive")
 PUSH_POLL_S = 0.1  # between looks at the pushes a delete waits for
 # What the hook scripts run: named, not imported (the composition root is above this layer).
-HOOK_MODULE = "glossator.githooks"
+HOOK_PACKAGE, HOOK_FILE = "glossator", "githooks.py"
+
+
+def hook_entry() -> Path:
+    """The file of the hooks' entry point (glossator.githooks), found by name: its
+    package is looked up, not imported."""
+    spec = importlib.util.find_spec(HOOK_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError(f"the {HOOK_PACKAGE} package is not installed: no hook to install")
+    return Path(next(iter(spec.submodule_search_locations))) / HOOK_FILE
 
 
 def check_name(name: str) -> str:
@@ -93,8 +107,10 @@ def hook_script(hook: str, *, data_dir: Path, repos_dir: Path) -> str:
         f': "${{GLOSSATOR_DATA_DIR:={shlex.quote(str(data_dir))}}}"\n'
         f': "${{GLOSSATOR_REPOS_DIR:={shlex.quote(str(repos_dir))}}}"\n'
         "export GLOSSATOR_DATA_DIR GLOSSATOR_REPOS_DIR\n"
-        # -P: never import from the current directory (git runs hooks inside the repository)
-        f"exec {shlex.quote(sys.executable)} -P -m {HOOK_MODULE} {hook}\n"
+        # -E: no PYTHON* variable; -P: nothing imported from the current directory (git
+        # runs hooks inside the repository); -S: no site-packages, no .pth file (the
+        # entry point needs the standard library only, until it works without the server)
+        f"exec {shlex.quote(sys.executable)} -E -P -S {shlex.quote(str(hook_entry()))} {hook}\n"
     )
 
 

@@ -1,27 +1,29 @@
-"""The entry points git runs as a repository's hooks: `python -P -m glossator.githooks HOOK`.
+"""The entry points git runs as a repository's hooks: `python -E -P -S …/githooks.py HOOK`.
 
-gitserver.repos installs the hook scripts that exec this; git runs them with the
-environment the server gave `git http-backend` plus git's own (GIT_DIR, and for
+gitserver.repos installs the hook scripts that exec this file. git runs them with
+the environment the server gave `git http-backend` plus git's own (GIT_DIR, and for
 pre-receive GIT_QUARANTINE_PATH). That environment is read here, in the composition
 root, and `hooks.pre_receive` / `hooks.post_receive` get plain values.
 
-This runs on every push, before git answers the client, so it imports only what
-the hook needs (pydantic's settings and procrastinate cost ~1.3 s of a push on a
-loaded machine; `python -X importtime -m glossator.githooks post-receive`
-shows what is left). No settings object: the server hands the hooks the few
-values they need as variables (glossator.supervision.lifespan.hook_environment).
+This runs twice on every push, before git answers the client, so its interpreter
+starts without `site` and isolated from the environment and the current directory
+(`-E -P -S`; `-I` would also refuse the user's site-packages to a hook that does the
+work itself, below): no site-packages, no `.pth` file (the
+editable install's finder alone loaded pathlib, re and importlib.util, ~60 ms of
+each hook's start on a loaded machine), and only the standard library's os, sys,
+json and socket are imported (`python -X importtime -E -P -S glossator/githooks.py`
+shows them; bench/git.py times it). No settings object: the server hands the hooks
+the few values they need as variables (glossator.supervision.lifespan.hook_environment).
 
 Both hooks ask the server that runs the push to do their work (`POST
 /api/hooks/pre-receive`: the checks of hooks.pre_receive, on the push's quarantined
 objects; `POST /api/hooks/post-receive`: queue its jobs, hooks.post_receive), with
 the per-server hook token and the address the server gave in
 GLOSSATOR_HOOK_CALLBACK: the server does it on its own warm imports and sends back
-the lines to print (and pre-receive's exit status), so the hook itself needs the
-standard library only (pygit2 and the corpus rules cost pre-receive
-~0.1 s of imports on every push, ~0.3 s on a loaded machine). Without that address
-(a push by file:// or ssh) or when the server cannot be reached, the hook does the
-same work itself (pre-receive also when the server does not answer in time: a push
-is never accepted unchecked).
+the lines to print (and pre-receive's exit status). Without that address (a push
+by file:// or ssh) or when the server cannot be reached, the hook does the same
+work itself, once `site` has put the installed packages on its path (pre-receive
+also when the server does not answer in time: a push is never accepted unchecked).
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+
+TYPE_CHECKING = False  # typing is not imported at run time: a hook imports what it uses
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
+    from typing import Any, TextIO
 
 # Variables of the hook environment. glossator.settings is not imported (it loads
 # pydantic); tests/test_hooks_queue.py checks DATABASE_URL is the setting's name.
@@ -143,9 +148,23 @@ def _repository_name(git_dir: str) -> str:
     return path[: -len(".git")] if path.endswith(".git") else path
 
 
+def _installed_packages() -> None:
+    """Put the installed packages on the path: the hook's interpreter started without
+    `site` (-S, module docstring) and now does the work itself. Glossator's own
+    packages sit beside this one (a checkout run without an install too)."""
+    if "site" not in sys.modules:
+        import site
+
+        site.main()  # site-packages, the user's too, and their .pth files
+    root = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+    if root not in sys.path:
+        sys.path.append(root)
+
+
 def _post_receive_here(env: Mapping[str, str], git_dir: str, updates: str, out: TextIO) -> int:
     import io
 
+    _installed_packages()
     from hooks import post_receive as hook
 
     config = hook.PostReceive(
@@ -178,6 +197,7 @@ def pre_receive(
         return int(answer["status"])
     import io
 
+    _installed_packages()
     from hooks import pre_receive as hook
 
     return hook.main(git_dir, quarantine, io.StringIO(updates), out)
@@ -188,7 +208,7 @@ HOOKS = {"pre-receive": pre_receive, "post-receive": post_receive}
 
 def main(argv: Sequence[str] = sys.argv) -> int:
     if len(argv) != 2 or argv[1] not in HOOKS:
-        print(f"usage: python -m glossator.githooks {{{','.join(HOOKS)}}}", file=sys.stderr)
+        print(f"usage: python -E -P -S githooks.py {{{','.join(HOOKS)}}}", file=sys.stderr)
         return 2
     return HOOKS[argv[1]]()
 

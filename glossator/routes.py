@@ -213,7 +213,9 @@ class Endpoints:
 
     async def post_receive(self, repository: str, updates: str, server_url: str) -> str:
         """A push's post-receive, done here on the server's warm imports (the hook asks
-        for it: glossator.githooks); what `hooks.post_receive.main` prints."""
+        for it: glossator.githooks), on a connection of the server's pool (a new
+        connection costs a push more than its statements): what
+        `hooks.post_receive.main` prints."""
         from hooks import post_receive as hook
 
         config = hook.PostReceive(
@@ -223,7 +225,10 @@ class Endpoints:
             git_dir=str(self.store.path(repository)),
         )
         out = io.StringIO()
-        await asyncio.to_thread(hook.main, config, io.StringIO(updates), out)
+        db = self.db  # its pool is opened on first use, in the thread
+        await asyncio.to_thread(
+            hook.main, config, io.StringIO(updates), out, lambda: db.pool.connection(timeout=10)
+        )
         return out.getvalue()
 
     async def pre_receive(

@@ -11,23 +11,32 @@ It takes plain values (`PostReceive`): the entry point git runs,
 `glossator.githooks`, reads them from the environment the server gave
 `git http-backend` (the database URL, never from a file), the repository name
 from the git dir, and the server's URL (to tell the pusher where to follow the
-job) from GLOSSATOR_HOOK_URL, which the server sets per request.
+job) from GLOSSATOR_HOOK_URL, which the server sets per request. The server that
+took the push runs `main` itself, on a connection of its pool (glossator.routes: the
+hook only asks it); the hook runs it only without a server, on a short connection.
+Either way the push's statements go in one transaction (hooks.queue.queue_push).
 """
 
 from __future__ import annotations
 
-import contextlib
 import sys
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+import psycopg
+
 from hooks.heads import settle_head
-from hooks.queue import defer_sync, last_problems, record_pushed_head, record_pushed_tip
+from hooks.queue import queue_push
 from hooks.refupdates import parse_updates
+from store import connections
 from store.errors import describe_failure
 
-SUFFIX = ".git"  # gitserver.repos.SUFFIX, not imported: it would load pygit2 on every push
+SUFFIX = ".git"  # gitserver.repos.SUFFIX (gitserver is not below hooks)
+# A connection for the push's one transaction, closed or given back by its `with`.
+Connect = Callable[[], AbstractContextManager[psycopg.Connection]]
 
 
 @dataclass(frozen=True)
@@ -45,7 +54,15 @@ def repository_name(git_dir: str) -> str:
     return path.name[: -len(SUFFIX)] if path.name.endswith(SUFFIX) else path.name
 
 
-def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdout) -> int:
+def main(
+    config: PostReceive,
+    stdin: TextIO = sys.stdin,
+    out: TextIO = sys.stdout,
+    connect: Connect | None = None,
+) -> int:
+    """`connect`: the connection to queue on (the server's pool); by default a short one
+    to `config.database_url`. Either way one connection and one transaction for the
+    whole push (hooks.queue.queue_push)."""
     branches = []
     tips = {}  # branch → the tip the push left (search's freshness reads it)
     created = []  # branches this push created
@@ -67,44 +84,56 @@ def main(config: PostReceive, stdin: TextIO = sys.stdin, out: TextIO = sys.stdou
         )
         return 0
     head = _settle_head(config, created, out)
-    if not url:
+    if connect is None and not url:
         print(
             "glossator: indexing not queued (no database in this environment); "
             "the branch is indexed when `glossator serve` starts",
             file=out,
         )
         return 0
+    opener = connect if connect is not None else _short_connection(url or "")
     base = config.server_url.rstrip("/")
-    if head is not None:
-        # on failure the queueing below says whether the database answers; reconciliation
-        # records HEAD at the server's next start
-        with contextlib.suppress(Exception):
-            record_pushed_head(url, repository, head)
-    for branch in branches:
-        _say_problems(url, repository, branch, out)
-        try:
-            record_pushed_tip(url, repository, branch, tips[branch])
-            queued = defer_sync(url, repository, branch)
-        except Exception as e:
-            # One line of ours, never the driver's message: it may quote the URL.
+    try:
+        with opener() as conn:
+            queued = queue_push(conn, repository, tips, head)
+    except Exception as e:
+        queued = {}
+        # One line of ours, never the driver's message: it may quote the URL. Nothing was
+        # written (one transaction); reconciliation records HEAD and queues the branches.
+        for branch in branches:
             print(
                 f"glossator: indexing of {branch} not queued: {describe_failure(e)}; "
                 "the server queues it by itself within 5 minutes once the database is back",
                 file=out,
             )
+    for branch in branches:
+        if branch not in queued:
             continue
-        if queued.coalesced:
+        done = queued[branch]
+        _say_problems(branch, done.last_job, done.last_problems, out)
+        if done.enqueued.coalesced:
             print(
-                f"glossator: indexing queued (job {queued.job_id}): {branch} already waits "
-                "and will index this push too",
+                f"glossator: indexing queued (job {done.enqueued.job_id}): {branch} already "
+                "waits and will index this push too",
                 file=out,
             )
         else:
-            print(f"glossator: indexing queued (job {queued.job_id}) for {branch}", file=out)
+            print(
+                f"glossator: indexing queued (job {done.enqueued.job_id}) for {branch}",
+                file=out,
+            )
     follow = f"GET {base}/api/jobs?repository={repository}" if base else "GET /api/jobs"
     print(f"glossator: follow it with `glossator status --follow` or {follow}", file=out)
     out.flush()
     return 0
+
+
+def _short_connection(conninfo: str) -> Connect:
+    def connect() -> AbstractContextManager[psycopg.Connection]:
+        # connect_timeout: a database that does not answer is said at once
+        return connections.connect(conninfo, autocommit=True, connect_timeout=10)
+
+    return connect
 
 
 def _settle_head(config: PostReceive, created: list[str], out: TextIO) -> str | None:
@@ -130,12 +159,8 @@ def _settle_head(config: PostReceive, created: list[str], out: TextIO) -> str | 
 SHOWN_PROBLEMS = 5  # remote: lines per branch; `glossator status` lists the rest
 
 
-def _say_problems(url: str, repository: str, branch: str, out: TextIO) -> None:
+def _say_problems(branch: str, job_id: int | None, problems: list[str], out: TextIO) -> None:
     """What the last index of `branch` could not do: the pusher may be the one to fix it."""
-    try:
-        job_id, problems = last_problems(url, repository, branch)
-    except Exception:
-        return  # the queueing below says whether the database answers
     if not problems:
         return
     print(

@@ -23,6 +23,15 @@ at every retry:
 Warnings (a file the reader ignores, a missing title) pass. Every problem becomes
 one line, which git shows the pusher as `remote: …`, and a non-zero exit refuses
 the whole push (git's all-or-nothing). Deletions and branch deletions always pass.
+
+Only what the push changed is read (a push should cost what git costs): each tree is
+compared with a tree these checks already passed, the branch's old tip (for a new
+branch, the default branch's tip, which HEAD names; none: the empty tree). The files
+that differ are parsed; the whole tree's names and modes are walked only when they
+differ from it (a path added, removed or renamed, a mode changed, glossator.toml
+changed), since the tree-wide checks read nothing else. A push that only edits files
+(the common push) reads those files and nothing more. A rule added by an upgrade
+thus applies to the paths a later push changes, and the job reports the rest.
 """
 
 from __future__ import annotations
@@ -60,16 +69,44 @@ def open_repository(git_dir: str, quarantine: str | None = None) -> pygit2.Repos
     return repo
 
 
+def base_tree(repo: pygit2.Repository, old: str) -> pygit2.Tree | None:
+    """The tree a push to a branch is compared with, one these checks passed (module
+    docstring): the branch's old tip, or for a new branch the default branch's tip;
+    None when there is none (the first push: every path is new)."""
+    if old != ZERO and old in repo:
+        return repo[old].peel(pygit2.Commit).tree
+    head = repo.references.get("HEAD")
+    target = head.target if head is not None else None
+    ref = repo.references.get(target) if isinstance(target, str) else None
+    if ref is None:
+        return None
+    return repo[ref.resolve().target].peel(pygit2.Commit).tree
+
+
+REGULAR = (FileMode.BLOB, FileMode.BLOB_EXECUTABLE)
+
+
+def same_names(base: pygit2.Tree, tree: pygit2.Tree) -> bool:
+    """Whether `tree` has exactly `base`'s paths and modes and policy: every difference
+    is the content of a regular file other than glossator.toml. The tree-wide checks
+    read names, modes and the policy only, so they say of `tree` what they said of
+    `base`."""
+    for delta in base.diff_to_tree(tree).deltas:
+        if delta.status_char() != "M" or delta.new_file.path == POLICY_FILE:
+            return False
+        if delta.old_file.mode != delta.new_file.mode or delta.new_file.mode not in REGULAR:
+            return False
+    return True
+
+
 def changed_markdown(
-    repo: pygit2.Repository, old: str, new: str, prompts_dir: str = ""
+    repo: pygit2.Repository, base: pygit2.Tree | None, new: str, prompts_dir: str = ""
 ) -> Iterator[tuple[str, bytes]]:
-    """(path, content) of each .md file added or modified between old and new, under
-    corpus/ or under `prompts_dir`."""
+    """(path, content) of each .md file added or modified between the `base` tree
+    (None: the empty tree, every file is new) and commit `new`, under corpus/ or under
+    `prompts_dir`."""
     new_tree = repo[new].peel(pygit2.Commit).tree
-    if old == ZERO or old not in repo:  # a new branch: every file is new
-        diff = new_tree.diff_to_tree(swap=True)
-    else:
-        diff = repo[old].peel(pygit2.Commit).tree.diff_to_tree(new_tree)
+    diff = new_tree.diff_to_tree(swap=True) if base is None else base.diff_to_tree(new_tree)
     roots = tuple(d.strip("/") + "/" for d in (CORPUS_DIR, prompts_dir) if d.strip("/"))
     for delta in diff.deltas:
         path = delta.new_file.path
@@ -183,12 +220,15 @@ def check_updates(
     for old, new, ref in updates:
         if new == ZERO or not ref.startswith("refs/heads/"):
             continue
-        for found in check_tree(repo, new):
-            if (found.path, found.message) not in seen:
-                seen.add((found.path, found.message))
-                problems.append(found)
-        policy, _ = read_policy(repo, repo[new].peel(pygit2.Commit).tree)
-        for path, data in changed_markdown(repo, old, new, policy.prompts_dir):
+        tree = repo[new].peel(pygit2.Commit).tree
+        base = base_tree(repo, old)
+        if base is None or not same_names(base, tree):
+            for found in check_tree(repo, new):
+                if (found.path, found.message) not in seen:
+                    seen.add((found.path, found.message))
+                    problems.append(found)
+        policy, _ = read_policy(repo, tree)
+        for path, data in changed_markdown(repo, base, new, policy.prompts_dir):
             problem = check_file(path, data)
             if problem is not None and (path, problem.message) not in seen:
                 seen.add((path, problem.message))

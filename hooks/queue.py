@@ -9,6 +9,9 @@ runs. Two procrastinate locks give DESIGN §1's semantics:
 - `lock="<repo>/<branch>"`: at most one *running* job per branch; a push during a
   run queues one more job, which starts when the running one ends.
 
+A push's post-receive queues through `queue_push`: the branch HEAD names, each
+branch's tip and its job, on one connection (the server's pool) in one transaction.
+
 Retries are ours, not procrastinate's (hooks.retries says why): a failed job's
 follow-up is a *new* job, `defer_sync(…, failures=n, delay_s=…)`; when another job
 already waits, `AlreadyEnqueued` means that job is the follow-up, and a push brings
@@ -27,7 +30,7 @@ cancelled with the rest), then `forget_jobs` (every finished job and its attempt
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,19 +56,34 @@ class Enqueued:
     coalesced: bool  # True: a waiting job already covers this push
 
 
-def record_pushed_tip(conninfo: str, repository: str, branch: str, commit: str) -> None:
-    """The post-receive hook's record of the tip a push left (git's zeros: deleted), which
-    search's freshness reads (store.tips); before the job is queued, so that a
-    commit-back always finds it."""
-    with connections.connect(conninfo, autocommit=True) as conn:
-        record_tip(conn, repository, branch, commit)
+@dataclass(frozen=True)
+class BranchQueued:
+    """What a push's post-receive did for one branch: its job, and the problems of the
+    branch's last index ((None, []) before the first), read before this push."""
+
+    enqueued: Enqueued
+    last_job: int | None
+    last_problems: list[str]
 
 
-def record_pushed_head(conninfo: str, repository: str, branch: str) -> None:
-    """The post-receive hook's record of the branch HEAD names (the repository's default
-    branch, which search reads when no branch is asked: store.tips.default_branches)."""
-    with connections.connect(conninfo, autocommit=True) as conn:
-        record_heads(conn, {repository: branch})
+def queue_push(
+    conn: psycopg.Connection, repository: str, tips: Mapping[str, str], head: str | None
+) -> dict[str, BranchQueued]:
+    """Everything the post-receive hook writes and reads, on the caller's one connection
+    in one transaction (one commit: a push should cost what git costs): the branch HEAD
+    names (store.tips.record_heads: the default branch search reads), then for each
+    pushed branch the problems of its last index, the tip the push left (git's zeros:
+    deleted; search's freshness reads it, and it is in before the job, so a
+    commit-back always finds it) and its job (`defer`'s semantics)."""
+    out: dict[str, BranchQueued] = {}
+    with conn.transaction():
+        if head is not None:
+            record_heads(conn, {repository: head})
+        for branch, tip in tips.items():
+            job_id, problems = commits.last_index(conn, repository, branch)
+            record_tip(conn, repository, branch, tip)
+            out[branch] = BranchQueued(_defer(conn, repository, branch), job_id, problems)
+    return out
 
 
 def defer_sync(
@@ -76,29 +94,41 @@ def defer_sync(
     failures: int = 0,
     delay_s: float = 0.0,
 ) -> Enqueued:
-    """Queue indexing of `repository`/`branch` from a synchronous caller (the hook, a job).
+    """Queue indexing of `repository`/`branch` from a synchronous caller (a job's
+    follow-up, a test) on a short connection of its own.
 
     `failures`/`delay_s`: a follow-up after failed attempts, run `delay_s` from now.
     When a job already waits it covers this request; a push (`delay_s` 0) moves a
     delayed one to now."""
+    # connect_timeout: a database that does not answer is said at once (a job that met
+    # an outage queues its follow-up before it can end)
+    with connections.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
+        return _defer(conn, repository, branch, failures=failures, delay_s=delay_s)
+
+
+def _defer(
+    conn: psycopg.Connection,
+    repository: str,
+    branch: str,
+    *,
+    failures: int = 0,
+    delay_s: float = 0.0,
+) -> Enqueued:
     name = lock_name(repository, branch)
     args: dict[str, Any] = {"repository": repository, "branch": branch}
     if failures:
         args["failures"] = failures
-    # one connection, procrastinate's own statement (store.jobqueue.defer: an App would
-    # open a pool of its own to queue one job, on every push); connect_timeout: a
-    # database that does not answer is said at once (a job that met an outage queues
-    # its follow-up before it can end)
-    with connections.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-        job_id = jobqueue.defer(
-            conn, TASK_NAME, queue=QUEUE, lock=name, queueing_lock=name, args=args, delay_s=delay_s
-        )
-        if job_id is not None:
-            return Enqueued(job_id, False)
-        if delay_s <= 0 and not failures:
-            # a push: new input deserves a try now, and a fresh count of retries
-            jobqueue.bring_forward(conn, name)
-        return Enqueued(jobqueue.waiting_job(conn, name), True)
+    # procrastinate's own statement on the caller's connection (store.jobqueue.defer: an
+    # App would open a pool of its own to queue one job, on every push)
+    job_id = jobqueue.defer(
+        conn, TASK_NAME, queue=QUEUE, lock=name, queueing_lock=name, args=args, delay_s=delay_s
+    )
+    if job_id is not None:
+        return Enqueued(job_id, False)
+    if delay_s <= 0 and not failures:
+        # a push: new input deserves a try now, and a fresh count of retries
+        jobqueue.bring_forward(conn, name)
+    return Enqueued(jobqueue.waiting_job(conn, name), True)
 
 
 async def defer_async(app: procrastinate.App, repository: str, branch: str) -> Enqueued | None:
@@ -111,12 +141,6 @@ async def defer_async(app: procrastinate.App, repository: str, branch: str) -> E
     except AlreadyEnqueued:
         return None
     return Enqueued(job_id, False)
-
-
-def last_problems(conninfo: str, repository: str, branch: str) -> tuple[int | None, list[str]]:
-    """(job id, problems) of the last index of a branch (indexed_commits)."""
-    with connections.connect(conninfo, autocommit=True, connect_timeout=10) as conn:
-        return commits.last_index(conn, repository, branch)
 
 
 def failing_branches(

@@ -23,7 +23,8 @@ from core.access import AccessPolicy, Role
 from gitserver.app import create_app
 from gitserver.auth import Access, basic_credentials, required_access, token_matches
 from gitserver.errors import RepositoryExists, RepositoryNameError
-from gitserver.repos import RepoStore, check_name
+from gitserver.repos import RepoStore, check_name, hook_entry
+from glossator import githooks
 from tests.gitserver_support import ServerThread, commit_all, git, init_work, write_files
 
 TOKEN = "push-s3cret"
@@ -73,12 +74,15 @@ def test_create_configures_and_hooks(store: RepoStore) -> None:
     assert repo.config.get_bool("http.receivepack")
     assert repo.config.get_bool("uploadpack.allowFilter")
     assert repo.config["core.filesRefLockTimeout"] == "10000"
+    assert not repo.config.get_bool("receive.autogc")  # no `git gc --auto` after each push
     assert repo.head_is_unborn and repo.references["HEAD"].target == "refs/heads/main"
     for hook in ("pre-receive", "post-receive"):
         script = path / "hooks" / hook
         assert script.stat().st_mode & stat.S_IXUSR
         text = script.read_text()
-        assert f"-P -m glossator.githooks {hook}\n" in text
+        # isolated, without site, on the entry point's own file (glossator.githooks)
+        assert f" -E -P -S {hook_entry()} {hook}\n" in text
+        assert hook_entry().samefile(githooks.__file__)
         assert "DATABASE_URL" not in text.split("\n", 4)[-1]  # no secret on disk
     assert store.names() == ["bastiat"]
     with pytest.raises(RepositoryExists):

@@ -127,9 +127,10 @@ def test_pre_receive_refuses_an_unreadable_policy(tmp_path: Path) -> None:
     import pygit2
 
     tip = git("rev-parse", "HEAD", cwd=work).stdout.strip()
-    found = pre_receive.check_updates(
-        pygit2.Repository(str(work)), [("0" * 40, tip, "refs/heads/main")]
-    )
+    repo = pygit2.Repository(str(work))
+    # a first push: HEAD names a branch that does not exist yet (nothing to compare with)
+    repo.set_head("refs/heads/premier")
+    found = pre_receive.check_updates(repo, [("0" * 40, tip, "refs/heads/premier")])
     assert [p.path for p in found] == ["glossator.toml"], found
 
 
