@@ -40,7 +40,7 @@ from store.content import sample_paragraphs
 
 # The method's version, part of a kept calibration's state (search.service): raise it
 # when a change here moves the figures, so that kept ones are measured again.
-METHOD = 6
+METHOD = 7
 
 # How many passages of the corpus stand for its questions, and how long each is kept.
 # 40 passages and 24 probes: at most 64 searches and embeddings (the near-field null
@@ -51,11 +51,16 @@ METHOD = 6
 # bench/RESULTS.md, "the corpus-calibrated gate").
 PSEUDO_QUERIES = 40
 # "found" above the near-field null's upper tail: its mean plus NEAR_Z standard
-# deviations (the normal's one-sided 99th percentile: a textbook constant, not fitted),
-# and never below its highest sample when fewer than NEAR_MIN_SAMPLES were measured (a
-# small book). The mean and spread of 40 samples move little with the sample; the
-# highest of them moves with every sample added.
-NEAR_Z = 2.326
+# deviations, and never below its highest sample when fewer than NEAR_MIN_SAMPLES were
+# measured (a small book). The mean and spread of 40 samples move little with the
+# sample; the highest of them moves with every sample added. NEAR_Z is the normal's
+# one-sided 95th percentile: the issue allows "found" for 10 % of the near-field
+# questions, halved for the sampling error of 40 samples (as NEAR_BUDGET), a textbook
+# quantile, not fitted on a book. Measured on every judged set (bench/RESULTS.md, "a
+# looser near-field tail"): no everyday or near-field foreign question found with it,
+# and on each corpus at most 4 of its 40 near-field samples reach it; the 90th
+# percentile (1.282) let 5-6 of 40 through on three corpora, over the budget.
+NEAR_Z = 1.645
 NEAR_MIN_SAMPLES = 20
 PSEUDO_WORDS = 24
 # probes of each other language in the cross-lingual null (all of the corpus's own)
