@@ -26,7 +26,8 @@ demo: $(STAMP)
 # pytest-xdist: one worker per core (at most 4: each loads the model and starts servers);
 # the workers share one PostgreSQL per backend and the loaded databases
 # (tests/plugins/shared.py). worksteal: contiguous halves (a module's fixtures made
-# once), an idle worker takes from the other's tail. TEST_WORKERS=0: one process.
+# once), each starting with its share of the long tests (tests/plugins/order.py), an idle
+# worker takes from the other's tail. TEST_WORKERS=0: one process.
 TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --maxprocesses 4 --dist worksteal
 

@@ -7,6 +7,7 @@
 - tests/plugins/search.py     a loaded database for search tests
 - tests/plugins/serve.py      `server`: `glossator serve` as a subprocess, for end-to-end tests
 - tests/plugins/shared.py     under pytest-xdist, what the workers of a run make once and share
+- tests/plugins/order.py      under pytest-xdist, the longest tests first in each worker's share
 
 The fakes themselves (embedder, summarizer, reranker) live in tests/fakes.py, a
 provider plugin: `_fakes_named` names it for the whole session, so that this process
@@ -21,6 +22,7 @@ pytest_plugins = [
     "tests.plugins.summaries",
     "tests.plugins.search",
     "tests.plugins.serve",
+    "tests.plugins.order",
 ]
 
 
