@@ -101,7 +101,7 @@ def search(
         options, rankings = retrieve(conn, query, vector, options, first, timings, depth)
         t = time.perf_counter()
         fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
-        rows = search_rows.by_ids(conn, fused.ids)
+        rows, climbed = search_stages.rows_and_passages(conn, fused.ids, vector, options)
         if options.mode == "hybrid" and fusion.keyword_trust_power > 0:
             options, fusion = keyword_trusted(query, rankings.keyword, rows, options, fusion)
             fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
@@ -118,7 +118,7 @@ def search(
             timings["rerank"] = report.seconds * 1000 if report.seconds else 0.0
         t = time.perf_counter()
         hits = search_stages.hits(order[: options.k], rows, scores)
-        search_stages.attach_context(conn, hits, vector, options)
+        search_stages.attach_context(conn, hits, options, climbed)
         timings["context"] = search_stages.ms(t)
         index = index_freshness(
             conn, scope, options.repository, [h.citation.repository for h in hits], first.read

@@ -21,6 +21,7 @@ from indexer.corpus.layout import folder_order
 from search.errors import BadQuery, UnknownFile
 from search.results import Chunk, Citation, Node
 from store import nodes as store_nodes
+from store import roundtrip
 
 ConnOrPool = Any  # psycopg.Connection | ConnectionPool | store.db.Database
 
@@ -77,6 +78,17 @@ def by_ids(conn: psycopg.Connection, ids: Iterable[int]) -> dict[int, Row]:
     if not ids:
         return {}
     return {r.id: r for r in store_nodes.rows_by_id(conn, ids, _ROW)}
+
+
+def by_ids_statement(ids: Sequence[int]) -> roundtrip.Statement | None:
+    """`by_ids`' statement, to send with others (store.roundtrip.run); None for no id."""
+    return store_nodes.rows_by_id_statement(ids) if ids else None
+
+
+def rows_of(found: Iterable[Sequence[Any]]) -> dict[int, Row]:
+    """`by_ids_statement`'s rows (tuples of store.nodes.COLUMNS), by id."""
+    rows = [Row(*r) for r in found]
+    return {r.id: r for r in rows}
 
 
 Branches = str | Mapping[str, str]  # one branch for every repository, or each one's

@@ -2,13 +2,14 @@
 
     rankings = retrieve(conn, query, vector, options, scope)   # keyword and vector lists
     fused = fuse(rankings, options, fusion)                      # weighted RRF
-    rows = search_rows.by_ids(conn, fused.ids)
+    rows, climbed = rows_and_passages(conn, fused.ids, vector, options)
     fused = quotations(conn, query, rows, fused, options)       # who holds a quoted phrase
     fused = chapter_evidence(conn, query, vector, rows, rankings, fused, options, fusion)
     order = caps(fused, rows, options)                           # per file, per chapter
     order = page_tail(order, rows, fused, options, fusion)       # one-per-chapter pages
     order, report = rerank(reranker, query, order, rows, fused, options)
-    hits = attach_context(conn, order, rows, fused, vector, options)
+    hits = hits(order[:k], rows, scores)
+    attach_context(conn, hits, options, climbed)                 # parents, children…
 
 `search.engine.search` runs them in this order; each can be called (and is tested)
 alone. `Fused` carries the fused scores and what each stage added to them.
@@ -21,11 +22,11 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from search import chapters, nodes, retrieval
+from search import chapters, nodes, passages, retrieval
 from search import rows as search_rows
 from search.fusion import cap_per_group, rrf
 from search.options import QueryVector, SearchOptions
-from search.passages import best_paragraphs
+from search.passages import Climbed
 from search.rerank import Reranker
 from search.results import Hit, RerankReport, Scores
 from search.rows import Row
@@ -188,6 +189,23 @@ def fuse(
     }
     lists = {name: [i for i, _ in ranking] for name, ranking in rankings.lists.items()}
     return Fused(rrf(lists, k=rrf_k, weights=weights))
+
+
+def rows_and_passages(
+    conn: psycopg.Connection, ids: list[int], vector: QueryVector | None, options: SearchOptions
+) -> tuple[dict[int, Row], Climbed | None]:
+    """The rows of the fused candidates `ids` and, with `climb_down` and a vector, the best
+    paragraphs of the chapters whose summaries are among them (search.passages; None:
+    not asked), in one round trip: the hits are some of these rows, known only later."""
+    climbing = None
+    if vector is not None and (options.levels is None or 1 in options.levels):
+        climbing = passages.statement(
+            ids, vector.values, vector.model, vector.dimension, options.climb_down
+        )
+    found, climbed = roundtrip.run(conn, [search_rows.by_ids_statement(ids), climbing])
+    return search_rows.rows_of(found), (
+        passages.passages_of(climbed) if climbing is not None else None
+    )
 
 
 def quotations(
@@ -385,10 +403,14 @@ def hits(order: list[int], rows: dict[int, Row], scores: dict[int, Scores]) -> l
 
 
 def attach_context(
-    conn: psycopg.Connection, hits: list[Hit], vector: QueryVector | None, options: SearchOptions
+    conn: psycopg.Connection,
+    hits: list[Hit],
+    options: SearchOptions,
+    climbed: Climbed | None = None,
 ) -> None:
     """Parents, children and neighbours for all hits in three queries, not one per hit;
-    and a chapter summary's best paragraphs (`climb_down`, with a vector)."""
+    and a chapter summary's best paragraphs (`climb_down`: `climbed`, read with the rows,
+    `rows_and_passages`)."""
     if not hits:
         return
     # each hit's repository on the branch its rows come from (the scope's)
@@ -424,19 +446,9 @@ def attach_context(
             r, f, i = h.citation.repository, h.citation.source_file, h.citation.chunk_index
             h.previous = near.get((r, f, i - 1))
             h.next = near.get((r, f, i + 1))
-    if options.climb_down > 0 and vector is not None:
+    if climbed is not None:
         # a chapter summary stands for its chapter: show the chapter's best paragraphs
-        summaries = [(h.citation.repository, h.citation.source_file) for h in hits if h.level == 1]
-        best = best_paragraphs(
-            conn,
-            summaries,
-            vector.values,
-            vector.model,
-            vector.dimension,
-            branch,
-            options.climb_down,
-        )
         for h in hits:
             if h.level == 1:
                 key = (h.citation.repository, h.citation.source_file)
-                h.passages = [c for c, _ in best.get(key, [])]
+                h.passages = [c for c, _ in climbed.get(key, [])]

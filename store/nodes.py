@@ -3,6 +3,7 @@ migration 001), for search.rows and search.nodes (get_node, get_parent, get_chil
 outline).
 
     rows_by_id(conn, [17, 42], row)                                   # a ranking's rows
+    rows_by_id_statement([17, 42])                     # the same, for store.roundtrip.run
     file_rows(conn, "livre", "main", "corpus/w/01/source.md", row)    # one file, in order
     children_rows(conn, [("livre", "main", "corpus/w/summary.md")], row)
     files_rows(conn, [("livre", "main", "corpus/w/01/source.md")], row)
@@ -29,6 +30,8 @@ from typing import Any, TypeVar
 import psycopg
 from psycopg.rows import RowFactory, dict_row
 
+from store.roundtrip import Statement
+
 T = TypeVar("T")
 
 # the columns a row factory receives, in this order (search.rows.Row's fields)
@@ -52,6 +55,13 @@ def _select(
 def rows_by_id(conn: psycopg.Connection, ids: Sequence[int], row: RowFactory[T]) -> list[T]:
     """The rows of `ids` that exist, in no order."""
     return _select(conn, row, "id = ANY(%s)", (list(ids),))
+
+
+def rows_by_id_statement(ids: Sequence[int]) -> Statement:
+    """`rows_by_id` as a statement for `store.roundtrip.run` (sent with others in one
+    round trip); its rows are tuples of COLUMNS."""
+    query = f"SELECT {COLUMNS} FROM hierarchical_content_nodes WHERE id = ANY(%s)"
+    return Statement(query, (list(ids),))
 
 
 def file_rows(

@@ -215,9 +215,7 @@ def nearest_statements(
     """`nearest`'s statements, in their order, for `store.roundtrip.run` (a search sends
     them with its BM25 statements): the settings, the query, enable_sort given back. Their
     rows go to `nearest_of`."""
-    q: Any = np.asarray(query_vector, dtype=np.float32)
-    if dimension > HNSW_VECTOR_MAX_DIMS:
-        q = HalfVector(q)  # the index casts to halfvec(N) above 2,000 dimensions
+    q = _query_vector(query_vector, dimension)
     # settings local to the transaction (an autocommit connection's: the pipeline's,
     # store.roundtrip); no savepoint (SAVEPOINT and RELEASE were two statements and two
     # round trips more, each synced by psycopg's pipeline)
@@ -234,6 +232,30 @@ def nearest_of(rows: Sequence[list[Any]]) -> list[tuple[int, float]]:
     return [(int(i), float(d)) for i, d in rows[2]]
 
 
+def _query_vector(query_vector: Any, dimension: int) -> Any:
+    """The query vector as the model's indexed cast takes it (halfvec above 2,000 dims)."""
+    q: Any = np.asarray(query_vector, dtype=np.float32)
+    return HalfVector(q) if dimension > HNSW_VECTOR_MAX_DIMS else q
+
+
+def _paragraphs_sql(dimension: int, chapters: sql.Composable) -> sql.Composed:
+    """The `%(per)s` paragraphs of `%(model)s` nearest `%(q)s` in each chapter `chapters`
+    names (rows of (repository, branch, parent summary file)), ties by id: each one's
+    COLUMNS, then its cosine distance. Exact distances over the chapters' rows (the
+    `hcn_parent` index finds them; a chapter has tens of paragraphs), ranked in SQL."""
+    cast = sql.SQL(cast_type(dimension))
+    return sql.SQL(
+        "SELECT {columns}, distance FROM (SELECT h.*, d.distance, row_number() OVER"
+        " (PARTITION BY h.repository, h.branch, h.parent_source_file"
+        "  ORDER BY d.distance, h.id) AS nearest"
+        " FROM hierarchical_content_nodes h,"
+        " LATERAL (SELECT (h.embedding::{cast}) <=> %(q)s::{cast} AS distance) AS d"
+        " WHERE h.embedding_model = %(model)s AND h.level = 0"
+        " AND (h.repository, h.branch, h.parent_source_file) IN ({chapters})"
+        ") AS ranked WHERE nearest <= %(per)s"
+    ).format(columns=sql.SQL(COLUMNS), cast=cast, chapters=chapters)
+
+
 def nearest_paragraphs(
     conn: psycopg.Connection,
     model: str,
@@ -246,23 +268,12 @@ def nearest_paragraphs(
     branch, parent summary file) of `chapters` (ties by id): each one's
     store.nodes.COLUMNS, then its cosine distance. One statement: the distances and
     the rows they choose (`chapter_distances`' ranking, kept in SQL)."""
-    cast = sql.SQL(cast_type(dimension))
-    query = sql.SQL(
-        "SELECT {columns}, distance FROM (SELECT h.*, d.distance, row_number() OVER"
-        " (PARTITION BY h.repository, h.branch, h.parent_source_file"
-        "  ORDER BY d.distance, h.id) AS nearest"
-        " FROM hierarchical_content_nodes h,"
-        " LATERAL (SELECT (h.embedding::{cast}) <=> %(q)s::{cast} AS distance) AS d"
-        " WHERE h.embedding_model = %(model)s AND h.level = 0"
-        " AND (h.repository, h.branch, h.parent_source_file) IN"
-        " (SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
-        ") AS ranked WHERE nearest <= %(per)s"
-    ).format(columns=sql.SQL(COLUMNS), cast=cast)
-    q: Any = np.asarray(query_vector, dtype=np.float32)
-    if dimension > HNSW_VECTOR_MAX_DIMS:
-        q = HalfVector(q)
+    query = _paragraphs_sql(
+        dimension,
+        sql.SQL("SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[])"),
+    )
     params = {
-        "q": q,
+        "q": _query_vector(query_vector, dimension),
         "model": model,
         "repos": [c[0] for c in chapters],
         "branches": [c[1] for c in chapters],
@@ -270,6 +281,33 @@ def nearest_paragraphs(
         "per": per_chapter,
     }
     return [tuple(r) for r in conn.execute(query, params).fetchall()]
+
+
+def summaries_paragraphs_statement(
+    model: str,
+    dimension: int,
+    query_vector: Any,
+    ids: Sequence[int],
+    per_chapter: int,
+) -> Statement:
+    """`nearest_paragraphs` for the chapters whose summaries (rows of level 1) are among
+    `ids`, as one statement for `store.roundtrip.run`: a search sends it with its rows
+    by id (`store.nodes.rows_by_id_statement`), before it knows which of them are
+    summaries. Its rows: each paragraph's COLUMNS, then its cosine distance."""
+    query = _paragraphs_sql(
+        dimension,
+        sql.SQL(
+            "SELECT s.repository, s.branch, s.source_file FROM hierarchical_content_nodes s"
+            " WHERE s.id = ANY(%(ids)s) AND s.level = 1"
+        ),
+    )
+    params = {
+        "q": _query_vector(query_vector, dimension),
+        "model": model,
+        "ids": list(ids),
+        "per": per_chapter,
+    }
+    return Statement(query, params)
 
 
 def chapter_distances(
@@ -293,9 +331,7 @@ def chapter_distances(
         "AND (repository, branch, parent_source_file) IN "
         "(SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
     ).format(cast=cast)
-    q: Any = np.asarray(query_vector, dtype=np.float32)
-    if dimension > HNSW_VECTOR_MAX_DIMS:
-        q = HalfVector(q)
+    q = _query_vector(query_vector, dimension)
     rows = conn.execute(
         query,
         {

