@@ -312,30 +312,14 @@ def vector(
     (pgvector 0.8 `relaxed_order`: it goes on until `depth` rows pass them) and
     the rows are sorted again here, since relaxed order may swap close ones.
     """
-    return vector_and_summaries(conn, query_vector, model, dimension, filters, depth, {}, 1)[0]
-
-
-def vector_and_summaries(
-    conn: psycopg.Connection,
-    query_vector: Sequence[float],
-    model: str,
-    dimension: int,
-    filters: Filters,
-    depth: int,
-    branches: Mapping[str, str],
-    chapter_depth: int,
-) -> tuple[list[tuple[int, float]], dict[str, list[tuple[str, float]]]]:
-    """`vector`, and in the same round trip the cosines of the chapter summaries of each
-    repository of `branches` (repository → branch; store.chapters: the `chapter_depth`
-    nearest, `work` their one filter), as (chapter folder, cosine), best first."""
-    plan = vector_plan(query_vector, model, dimension, filters, depth, branches, chapter_depth)
-    return plan.rankings(roundtrip.run(conn, plan.statements))
+    plan = vector_plan(query_vector, model, dimension, filters, depth, {}, 1)
+    return plan.rankings(roundtrip.run(conn, plan.statements))[0]
 
 
 @dataclass
 class VectorPlan:
-    """`vector_and_summaries`' statements, not sent (`statements`, for
-    store.roundtrip.run), and what reads their rows (`rankings`)."""
+    """The vector query's statements and each repository's chapter summaries', not sent
+    (`statements`, for store.roundtrip.run), and what reads their rows (`rankings`)."""
 
     statements: list[Statement]
     repositories: list[str]
@@ -364,8 +348,10 @@ def vector_plan(
     branches: Mapping[str, str],
     chapter_depth: int,
 ) -> VectorPlan:
-    """`vector_and_summaries`' statements (store.vectors.nearest_statements, then each
-    repository's summaries'), not sent."""
+    """The vector query's statements (store.vectors.nearest_statements), then, in the
+    same round trip, the cosines of the chapter summaries of each repository of
+    `branches` (repository → branch; store.chapters: the `chapter_depth` nearest, `work`
+    their one filter); not sent."""
     if len(query_vector) != dimension:
         raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")
     where, params = filters.where()

@@ -118,7 +118,7 @@ SELECT kind, source_file, score FROM keyword
 )
 
 # The summaries' cosines: a statement of its own, sent with the BM25 one (one round
-# trip; in a search, with the vector query: store.vectors.nearest), prepared by psycopg
+# trip; in a search, with the vector query: store.vectors.nearest_statements), prepared by psycopg
 # and planned with its values (the pg_search statement is planned once, generic, under
 # settings local to it: store.pgsearch).
 _SUMMARIES = """
@@ -194,7 +194,7 @@ def summaries_statement(
     query_vector: Sequence[float], chapters: ChapterScope, *, model: str, dimension: int
 ) -> Statement:
     """The chapter summaries' cosines, for `store.roundtrip.run`: a search sends it with
-    its vector query (store.vectors.nearest)."""
+    its vector query (store.vectors.nearest_statements)."""
     if len(query_vector) != dimension:
         raise ValueError(f"the query vector has {len(query_vector)} dimensions, not {dimension}")
     q: Any = np.asarray(query_vector, dtype=np.float32)

@@ -25,7 +25,7 @@ from psycopg import sql
 
 from indexer.corpus.errors import CorpusError
 from store.nodes import COLUMNS
-from store.roundtrip import Statement, run
+from store.roundtrip import Statement
 
 log = logging.getLogger(__name__)
 
@@ -130,7 +130,7 @@ def nearest_sql(model: str, dimension: int, *, where: sql.Composable | None = No
     ).format(expr=expr, cond=cond)
 
 
-# Settings of the vector query (`nearest`), local to it. Without filters narrower than the
+# Settings of the vector query (`nearest_statements`), local to it. Without filters narrower than the
 # branch (the MCP tools' default, search.retrieval.index_always), the query is planned
 # with sorts priced out, so the model's HNSW index (the one path that returns rows in
 # distance order) is used at any size.
@@ -154,53 +154,6 @@ RESTORE_ENABLE_SORT = (
 )
 
 
-def nearest(
-    conn: psycopg.Connection,
-    model: str,
-    dimension: int,
-    query_vector: Any,
-    *,
-    where: sql.Composable,
-    params: dict[str, Any],
-    k: int,
-    ef_search: int,
-    sorts: bool,
-    also: Sequence[Statement] = (),
-    also_rows: list[list[Any]] | None = None,
-) -> list[tuple[int, float]]:
-    """(id, cosine distance) of the `k` rows of `model` nearest `query_vector` among those
-    `where` keeps (its named `params`), as the index scan returns them: relaxed order
-    (pgvector 0.8 `hnsw.iterative_scan`: it goes on until `k` rows pass the filters), so
-    the caller sorts. `ef_search`: the HNSW candidate list; `sorts` False plans the query
-    with sorts priced out (`VECTOR_SETTINGS`), True leaves the plan to the planner.
-
-    One round trip: the settings, the query and the restoring of enable_sort go in one
-    pipeline, in the caller's transaction (the pipeline's on an autocommit connection).
-    Not a savepoint rolled back: psycopg forgets its prepared statements on
-    any ROLLBACK, and every statement of every search would be planned again (+1-2 ms).
-    The hnsw.* settings last to the end of the transaction (only HNSW scans read them).
-    `also`: statements sent after these, in the same round trip (a search's chapter
-    summaries' cosines: store.chapters.summaries_statement); their rows in `also_rows`
-    when given.
-    """
-    if any(s.around for s in also):
-        raise ValueError("statements sent with the vector query take no settings around them")
-    statements = nearest_statements(
-        model,
-        dimension,
-        query_vector,
-        where=where,
-        params=params,
-        k=k,
-        ef_search=ef_search,
-        sorts=sorts,
-    )
-    found = run(conn, [*statements, *also])
-    if also_rows is not None:
-        also_rows.extend(found[len(statements) :])
-    return nearest_of(found[: len(statements)])
-
-
 def nearest_statements(
     model: str,
     dimension: int,
@@ -212,9 +165,16 @@ def nearest_statements(
     ef_search: int,
     sorts: bool,
 ) -> list[Statement]:
-    """`nearest`'s statements, in their order, for `store.roundtrip.run` (a search sends
-    them with its BM25 statements): the settings, the query, enable_sort given back. Their
-    rows go to `nearest_of`."""
+    """The statements of the `k` rows of `model` nearest `query_vector` among those
+    `where` keeps (its named `params`), in their order, for `store.roundtrip.run` (a
+    search sends them with its BM25 statements): the settings, the query, enable_sort
+    given back. Their rows go to `nearest_of`: (id, cosine distance) as the index scan
+    returns them, relaxed order (pgvector 0.8 `hnsw.iterative_scan`: it goes on until
+    `k` rows pass the filters), so the caller sorts. `ef_search`: the HNSW candidate
+    list; `sorts` False plans the query with sorts priced out (`VECTOR_SETTINGS`).
+
+    Not a savepoint rolled back: psycopg forgets its prepared statements on any
+    ROLLBACK, and every statement of every search would be planned again (+1-2 ms)."""
     q = _query_vector(query_vector, dimension)
     # settings local to the transaction (an autocommit connection's: the pipeline's,
     # store.roundtrip); no savepoint (SAVEPOINT and RELEASE were two statements and two
