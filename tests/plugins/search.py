@@ -24,6 +24,7 @@ import os
 import shutil
 import tempfile
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -203,15 +204,41 @@ def example_pool(request: pytest.FixtureRequest, pg_server: object) -> Iterator[
 
     backend: str = pg_server.backend  # type: ignore[attr-defined]
     name = str(once(request.config, f"example-db-{backend}", load)["name"])
-    url: str = pg_server.url(name)  # type: ignore[attr-defined]
+    try:
+        with open_pool(pg_server.url(name)) as pool:  # type: ignore[attr-defined]
+            yield pool
+    finally:
+        if not shared:
+            pg_server.drop_database(name)  # type: ignore[attr-defined]
+
+
+@contextmanager
+def open_pool(url: str) -> Iterator[ConnectionPool]:
+    """A small pool on `url` (pgvector registered), open until the block ends."""
     pool = ConnectionPool(url, min_size=1, max_size=2, configure=configure_connection, open=False)
     pool.open(wait=True, timeout=30)
     try:
         yield pool
     finally:
         pool.close()
-        if not shared:
-            pg_server.drop_database(name)  # type: ignore[attr-defined]
+
+
+@contextmanager
+def corpus_pool(pg_server: object, repository: str, folder: Path) -> Iterator[ConnectionPool]:
+    """A committed corpus `folder` (its sidecars as they are) loaded as `repository` in a
+    database of its own, dropped when the block ends: a pool on it. Read-only for tests."""
+    name = pg_server.create_database()  # type: ignore[attr-defined]
+    url: str = pg_server.url(name)  # type: ignore[attr-defined]
+    try:
+        with psycopg.connect(url) as conn:
+            configure_connection(conn)
+            loaded = sync_tree(conn, repository=repository, source=DirectorySource(folder))
+            assert loaded.ok, loaded.problems
+            conn.commit()
+        with open_pool(url) as pool:
+            yield pool
+    finally:
+        pg_server.drop_database(name)  # type: ignore[attr-defined]
 
 
 def search(
