@@ -19,6 +19,10 @@ def probe(url: str, *, setup: str | None = None) -> None:
             if setup:
                 await conn.execute(setup)
             await write_probe_async(conn)
+            # A backend reports its counts at idle points, at most once a second, and
+            # at exit, which races the reader; ask for a flush, done before this
+            # statement's ReadyForQuery, so the watcher sees the probe's temporary file.
+            await conn.execute("SELECT pg_stat_force_next_flush()")
 
     asyncio.run(run())
 
