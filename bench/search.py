@@ -522,7 +522,10 @@ def quality_run(
     from search.options import AGENT_MAX_PER_CHAPTER
 
     tuning = fusion_overrides(overrides)
-    plain = replace(tuning, fusion=replace(tuning.fusion, keyword_trust_power=0.0))  # peers'
+    # the peers' hybrid: none of ours (keyword trust, the keyword row floor) on its rankings
+    plain = replace(
+        tuning, fusion=replace(tuning.fusion, keyword_trust_power=0.0, keyword_row_min_words=0)
+    )
     sets = list(JUDGED) if not names else [s for s in (*JUDGED, *DIALOGUE) if s[0] in names]
     if gutenberg is not None:
         sets.append(("gutenberg", gutenberg, "gutenberg", BENCH / "queries-gutenberg.jsonl"))

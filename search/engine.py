@@ -35,7 +35,7 @@ from indexer.corpus.words import stop_words
 from search import rows as search_rows
 from search import stages as search_stages
 from search.freshness import freshness, freshness_of
-from search.fusion import TRUST_ROWS, content_words, keyword_trust, trusted
+from search.fusion import TRUST_ROWS, content_words, holds_enough, keyword_trust, trusted
 from search.options import (
     AGENT_MAX_PER_CHAPTER,
     MAX_K,
@@ -101,11 +101,18 @@ def search(
         options, rankings = retrieve(conn, query, vector, options, first, timings, depth)
         t = time.perf_counter()
         fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
-        rows, climbed = search_stages.rows_and_passages(conn, fused.ids, vector, options)
+        rows, climbed, quoted = search_stages.rows_and_passages(
+            conn, fused.ids, vector, options, search_stages.phrases(query, options)
+        )
         if options.mode == "hybrid" and fusion.keyword_trust_power > 0:
             options, fusion = keyword_trusted(query, rankings.keyword, rows, options, fusion)
             fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
-        fused = search_stages.quotations(conn, query, rows, fused, options, timings)
+        if options.mode == "hybrid" and fusion.keyword_row_min_words > 0 and rankings.keyword:
+            rankings.lists["keyword"] = keyword_floor(
+                query, rankings.keyword, rows, options, fusion
+            )
+            fused = search_stages.fuse(rankings, options, rrf_k, fusion.foreign_keyword_weight)
+        fused.quoted = quoted
         fused = search_stages.chapter_evidence(
             conn, query, vector, rows, rankings, fused, options, fusion, rrf_k, timings
         )
@@ -257,6 +264,20 @@ def index_freshness(
         )
     }
     return [found[n] for n in names if n in found]
+
+
+def keyword_floor(
+    query: str,
+    keyword: Sequence[tuple[int, float]],
+    rows: Mapping[int, Row],
+    options: SearchOptions,
+    fusion: Fusion,
+) -> list[tuple[int, float]]:
+    """The row keyword ranking less the rows that hold too few of the question's content
+    words (search.fusion.holds_enough; Fusion.keyword_row_min_words)."""
+    words = content_words(query, stop_words(options.query_lang or ""))
+    least = fusion.keyword_row_min_words
+    return [(i, s) for i, s in keyword if i in rows and holds_enough(words, rows[i].content, least)]
 
 
 def keyword_trusted(

@@ -140,3 +140,13 @@ def trusted(fusion: Fusion, factor: float) -> Fusion:
             n: w * factor if "keyword" in n else w for n, w in fusion.tail_weights.items()
         },
     )
+
+
+def holds_enough(words: Sequence[str], text: str, least: int) -> bool:
+    """Whether `text` holds at least `least` of `words` (content_words), or all of them
+    when there are fewer, a word held as in `keyword_trust`; True for no words."""
+    if not words:
+        return True
+    tokens = set(_folded(text))
+    held = sum(1 for w in words if w in tokens or any(t.startswith(w) for t in tokens))
+    return held >= min(least, len(words))

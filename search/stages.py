@@ -2,8 +2,8 @@
 
     rankings = retrieve(conn, query, vector, options, scope)   # keyword and vector lists
     fused = fuse(rankings, options, fusion)                      # weighted RRF
-    rows, climbed = rows_and_passages(conn, fused.ids, vector, options)
-    fused = quotations(conn, query, rows, fused, options)       # who holds a quoted phrase
+    rows, climbed, fused.quoted = rows_and_passages(      # and who holds a phrase
+        conn, fused.ids, vector, options, phrases(query, options))   # quoted, or the question
     fused = chapter_evidence(conn, query, vector, rows, rankings, fused, options, fusion)
     order = caps(fused, rows, options)                           # per file, per chapter
     order = page_tail(order, rows, fused, options, fusion)       # one-per-chapter pages
@@ -18,6 +18,7 @@ alone. `Fused` carries the fused scores and what each stage added to them.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import psycopg
@@ -34,7 +35,7 @@ from search.scope import Scope
 from search.tuning import Fusion
 from store import roundtrip
 from store.catalogue import CorpusLanguages
-from store.phrases import phrase_rows, quoted_segments
+from store.phrases import phrase_ids, phrase_statement, question_segments
 
 Ranking = list[tuple[int, float]]  # (row id, score), best first
 
@@ -79,7 +80,7 @@ class Fused:
 
     ranked: list[tuple[int, float]]
     chapter: dict[int, float] = field(default_factory=dict)  # inherited from the chapter
-    quoted: set[int] = field(default_factory=set)  # rows holding a quoted phrase
+    quoted: set[int] = field(default_factory=set)  # rows holding a phrase asked for
     chapter_rankings: dict[str, list[chapters.Chapter]] = field(default_factory=dict)
 
     @property
@@ -191,39 +192,37 @@ def fuse(
     return Fused(rrf(lists, k=rrf_k, weights=weights))
 
 
+def phrases(query: str, options: SearchOptions) -> list[str]:
+    """Hybrid: the phrases whose rows go first, quoted or the whole long question
+    (store.phrases.question_segments); none in the other modes."""
+    return question_segments(query) if options.mode == "hybrid" else []
+
+
 def rows_and_passages(
-    conn: psycopg.Connection, ids: list[int], vector: QueryVector | None, options: SearchOptions
-) -> tuple[dict[int, Row], Climbed | None]:
-    """The rows of the fused candidates `ids` and, with `climb_down` and a vector, the best
+    conn: psycopg.Connection,
+    ids: list[int],
+    vector: QueryVector | None,
+    options: SearchOptions,
+    phrases: Sequence[str] = (),
+) -> tuple[dict[int, Row], Climbed | None, set[int]]:
+    """The rows of the fused candidates `ids`; with `climb_down` and a vector, the best
     paragraphs of the chapters whose summaries are among them (search.passages; None:
-    not asked), in one round trip: the hits are some of these rows, known only later."""
+    not asked); and which of them hold one of `phrases` (store.phrases), in one round
+    trip: the hits are some of these rows, known only later."""
     climbing = None
     if vector is not None and (options.levels is None or 1 in options.levels):
         climbing = passages.statement(
             ids, vector.values, vector.model, vector.dimension, options.climb_down
         )
-    found, climbed = roundtrip.run(conn, [search_rows.by_ids_statement(ids), climbing])
-    return search_rows.rows_of(found), (
-        passages.passages_of(climbed) if climbing is not None else None
+    phrased = phrase_statement(phrases, ids)
+    found, climbed, held = roundtrip.run(
+        conn, [search_rows.by_ids_statement(ids), climbing, phrased]
     )
-
-
-def quotations(
-    conn: psycopg.Connection,
-    query: str,
-    rows: dict[int, Row],
-    fused: Fused,
-    options: SearchOptions,
-    timings: dict[str, float] | None = None,
-) -> Fused:
-    """Hybrid: mark the candidates that hold a quoted part of the question."""
-    segments = quoted_segments(query) if options.mode == "hybrid" else []
-    if segments:
-        t = time.perf_counter()
-        fused.quoted = set(phrase_rows(conn, segments, list(rows)))
-        if timings is not None:
-            timings["phrase"] = ms(t)
-    return fused
+    return (
+        search_rows.rows_of(found),
+        passages.passages_of(climbed) if climbing is not None else None,
+        phrase_ids(held),
+    )
 
 
 def chapter_evidence(

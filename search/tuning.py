@@ -78,6 +78,16 @@ class Fusion:
     # not kept until it holds on every set.
     keyword_trust_power: float = 0.0
     keyword_trust_full: float = 0.5
+    # A floor on one row's keyword evidence (search.fusion.holds_enough): hybrid's row
+    # keyword ranking keeps only the rows holding at least this many of the question's
+    # content words (all of them, for a question of fewer), so a row that shares one
+    # word with a paraphrase has no keyword rank to fuse. Off (0): measured on every
+    # judged set at 2 (a single shared word is the noise issue 37 names, not a fitted
+    # figure; bench/RESULTS.md, "Issue 37, the default retrieval units"), it raised
+    # Molière +0.041, the Gutenberg novels +0.011, the example's held-out half +0.012,
+    # and lost 0.018 on the Inferno (whose paraphrases one rare shared word finds) and
+    # 0.008 on Grimm: not kept until it holds on every set.
+    keyword_row_min_words: int = 0
 
 
 @dataclass(frozen=True)

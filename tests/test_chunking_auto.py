@@ -1,7 +1,7 @@
 """`[chunking] pack_chars = "auto"`: a work whose paragraphs are mostly lines is packed
 into units of 400-1,200 characters, a work of prose is not, through the sidecar build
-the CLI and the push run (indexer.indexing.sidecars.build). Packing stays off by
-default (absent: one unit per paragraph; docs/search.md says on what figures).
+the CLI and the push run (indexer.indexing.sidecars.build). "auto" is the default
+(absent: "auto"; false: one unit per paragraph; docs/search.md says on what figures).
 
 The texts are real books committed in bench/books (bench/books/SOURCES.md): Molière's
 *Le Médecin malgré lui*, acts I-II (a play: median paragraph 61 characters), and eleven
@@ -43,7 +43,8 @@ PROSE = "kinder-und-hausmarchen-auswahl"
 @pytest.fixture
 def two_books(tmp_path: Path) -> Path:
     """One corpus repository holding the play and the tales (their .md files), its
-    glossator.toml the committed one with `pack_chars = "auto"`."""
+    glossator.toml the committed one (written before pack_chars was) with
+    `pack_chars = "auto"` said."""
     root = tmp_path / "books"
     for book, work in (("medecin", PLAY), ("grimm", PROSE)):
         shutil.copytree(
@@ -110,8 +111,11 @@ def test_a_change_of_setting_rebuilds_what_it_changes(two_books: Path) -> None:
     assert not any(PROSE in path for path in result.changes)  # the tales' did not
     for md in _sources(two_books, PLAY):
         assert "pack_chars" not in _sidecar(md)[0]
-    policy.write_text(text, encoding="utf-8")  # absent: off, the default
-    assert not _build(two_books).changes
+    assert not _build(two_books).changes  # false again: nothing to rebuild
+    policy.write_text(text, encoding="utf-8")  # absent: "auto", the default
+    result = _build(two_books)
+    assert play <= set(result.changes) and not any(PROSE in p for p in result.changes)
+    assert all(_sidecar(md)[0]["pack_chars"] == list(AUTO_PACK) for md in _sources(two_books, PLAY))
     policy.write_text(text + "pack_chars = [400, 1200]\n", encoding="utf-8")
     result = _build(two_books)
     assert any(PROSE in path for path in result.changes)
@@ -149,7 +153,7 @@ def test_the_shape_rule() -> None:
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(None, None), ('"auto"', "auto"), ("false", None), ("[]", None), ("[10, 20]", (10, 20))],
+    [(None, "auto"), ('"auto"', "auto"), ("false", None), ("[]", None), ("[10, 20]", (10, 20))],
 )
 def test_pack_chars_values(value: str | None, expected: object) -> None:
     data = None if value is None else f"[chunking]\npack_chars = {value}\n".encode()

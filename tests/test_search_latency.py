@@ -271,15 +271,20 @@ def test_a_hybrid_search_sends_few_statements_and_no_savepoint(
     # store.roundtrip.batches; docs/search.md, "How a query runs"): the scope's default
     # branches, the catalogue (with the query's lexemes) and freshness's two statements;
     # the rows' and chapters' BM25 (+ the two settings around both on pg_search), the
-    # vector query (+ three settings) and the summaries; the rows by id: 14 statements,
-    # 12 on the fallback (main at 43f0574: the same and BEGIN and COMMIT, in 6 Syncs,
+    # vector query (+ three settings) and the summaries; the rows by id with the phrase
+    # check of this long question (store.phrases.question_segments): 15 statements,
+    # 13 on the fallback (main at 43f0574: 14 and BEGIN and COMMIT, in 6 Syncs,
     # BEGIN and COMMIT two round trips more)
-    assert len(sent) == (14 if pg_server.backend == "pg_search" else 12), sent
+    assert len(sent) == (15 if pg_server.backend == "pg_search" else 13), sent
     assert syncs == [3], syncs
     assert not [s for s in sent if s in ("BEGIN", "COMMIT")]
-    # glossator_tsvector in one prepared statement: the catalogue's (store.bm25.lexemes_sql)
-    analysing = [t for t in texts if "glossator_tsvector" in t]
-    assert len(analysing) == 1 and "branch_languages" in analysing[0], analysing
+    # glossator_tsvector in two prepared statements: the catalogue's, the query's lexemes
+    # for both BM25 statements (store.bm25.lexemes_sql), and the phrase check's, which
+    # needs their positions in each candidate row's configuration (store.phrases)
+    analysing = sorted((t for t in texts if "glossator_tsvector" in t), key=len)
+    assert len(analysing) == 2, analysing
+    assert any("branch_languages" in t for t in analysing)
+    assert any("positions" in t for t in analysing)
 
 
 @pytest.mark.parametrize("mode", ["bm25", "vector"])
@@ -370,7 +375,7 @@ def test_the_climb_down_read_with_the_rows_is_the_one_read_after_the_hits(
         fused = S.fuse(
             S.retrieve(conn, QUESTION, vector, options, scope), options, TUNING.fusion.rrf_k
         )
-        rows, climbed = S.rows_and_passages(conn, fused.ids, vector, options)
+        rows, climbed, _ = S.rows_and_passages(conn, fused.ids, vector, options)
         assert rows == by_ids(conn, fused.ids)
         keys = [(r.repository, r.source_file) for r in rows.values() if r.level == 1]
         branch = {r.repository: r.branch for r in rows.values()}

@@ -48,6 +48,24 @@ def test_rrf_weights_and_k():
         rrf({"keyword": ["a"]}, weights={"keyword": -1})
 
 
+def test_a_row_holds_enough_of_the_question_for_its_keyword_rank():
+    """The keyword row floor (off by default: search.tuning.Fusion.keyword_row_min_words)
+    on a line of Molière (II.4) and a paraphrase of the scene."""
+    from indexer.corpus.words import stop_words
+    from search.fusion import content_words, holds_enough
+
+    words = content_words("un faux médecin prétend que le cœur est à droite", stop_words("fr"))
+    assert words[:2] == ["faux", "medec"] and "le" not in words  # folded, stemmed, stops out
+    line = "Oui, cela était autrefois ainsi ; mais nous avons changé tout cela"
+    said = "Le cœur du côté droit et le foie du côté gauche : ce médecin changé tout cela"
+    assert not holds_enough(words, line, 2)  # no word of the question
+    assert not holds_enough(words, "SGANARELLE. — Médecin, moi ?", 2)  # one shared word
+    assert holds_enough(words, said, 2)
+    assert holds_enough(words, "SGANARELLE. — Médecin, moi ?", 1)
+    assert holds_enough(["medec"], "Médecin !", 2)  # a question of one word: all of it
+    assert holds_enough([], "", 2)
+
+
 def test_cap_per_group_keeps_order():
     groups = {"a1": "A", "a2": "A", "b1": "B", "a3": "A", "b2": "B"}
     assert cap_per_group(["a1", "a2", "b1", "a3", "b2"], groups, 1) == ["a1", "b1"]

@@ -224,6 +224,24 @@ def test_quoted_segments_reads_french_and_english_quotes() -> None:
     assert len(quoted_segments(many)) == MAX_SEGMENTS
 
 
+def test_a_long_unquoted_question_is_its_own_phrase() -> None:
+    from store.phrases import MAX_SEGMENT_CHARS, MIN_UNQUOTED_WORDS, question_segments
+
+    # Molière, II.4, asked as a reader remembers it: no quotation marks
+    line = "nous avons changé tout cela, et nous faisons maintenant la médecine"
+    assert question_segments(line) == [line]
+    assert question_segments(f"  {line} ") == [line]
+    # quoted parts win: only they are phrases, not the words around them
+    assert question_segments(f"qui a dit « {line} » ?") == [line]
+    # a quotation mark that opens nothing: no phrase at all, not the whole question
+    assert question_segments(f"pas de guillemets, « {line}") == []
+    # a short question is names and keywords: BM25's
+    short = " ".join(["mot"] * (MIN_UNQUOTED_WORDS - 1))
+    assert question_segments(short) == []
+    assert question_segments(short + " encore") == [short + " encore"]
+    assert len(question_segments("mot " * 500)[0]) == MAX_SEGMENT_CHARS
+
+
 def test_phrase_rows_match_the_words_in_order(db: psycopg.Connection) -> None:
     from store.phrases import phrase_rows
 

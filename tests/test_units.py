@@ -17,8 +17,9 @@ from search.results import Citation, Hit, Scores
 from search.tuning import TUNING
 
 
-def test_pack_chars_is_read_from_the_policy_and_off_by_default() -> None:
-    assert parse_policy(None).pack_chars is None
+def test_pack_chars_is_read_from_the_policy_and_auto_by_default() -> None:
+    assert parse_policy(None).pack_chars == "auto"
+    assert parse_policy(b"[chunking]\npack_chars = false\n").pack_chars is None
     assert parse_policy(b"[chunking]\nmax_tokens = 400\n") == Policy()
     assert parse_policy(b"[chunking]\npack_chars = [400, 1200]\n").pack_chars == (400, 1200)
 

@@ -12,12 +12,12 @@
 
     [chunking]
     max_tokens = 400          # paragraphs over this split at sentences, then words
-    pack_chars = "auto"       # optional: short consecutive paragraphs (dialogue, verse)
-                              # packed into one retrieval unit. "auto" packs a work whose
-                              # paragraphs are mostly short (indexer.corpus.chunking,
-                              # auto_pack) into units of 400 to 1,200 characters;
-                              # [400, 1200] packs every work so; absent, false or []: one
-                              # unit per paragraph (docs/search.md, "Retrieval units")
+    pack_chars = "auto"       # the default: short consecutive paragraphs (dialogue)
+                              # packed into one retrieval unit in a work whose paragraphs
+                              # are mostly short (indexer.corpus.chunking, auto_pack),
+                              # units of 400 to 1,200 characters; [400, 1200] packs every
+                              # work so; false or []: one unit per paragraph
+                              # (docs/search.md, "Retrieval units")
 
 Every key is checked: an unknown one is an error that names it, because a typo
 would otherwise silently leave the default in force.
@@ -51,9 +51,10 @@ class Policy:
     budget_tokens: dict[int, int] = field(default_factory=lambda: dict(DEFAULT_BUDGETS))
     max_tokens: int = 400
     # [min, max] characters: short consecutive paragraphs packed into one retrieval unit
-    # (indexer.corpus.chunking); "auto": so only in a work whose paragraphs are mostly
-    # short (chunking.auto_pack); None: one chunk per paragraph
-    pack_chars: tuple[int, int] | Literal["auto"] | None = None
+    # (indexer.corpus.chunking); "auto", the default: so only in a work whose paragraphs
+    # are mostly short (chunking.auto_pack; measured on every judged set as the default,
+    # bench/RESULTS.md, issue 37 "retrieval"); None: one chunk per paragraph
+    pack_chars: tuple[int, int] | Literal["auto"] | None = "auto"
 
     def vectorize(self, level: int) -> bool:
         return level in self.vectorize_levels
@@ -128,7 +129,7 @@ def parse_policy(data: bytes | None) -> Policy:
         or not 16 <= max_tokens <= 8192
     ):
         raise CorpusError(POLICY_FILE, "chunking.max_tokens must be a whole number from 16 to 8192")
-    pack = chunk.get("pack_chars")
+    pack = chunk.get("pack_chars", "auto")
     if pack is False or pack == []:
         pack = None
     if (

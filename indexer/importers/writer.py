@@ -44,6 +44,10 @@ budget_tokens = { 1 = 300, 2 = 500, 3 = 700 }
 [chunking]
 # A paragraph over this many cl100k tokens is split at sentences, then words.
 max_tokens = 400
+# "auto": in a work whose paragraphs are mostly short lines (a play, a dialogue), short
+# consecutive paragraphs are packed into retrieval units of 400 to 1,200 characters;
+# false: one unit per paragraph; [min, max]: pack every work so.
+pack_chars = "auto"
 """
 
 
