@@ -59,9 +59,9 @@ BOOKS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def load(name: str) -> list[dict[str, Any]]:
+def load(name: str, every_split: bool = False) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in (BENCH / name).read_text("utf-8").splitlines() if line]
-    return [r for r in rows if r.get("split", "test") == "test"]
+    return [r for r in rows if every_split or r.get("split", "test") == "test"]
 
 
 def hits_of(service: Any, question: str, repository: str) -> list[dict[str, Any]]:
@@ -90,11 +90,13 @@ def hits_of(service: Any, question: str, repository: str) -> list[dict[str, Any]
     ]
 
 
-def run_book(service: Any, repository: str, keep_hits: bool) -> dict[str, Any]:
+def run_book(
+    service: Any, repository: str, keep_hits: bool, every_split: bool = False
+) -> dict[str, Any]:
     judged_file, foreign_files = BOOKS[repository]
-    questions = [dict(q, judged=True) for q in load(judged_file)]
+    questions = [dict(q, judged=True) for q in load(judged_file, every_split)]
     for name in foreign_files:
-        questions += [dict(q, judged=False) for q in load(name)]
+        questions += [dict(q, judged=False) for q in load(name, every_split)]
     out: list[dict[str, Any]] = []
     for q in questions:
         pack = service.context(str(q["query"]), repository=repository)
@@ -104,6 +106,7 @@ def run_book(service: Any, repository: str, keep_hits: bool) -> dict[str, Any]:
             "query": q["query"],
             "lang": q.get("lang"),
             "kind": q.get("kind"),
+            "split": q.get("split", "test"),
             "judged": q["judged"],
             "verdict": pack.relevance.verdict,
             "found": pack.found,
@@ -201,6 +204,7 @@ def main() -> None:
     parser.add_argument(
         "--evidence-rule", action="store_true", help="apply the corpus-fitted evidence rule"
     )
+    parser.add_argument("--every-split", action="store_true", help="the example's tune halves too")
     args = parser.parse_args()
     settings = Settings.from_env()
     books = []
@@ -211,7 +215,9 @@ def main() -> None:
         if args.evidence_rule:
             service.tuning = dataclasses.replace(service.tuning, evidence_rule=True)
         for repository in args.book or list(BOOKS):
-            book = run_book(service, repository, keep_hits=args.json is not None)
+            book = run_book(
+                service, repository, keep_hits=args.json is not None, every_split=args.every_split
+            )
             books.append(book)
             print("\n".join(summary(book)), flush=True)
             print(oracle(book), flush=True)
