@@ -290,7 +290,7 @@ def _judge(
     found_relevant = relevance.threshold is None or relevance.score >= relevance.threshold
     if band is not None:
         uncertain_from = band.floor_cross if relevance.cross_lingual else band.floor
-        relevance.position = round(band.position(relevance.score), 6)
+        relevance.position = round(band.position(relevance.score, relevance.cross_lingual), 6)
     uncertain = (
         not found_relevant
         and min_relevance is None
@@ -328,16 +328,13 @@ def _judge(
 
 
 def _band_finds(relevance: Relevance, signals: Signals, rule: BandRule | None) -> bool:
-    """The model's band rule (search.tuning.BandRule) says "found": a question in the
-    corpus's language, placed high enough in its band with its first chapter's lead.
-    Across languages the near-field null is not measured, so never there."""
-    return (
-        rule is not None
-        and relevance.position is not None
-        and not relevance.cross_lingual
-        and signals.evidence is not None
-        and rule.finds(relevance.position, signals.evidence.margin)
-    )
+    """The model's band rule (search.tuning.BandRule) says "found": a question placed
+    high enough in its band, with its first chapter's lead in the corpus's language."""
+    if rule is None or relevance.position is None:
+        return False
+    if relevance.cross_lingual:
+        return rule.finds_cross(relevance.position)
+    return signals.evidence is not None and rule.finds(relevance.position, signals.evidence.margin)
 
 
 def _floored(corpus: RelevanceGate, hand: RelevanceGate) -> RelevanceGate:

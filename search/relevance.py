@@ -135,10 +135,12 @@ class Band:
     floor_cross: float
     own_median: float
 
-    def position(self, score: float) -> float:
-        """0 at the everyday null's top, 1 at the corpus's own median: the same scale on
-        every corpus and model, whatever its cosines' range."""
-        return (score - self.floor) / (self.own_median - self.floor)
+    def position(self, score: float, cross_lingual: bool = False) -> float:
+        """0 at the everyday null's top (the cross-lingual null's for a question in
+        another language), 1 at the corpus's own median: the same scale on every corpus
+        and model, whatever its cosines' range."""
+        floor = self.floor_cross if cross_lingual else self.floor
+        return (score - floor) / (self.own_median - floor)
 
 
 def gate(tuning: Tuning, model: str, languages: tuple[str, ...]) -> RelevanceGate | None:

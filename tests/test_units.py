@@ -139,4 +139,10 @@ def test_the_band_rule_places_a_question_in_its_corpus_band_and_needs_its_lead()
     # a lead lifts a question in between
     assert not rule.finds(band.position(0.8740), margin=0.0)  # 0.60
     assert rule.finds(band.position(0.8740), margin=0.6)  # 0.60 + 0.30
+    # a question in another language: its place above the cross-lingual null, alone
+    assert band.position(0.81, cross_lingual=True) == pytest.approx(0.0)
+    assert band.position(0.85, cross_lingual=True) == pytest.approx(0.5)
+    assert rule.threshold_cross is not None
+    assert rule.finds_cross(band.position(0.8600, cross_lingual=True))  # 0.625
+    assert not rule.finds_cross(band.position(0.8450, cross_lingual=True))  # 0.4375
     assert TUNING.band_rule("another/model") is None  # a model it was not fitted with: none
