@@ -290,7 +290,8 @@ def _judge(
     found_relevant = relevance.threshold is None or relevance.score >= relevance.threshold
     if band is not None:
         uncertain_from = band.floor_cross if relevance.cross_lingual else band.floor
-        relevance.position = round(band.position(relevance.score, relevance.cross_lingual), 6)
+        position = band.position(relevance.score, relevance.cross_lingual)
+        relevance.position = None if position is None else round(position, 6)
     uncertain = (
         not found_relevant
         and min_relevance is None

@@ -135,11 +135,14 @@ class Band:
     floor_cross: float
     own_median: float
 
-    def position(self, score: float, cross_lingual: bool = False) -> float:
+    def position(self, score: float, cross_lingual: bool = False) -> float | None:
         """0 at the everyday null's top (the cross-lingual null's for a question in
         another language), 1 at the corpus's own median: the same scale on every corpus
-        and model, whatever its cosines' range."""
+        and model, whatever its cosines' range. None: that null is as high as the
+        corpus's median, so there is no scale."""
         floor = self.floor_cross if cross_lingual else self.floor
+        if self.own_median <= floor:
+            return None
         return (score - floor) / (self.own_median - floor)
 
 
