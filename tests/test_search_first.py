@@ -9,7 +9,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -22,7 +22,7 @@ def state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-def eventually(check, timeout: float = 10.0) -> bool:  # type: ignore[no-untyped-def]
+def eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():
@@ -125,3 +125,27 @@ def test_no_worker_or_a_worker_gone_is_no_error(child) -> None:
         pass
     first.detach()
     assert first.pauses == 0
+
+
+@pytest.mark.parametrize(
+    ("worker", "setting", "wired"),
+    [("process", "true", True), ("process", "false", False), ("thread", "true", False)],
+)
+def test_serve_wires_it_to_its_worker_child_only(
+    tmp_path: Path, db_url: str, worker: str, setting: str, wired: bool
+) -> None:
+    """GLOSSATOR_SEARCH_FIRST, and only a worker that is a child process (a thread worker
+    is the server's own process); the app built, not started."""
+    from glossator.server import build_app
+    from glossator.settings import Settings
+
+    settings = Settings.from_env(
+        {
+            "GLOSSATOR_DATABASE_URL": db_url,
+            "GLOSSATOR_DATA_DIR": str(tmp_path / "data"),
+            "GLOSSATOR_REPOS_DIR": str(tmp_path / "repos"),
+            "GLOSSATOR_SEARCH_FIRST": setting,
+        }
+    )
+    app = build_app(settings, worker=worker)
+    assert isinstance(app.state.service["search_first"], SearchFirst) is wired

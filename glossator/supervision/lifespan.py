@@ -86,7 +86,7 @@ class ServerLifespan:
         self.search_first = search_first  # the worker process stopped while searches run
         # what a test reaches through app.state.service: the database's supervisor, and
         # once started, the indexing service or the worker's supervisor
-        self.state: dict[str, Any] = {"supervisor": db_supervisor}
+        self.state: dict[str, Any] = {"supervisor": db_supervisor, "search_first": search_first}
 
     @contextlib.asynccontextmanager
     async def __call__(self, app: Starlette) -> AsyncIterator[None]:
