@@ -236,7 +236,7 @@ class Settings(BaseSettings):
         "other work).",
     )
     search_first: Flag = Field(
-        True,  # a search met a book being embedded at 1.5-2x its idle time (bench/RESULTS.md)
+        True,  # the job beside a search cost it 1.09-1.12x, niced (bench/RESULTS.md)
         description="`glossator serve` stops its indexing worker while a search runs (at most "
         "1 s at a stretch: glossator/supervision/search_first.py), so that searches keep the "
         "cores and their caches while a book embeds; false: the job runs beside them, niced.",

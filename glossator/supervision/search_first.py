@@ -6,12 +6,13 @@
     with first.search(): …                         # what each search runs in
     first.detach()                                 # the worker continued, before it is stopped
 
-Why: on the 2-core host a search met a book being embedded at 1.5-2× its idle time
-(bench/RESULTS.md, "Issue 41, search while a book embeds", "Session 18 lead checks"),
-although the job's threads were niced by 10, and SCHED_IDLE did no better: a scheduling
-policy gives a search the CPU time, not the cores' shared caches and memory bandwidth a
-job streaming its encoder's weights beside it takes, and a search's query encoding on
-two threads waits for both. A job that does not run while a search does leaves it all.
+Why: on the 2-core host, the same searches over the same rows took 1.09-1.12× as long
+with a book being embedded beside them as with the worker stopped (their query's
+encoding 1.2×), although the job's threads are niced by 10, and SCHED_IDLE did no better
+on a quiet machine (bench/RESULTS.md, "search while a book embeds"): a scheduling policy
+gives a search CPU time, not the cores' caches and memory bandwidth a job streaming its
+encoder's weights takes, and a query encoded on two threads waits for both at every
+node. A job that does not run while a search does leaves it all of them.
 The worker is a child process of the server (glossator.supervision.worker_process), so
 the server stops it with SIGSTOP when the first search in flight begins and continues
 it with SIGCONT when the last one ends: no cooperation of the job's code is needed, the
