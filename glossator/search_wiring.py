@@ -12,8 +12,8 @@ remote API, whose retries must not hold a lock every search waits on).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Literal
 
 from glossator.providers import get_reranker
@@ -45,9 +45,11 @@ def search_service(
     *,
     embedder: QueryEmbedder | None = None,
     reranker: Reranker | Literal["settings"] | None = "settings",
+    foreground: Callable[[], AbstractContextManager[object]] | None = None,
 ) -> SearchService:
     """The search service over a database (a `store.db.Database`, a pool or a
-    connection); `embedder` None: the settings' one, made at the first vector query."""
+    connection); `embedder` None: the settings' one, made at the first vector query;
+    `foreground`: what each search runs in (`serve`'s SearchFirst)."""
 
     def make_embedder() -> QueryEmbedder:
         from glossator.providers import get_embedder  # the model itself is cached per process
@@ -60,6 +62,7 @@ def search_service(
         reranker=get_reranker(settings) if reranker == "settings" else reranker,
         defaults=search_defaults(settings),
         serialize_embedding=settings.embedder.partition(":")[0] in IN_PROCESS_EMBEDDERS,
+        foreground=foreground,
     )
 
 

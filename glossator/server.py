@@ -36,6 +36,7 @@ from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.lifespan import ServerLifespan
 from glossator.supervision.query_model import QueryModel
+from glossator.supervision.search_first import SearchFirst
 from glossator.wiring import access_policy, database, stored_tokens
 from hooks.queue import list_jobs
 from hooks.reuse import IndexFn
@@ -90,7 +91,11 @@ def build_app(
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     db = database(settings)
     supervisor = DatabaseSupervisor(db)  # started with the database, in the lifespan
-    service = search_service(settings, db)  # MCP and the web reader share its query cache
+    # the worker process stopped while searches run (search_first.py); not in a thread
+    # worker's mode (the server's own process) nor with no worker
+    first = SearchFirst() if settings.search_first and worker == "process" else None
+    # MCP and the web reader share its query cache
+    service = search_service(settings, db, foreground=first.search if first else None)
     throttle = Throttle()  # wrong tokens an address, at every door (core.throttle)
     mcp = _mcp_app(settings, service)
     policy = access_policy(settings, stored=stored_tokens(db))
@@ -114,6 +119,7 @@ def build_app(
         index_fn=index_fn,
         mcp=mcp,
         query_model=query_model,
+        search_first=first,
     )
     app = create_app(
         store,

@@ -235,6 +235,12 @@ class Settings(BaseSettings):
         description="CPU niceness added to indexing jobs (0-19; 0 on a host shared with "
         "other work).",
     )
+    search_first: Flag = Field(
+        True,  # the job beside a search cost it 1.09-1.12x, niced (bench/RESULTS.md)
+        description="`glossator serve` stops its indexing worker while a search runs (at most "
+        "1 s at a stretch: glossator/supervision/search_first.py), so that searches keep the "
+        "cores and their caches while a book embeds; false: the job runs beside them, niced.",
+    )
     warm_gate: Flag = Field(
         True,  # a request should never pay the ~50 searches of a calibration (search.warming)
         description="After each indexing job, measure the branch's relevance gate in the "

@@ -13,8 +13,10 @@ each corpus's calibrated gate with its cache (search.gates).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 from search import rows
 from search.calibration import PROBES
@@ -56,10 +58,13 @@ class SearchService:
         serialize_embedding: bool = False,
         cache_size: int = QUERY_CACHE_SIZE,
         detector: LanguageDetector | None = None,
+        foreground: Callable[[], AbstractContextManager[object]] | None = None,
     ) -> None:
         """`embedder` may be a factory, called at the first vector or hybrid query (a
         bm25-only session never loads a model); None: bm25 only. `defaults` are every
-        search's options before the caller's changes."""
+        search's options before the caller's changes. `foreground()`: a context each
+        search and context pack runs in (the server's: its indexing worker stopped
+        meanwhile, glossator.supervision.search_first)."""
         self.conn_or_pool = conn_or_pool
         self.reranker = reranker
         self.defaults = defaults or SearchOptions()
@@ -67,6 +72,7 @@ class SearchService:
         self.vectors = QueryVectors(embedder, serialize=serialize_embedding, cache_size=cache_size)
         self.detector = detector or LanguageDetector()  # the query's language (search.language)
         self.gates = CorpusGates(self.vectors, self.detector, self.defaults, tuning)
+        self.foreground = foreground or contextlib.nullcontext
 
     @property
     def embedder(self) -> QueryEmbedder:
@@ -86,6 +92,12 @@ class SearchService:
     ) -> SearchResponse:
         """`search.engine.search` with the query embedded (vector and hybrid modes); the
         embedding's milliseconds are the response's `timings_ms["embed"]`."""
+        with self.foreground():
+            return self._search(query, options, **changes)
+
+    def _search(
+        self, query: str, options: SearchOptions | None = None, **changes: object
+    ) -> SearchResponse:
         started = time.perf_counter()
         opts = self.options(options, **changes).checked()
         query = check_query(query)  # before embedding: a bad query costs no model call
@@ -153,9 +165,10 @@ class SearchService:
     ) -> ContextPack:
         """`search.context.context` with the question embedded once for all its steps,
         within the repositories `readable` (None: all)."""
-        return self._context(
-            question, budget, repository, branch, work, min_relevance, None, readable
-        )
+        with self.foreground():
+            return self._context(
+                question, budget, repository, branch, work, min_relevance, None, readable
+            )
 
     def warm(self, repository: str, branch: str, stop: Callable[[], bool] | None = None) -> None:
         """Measure and keep the gates a `context` pack on `repository`@`branch` would

@@ -8,6 +8,8 @@
 - `worker_process.py`: the indexing worker as a child process, restarted when it dies;
   the child's side of the bargain (never outlive the server) is
   `glossator.worker.die_with_parent`.
+- `search_first.py`: that child stopped while searches run (`SearchFirst`), so that a
+  search meets no job on the cores.
 
 The app itself (routes, handlers) is `glossator/server.py` and `glossator/routes.py`;
 none of this runs before the app's lifespan starts.

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from core.errors import GlossatorError
 from gitserver.repos import RepoStore
 from glossator.settings import Settings
+from glossator.supervision.search_first import SearchFirst
 from glossator.supervision.worker_process import (
     WorkerSupervisor,
     worker_command,
@@ -42,6 +43,7 @@ async def serve_indexing(
     *,
     embedder: Embedder,
     index_fn: IndexFn | None = None,
+    search_first: SearchFirst | None = None,
 ) -> AsyncIterator[JobRunner | WorkerSupervisor | None]:
     """What `glossator serve` runs to index pushes; yields the service or supervisor.
 
@@ -50,7 +52,9 @@ async def serve_indexing(
       only possible worker (`--sole-worker`).
     - `thread`: the indexing service in the server's own event loop (one process).
     - `none`: no worker; `glossator worker` processes elsewhere run the jobs.
-    The queue's schema is applied in every mode: the hooks queue into it."""
+    The queue's schema is applied in every mode: the hooks queue into it.
+    `search_first` (process mode): stops the child while searches run
+    (glossator/supervision/search_first.py), from its start until before its stop."""
     from hooks.queue import ensure_schema
 
     if mode == "thread":
@@ -80,7 +84,12 @@ async def serve_indexing(
         ),
     )
     await supervisor.start()
+    if search_first is not None:
+        search_first.attach(lambda: supervisor.pid)
     try:
         yield supervisor
     finally:
+        if search_first is not None:
+            # a stopped child would not act on SIGTERM: continued first, stopped no more
+            await asyncio.to_thread(search_first.detach)
         await supervisor.stop()

@@ -35,6 +35,7 @@ from glossator.settings import Settings
 from glossator.supervision.database import DatabaseSupervisor
 from glossator.supervision.indexing_modes import serve_indexing
 from glossator.supervision.query_model import QueryModel
+from glossator.supervision.search_first import SearchFirst
 from hooks.reuse import IndexFn
 from indexer.providers.embedders.base import Embedder
 from store.db import Database
@@ -71,6 +72,7 @@ class ServerLifespan:
         index_fn: IndexFn | None,
         mcp: Any | None,
         query_model: QueryModel | None = None,
+        search_first: SearchFirst | None = None,
     ) -> None:
         self.settings = settings
         self.db = db
@@ -81,9 +83,10 @@ class ServerLifespan:
         self.index_fn = index_fn
         self.mcp = mcp
         self.query_model = query_model
+        self.search_first = search_first  # the worker process stopped while searches run
         # what a test reaches through app.state.service: the database's supervisor, and
         # once started, the indexing service or the worker's supervisor
-        self.state: dict[str, Any] = {"supervisor": db_supervisor}
+        self.state: dict[str, Any] = {"supervisor": db_supervisor, "search_first": search_first}
 
     @contextlib.asynccontextmanager
     async def __call__(self, app: Starlette) -> AsyncIterator[None]:
@@ -104,6 +107,7 @@ class ServerLifespan:
                         self.store,
                         embedder=self.embedder,
                         index_fn=self.index_fn,
+                        search_first=self.search_first,
                     )
                 )
                 if self.mcp is not None:
