@@ -125,6 +125,7 @@ class GitServer:
         self.pre_receive = pre_receive
         # Only this server's hooks know it: it is in the environment git gives them.
         self.hook_token = secrets.token_urlsafe(32) if post_receive is not None else ""
+        self.http_backend = backend.http_backend_command()
 
     async def git(self, request: Request) -> Response:
         name: str = request.path_params["name"]
@@ -244,7 +245,9 @@ class GitServer:
             remote_addr=client,
             extra_env={**self.hook_env, **self._callback_env(request)},
         )
-        return await backend.run(cgi, body, on_finish=marker.finish if marker else None)
+        return await backend.run(
+            cgi, body, on_finish=marker.finish if marker else None, program=self.http_backend
+        )
 
     def _callback_env(self, request: Request) -> dict[str, str]:
         env = {HOOK_URL: str(request.base_url)}
