@@ -50,6 +50,7 @@ else
     path=/api/hooks/post-receive
     extra=${GLOSSATOR_HOOK_URL:-}
 fi
+[[ $extra != *$'\n'* ]] || work_here  # one line of the request (a path could hold two)
 body=$name$'\n'$extra$'\n'$updates
 
 bytes() {  # the size of "$@" joined, in bytes: ${#…} counts characters in a UTF-8 locale
