@@ -1,19 +1,23 @@
 """The git server against plain git, and push-to-searchable against corpus size, in one run.
 
-    .venv/bin/python bench/git.py [--repeat 3] [--scale 10] [--embedder fake] [--transfer-only]
-                                  [--write bench/RESULTS.md]
+    .venv/bin/python bench/git.py [--repeat 3] [--clones 15] [--scale 10] [--embedder fake]
+                                  [--transfer-only] [--write bench/RESULTS.md]
 
 Starts `glossator serve` (subprocess, 127.0.0.1 port 0, embedded PostgreSQL in a
 temporary directory) and measures, side by side:
 
 1. `git clone` of the indexed example corpus through the server (smart HTTP,
-   `git http-backend`) against `git clone file://` of the same bare repository;
+   `git http-backend`) against `git clone file://` of the same bare repository,
+   `--clones` pairs side by side (their order alternating);
    `git push` of the whole corpus into a new repository through the server
    (pre-receive check and post-receive queueing included) against a push into a
    plain bare repository over file://, then a one-paragraph edit pushed on top of
    each, and both pushes again through the server into a repository whose hooks
-   are removed (git's smart HTTP alone: what no hook work can go under). Medians
-   of `--repeat` runs; ratios. `--transfer-only` stops after this part (and 3.).
+   are removed (git's smart HTTP alone: what no hook work can go under), `--repeat`
+   runs (the edit's three pushes in a rotating order). Each ratio is the median of
+   the run-by-run ratios (a pair's two commands ran side by side, under the same load
+   of a shared machine), with their range. `--transfer-only` stops after this part
+   (and 3.).
 2. Seconds from `git push` of a one-paragraph edit to the edited text being
    returned by a BM25 search (the job committed back, loaded the rows, and
    search sees them), on the example corpus and on a corpus `--scale` times
@@ -21,12 +25,13 @@ temporary directory) and measures, side by side:
    should follow the change, not the corpus. Split into its phases (medians):
    the `git push` command itself (both hooks included), push → job queued,
    queued → job started (the worker's wake-up), the job, job end → searchable.
-3. The hooks' start-up on its own line: the hook's interpreter as installed
-   (`python -E -P -S glossator/githooks.py`, which asks the server), the same imports
-   with `site` (the hooks before issue 41's last round), pre-receive checking in
-   the hook (`hooks.pre_receive`, a push without a server), against the bare
-   interpreter (with site, and isolated without it) and against what post-receive
-   imported before issue 23 (pydantic's settings, procrastinate, psycopg). Medians of 5.
+3. The hooks' start-up on its own line: bash (the hooks as installed,
+   glossator/githooks.bash, which ask the server), the Python entry point they hand
+   the work to when the server cannot answer (`python -E -P -S
+   glossator/githooks.py`), the same imports with `site`, pre-receive checking in the
+   hook (`hooks.pre_receive`, a push without a server), against the bare interpreter
+   (with site, and isolated without it) and against what post-receive once imported
+   (pydantic's settings, procrastinate, psycopg). Medians of 5.
 
 The embedder defaults to the fake (hash) one, the test suite's (tests/fakes.py, a
 provider plugin this bench names for its server), so that indexing the large corpus
@@ -150,14 +155,15 @@ def startup(repeat: int = 5) -> dict[str, float]:
     """Median seconds for a fresh interpreter to start as each hook starts."""
     hook = [sys.executable, "-E", "-P", "-S", str(ROOT / "glossator" / "githooks.py"), "-"]
     cases = {
+        "bash": ["bash", "-c", ":"],  # the hooks as installed: bash alone while the server answers
         "python": [sys.executable, "-P", "-c", "pass"],
         "isolated": [sys.executable, "-E", "-P", "-S", "-c", "pass"],
-        # the hook as installed (gitserver.repos.hook_script), up to its usage line
+        # the Python entry point (gitserver.repos.hook_script), up to its usage line
         "hook": hook,
         # the same imports with site (the editable install's finder): the hook before
         "with_site": [sys.executable, "-P", "-c", "import glossator.githooks, json, socket"],
         "pre_receive": [sys.executable, "-P", "-c", "import glossator.githooks, hooks.pre_receive"],
-        # post-receive, issue 23
+        # what post-receive imported once
         "before": [sys.executable, "-P", "-c", "import glossator.settings, hooks.post_receive"],
     }
     out = {}
@@ -190,25 +196,37 @@ def edit_paragraph(work: Path) -> str:
     return word
 
 
-def clone_and_push(server: ServeProcess, bare: Path, tmp: Path, repeat: int) -> dict[str, float]:
-    """Medians: clones, then pushes of the whole corpus into a new repository and of a
-    one-paragraph edit on top of it, each through the server (its hooks), into a plain
-    bare repository over file://, and through the server into a repository whose hooks
-    are removed (git's smart HTTP alone: the floor of any hook work)."""
+def clone_and_push(
+    server: ServeProcess, bare: Path, tmp: Path, repeat: int, clones: int
+) -> dict[str, list[float]]:
+    """Each run's seconds: `clones` clones through the server and over file://, side by
+    side (their order alternating), then pushes of the whole corpus into a new repository
+    and of a one-paragraph edit on top of it, each through the server (its hooks), into a
+    plain bare repository over file://, and through the server into a repository whose
+    hooks are removed (git's smart HTTP alone: the floor of any hook work), `repeat` times
+    (the three in a rotating order). The ratios are taken run by run (ratios())."""
     runs: dict[str, list[float]] = {}
 
     def timed(key: str, *args: str) -> None:
         runs.setdefault(key, []).append(timed_git(*args, cwd=source))
 
+    def rotated(i: int, steps: list[tuple[str, tuple[str, ...]]]) -> None:
+        for key, args in steps[i % len(steps) :] + steps[: i % len(steps)]:
+            timed(key, *args)
+
     source = tmp / "push-source"
     git("clone", "-q", f"file://{bare}", str(source))
+    for i in range(clones):
+        rotated(
+            i,
+            [
+                ("clone_http", ("clone", "-q", server.url("small"), str(tmp / f"h{i}"))),
+                ("clone_file", ("clone", "-q", f"file://{bare}", str(tmp / f"f{i}"))),
+            ],
+        )
+        shutil.rmtree(tmp / f"h{i}")
+        shutil.rmtree(tmp / f"f{i}")
     for i in range(repeat):
-        runs.setdefault("clone_http", []).append(
-            timed_git("clone", "-q", server.url("small"), str(tmp / f"h{i}"))
-        )
-        runs.setdefault("clone_file", []).append(
-            timed_git("clone", "-q", f"file://{bare}", str(tmp / f"f{i}"))
-        )
         hooked, unhooked = (
             server.url(f"push{i}", token=TOKEN),
             server.url(f"nohook{i}", token=TOKEN),
@@ -228,18 +246,32 @@ def clone_and_push(server: ServeProcess, bare: Path, tmp: Path, repeat: int) -> 
         git("push", "-q", f"file://{plain}", "main", cwd=source)
         git("push", "-q", unhooked, "main", cwd=source)
         edit_paragraph(source)
-        timed("edit_http", "push", "-q", hooked, "main")
-        timed("edit_file", "push", "-q", f"file://{plain}", "main")
-        timed("edit_nohook", "push", "-q", unhooked, "main")
+        rotated(
+            i,
+            [
+                ("edit_http", ("push", "-q", hooked, "main")),
+                ("edit_file", ("push", "-q", f"file://{plain}", "main")),
+                ("edit_nohook", ("push", "-q", unhooked, "main")),
+            ],
+        )
         server.wait_idle(f"push{i}", timeout=900)
         git("pull", "-q", "--ff-only", hooked, "main", cwd=source)
-    return {k: statistics.median(v) for k, v in runs.items()}
+    return runs
+
+
+def ratios(runs: dict[str, list[float]], a: str, b: str) -> list[float]:
+    """`a`'s seconds over `b`'s, run by run: each pair ran side by side, so the load of the
+    moment (a shared, loaded machine) weighs on both; their median is the figure."""
+    return [x / y for x, y in zip(runs[a], runs[b], strict=True)]
 
 
 def main() -> None:
     exit_on_signals()  # a SIGTERM or Ctrl-C still stops what it started
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--clones", type=int, default=15, help="clone pairs (server, file://), side by side"
+    )
     parser.add_argument("--scale", type=int, default=10)
     parser.add_argument("--embedder", default="fake")
     parser.add_argument("--summarizer", default="extractive")
@@ -250,8 +282,8 @@ def main() -> None:
         help="only the clones and pushes (part 1) and the hooks' start-up, not the x--scale corpus",
     )
     args = parser.parse_args()
-    if args.repeat < 1 or not 1 < args.scale <= 50:
-        parser.error("--repeat ≥ 1 and 1 < --scale ≤ 50")
+    if args.repeat < 1 or args.clones < 1 or not 1 < args.scale <= 50:
+        parser.error("--repeat ≥ 1, --clones ≥ 1 and 1 < --scale ≤ 50")
 
     start_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else 0.0
     tmp = Path(tempfile.mkdtemp(prefix="glossator-bench-git-"))
@@ -276,7 +308,9 @@ def main() -> None:
         print(f"indexing the example ({files_small} files) …", flush=True)
         first_small = push_and_index(server, small, "small", 900)
         print("clone and push …", flush=True)
-        transfer = clone_and_push(server, tmp / "repos" / "small.git", tmp, args.repeat)
+        transfer = clone_and_push(
+            server, tmp / "repos" / "small.git", tmp, args.repeat, args.clones
+        )
         if args.transfer_only:
             print("\n".join(transfer_lines(transfer, startup())))
             return
@@ -318,9 +352,14 @@ def main() -> None:
         write_section(args.write, lines, args, start_load)
 
 
-def transfer_lines(t: dict[str, float], hooks: dict[str, float] | None) -> list[str]:
+def transfer_lines(t: dict[str, list[float]], hooks: dict[str, float] | None) -> list[str]:
     def ratio(a: str, b: str) -> str:
-        return f"{t[a]:.2f} s / {t[b]:.2f} s = **{t[a] / t[b]:.2f}×**"
+        each = ratios(t, a, b)
+        return (
+            f"{statistics.median(t[a]):.2f} s / {statistics.median(t[b]):.2f} s; "
+            f"**{statistics.median(each):.2f}×** (median of {len(each)} side-by-side ratios, "
+            f"{min(each):.2f}-{max(each):.2f})"
+        )
 
     lines = [
         f"| `git clone` via server / `file://` | {ratio('clone_http', 'clone_file')} |",
@@ -337,13 +376,13 @@ def transfer_lines(t: dict[str, float], hooks: dict[str, float] | None) -> list[
 
 def hooks_line(hooks: dict[str, float]) -> str:
     return (
-        f"| hooks' start-up (fresh interpreter + imports, median of 5) | the hook as "
-        f"installed (`-E -P -S githooks.py`, it asks the server) {hooks['hook']:.3f} s; "
-        f"the same imports with site {hooks['with_site']:.3f} s; checking in the hook "
-        f"(pre-receive without a server) {hooks['pre_receive']:.2f} s; bare interpreter "
-        f"{hooks['python']:.3f} s, without site {hooks['isolated']:.3f} s; "
-        f"post-receive's imports before issue 23 (settings, procrastinate) "
-        f"{hooks['before']:.2f} s |"
+        f"| hooks' start-up (fresh process + imports, median of 5) | bash (the hooks as "
+        f"installed, they ask the server) {hooks['bash']:.3f} s; the Python entry point "
+        f"they fall back on (`-E -P -S githooks.py`) {hooks['hook']:.3f} s, the same imports "
+        f"with site {hooks['with_site']:.3f} s; checking in the hook (pre-receive without "
+        f"a server) {hooks['pre_receive']:.2f} s; bare interpreter {hooks['python']:.3f} s, "
+        f"without site {hooks['isolated']:.3f} s; post-receive's imports once (settings, "
+        f"procrastinate) {hooks['before']:.2f} s |"
     )
 
 
@@ -357,7 +396,8 @@ def write_section(
         [
             SECTION,
             "",
-            f"Command: `.venv/bin/python bench/git.py --repeat {args.repeat} --scale {args.scale} "
+            f"Command: `.venv/bin/python bench/git.py --repeat {args.repeat} --clones "
+            f"{args.clones} --scale {args.scale} "
             f"--embedder {args.embedder} --write bench/RESULTS.md`, run "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} on {cpus} cores "
             f"(load average {load:.1f} at the end, {start_load:.1f} at the start: other "

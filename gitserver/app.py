@@ -125,6 +125,7 @@ class GitServer:
         self.pre_receive = pre_receive
         # Only this server's hooks know it: it is in the environment git gives them.
         self.hook_token = secrets.token_urlsafe(32) if post_receive is not None else ""
+        self.http_backend = backend.http_backend_command()
 
     async def git(self, request: Request) -> Response:
         name: str = request.path_params["name"]
@@ -244,7 +245,9 @@ class GitServer:
             remote_addr=client,
             extra_env={**self.hook_env, **self._callback_env(request)},
         )
-        return await backend.run(cgi, body, on_finish=marker.finish if marker else None)
+        return await backend.run(
+            cgi, body, on_finish=marker.finish if marker else None, program=self.http_backend
+        )
 
     def _callback_env(self, request: Request) -> dict[str, str]:
         env = {HOOK_URL: str(request.base_url)}
@@ -257,50 +260,44 @@ class GitServer:
 
     async def hook_post_receive(self, request: Request) -> Response:
         """The post-receive hook of a push this server runs: queue its jobs, answer the
-        lines the hook prints (glossator.githooks)."""
+        lines the hook prints (glossator.githooks: the request and answer in plain text)."""
         token = bearer_token(request.headers)
         if self.post_receive is None or not token or not token_matches(token, (self.hook_token,)):
             return PlainTextResponse("not found\n", status_code=404)
-        try:
-            data = await request.json()
-            name, updates = str(data["repository"]), str(data["updates"])
-            url = str(data.get("url") or "")
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": "repository and updates required"}, 400)
+        fields = await _hook_request(request)
+        if fields is None:
+            return PlainTextResponse(HOOK_REQUEST_WORDS, 400)
+        name, url, updates = fields
         if not self.store.exists(name):
             # answered, not 404: on an error the hook would queue the jobs itself, for a
             # name that is not served (a deleted repository's `.<name>.deleting`)
             log.warning("post-receive of %r: not a repository of the store, nothing queued", name)
-            return JSONResponse(
-                {"output": f"glossator: no repository named {name!r} here; indexing not queued\n"}
+            return _hook_answer(
+                0, f"glossator: no repository named {name!r} here; indexing not queued\n"
             )
         output = await self.post_receive(name, updates, url)
         await self._let_other_writers_in(name, updates)
-        return JSONResponse({"output": output})
+        return _hook_answer(0, output)
 
     async def hook_pre_receive(self, request: Request) -> Response:
         """The pre-receive check of a push this server runs, here on the server's warm
-        imports, so that the hook git starts imports the standard library only
-        (glossator.githooks): {"status": the hook's exit status, "output": its lines}."""
+        imports, so that the hook git starts needs no Python (glossator.githooks): the
+        hook's exit status, then its lines."""
         token = bearer_token(request.headers)
         if self.pre_receive is None or not token or not token_matches(token, (self.hook_token,)):
             return PlainTextResponse("not found\n", status_code=404)
-        try:
-            data = await request.json()
-            name, updates = str(data["repository"]), str(data["updates"])
-            quarantine = str(data.get("quarantine") or "")
-        except (ValueError, KeyError, TypeError):
-            return JSONResponse({"error": "repository and updates required"}, 400)
+        fields = await _hook_request(request)
+        if fields is None:
+            return PlainTextResponse(HOOK_REQUEST_WORDS, 400)
+        name, quarantine, updates = fields
         if not self.store.exists(name):
             # a repository renamed aside by `glossator repo delete` has no name served
-            return JSONResponse(
-                {"status": 1, "output": receiving.DELETING_LINE.format(name=name) + "\n"}
-            )
+            return _hook_answer(1, receiving.DELETING_LINE.format(name=name) + "\n")
         git_dir = self.store.path(name)
         if quarantine and not Path(quarantine).resolve().is_relative_to(git_dir / "objects"):
-            return JSONResponse({"error": "the quarantine is not the repository's"}, 400)
+            return PlainTextResponse("the quarantine is not the repository's\n", 400)
         status, output = await self.pre_receive(git_dir, quarantine or None, updates)
-        return JSONResponse({"status": status, "output": output})
+        return _hook_answer(status, output)
 
     async def _let_other_writers_in(self, name: str, updates: str) -> None:
         """Answer a push that landed only once the pushes to its branch that its landing
@@ -346,6 +343,34 @@ class GitServer:
                 if caller.may_read(n)
             ]
         )
+
+
+HOOK_REQUEST_WORDS = (
+    "a hook's request is the repository's name, a line (the quarantine or the URL), "
+    "then git's update lines, in UTF-8\n"
+)
+
+
+async def _hook_request(request: Request) -> tuple[str, str, str] | None:
+    """(repository, its second line, git's update lines) of a hook's request, or None.
+    Plain text, so that the hook git runs can be bash (glossator/githooks.bash)."""
+    try:
+        text = (await request.body()).decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    name, newline, rest = text.partition("\n")
+    line, newline2, updates = rest.partition("\n")
+    if not (newline and newline2):
+        return None
+    return name, line, updates
+
+
+def _hook_answer(status: int, output: str) -> Response:
+    """The hook's exit status on a line, then its lines, the last one ended too (the bash
+    hook counts what it read against Content-Length)."""
+    if output and not output.endswith("\n"):
+        output += "\n"
+    return PlainTextResponse(f"{status}\n{output}")
 
 
 def _others_under_way(path: Path, branch: str) -> int:

@@ -28,9 +28,10 @@ import asyncio
 import contextlib
 import logging
 import os
+import subprocess
 import tempfile
 import zlib
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -48,6 +49,8 @@ MAX_HEADER_BYTES = 64 * 1024
 # (HEAD, objects/…, info/packs) are 404: a smart client never asks for them.
 SMART_PATHS = frozenset({"info/refs", "git-upload-pack", "git-receive-pack"})
 SERVICES = frozenset({"git-upload-pack", "git-receive-pack"})  # info/refs?service=
+# `git http-backend` by the `git` program: a process that only starts the next one
+GIT_HTTP_BACKEND = ("git", "http-backend")
 # Environment the CGI keeps from ours; everything else (tokens, keys) stays out.
 _KEEP_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "TZ", "SYSTEMROOT", "VIRTUAL_ENV")
 
@@ -90,6 +93,21 @@ class CgiRequest:
         if self.remote_user:
             env["REMOTE_USER"] = self.remote_user
         return env
+
+
+def http_backend_command() -> tuple[str, ...]:
+    """`git-http-backend` from git's exec path, run as itself: `git http-backend` starts
+    the `git` program, which starts this one as its child and waits for it, a process
+    more on every request (and two on a push, whose hooks' start it delays). Asked once,
+    when the server is built; `git http-backend` where it cannot be found."""
+    try:
+        found = subprocess.run(
+            ["git", "--exec-path"], capture_output=True, text=True, timeout=30, check=True
+        ).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return GIT_HTTP_BACKEND
+    program = os.path.join(found, "git-http-backend")
+    return (program,) if found and os.access(program, os.X_OK) else GIT_HTTP_BACKEND
 
 
 def too_large(limit: int) -> str:
@@ -209,11 +227,13 @@ async def run(
     body: tempfile.SpooledTemporaryFile[bytes] | None,
     *,
     on_finish: Callable[[], None] | None = None,
+    program: Sequence[str] = GIT_HTTP_BACKEND,
 ) -> Response:
-    """Run `git http-backend` for one request and stream its answer; `on_finish` once
-    git has exited (its answer sent, or the client gone), also when it fails to start."""
+    """Run `git http-backend` (`program`: http_backend_command) for one request and stream
+    its answer; `on_finish` once git has exited (its answer sent, or the client gone),
+    also when it fails to start."""
     try:
-        return await _run(cgi, body, on_finish)
+        return await _run(cgi, body, on_finish, program)
     except BaseException:
         if on_finish is not None:
             on_finish()
@@ -224,6 +244,7 @@ async def _run(
     cgi: CgiRequest,
     body: tempfile.SpooledTemporaryFile[bytes] | None,
     on_finish: Callable[[], None] | None,
+    program: Sequence[str],
 ) -> Response:
     stdin: int | object = asyncio.subprocess.DEVNULL
     length: int | None = None
@@ -237,8 +258,7 @@ async def _run(
     env = cgi.environ(length)
     try:
         proc = await asyncio.create_subprocess_exec(
-            "git",
-            "http-backend",
+            *program,
             stdin=stdin,  # type: ignore[arg-type]
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,

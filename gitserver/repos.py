@@ -6,13 +6,15 @@ resolved path must sit directly inside the store, so no name (`..`, `/`, a
 symlink planted in the store) reaches outside it (dulwich's backend habit).
 
 `create` configures each repository for smart HTTP and for Glossator, and
-installs the two hooks that call back into Glossator. The hooks are tiny shell
-scripts that `exec` this interpreter without `site` (`-E -P -S`: a hook's start is
-part of every push), on the file of `glossator.githooks` (the composition
-root's entry point, which reads the environment and asks the server to run
-`hooks.pre_receive` / `hooks.post_receive`): git runs them as its own child
-processes, with the environment the server gave `git http-backend` (database URL,
-data dir), so they need no secret on disk.
+installs the two hooks that call back into Glossator: git runs them as its own
+child processes, with the environment the server gave `git http-backend` (database
+URL, data dir, the server's callback), so they need no secret on disk. A hook's
+start is part of every push, so where bash is the hooks are bash scripts
+(`glossator/githooks.bash`) that ask the server to run `hooks.pre_receive` /
+`hooks.post_receive` and start no Python; they, and the hooks where there is no
+bash, `exec` this interpreter without `site` (`-E -P -S`) on the file of
+`glossator.githooks` (the composition root's entry point) when the work must be
+done in the hook (no server to ask).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ CONFIG: dict[str, str | bool] = {
 HOOKS = ("pre-receive", "post-receive")
 PUSH_POLL_S = 0.1  # between looks at the pushes a delete waits for
 # What the hook scripts run: named, not imported (the composition root is above this layer).
-HOOK_PACKAGE, HOOK_FILE = "glossator", "githooks.py"
+HOOK_PACKAGE, HOOK_FILE, HOOK_SHELL_FILE = "glossator", "githooks.py", "githooks.bash"
 
 
 def hook_entry() -> Path:
@@ -97,20 +99,31 @@ def check_name(name: str) -> str:
     return name
 
 
-def hook_script(hook: str, *, data_dir: Path, repos_dir: Path) -> str:
-    """The shell script installed as `hook`: defaults for the non-secret settings, then exec."""
-    return (
-        "#!/bin/sh\n"
+def hook_script(hook: str, *, data_dir: Path, repos_dir: Path, bash: str | None) -> str:
+    """The script installed as `hook`: defaults for the non-secret settings, then the
+    bash hook (githooks.bash) given bash's path, else (None) an exec of the Python
+    entry point."""
+    entry = hook_entry()
+    shell = entry.with_name(HOOK_SHELL_FILE)
+    head = (
         f"# Installed by Glossator (gitserver.repos): runs its {hook} hook for this repository.\n"
         "# The server passes the database URL in the environment; defaults below let a\n"
         "# push made by other means (ssh, file://) still find the data directory.\n"
         f': "${{GLOSSATOR_DATA_DIR:={shlex.quote(str(data_dir))}}}"\n'
         f': "${{GLOSSATOR_REPOS_DIR:={shlex.quote(str(repos_dir))}}}"\n'
         "export GLOSSATOR_DATA_DIR GLOSSATOR_REPOS_DIR\n"
-        # -E: no PYTHON* variable; -P: nothing imported from the current directory (git
-        # runs hooks inside the repository); -S: no site-packages, no .pth file (the
-        # entry point needs the standard library only, until it works without the server)
-        f"exec {shlex.quote(sys.executable)} -E -P -S {shlex.quote(str(hook_entry()))} {hook}\n"
+    )
+    # -E: no PYTHON* variable; -P: nothing imported from the current directory (git
+    # runs hooks inside the repository); -S: no site-packages, no .pth file (the entry
+    # point needs the standard library only, until it works without the server)
+    python = f"{shlex.quote(sys.executable)} -E -P -S {shlex.quote(str(entry))} {hook}"
+    if not bash or not shell.is_file() or any(c.isspace() for c in bash):
+        return f"#!/bin/sh\n{head}exec {python}\n"
+    return (
+        f"#!{bash}\n{head}"
+        f"hook={hook}\npython={shlex.quote(sys.executable)}\nentry={shlex.quote(str(entry))}\n"
+        # the line the Python hook would run (tests and readers look for it)
+        f"# without a server: {python}\n\n{shell.read_text()}"
     )
 
 
@@ -262,9 +275,12 @@ class RepoStore:
         hooks_dir.mkdir(exist_ok=True)
         for sample in hooks_dir.glob("*.sample"):
             sample.unlink()
+        bash = shutil.which("bash")
         for hook in HOOKS:
             target = hooks_dir / hook
             tmp = hooks_dir / f".{hook}.tmp"
-            tmp.write_text(hook_script(hook, data_dir=self.data_dir, repos_dir=self.root))
+            tmp.write_text(
+                hook_script(hook, data_dir=self.data_dir, repos_dir=self.root, bash=bash)
+            )
             tmp.chmod(0o755)
             os.replace(tmp, target)

@@ -1,17 +1,20 @@
-"""The entry points git runs as a repository's hooks: `python -E -P -S …/githooks.py HOOK`.
+"""The hooks' entry point in Python: `python -E -P -S …/githooks.py HOOK`.
 
-gitserver.repos installs the hook scripts that exec this file. git runs them with
-the environment the server gave `git http-backend` plus git's own (GIT_DIR, and for
-pre-receive GIT_QUARANTINE_PATH). That environment is read here, in the composition
-root, and `hooks.pre_receive` / `hooks.post_receive` get plain values.
+gitserver.repos installs the hook scripts. Where bash is, they are bash
+(glossator/githooks.bash) and ask the server themselves, handing the work to this
+file only when the server cannot answer; elsewhere they exec this file. git runs
+them with the environment the server gave `git http-backend` plus git's own
+(GIT_DIR, and for pre-receive GIT_QUARANTINE_PATH). That environment is read here,
+in the composition root, and `hooks.pre_receive` / `hooks.post_receive` get plain
+values.
 
-This runs twice on every push, before git answers the client, so its interpreter
-starts without `site` and isolated from the environment and the current directory
-(`-E -P -S`; `-I` would also refuse the user's site-packages to a hook that does the
-work itself, below): no site-packages, no `.pth` file (the
+A hook runs twice on every push, before git answers the client, so this
+interpreter starts without `site` and isolated from the environment and the
+current directory (`-E -P -S`; `-I` would also refuse the user's site-packages to a
+hook that does the work itself, below): no site-packages, no `.pth` file (the
 editable install's finder alone loaded pathlib, re and importlib.util, ~60 ms of
-each hook's start on a loaded machine), and only the standard library's os, sys,
-json and socket are imported (`python -X importtime -E -P -S glossator/githooks.py`
+each hook's start on a loaded machine), and only the standard library's os, sys
+and socket are imported (`python -X importtime -E -P -S glossator/githooks.py`
 shows them; bench/git.py times it). No settings object: the server hands the hooks
 the few values they need as variables (glossator.supervision.lifespan.hook_environment).
 
@@ -20,22 +23,28 @@ Both hooks ask the server that runs the push to do their work (`POST
 objects; `POST /api/hooks/post-receive`: queue its jobs, hooks.post_receive), with
 the per-server hook token and the address the server gave in
 GLOSSATOR_HOOK_CALLBACK: the server does it on its own warm imports and sends back
-the lines to print (and pre-receive's exit status). Without that address (a push
-by file:// or ssh) or when the server cannot be reached, the hook does the same
-work itself, once `site` has put the installed packages on its path (pre-receive
-also when the server does not answer in time: a push is never accepted unchecked).
+the lines to print and the hook's exit status. Without that address (a push by
+file:// or ssh) or when the server cannot be reached, the hook does the same work
+itself, once `site` has put the installed packages on its path (pre-receive also
+when the server does not answer in time: a push is never accepted unchecked).
+
+The request and its answer are plain text, so that the hook git runs can be bash
+(glossator/githooks.bash, installed where bash is; this file is its fallback and
+the hook where there is none): the request's body is the repository's name, a line
+(pre-receive: the quarantine's path; post-receive: the server's URL), then git's
+update lines as git gave them; the answer's is the hook's exit status on a line,
+then the lines to print, each ending with a newline.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 
 TYPE_CHECKING = False  # typing is not imported at run time: a hook imports what it uses
 if TYPE_CHECKING:
     from collections.abc import Mapping, Sequence
-    from typing import Any, TextIO
+    from typing import TextIO
 
 # Variables of the hook environment. glossator.settings is not imported (it loads
 # pydantic); tests/test_hooks_queue.py checks DATABASE_URL is the setting's name.
@@ -56,48 +65,47 @@ def post_receive(
     env = os.environ if environ is None else environ
     git_dir = env.get("GIT_DIR", ".")
     updates = stdin.read()
-    payload = {
-        "repository": _repository_name(git_dir),
-        "updates": updates,
-        "url": env.get(HOOK_URL, ""),
-    }
     try:
-        answer = _ask_server(env, CALLBACK_PATH, payload)
+        answer = _ask_server(env, CALLBACK_PATH, git_dir, env.get(HOOK_URL, ""), updates)
     except TimeoutError:
-        answer = {
-            "output": "glossator: the server did not confirm the indexing within "
-            f"{CALLBACK_TIMEOUT_S:.0f} s; it queues any branch left behind by itself within 5 minutes\n"
-        }
-    if answer is not None and isinstance(answer.get("output"), str):
-        out.write(answer["output"])
+        answer = (
+            0,
+            (
+                "glossator: the server did not confirm the indexing within "
+                f"{CALLBACK_TIMEOUT_S:.0f} s; it queues any branch left behind by itself within 5 minutes\n"
+            ),
+        )
+    if answer is not None:
+        out.write(answer[1])
         out.flush()
         return 0
     return _post_receive_here(env, git_dir, updates, out)
 
 
 def _ask_server(
-    env: Mapping[str, str], path: str, payload: dict[str, str]
-) -> dict[str, Any] | None:
-    """The server's JSON answer for this push's hook, or None when it cannot be asked
-    (no callback in the environment, not reachable, an error): the hook then works here.
-    TimeoutError when the server took over CALLBACK_TIMEOUT_S."""
+    env: Mapping[str, str], path: str, git_dir: str, line: str, updates: str
+) -> tuple[int, str] | None:
+    """The server's answer for this push's hook (the exit status, the lines to print),
+    or None when it cannot be asked (no callback in the environment, not reachable, an
+    error): the hook then works here. TimeoutError when the server took over
+    CALLBACK_TIMEOUT_S. `line`: the request's second line (module doc)."""
     callback, token = env.get(HOOK_CALLBACK, ""), env.get(HOOK_TOKEN, "")
-    if not callback.startswith("http://") or not token:
+    if not callback.startswith("http://") or not token or "\n" in line:
         return None
     host, _, port = callback[len("http://") :].rstrip("/").rpartition(":")
+    body = f"{_repository_name(git_dir)}\n{line}\n{updates}"
     try:
-        status, data = _post(host.strip("[]"), int(port), path, json.dumps(payload), token)
+        status, data = _post(host.strip("[]"), int(port), path, body, token)
     except TimeoutError:
         raise
     except (OSError, ValueError, IndexError):
         return None  # not reachable from here: do the work ourselves
     if status != 200:
         return None
-    try:
-        answer = json.loads(data)
-    except ValueError:
+    code, newline, output = data.decode("utf-8", "replace").partition("\n")
+    if not newline or not code.isdigit():
         return None
-    return answer if isinstance(answer, dict) else None
+    return int(code), output
 
 
 def _post(host: str, port: int, path: str, body: str, token: str) -> tuple[int, bytes]:
@@ -110,7 +118,7 @@ def _post(host: str, port: int, path: str, body: str, token: str) -> tuple[int, 
     authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"  # an IPv6 address
     head = (
         f"POST {path} HTTP/1.1\r\nHost: {authority}\r\nAuthorization: Bearer {token}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
+        f"Content-Type: text/plain; charset=utf-8\r\nContent-Length: {len(data)}\r\n"
         "Connection: close\r\n\r\n"
     )
     chunks = []
@@ -182,19 +190,15 @@ def pre_receive(
     env = os.environ if environ is None else environ
     git_dir, quarantine = env.get("GIT_DIR", "."), env.get("GIT_QUARANTINE_PATH")
     updates = stdin.read()
-    payload = {
-        "repository": _repository_name(git_dir),
-        "updates": updates,
-        "quarantine": os.path.realpath(quarantine) if quarantine else "",
-    }
+    where = os.path.realpath(quarantine) if quarantine else ""
     try:
-        answer = _ask_server(env, PRE_RECEIVE_PATH, payload)
+        answer = _ask_server(env, PRE_RECEIVE_PATH, git_dir, where, updates)
     except TimeoutError:
         answer = None  # the check is then made here: a push is never accepted unchecked
-    if answer is not None and isinstance(answer.get("status"), int):
-        out.write(str(answer.get("output") or ""))
+    if answer is not None:
+        out.write(answer[1])
         out.flush()
-        return int(answer["status"])
+        return answer[0]
     import io
 
     _installed_packages()

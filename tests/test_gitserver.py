@@ -9,7 +9,9 @@ from __future__ import annotations
 import base64
 import gzip
 import os
+import shutil
 import stat
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +25,7 @@ from core.access import AccessPolicy, Role
 from gitserver.app import create_app
 from gitserver.auth import Access, basic_credentials, required_access, token_matches
 from gitserver.errors import RepositoryExists, RepositoryNameError
-from gitserver.repos import RepoStore, check_name, hook_entry
+from gitserver.repos import RepoStore, check_name, hook_entry, hook_script
 from glossator import githooks
 from tests.gitserver_support import ServerThread, commit_all, git, init_work, write_files
 
@@ -76,14 +78,24 @@ def test_create_configures_and_hooks(store: RepoStore) -> None:
     assert repo.config["core.filesRefLockTimeout"] == "10000"
     assert not repo.config.get_bool("receive.autogc")  # no `git gc --auto` after each push
     assert repo.head_is_unborn and repo.references["HEAD"].target == "refs/heads/main"
+    bash = shutil.which("bash")
+    assert bash, "the hooks are bash where bash is (Debian's: always)"
     for hook in ("pre-receive", "post-receive"):
         script = path / "hooks" / hook
         assert script.stat().st_mode & stat.S_IXUSR
         text = script.read_text()
-        # isolated, without site, on the entry point's own file (glossator.githooks)
+        # bash, asking the server; its fallback the Python entry point, isolated, without
+        # site, on its own file (glossator.githooks)
+        assert text.startswith(f"#!{bash}\n") and f"\nhook={hook}\n" in text
+        assert text.endswith(hook_entry().with_name("githooks.bash").read_text())
+        assert f"\nentry={hook_entry()}\n" in text
         assert f" -E -P -S {hook_entry()} {hook}\n" in text
         assert hook_entry().samefile(githooks.__file__)
         assert "DATABASE_URL" not in text.split("\n", 4)[-1]  # no secret on disk
+        # where there is no bash: a POSIX shell that execs the Python entry point
+        plain = hook_script(hook, data_dir=store.data_dir, repos_dir=store.root, bash=None)
+        assert plain.startswith("#!/bin/sh\n")
+        assert plain.endswith(f"exec {sys.executable} -E -P -S {hook_entry()} {hook}\n")
     assert store.names() == ["bastiat"]
     with pytest.raises(RepositoryExists):
         store.create("bastiat")
