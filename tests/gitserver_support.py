@@ -139,7 +139,11 @@ def lines(text: str) -> Sequence[str]:
 
 
 class ServeProcess:
-    """`glossator serve` in a subprocess (so a test can SIGKILL it), port 0, log to a file."""
+    """`glossator serve` in a subprocess (so a test can SIGKILL it), port 0, log to a file.
+
+    Its waits are deadlines for a condition, polled, and generous: at load 25 on two
+    cores tests ran ten times slower (test_hooks_races took 858 s); a deadline costs
+    time only when something is broken."""
 
     def __init__(
         self, tmp: Path, env: dict[str, str], *, name: str = "serve", args: Sequence[str] = ()
@@ -151,7 +155,7 @@ class ServeProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
-    def start(self, timeout: float = 90) -> ServeProcess:
+    def start(self, timeout: float = 300) -> ServeProcess:
         import sys
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "GIT_"))}
@@ -260,7 +264,7 @@ class ServeProcess:
         repository: str,
         *,
         after: int = 0,
-        timeout: float = 180,
+        timeout: float = 600,
         headers: dict[str, str] | None = None,
     ) -> list[dict]:
         """Wait until every job of `repository` newer than id `after` is finished; return them."""
@@ -284,7 +288,7 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.name = ""  # `<host>:<pid>`, as glossator_job_runs.worker records it
 
-    def start(self, timeout: float = 90) -> WorkerProcess:
+    def start(self, timeout: float = 300) -> WorkerProcess:
         import sys
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "GIT_"))}
