@@ -51,7 +51,7 @@ def git(
     cwd: Path | str | None = None,
     check: bool = True,
     env: dict[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float = 600,  # a bound for a hung git, not a speed: a push runs the hooks
 ) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     full_env.update(GIT_ENV)
@@ -246,7 +246,7 @@ class ServeProcess:
             f"{self.base}/api/repos",
             json={"name": name},
             headers={"Authorization": f"Bearer {admin}"},
-            timeout=30,
+            timeout=120,
         )
 
     def jobs(
@@ -255,7 +255,7 @@ class ServeProcess:
         import httpx
 
         params = {"repository": repository} if repository else {}
-        r = httpx.get(f"{self.base}/api/jobs", params=params, headers=headers, timeout=30)
+        r = httpx.get(f"{self.base}/api/jobs", params=params, headers=headers, timeout=120)
         r.raise_for_status()
         return r.json()["jobs"]
 
