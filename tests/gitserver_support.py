@@ -29,7 +29,7 @@ GIT_ENV = {
 }
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 240) -> Any:
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 600) -> Any:
     """`check()`'s first true value, polled every 0.2 s; TimeoutError naming `what`
     after `timeout` s (a deadline for a condition, generous: never a timer raced).
     Each wait prints how long it took (a failed test's captured output: where the
