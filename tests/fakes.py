@@ -200,7 +200,9 @@ class FakeReranker(Reranker):
     delay: float = 0.0
     error: BaseException | None = None
     scorer: Callable[[str, str], float] | None = None
-    timeout: float = 3.0
+    # the production default is 3 s; here a thread scoring a few strings on a loaded
+    # machine must not time out where a test expects "applied" (a timeout is asked for)
+    timeout: float = 60.0
     model: str = "fake-rerank"
     history: list[RerankCall] = field(default_factory=list)
 

@@ -29,7 +29,7 @@ GIT_ENV = {
 }
 
 
-def wait_for(what: str, check: Callable[[], Any], timeout: float = 240) -> Any:
+def wait_for(what: str, check: Callable[[], Any], timeout: float = 600) -> Any:
     """`check()`'s first true value, polled every 0.2 s; TimeoutError naming `what`
     after `timeout` s (a deadline for a condition, generous: never a timer raced).
     Each wait prints how long it took (a failed test's captured output: where the
@@ -51,7 +51,7 @@ def git(
     cwd: Path | str | None = None,
     check: bool = True,
     env: dict[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float = 600,  # a bound for a hung git, not a speed: a push runs the hooks
 ) -> subprocess.CompletedProcess[str]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
     full_env.update(GIT_ENV)
@@ -139,7 +139,11 @@ def lines(text: str) -> Sequence[str]:
 
 
 class ServeProcess:
-    """`glossator serve` in a subprocess (so a test can SIGKILL it), port 0, log to a file."""
+    """`glossator serve` in a subprocess (so a test can SIGKILL it), port 0, log to a file.
+
+    Its waits are deadlines for a condition, polled, and generous: at load 25 on two
+    cores tests ran ten times slower (test_hooks_races took 858 s); a deadline costs
+    time only when something is broken."""
 
     def __init__(
         self, tmp: Path, env: dict[str, str], *, name: str = "serve", args: Sequence[str] = ()
@@ -151,7 +155,7 @@ class ServeProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.port = 0
 
-    def start(self, timeout: float = 90) -> ServeProcess:
+    def start(self, timeout: float = 300) -> ServeProcess:
         import sys
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "GIT_"))}
@@ -242,7 +246,7 @@ class ServeProcess:
             f"{self.base}/api/repos",
             json={"name": name},
             headers={"Authorization": f"Bearer {admin}"},
-            timeout=30,
+            timeout=120,
         )
 
     def jobs(
@@ -251,7 +255,7 @@ class ServeProcess:
         import httpx
 
         params = {"repository": repository} if repository else {}
-        r = httpx.get(f"{self.base}/api/jobs", params=params, headers=headers, timeout=30)
+        r = httpx.get(f"{self.base}/api/jobs", params=params, headers=headers, timeout=120)
         r.raise_for_status()
         return r.json()["jobs"]
 
@@ -260,7 +264,7 @@ class ServeProcess:
         repository: str,
         *,
         after: int = 0,
-        timeout: float = 180,
+        timeout: float = 600,
         headers: dict[str, str] | None = None,
     ) -> list[dict]:
         """Wait until every job of `repository` newer than id `after` is finished; return them."""
@@ -284,7 +288,7 @@ class WorkerProcess:
         self.proc: subprocess.Popen[bytes] | None = None
         self.name = ""  # `<host>:<pid>`, as glossator_job_runs.worker records it
 
-    def start(self, timeout: float = 90) -> WorkerProcess:
+    def start(self, timeout: float = 300) -> WorkerProcess:
         import sys
 
         env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "GIT_"))}

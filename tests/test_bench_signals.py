@@ -63,9 +63,9 @@ def test_sigterm_to_the_bench_stops_its_server(tmp_path: Path) -> None:
                     return pid
             return 0
 
-        serve = wait_for("the bench's server up", server_up, 240)
+        serve = wait_for("the bench's server up", server_up, 600)
         bench.send_signal(signal.SIGTERM)
-        assert bench.wait(timeout=150) == 128 + signal.SIGTERM, log.read_text()[-3000:]
+        assert bench.wait(timeout=300) == 128 + signal.SIGTERM, log.read_text()[-3000:]
         assert not running(serve), "glossator serve outlived the bench"
         assert "Traceback" not in log.read_text(), log.read_text()[-3000:]
     finally:

@@ -196,7 +196,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
         # the server indexes the branch by itself (follow-up, reconciliation), with the
         # commit pushed during the outage
         try:
-            wait_for("the outage's push searchable", lambda: has_text(data_dir, "anémomètre"), 240)
+            wait_for("the outage's push searchable", lambda: has_text(data_dir, "anémomètre"), 600)
         except TimeoutError as e:  # what the queue shows then, for whoever reads the failure
             raise TimeoutError(f"{e}; jobs: {jobs(server.base, 'veille')}") from None
         # and a push after it is indexed as usual. The rows are searchable before the
@@ -218,7 +218,7 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
             # update ref"): the same race, seen at two moments; either way nothing is lost
             moved = "fetch first" in pushed.stderr or "failed to update ref" in pushed.stderr
             assert moved and attempt < 2, pushed.stderr
-        wait_for("the next push searchable", lambda: has_text(data_dir, "baromètre"), 240)
+        wait_for("the next push searchable", lambda: has_text(data_dir, "baromètre"), 600)
 
     downs = [r.getMessage() for r in caplog.records if "database down" in r.getMessage()]
     backs = [r.getMessage() for r in caplog.records if "database back" in r.getMessage()]

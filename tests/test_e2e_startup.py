@@ -47,7 +47,7 @@ def wait_ready(server: ServeProcess, timeout: float = 300) -> list[dict]:
     seen = []
     deadline = time.monotonic() + timeout
     while True:
-        answer = httpx.get(f"{server.base}/readyz", timeout=10)
+        answer = httpx.get(f"{server.base}/readyz", timeout=60)  # a server loading its model
         seen.append({"status": answer.status_code, **answer.json()})
         if answer.status_code == 200:
             return seen

@@ -205,7 +205,8 @@ def voyage_api(monkeypatch: pytest.MonkeyPatch) -> Iterator[VoyageImitation]:
 
 
 def voyage(api: VoyageImitation, key: str = "pa-test") -> VoyageEmbedder:
-    embedder = VoyageEmbedder("voyage-3.5", api_key=key, base_url=api.url, timeout=5)
+    # a timeout would be retried (an extra request the tests count): generous, a loaded machine
+    embedder = VoyageEmbedder("voyage-3.5", api_key=key, base_url=api.url, timeout=60)
     embedder.sleep = lambda s: None
     return embedder
 

@@ -300,7 +300,9 @@ def test_clone_push_and_auth_with_real_git(store: RepoStore, tmp_path: Path) -> 
         assert (work / CH2).exists()
 
 
-def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Path) -> None:
+def test_a_push_under_way_is_marked_with_its_refs(
+    store: RepoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """While git receives a push, the server's marker names the refs it updates and the
     commits it asks for (the commit-backs of those branches wait for it,
     core.receiving); once git has answered, it is `ended`, and a refused one still
@@ -308,6 +310,10 @@ def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Pa
     from core import receiving
     from gitserver.backend import pushed_refs
 
+    # QUIET_S (5 s) is a wall-clock window: a push starting 2 x QUIET_S after another
+    # ended drops that one's marker, and three pushes took longer than that at load 30.
+    # The server runs in this process: a window no loaded machine reaches, the same logic.
+    monkeypatch.setattr(receiving, "QUIET_S", 3600.0)
     bare = store.create("livre")
     seen = tmp_path / "seen.txt"
     hook = bare / "hooks" / "pre-receive"
@@ -347,8 +353,9 @@ def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Pa
         # ended, not landed: its writer may be pulling to push again
         ended = [p for p in (bare / receiving.DIR).iterdir()]
         assert all(p.name.endswith(receiving.ENDED) for p in ended) and len(ended) == 3
-        assert receiving.pushes_under_way(bare, "main", head, landed=landed) == 1
-        assert receiving.pushes_under_way(bare, "draft", head, landed=landed) == 0
+        quiet = receiving.QUIET_S  # pushes_under_way's default was bound at import
+        assert receiving.pushes_under_way(bare, "main", head, landed=landed, quiet_s=quiet) == 1
+        assert receiving.pushes_under_way(bare, "draft", head, landed=landed, quiet_s=quiet) == 0
 
     # the commands' pkt-lines, plain and gzip; what is not a command names every ref
     def spool(data: bytes) -> tempfile.SpooledTemporaryFile[bytes]:
@@ -372,7 +379,7 @@ def test_a_push_under_way_is_marked_with_its_refs(store: RepoStore, tmp_path: Pa
 
 
 def test_a_push_holds_the_commit_backs_from_its_ref_listing(
-    store: RepoStore, tmp_path: Path
+    store: RepoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """HTTP is stateless: between a push's ref listing (info/refs) and its POST, the
     client builds its pack against the tips it read, and a commit-back moving a branch
@@ -380,6 +387,11 @@ def test_a_push_holds_the_commit_backs_from_its_ref_listing(
     commit-backs until the same client's POST (which consumes it) or ADVERTISED_S."""
     from core import receiving
 
+    # ADVERTISED_S (10 s) is a wall-clock window: the dry run's listing must still hold
+    # after the next push, which took longer than that at load 30 (and a push starting
+    # 2 x ADVERTISED_S after it drops it). The server runs in this process: a window no
+    # loaded machine reaches, the same logic; running out is asked with `now=`.
+    monkeypatch.setattr(receiving, "ADVERTISED_S", 3600.0)
     bare = store.create("livre")
 
     def advertisements() -> list[Path]:

@@ -11,6 +11,7 @@ installs Node.js), where that fails. npm keeps the package in its own cache
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import shlex
@@ -49,6 +50,29 @@ def _npx_or_skip() -> None:
     pytest.skip(f"{reason} (apt-get install nodejs npm, as .ci/run does)")
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _inspector_cached(_npx_or_skip: None) -> None:
+    """The Inspector in npx's cache before any test runs it. Two npx installing the same
+    package at once can clobber each other's files in ~/.npm/_npx (npm/cli#8224; fixed
+    by a lock in npm 11, Debian's npm is 9.2): on a fresh machine two xdist workers may
+    start these tests together, so the first installs it under a lock of ours and the
+    others find it there (`-p … true`: npx's cache entry for the same package)."""
+    assert NPX is not None
+    lock = Path.home() / ".npm" / "glossator-tests-npx.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    env = os.environ | {"npm_config_update_notifier": "false", "npm_config_fund": "false"}
+    with open(lock, "a") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        try:
+            done = subprocess.run(
+                [NPX, "--yes", "-p", INSPECTOR, "true"],
+                env=env, capture_output=True, text=True, timeout=600,
+            )  # fmt: skip
+        finally:
+            fcntl.flock(held, fcntl.LOCK_UN)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
 CALLS = (
     ("search", ["query=chandelles soleil", "k=3"]),
     ("context", ["question=la concurrence du soleil contre les chandelles", "budget=600"]),
@@ -68,7 +92,7 @@ def inspector(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
         env=env,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=900,  # above --connect-timeout: the Inspector says why it gave up
     )
 
 
@@ -110,10 +134,10 @@ def test_inspector_over_stdio(search_db_url: str, tmp_path: Path) -> None:
     glossator = Path(sys.executable).with_name("glossator")
     # the Inspector waits 15 s by default for a server to answer `initialize`; a
     # `glossator mcp` that loads the model on a loaded 2-core machine can take longer,
-    # and the test must not race that timer (its own timeout=300 still bounds it)
+    # and the test must not race that timer (its own timeout still bounds it)
     env = [
         "--connect-timeout",
-        "240000",
+        "600000",
         "-e",
         f"GLOSSATOR_DATABASE_URL={search_db_url}",
         "-e",
@@ -181,7 +205,7 @@ def _run_readme_command(command: list[str], root: Path, home: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("GLOSSATOR_", "XDG_"))}
     env |= {"HOME": str(home), "npm_config_update_notifier": "false", "npm_config_fund": "false"}
     env["npm_config_cache"] = str(Path.home() / ".npm")  # the package cached by the tests above
-    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=400)
+    done = subprocess.run(command, cwd=root, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     # the Inspector says nothing; `glossator mcp` says once that it starts the database
     said = warnings_of(done.stderr)

@@ -132,7 +132,7 @@ def test_the_readme_block_is_a_list_of_steps_with_their_outputs() -> None:
 
 
 @pytest.mark.slow
-def test_the_readme_server_block_runs_as_written(tmp_path: Path) -> None:
+def test_the_readme_server_block_runs_as_written(tmp_path: Path, private_dir: Path) -> None:
     clone = tmp_path / "clone"
     clone.mkdir()
     (clone / ".venv").symlink_to(Path(sys.prefix), target_is_directory=True)
@@ -143,7 +143,9 @@ def test_the_readme_server_block_runs_as_written(tmp_path: Path) -> None:
     env.update(
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
-        GLOSSATOR_DATA_DIR=str(tmp_path / "data"),
+        # its embedded PostgreSQL outside pytest's tmp root, which a concurrent session may
+        # reset to 0700 (the server runs as its own user when the tests run as root)
+        GLOSSATOR_DATA_DIR=str(private_dir / "data"),
         GLOSSATOR_PORT=str(port),
         GIT_TERMINAL_PROMPT="0",
     )
@@ -161,13 +163,13 @@ def test_the_readme_server_block_runs_as_written(tmp_path: Path) -> None:
             assert promised(output, fragments), f"expected {fragments}\n{said}"
         assert (tmp_path / "mybook" / ".git").is_dir()  # the book's own repository, beside
         assert not (clone / "mybook").exists()
-        server = _server_pid(tmp_path / "data")
+        server = _server_pid(private_dir / "data")
         deadline = time.monotonic() + 60
         while server is not None and _alive(server) and time.monotonic() < deadline:
             time.sleep(0.2)  # `kill %1` stopped it: it shuts down
         assert server is None or not _alive(server)
     finally:
-        pid = _server_pid(tmp_path / "data")
+        pid = _server_pid(private_dir / "data")
         if pid is not None and _alive(pid):
             os.kill(pid, signal.SIGTERM)
         shell.close()

@@ -141,9 +141,10 @@ def test_eval_reports_each_half_of_a_split_query_file(search_db_url, tmp_path):
     assert [m["name"] for m in json.loads(r.output)["test"]] == ["bm25", "vector", "hybrid"]
 
 
-def test_search_shares_the_embedded_database_a_running_server_owns(tmp_path):
+def test_search_shares_the_embedded_database_a_running_server_owns(private_dir):
     """`glossator serve` holds the data dir's embedded PostgreSQL: `glossator search`
     and `glossator mcp` attach to it through the lock file instead of failing."""
+    tmp_path = private_dir  # its embedded PostgreSQL: outside pytest's tmp root (private_dir)
     from glossator.settings import Settings
     from glossator.wiring import database
 

@@ -354,7 +354,7 @@ def behind_the_boundary(app, throttle=None):
 def test_http_refuses_a_missing_or_wrong_token(http_server):
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
     for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "Basic czNjcmV0"}):
-        r = httpx.post(http_server, json=body, headers=headers, timeout=10)
+        r = httpx.post(http_server, json=body, headers=headers, timeout=60)
         assert r.status_code == 401
         assert r.headers["www-authenticate"].startswith("Bearer")
         assert "read token" in r.json()["message"]
@@ -375,12 +375,12 @@ def test_http_throttles_wrong_tokens(search_settings, search_pool):
     with ServerThread(host_app, lifespan="on") as server:
         url = f"{server.base}/mcp/"
         for _ in range(3):
-            assert httpx.post(url, json=body, timeout=10).status_code == 401
+            assert httpx.post(url, json=body, timeout=60).status_code == 401
         for n in range(2):
-            bad = httpx.post(url, json=body, headers={"Authorization": f"Bearer g{n}"}, timeout=10)
+            bad = httpx.post(url, json=body, headers={"Authorization": f"Bearer g{n}"}, timeout=60)
             assert bad.status_code == 401
         held = httpx.post(
-            url, json=body, headers={"Authorization": "Bearer s3cret-token"}, timeout=10
+            url, json=body, headers={"Authorization": "Bearer s3cret-token"}, timeout=60
         )
         assert held.status_code == 429 and int(held.headers["retry-after"]) > 60
         assert "too many wrong tokens" in held.json()["message"]

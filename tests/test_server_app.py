@@ -28,7 +28,9 @@ def settings(db_settings: Any, tmp_path: Path) -> Any:
     )
 
 
-def wait_done(base: str, repository: str, timeout: float = 120) -> list[dict[str, Any]]:
+def wait_done(base: str, repository: str, timeout: float = 600) -> list[dict[str, Any]]:
+    """The jobs of `repository` once all are finished (a deadline for a condition, generous:
+    a loaded machine)."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         jobs = httpx.get(f"{base}/api/jobs", params={"repository": repository}, timeout=120).json()[
@@ -117,7 +119,7 @@ def test_lost_database_connections_are_one_line_then_recover(settings: Any, tmp_
         commit_all(work, "after the cut")
         git("push", "-q", "-f", str(bare), "main", cwd=work)
         defer_sync(settings.database_url.get_secret_value(), "coupure", "main")
-        deadline = time.monotonic() + 120
+        deadline = time.monotonic() + 600  # a deadline for a condition: a loaded machine
         while time.monotonic() < deadline:
             jobs = httpx.get(
                 f"{server.base}/api/jobs", params={"repository": "coupure"}, timeout=120
