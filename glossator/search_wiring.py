@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from glossator.providers import get_reranker
 from glossator.settings import Settings
+from search.language import LanguageDetector
 from search.options import QueryEmbedder, SearchOptions
 from search.rerank import Reranker
 from search.service import SearchService
@@ -45,9 +46,12 @@ def search_service(
     *,
     embedder: QueryEmbedder | None = None,
     reranker: Reranker | Literal["settings"] | None = "settings",
+    detector: LanguageDetector | None = None,
 ) -> SearchService:
     """The search service over a database (a `store.db.Database`, a pool or a
-    connection); `embedder` None: the settings' one, made at the first vector query."""
+    connection); `embedder` None: the settings' one, made at the first vector query;
+    `detector` None: its own query-language model (a process makes one service; the
+    tests, which make many, hand them one loaded model)."""
 
     def make_embedder() -> QueryEmbedder:
         from glossator.providers import get_embedder  # the model itself is cached per process
@@ -60,6 +64,7 @@ def search_service(
         reranker=get_reranker(settings) if reranker == "settings" else reranker,
         defaults=search_defaults(settings),
         serialize_embedding=settings.embedder.partition(":")[0] in IN_PROCESS_EMBEDDERS,
+        detector=detector,
     )
 
 
