@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from glossator.providers import get_reranker
 from glossator.settings import Settings
+from search.language import LanguageDetector
 from search.options import QueryEmbedder, SearchOptions
 from search.rerank import Reranker
 from search.service import SearchService
@@ -46,10 +47,13 @@ def search_service(
     embedder: QueryEmbedder | None = None,
     reranker: Reranker | Literal["settings"] | None = "settings",
     foreground: Callable[[], AbstractContextManager[object]] | None = None,
+    detector: LanguageDetector | None = None,
 ) -> SearchService:
     """The search service over a database (a `store.db.Database`, a pool or a
     connection); `embedder` None: the settings' one, made at the first vector query;
-    `foreground`: what each search runs in (`serve`'s SearchFirst)."""
+    `foreground`: what each search runs in (`serve`'s SearchFirst); `detector` None: its
+    own query-language model (a process makes one service; the tests, which make many,
+    hand them one loaded model)."""
 
     def make_embedder() -> QueryEmbedder:
         from glossator.providers import get_embedder  # the model itself is cached per process
@@ -63,6 +67,7 @@ def search_service(
         defaults=search_defaults(settings),
         serialize_embedding=settings.embedder.partition(":")[0] in IN_PROCESS_EMBEDDERS,
         foreground=foreground,
+        detector=detector,
     )
 
 

