@@ -107,18 +107,34 @@ def test_two_clones_push_in_turn_and_concurrently(
             assert count == 1
 
 
-MAX_TRIES = 10  # issue 23's bound: one writer was refused 20 times in a row
+# The property under test is that commit-backs do not starve a writer: before they
+# yielded to pushes under way, one writer was refused 20 times in a row by them. A
+# refusal is blamed on a commit-back when the commits that moved the branch under the
+# writer include one (by its author, hooks.commitback.AUTHOR), whoever else pushed in
+# between: an over-count, never an under-count.
+MAX_COMMIT_BACK_REFUSALS = 5
+# Five writers racing on one branch also refuse each other, which is git's
+# compare-and-swap and no fault of ours: a writer whose pull is slow can lose to each
+# of the four others in every one of their rounds. A bound for a test that must end,
+# not a property of the server.
+MAX_TRIES = 40
+COMMIT_BACK_AUTHOR = "glossator@localhost"  # hooks.commitback.AUTHOR
 
 
-def push_rebasing(work: Path, url: str, tries: int = MAX_TRIES) -> int:
-    """Push; when refused (another clone or a commit-back moved the branch), rebase and retry."""
+def push_rebasing(work: Path, url: str, tries: int = MAX_TRIES) -> tuple[int, int]:
+    """Push; when refused (another clone or a commit-back moved the branch), rebase and
+    retry. Returns (tries, refusals blamed on a commit-back)."""
+    blamed = 0
     for attempt in range(1, tries + 1):
         result = git("push", url, "main", cwd=work, check=False)
         if result.returncode == 0:
-            return attempt
+            return attempt, blamed
         assert "rejected" in result.stderr or "failed to push" in result.stderr, result.stderr
+        git("fetch", "-q", url, "main", cwd=work)
+        authors = git("log", "--format=%ae", "HEAD..FETCH_HEAD", cwd=work).stdout.split()
+        blamed += COMMIT_BACK_AUTHOR in authors
         git("pull", "-q", "--rebase", url, "main", cwd=work)
-    raise AssertionError(f"push still refused after {tries} tries")
+    raise AssertionError(f"push still refused after {tries} tries ({blamed} by a commit-back)")
 
 
 def test_five_writers_six_rounds_none_starved_by_commit_backs(
@@ -126,8 +142,8 @@ def test_five_writers_six_rounds_none_starved_by_commit_backs(
 ) -> None:
     """Issue 14's wedge and issue 23's starvation: five clones push their own chapters
     round after round, `pull --rebase` on refusal, so that pushes land while jobs run.
-    The commit-backs yield to pushes under way (core.receiving): no push needs more
-    than MAX_TRIES tries. Every job ends `done`, nothing stays queued or running, the
+    The commit-backs yield to pushes under way (core.receiving): no push is refused
+    more than MAX_COMMIT_BACK_REFUSALS times by a commit-back. Every job ends `done`, nothing stays queued or running, the
     last tip is indexed, every edit is in the rows and committed back (its sidecar),
     and no user commit is lost. Bounded by tries and generous deadlines, no timing."""
     writers, rounds = 5, 6
@@ -145,7 +161,7 @@ def test_five_writers_six_rounds_none_starved_by_commit_backs(
         p.parent.relative_to(clones[0]).as_posix() for p in clones[0].glob("corpus/*/*/*/source.md")
     )
     assert len(chapters) == writers
-    tries: dict[str, int] = {}
+    tries: dict[str, tuple[int, int]] = {}
     user_commits: list[str] = []
     errors: list[BaseException] = []
 
@@ -165,7 +181,9 @@ def test_five_writers_six_rounds_none_starved_by_commit_backs(
         t.join(timeout=1800)
     assert not errors, (errors, tries)
     assert not any(t.is_alive() for t in threads)
-    assert len(tries) == writers * rounds and max(tries.values()) <= MAX_TRIES, tries
+    assert len(tries) == writers * rounds, tries
+    print("tries, refusals by a commit-back:", sorted(tries.items()))
+    assert max(blamed for _, blamed in tries.values()) <= MAX_COMMIT_BACK_REFUSALS, tries
 
     jobs = server.wait_idle("quintet", after=first["id"], timeout=600)
     assert all(j["status"] == "done" for j in jobs), jobs
