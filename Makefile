@@ -23,14 +23,12 @@ setup: $(STAMP)
 demo: $(STAMP)
 	$(BIN)/python -m glossator.demo
 
-# pytest-xdist: one worker per core and one more, at most 4 (each loads the model and
-# starts servers): many tests wait on git, servers and PostgreSQL, and on a quiet 2-core
-# machine 3 workers ran the suite in 9:18 against 10:33 for 2 (bench/RESULTS.md);
+# pytest-xdist: one worker per core (at most 4: each loads the model and starts servers);
 # the workers share one PostgreSQL per backend and the loaded databases
 # (tests/plugins/shared.py). worksteal: contiguous halves (a module's fixtures made
 # once), each starting with its share of the long tests (tests/plugins/order.py), an idle
 # worker takes from the other's tail. TEST_WORKERS=0: one process.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc 2>/dev/null || echo 1) + 1 )))
+TEST_WORKERS ?= auto
 PYTEST := $(BIN)/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --maxprocesses 4 --dist worksteal
 
 ## The test suite (what .ci/run calls).
