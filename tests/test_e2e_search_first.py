@@ -80,7 +80,7 @@ def test_searches_stop_the_embedding_worker_while_they_run(
             sampler.join(30)
         assert "T" in seen, f"the worker was never seen stopped during a search: {set(seen)}"
         # continued once the searches are done, and the job goes on to its end
-        wait_for("the worker continued", lambda: state(worker) not in ("", "T"), timeout=10)
+        wait_for("the worker continued", lambda: state(worker) not in ("", "T"), timeout=300)
         jobs = server.wait_idle("book", timeout=900)
         assert jobs[-1]["status"] == "done", jobs
     assert "searches stopped the indexing worker" in server.log()

