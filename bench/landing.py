@@ -61,7 +61,7 @@ CLI = "from glossator.cli import main; main()"
 class WithoutLanding(RowLoader):
     """The loader as before issue 41: no rows before the vectors."""
 
-    def landing(self, repository: str, branch: str) -> None:  # type: ignore[override]
+    def landing(self, repository: str, branch: str, lease: object = None) -> None:  # type: ignore[override]
         return None
 
 

@@ -18,6 +18,12 @@ A job for a repository the store no longer holds (deleted, or a name it never
 serves) is dropped with a log line, neither run nor followed up: it could only fail,
 and retry, for ever. A failure is raised to procrastinate as `JobFailed`,
 one line, its follow-up already queued. `Indexed` is told of each branch indexed (search.warming).
+
+An attempt whose job was taken over (its worker's heartbeat late: the job put back
+in the queue and run again; hooks.lease) stops at its next write with TakenOver:
+its end is neither recorded (the queue's maintenance recorded it interrupted) nor
+followed up (the job runs again already), and procrastinate's end of the job is
+not written either (hooks.job_runner).
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any, NoReturn, Protocol
 import psycopg
 
 from hooks.job import BranchIndexer, Outcome
+from hooks.lease import Lease, TakenOver
 from hooks.progress import JobProgress
 from hooks.repositories import Repositories
 from hooks.retries import FollowUps, retry_line
@@ -96,8 +103,21 @@ class Attempts:
             lambda snap: self.history.progress(job_id, attempt, snap),
             log=lambda line: log.info("job %s (%s/%s): %s", job_id, repository, branch, line),
         )
+        lease = Lease(job_id, attempt, self.history.conninfo)
         try:
-            outcome = self.job.run(repository, branch, job_id=job_id, progress=progress)
+            outcome = self.job.run(
+                repository, branch, job_id=job_id, progress=progress, lease=lease
+            )
+        except TakenOver:
+            log.warning(
+                "job %s (%s/%s) attempt %d: taken over by another attempt while this "
+                "worker was silent; stopped without writing",
+                job_id,
+                repository,
+                branch,
+                attempt,
+            )
+            raise
         except BaseException as e:
             self._failed(e, job_id, attempt, repository, branch, failures)
         stats = self._follow(outcome, job_id, repository, branch, failures)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, Literal, Protocol
 import pygit2
 
 from hooks.gitsource import GitTreeSource, branch_tip
+from hooks.lease import Lease
 from hooks.progress import JobProgress
 from hooks.repositories import Repositories
 from indexer.corpus.errors import Problem
@@ -88,16 +89,17 @@ class Loader(Protocol):
         job_id: int | None,
         problems: list[str],
         progress: JobProgress | None = None,
+        lease: Lease | None = None,
     ) -> Loaded:
         """The rows made those of `target`'s sidecars, `target` recorded with `problems`
-        and the rows' own, in one transaction."""
+        and the rows' own, in one transaction (`lease` checked first: hooks.lease)."""
         ...
 
-    def drop_branch(self, repository: str, branch: str) -> list[str]:
+    def drop_branch(self, repository: str, branch: str, lease: Lease | None = None) -> list[str]:
         """Every row and the record of a deleted branch gone; the files dropped."""
         ...
 
-    def landing(self, repository: str, branch: str) -> Landing | None:
+    def landing(self, repository: str, branch: str, lease: Lease | None = None) -> Landing | None:
         """Where the indexer loads rows before their vectors (None: all at the end)."""
         ...
 
@@ -206,11 +208,14 @@ class BranchIndexer:
         *,
         job_id: int | None = None,
         progress: JobProgress | None = None,
+        lease: Lease | None = None,
     ) -> Outcome:
+        """`lease`: this attempt's hold on its job, checked before each write (hooks.lease);
+        TakenOver is raised, nothing more written, once another attempt has the job."""
         started = time.perf_counter()
         outcome = Outcome()
         repo = self.store.open(repository)
-        self._attempt(repo, repository, branch, job_id, outcome, progress)
+        self._attempt(repo, repository, branch, job_id, outcome, progress, lease)
         if progress is not None:
             progress.phase("done")
         if outcome.indexed is not None:
@@ -241,20 +246,21 @@ class BranchIndexer:
         job_id: int | None,
         outcome: Outcome,
         progress: JobProgress | None,
+        lease: Lease | None,
     ) -> None:
         """Steps 1 to 4 (the module's docstring)."""
         tip = branch_tip(repo, branch)
         outcome.tip = tip
         indexed, left = self.loader.indexed_state(repository, branch)
         if tip is None:
-            outcome.deleted = self.loader.drop_branch(repository, branch)
+            outcome.deleted = self.loader.drop_branch(repository, branch, lease)
             outcome.note = "branch deleted: rows dropped"
             return
         if indexed == tip and not left:
             outcome.indexed, outcome.note = tip, "already indexed"
             return
 
-        result = self._index(repo, repository, branch, tip, outcome, progress)
+        result = self._index(repo, repository, branch, tip, outcome, progress, lease)
         target = tip
         new = None
         if len(result.changes):
@@ -276,12 +282,15 @@ class BranchIndexer:
             job_id=job_id,
             problems=outcome.problems,
             progress=progress,
+            lease=lease,
         )
         outcome.problems += loaded.problems
         outcome.warnings += loaded.warnings
         outcome.loaded, outcome.deleted, outcome.rows = loaded.loaded, loaded.deleted, loaded.rows
         outcome.indexed = target
         if new is not None:
+            if lease is not None:  # not taken over since the load: the branch is ours to move
+                lease.check()
             self._move(repo, repository, branch, tip, new, job_id, outcome)
 
     def _index(
@@ -292,10 +301,11 @@ class BranchIndexer:
         tip: str,
         outcome: Outcome,
         progress: JobProgress | None,
+        lease: Lease | None,
     ) -> IndexResult:
         """The indexer on the tip's tree; its problems kept in `outcome`."""
         # rows before vectors: the indexer loads them as soon as they are cut (hooks.landing)
-        landing = self.loader.landing(repository, branch)
+        landing = self.loader.landing(repository, branch, lease)
         result = self.indexer.index(GitTreeSource.at(repo, tip), progress=progress, landing=landing)
         outcome.resumed = result.stats.sidecars.resumed
         # what this job's own embedding calls returned: the embedder is shared with search

@@ -14,7 +14,9 @@ and the job (hooks.job.BranchIndexer), and composes:
 - `Attempts` (hooks.attempt): one attempt recorded, judged, followed up;
 - `RunHistory` (hooks.runs): the attempts' rows; `FollowUps` (hooks.retries);
 - `QueueMaintenance` (hooks.maintenance): stalled jobs, lost outcomes,
-  reconciliation; `LocalJobs`, what this process's threads run and ran.
+  reconciliation; `LocalJobs`, what this process's threads run and ran;
+- `FencedJobManager`: procrastinate's job manager whose end of a job is written
+  only while the attempt that ends it still holds the job (hooks.lease).
 
 It runs in `glossator worker` (glossator/worker.py; N of them may share the queue
 in one PostgreSQL) or as `glossator serve`'s child; its collaborators and values
@@ -41,13 +43,16 @@ import psycopg
 from hooks.attempt import Attempts, Indexed
 from hooks.job import BranchIndexer
 from hooks.jobthread import JOB_NICE, in_job_thread, worker_name
+from hooks.lease import TakenOver
 from hooks.maintenance import HEARTBEAT_S, STALLED_S, LocalJobs, QueueMaintenance
 from hooks.queue import QUEUE, TASK_NAME, ensure_schema
 from hooks.repositories import Repositories
 from hooks.retries import SLOW_RETRY_S, FollowUps
 from hooks.runs import RunHistory, one_line
+from store import connections
 from store.db import async_pool_options, probe
 from store.errors import describe_failure
+from store.jobqueue import finish_if_current
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +63,40 @@ log = logging.getLogger(__name__)
 DATABASE_POLL_S = 1.0
 RESTART_MIN_S = 1.0
 RESTART_MAX_S = 60.0
+
+
+class FencedJobManager(procrastinate.manager.JobManager):
+    """procrastinate's JobManager, but the worker's end of a job is written only if the
+    job still runs at the attempt that ends (store.jobqueue.finish_if_current).
+
+    procrastinate ends a job by id: an attempt taken for dead (its worker stopped
+    longer than STALLED_S) whose job runs again elsewhere would, on waking, end the
+    job under the new attempt, which would then run without its branch lock. The
+    maintenance's own ends (`finish_job_by_id_async`) are not fenced: they end jobs
+    no attempt holds."""
+
+    def __init__(self, connector: procrastinate.BaseConnector, conninfo: str) -> None:
+        super().__init__(connector)
+        self.conninfo = conninfo
+
+    async def finish_job(
+        self, job: procrastinate.jobs.Job, status: procrastinate.jobs.Status, delete_job: bool
+    ) -> None:
+        assert job.id is not None
+        ended = await asyncio.to_thread(
+            self._finish_if_current, job.id, job.attempts, status.value, delete_job
+        )
+        if not ended:
+            log.warning(
+                "job %s attempt %d: not ended here (%s): another attempt runs it now",
+                job.id,
+                job.attempts,
+                status.value,
+            )
+
+    def _finish_if_current(self, job_id: int, attempt: int, status: str, delete: bool) -> bool:
+        with connections.connect(self.conninfo, autocommit=True) as conn:
+            return finish_if_current(conn, job_id, attempt, status, delete)
 
 
 class JobRunner:
@@ -89,6 +128,9 @@ class JobRunner:
                 conninfo=conninfo, min_size=1, max_size=4, **async_pool_options()
             )
         )
+        # the worker's ends of jobs fenced by attempt (FencedJobManager); set before the
+        # task is registered, which keeps the App's job manager
+        self.app.job_manager = FencedJobManager(self.app.connector, conninfo)
         self.history = RunHistory(conninfo)
         self.follow_ups = FollowUps(
             conninfo,
@@ -130,8 +172,12 @@ class JobRunner:
                     lambda: self.attempts.run(job_id, attempt, repository, branch, failures),
                 )
                 ok = True
+            except TakenOver:
+                self.local_jobs.taken_over(job_id)  # its end is the other attempt's
+                raise
             finally:
-                self.local_jobs.returned(job_id, ok)
+                if self.local_jobs.runs(job_id):  # not taken over
+                    self.local_jobs.returned(job_id, ok, attempt=attempt)
 
     async def start(self) -> None:
         await asyncio.to_thread(ensure_schema, self.conninfo)

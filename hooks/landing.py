@@ -4,7 +4,7 @@
     index(source, …, landing=landing)     # the indexer calls it between chunking and the end
 
 Three calls, each its own short transaction under the branch's writer lock
-(store.commits.lock_branch), so searches never wait long and a kill loses at most the
+(store.commits.lock_branch; the attempt's lease checked there, hooks.lease), so searches never wait long and a kill loses at most the
 slice under way (docs/push-pipeline.md, "Rows before vectors"):
 
 - `resumed`: the vectors an interrupted attempt (a crash, a kill -9, a restart) left on
@@ -25,6 +25,7 @@ import logging
 
 from psycopg_pool import ConnectionPool
 
+from hooks.lease import Lease
 from indexer.corpus.sidecar_format import VectorSlot
 from indexer.corpus.source import FileSource
 from store import commits, landing
@@ -37,9 +38,15 @@ class RowLanding:
     """A branch's rows before its vectors (indexer.indexing.sidecars.Landing)."""
 
     def __init__(
-        self, pool: ConnectionPool, repository: str, branch: str, slice_texts: int | None = None
+        self,
+        pool: ConnectionPool,
+        repository: str,
+        branch: str,
+        slice_texts: int | None = None,
+        lease: Lease | None = None,
     ) -> None:
         self.pool = pool
+        self.lease = lease  # checked under the writer lock before each write (hooks.lease)
         self.repository = repository
         self.branch = branch
         self.slice_texts = slice_texts  # texts per slice of vectors (None: the indexer's)
@@ -51,7 +58,7 @@ class RowLanding:
 
     def rows(self, source: FileSource, files: list[str], missing: int) -> None:
         with self.pool.connection() as conn, conn.transaction():
-            commits.lock_branch(conn, self.repository, self.branch)
+            self._lock(conn)
             result = sync_files(
                 conn,
                 repository=self.repository,
@@ -75,5 +82,11 @@ class RowLanding:
         if not slots:
             return
         with self.pool.connection() as conn, conn.transaction():
-            commits.lock_branch(conn, self.repository, self.branch)
+            self._lock(conn)
             self.landed += landing.land(conn, self.repository, self.branch, model, slots)
+
+    def _lock(self, conn: object) -> None:
+        """The branch's writer lock, then this attempt's lease (TakenOver: nothing written)."""
+        commits.lock_branch(conn, self.repository, self.branch)
+        if self.lease is not None:
+            self.lease.check(conn)

@@ -29,6 +29,7 @@ from core.vocabulary import SIDECAR_SUFFIX
 from hooks.gitsource import GitTreeSource, has_commit
 from hooks.job import MAX_PROBLEMS, Loaded, problem_line
 from hooks.landing import RowLanding
+from hooks.lease import Lease
 from hooks.progress import JobProgress
 from indexer.corpus.source import FileSource
 from store import commits, removal, segments
@@ -117,6 +118,7 @@ class RowLoader:
         job_id: int | None,
         problems: list[str],
         progress: JobProgress | None = None,
+        lease: Lease | None = None,
     ) -> Loaded:
         """Make the branch's rows those of `target`'s sidecars and record `target` as its
         indexed commit, with `problems` (the indexer's) and the rows' own."""
@@ -129,6 +131,8 @@ class RowLoader:
             # Serialise with any other writer of this branch's record (belt and braces:
             # the queue already runs one job per branch).
             commits.lock_branch(conn, repository, branch)
+            if lease is not None:  # under the lock: another attempt's writes wait for ours
+                lease.check(conn)
             result = self._sync(conn, repo, repository, branch, source, target, files)
             for p in result.problems:
                 if p.severity == "error":
@@ -189,13 +193,16 @@ class RowLoader:
             progress=files.loaded,
         )
 
-    def landing(self, repository: str, branch: str) -> RowLanding:
+    def landing(self, repository: str, branch: str, lease: Lease | None = None) -> RowLanding:
         """The indexer's rows before vectors, onto this pool (hooks.landing)."""
-        return RowLanding(self.pool, repository, branch, self.vector_slice)
+        return RowLanding(self.pool, repository, branch, self.vector_slice, lease)
 
-    def drop_branch(self, repository: str, branch: str) -> list[str]:
+    def drop_branch(self, repository: str, branch: str, lease: Lease | None = None) -> list[str]:
         """A deleted branch: drop its rows and its record (store.removal); the files dropped."""
         with self.pool.connection() as conn, conn.transaction():
+            if lease is not None:
+                commits.lock_branch(conn, repository, branch)
+                lease.check(conn)
             return removal.drop_branch(conn, repository, branch)
 
     def record_commit_back(self, repository: str, branch: str, tip: str, new: str) -> None:

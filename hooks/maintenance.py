@@ -29,13 +29,25 @@ from hooks.queue import TASK_NAME, defer_async
 from hooks.repositories import Repositories
 from hooks.runs import RunHistory
 from store import connections
+from store.jobqueue import finish_if_current
 from store.server import server_clock
 from store.tips import record_heads, sync_tips
 
 log = logging.getLogger(__name__)
 
 HEARTBEAT_S = 5.0
-STALLED_S = 20.0  # a worker silent this long is dead; its running jobs are re-queued
+# A worker silent this long is taken for dead and its running jobs are put back in the
+# queue. Four heartbeats missed: a worker's heartbeat is its event loop's, apart from
+# the job's thread, so a busy job does not delay it; at load 20-30 on two cores it was
+# seen late by a few seconds, and `serve` stops its worker during searches for at most
+# a second a stretch (glossator.supervision.search_first). Longer would leave a really
+# dead worker's branch unindexed longer (recovery takes STALLED_S and up to half a
+# round more). A live worker can still cross it (a suspended laptop, SIGSTOP, a host
+# far past load 30); that costs work done twice, never a wrong write: its attempt holds
+# a lease on the job checked under the branch's writer lock before each write, and
+# stops without writing once the job runs again elsewhere (hooks.lease; tested by
+# tests/test_e2e_stalled.py).
+STALLED_S = 20.0
 RECONCILE_S = 300.0  # also catches a push whose post-receive could not reach the queue
 # A job our thread finished but procrastinate still shows `doing` this long after:
 # persisting its outcome failed; we close it (a healthy finish takes milliseconds).
@@ -62,18 +74,28 @@ class LocalJobs:
         # jobs a thread of this process runs now: alive whatever their heartbeat says
         # (after an outage our own heartbeat is stale until it is next written)
         self._running: set[int] = set()
-        # job id -> (monotonic time our thread returned, succeeded?); see UNFINISHED_S
-        self._returned: dict[int, tuple[float, bool]] = {}
+        # job id -> (monotonic time our thread returned, succeeded?, its attempt or None
+        # when unknown); see UNFINISHED_S
+        self._returned: dict[int, tuple[float, bool, int | None]] = {}
 
     def started(self, job_id: int) -> None:
         with self._lock:
             self._running.add(job_id)
 
-    def returned(self, job_id: int, ok: bool, at: float | None = None) -> None:
-        """Our thread is done with `job_id` (at `at`, monotonic; now by default)."""
+    def returned(
+        self, job_id: int, ok: bool, at: float | None = None, attempt: int | None = None
+    ) -> None:
+        """Our thread is done with attempt `attempt` of `job_id` (at `at`, monotonic; now by
+        default)."""
         with self._lock:
             self._running.discard(job_id)
-            self._returned[job_id] = (time.monotonic() if at is None else at, ok)
+            self._returned[job_id] = (time.monotonic() if at is None else at, ok, attempt)
+
+    def taken_over(self, job_id: int) -> None:
+        """Our thread stopped `job_id` because another attempt runs it (hooks.lease): its
+        end is that attempt's, never ours to close."""
+        with self._lock:
+            self._running.discard(job_id)
 
     def runs(self, job_id: int) -> bool:
         with self._lock:
@@ -85,12 +107,16 @@ class LocalJobs:
         with self._lock:
             return job_id in self._returned
 
-    def returned_before(self, older_than: float) -> dict[int, bool]:
-        """Jobs our thread finished at least `older_than` seconds ago, and whether they
-        succeeded."""
+    def returned_before(self, older_than: float) -> dict[int, tuple[bool, int | None]]:
+        """Jobs our thread finished at least `older_than` seconds ago: whether they
+        succeeded, and the attempt."""
         now = time.monotonic()
         with self._lock:
-            return {k: ok for k, (at, ok) in self._returned.items() if now - at >= older_than}
+            return {
+                k: (ok, attempt)
+                for k, (at, ok, attempt) in self._returned.items()
+                if now - at >= older_than
+            }
 
     def forget(self, job_id: int) -> None:
         with self._lock:
@@ -200,18 +226,29 @@ class QueueMaintenance:
             return 0
         statuses = await self._job_statuses(list(due))
         closed = 0
-        for job_id, ok in due.items():
+        for job_id, (ok, attempt) in due.items():
             if statuses.get(job_id) == "doing":
                 status = (
                     procrastinate.jobs.Status.SUCCEEDED if ok else procrastinate.jobs.Status.FAILED
                 )
-                await self.app.job_manager.finish_job_by_id_async(
-                    job_id, status=status, delete_job=False
-                )
+                if attempt is None:
+                    await self.app.job_manager.finish_job_by_id_async(
+                        job_id, status=status, delete_job=False
+                    )
+                elif not await asyncio.to_thread(self._finish_if_current, job_id, attempt, status):
+                    # another attempt runs it now (ours was taken for stalled): its end
+                    self.local_jobs.forget(job_id)
+                    continue
                 closed += 1
                 log.warning("job %s had ended but was still shown running: closed", job_id)
             self.local_jobs.forget(job_id)
         return closed
+
+    def _finish_if_current(
+        self, job_id: int, attempt: int, status: procrastinate.jobs.Status
+    ) -> bool:
+        with connections.connect(self.conninfo, autocommit=True) as conn:
+            return finish_if_current(conn, job_id, attempt, status.value)
 
     async def recover_stalled(self, *, startup: bool = False) -> int:
         """Put jobs of dead workers back in the queue; the number recovered."""

@@ -8,6 +8,8 @@
     cancel_waiting(conn, "livre")           # a deleted repository's queued jobs: gone
     running_jobs(conn, "livre")             # ids of its jobs a worker runs now
     forget_jobs(conn, "livre")              # its jobs no worker runs: gone
+    attempt_is_current(conn, 42, 0)         # the queue still runs job 42 at attempt 0
+    finish_if_current(conn, 42, 0, "succeeded")   # its end, unless it was taken over
 
 Everything else goes through procrastinate's public API, in hooks/:
 `App.configure_task(...).defer_async`, `JobManager.list_jobs` (a job's status, the
@@ -28,6 +30,12 @@ branches busy), `finish_job_by_id_async`, `retry_job_by_id_async`,
   nor a join, and one query per job would make `glossator status` N+1.
 - a deleted repository's jobs are found by their arguments (`args->>'repository'`):
   `list_jobs` filters by lock, queue, task and status only.
+- `attempt_is_current` and `finish_if_current`: an attempt whose worker was taken for
+  dead (stopped, suspended, its heartbeat late) and whose job was put back in the
+  queue must not write, nor end the job another attempt now runs
+  (docs/push-pipeline.md, "A worker taken for dead"). procrastinate's
+  `finish_job` ends a job by id whatever attempt asks; a `retry` adds one to
+  `attempts`, which is what tells the attempts apart.
 - `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock:
   several processes may start on a fresh database at once, and `apply_schema` is not
   idempotent; `queue_exists` is `JobManager.check_connection` without an App.
@@ -69,6 +77,36 @@ def queue_exists(conn: Any) -> bool:
     """Whether procrastinate's schema is applied (a command run before the first `serve`)."""
     row = conn.execute("SELECT to_regclass('procrastinate_jobs') IS NOT NULL").fetchone()
     return bool(row and row[0])
+
+
+def attempt_is_current(conn: Any, job_id: int, attempt: int) -> bool:
+    """Whether job `job_id` runs (`doing`) at `attempt` (its `attempts` when fetched);
+    False once it was put back in the queue (a retry adds one), ended, or deleted."""
+    row = conn.execute(
+        "SELECT status = 'doing' AND attempts = %s FROM procrastinate_jobs WHERE id = %s",
+        (attempt, job_id),
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def finish_if_current(
+    conn: Any, job_id: int, attempt: int, status: str, delete_job: bool = False
+) -> bool:
+    """End job `job_id` with `status` (procrastinate's own `finish_job` statement) if it
+    still runs at `attempt`; False, and nothing written, when another attempt has it."""
+    with conn.transaction():
+        row = conn.execute(
+            "SELECT 1 FROM procrastinate_jobs"
+            " WHERE id = %s AND status = 'doing' AND attempts = %s FOR UPDATE",
+            (job_id, attempt),
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute(
+            procrastinate.sql.queries["finish_job"],
+            {"job_id": job_id, "status": status, "delete_job": delete_job},
+        )
+    return True
 
 
 # procrastinate.manager.QUEUEING_LOCK_CONSTRAINT: the unique index of waiting jobs' locks
