@@ -30,12 +30,8 @@ branches busy), `finish_job_by_id_async`, `retry_job_by_id_async`,
   nor a join, and one query per job would make `glossator status` N+1.
 - a deleted repository's jobs are found by their arguments (`args->>'repository'`):
   `list_jobs` filters by lock, queue, task and status only.
-- `attempt_is_current` and `finish_if_current`: an attempt whose worker was taken for
-  dead (stopped, suspended, its heartbeat late) and whose job was put back in the
-  queue must not write, nor end the job another attempt now runs
-  (docs/push-pipeline.md, "A worker taken for dead"). procrastinate's
-  `finish_job` ends a job by id whatever attempt asks; a `retry` adds one to
-  `attempts`, which is what tells the attempts apart.
+- `attempt_is_current`, `finish_if_current`: procrastinate ends a job by id whatever
+  attempt asks; a late attempt must not (hooks.lease; `attempts` tells them apart).
 - `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock:
   several processes may start on a fresh database at once, and `apply_schema` is not
   idempotent; `queue_exists` is `JobManager.check_connection` without an App.

@@ -278,6 +278,36 @@ async def test_a_job_whose_outcome_was_lost_is_closed(
     assert jobs(database.conninfo)[0][:2] == (job, "succeeded")
 
 
+async def test_an_attempt_taken_over_does_not_end_the_job_another_attempt_runs(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """Attempt 0's worker was taken for dead, the job put back (attempts 1) and fetched
+    again: attempt 0's end, by procrastinate's worker or by `close_unfinished`, is not
+    written; attempt 1's is. End to end: tests/test_e2e_stalled.py."""
+    from procrastinate.jobs import Job, Status
+
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
+    job = defer_sync(database.conninfo, "livre", "main").job_id
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        conn.execute(
+            "UPDATE procrastinate_jobs SET status = 'doing', attempts = 1 WHERE id = %s", (job,)
+        )
+    service.local_jobs.returned(job, True, at=0.0, attempt=0)  # the old attempt ended
+    await service.app.open_async()
+    try:
+        assert await service.maintenance.close_unfinished() == 0
+        assert jobs(database.conninfo)[0][:2] == (job, "doing")
+        old = Job(id=job, queue="q", lock=None, queueing_lock=None, task_name="t", attempts=0)
+        await service.app.job_manager.finish_job(old, Status.SUCCEEDED, delete_job=False)
+        assert jobs(database.conninfo)[0][:2] == (job, "doing")  # not ended under attempt 1
+        await service.app.job_manager.finish_job(
+            old.evolve(attempts=1), Status.SUCCEEDED, delete_job=False
+        )
+    finally:
+        await service.app.close_async()
+    assert jobs(database.conninfo)[0][:2] == (job, "succeeded")
+
+
 def running_under_a_silent_worker(conninfo: str, job: int) -> None:
     """`job` shown running under a worker whose last heartbeat is an hour old."""
     with psycopg.connect(conninfo, autocommit=True) as conn:

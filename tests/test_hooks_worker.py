@@ -124,6 +124,22 @@ def test_first_job_commits_back_loads_and_is_idempotent(setup: Any) -> None:
     assert store.branches("livre")["main"] == outcome.committed
 
 
+def test_an_attempt_without_its_lease_writes_nothing(setup: Any) -> None:
+    """A lease the queue does not hold (the job put back and run by another attempt, or
+    gone): the job stops at its first write, TakenOver, no row and no move (hooks.lease)."""
+    from hooks.lease import Lease, TakenOver
+    from hooks.queue import ensure_schema
+
+    store, _bare, _work, indexer, database = setup
+    ensure_schema(database.conninfo)
+    tip = store.branches("livre")["main"]
+    with pytest.raises(TakenOver, match="stops without writing"):
+        indexer.run("livre", "main", job_id=7, lease=Lease(7, 0, database.conninfo))
+    assert rows_by_file(database) == {}
+    assert store.branches("livre")["main"] == tip
+    assert indexer.loader.indexed_state("livre", "main") == (None, [])
+
+
 def test_edit_delete_and_branch_deletion(setup: Any, fake_embedder: Any) -> None:
     store, bare, work, indexer, database = setup
     first = indexer.run("livre", "main", job_id=1)

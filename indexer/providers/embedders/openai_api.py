@@ -23,14 +23,10 @@ base class does not retry on top, so a failing provider costs `max_retries` + 1
 requests, not their square. Usage is the provider's own count
 (`usage.prompt_tokens`); cost is priced for OpenAI's models only.
 
-Timeouts: each request may take `timeout` seconds (GLOSSATOR_EMBEDDER_TIMEOUT,
-120 by default: a CPU server on a busy host takes its time). A batch still timing
-out after the SDK's retries is split in two, once, and each half asked again
-(SPLIT_RETRIES more tries each): a server that is slow rather than gone answers
-half the work in half the time. A half that times out too fails the call with an
-EmbedderError naming the setting, so the job fails (and is retried later by the
-queue), never reports success. The worst case is bounded: (sdk_retries + 1) +
-2 * (SPLIT_RETRIES + 1) timeouts and the backoffs between them.
+Timeouts (`timeout`, GLOSSATOR_EMBEDDER_TIMEOUT): a batch still timing out after the
+SDK's retries is split in two, once, each half tried SPLIT_RETRIES + 1 times; a half
+timing out too is an EmbedderError naming the setting, and the job fails (the queue
+retries it later). Why, and the bound: docs/embedders.md, "Timeouts".
 
 Recipes (how a text becomes the model's input), per model name, or
 `GLOSSATOR_EMBEDDER_RECIPE`:
