@@ -259,8 +259,11 @@ async def test_a_job_whose_batches_keep_timing_out_fails_and_names_the_setting(
     monkeypatch.setenv("NO_PROXY", "127.0.0.1")
     branch = Branch(tmp_path)
     with serving() as (url, process):
-        embedder = served_embedder(url, "0.5")
-        assert embedder.dimension == 384  # learnt before the stop (one short request)
+        served_embedder(url, "120").embed(TEXTS)  # the model loaded, however busy the host
+        # 2 s: one short text on the warm server answers well within it at load 30, and
+        # the dimension is learnt before the stop (the job asks for it first)
+        embedder = served_embedder(url, "2")
+        assert embedder.dimension == 384
         indexer = branch_indexer(
             branch.store, database.pool, embedder, FakeSummarizer(), pipeline_index()
         )
@@ -280,7 +283,7 @@ async def test_a_job_whose_batches_keep_timing_out_fails_and_names_the_setting(
     [(_, status, error, _)] = runs(database.conninfo)
     assert status == "failed", error
     assert error is not None and "GLOSSATOR_EMBEDDER_TIMEOUT" in error, error
-    assert "did not answer" in error and "within 0.5 s" in error, error
+    assert "did not answer" in error and "within 2 s" in error, error
     assert [s for _, s, _ in jobs(database.conninfo)] == ["failed", "todo"]  # retried later
     with psycopg.connect(database.conninfo) as conn:
         found = conn.execute("SELECT count(*) FROM indexed_commits").fetchone()
