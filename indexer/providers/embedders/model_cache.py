@@ -115,6 +115,7 @@ class ModelCache:
             try:
                 with os.fdopen(fd, "wb") as f:
                     f.write(build())
+                os.chmod(tmp, 0o644)  # mkstemp's 0600 would hide it from a server's group
                 os.replace(tmp, path)
             except BaseException:
                 with contextlib.suppress(OSError):

