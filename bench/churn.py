@@ -29,7 +29,9 @@ throwaway PostgreSQL 17 with pg_search (tests/pgembed_server.py), the example lo
 
 The states are measured side by side: each query in every state in turn (the order
 rotating), the 85 queries per run, `--runs` runs: the same load for all of them, seconds
-apart. Each state's p50 per run
+apart. Beside the milliseconds, what a shared machine's load moves little: the pages a
+search touches (its database's `blks_hit + blks_read` in pg_stat_database), the CPU time
+of the database's backends per search (/proc), and the BM25 index's segments. Each state's p50 per run
 and over all runs, the load average beside them.
 """
 
@@ -50,6 +52,7 @@ sys.path.insert(0, str(ROOT))
 import psycopg  # noqa: E402
 
 from bench.exiting import exit_on_signals  # noqa: E402
+from store.segments import segment_count  # noqa: E402
 from tests.pgembed_server import PgembedServer  # noqa: E402
 
 QUERIES = ROOT / "bench" / "queries.jsonl"
@@ -62,6 +65,26 @@ BEFORE = (
     f" DELETE FROM {HCN} WHERE repository = 'copy';"
     f" INSERT INTO {HCN} SELECT * FROM bare"
 )
+
+
+def work_done(admin: str, name: str) -> tuple[int, float]:
+    """(pages read or hit, CPU ms of its backends now connected) of database `name`."""
+    with psycopg.connect(admin, autocommit=True) as conn:
+        (pages,) = conn.execute(
+            "SELECT blks_hit + blks_read FROM pg_stat_database WHERE datname = %s", (name,)
+        ).fetchone() or (0,)
+        pids = [
+            r[0]
+            for r in conn.execute("SELECT pid FROM pg_stat_activity WHERE datname = %s", (name,))
+        ]
+    ticks = 0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return int(pages), ticks * 1000.0 / os.sysconf("SC_CLK_TCK")
 
 
 def main() -> None:
@@ -177,6 +200,9 @@ def main() -> None:
                 for q in queries:  # every query's vector cached: the database's part only
                     services[name].agent_search(q)
             ms: dict[str, list[list[float]]] = {name: [] for name in states}
+            # what the load moves little: the pages a search touches (the state's own
+            # database's blks_hit + blks_read) and its backends' CPU time
+            before = {name: work_done(pg.uri("postgres"), name) for name in states}
             loads = [os.getloadavg()[0]]
             names = list(states)
             for r in range(args.runs):
@@ -188,18 +214,29 @@ def main() -> None:
                         timings = services[name].agent_search(q).timings_ms
                         ms[name][-1].append(timings["total"] - timings.get("embed", 0.0))
                 loads.append(os.getloadavg()[0])
+            time.sleep(2.0)  # backends flush their statistics within a second when idle
+            after = {name: work_done(pg.uri("postgres"), name) for name in states}
+            searches = args.runs * len(queries)
             runs = " | ".join(f"run {i + 1}" for i in range(args.runs))
             print(f"\nload (1 min) {' → '.join(f'{x:.1f}' for x in loads)}\n")
-            print(f"| state | {runs} | all runs p50 ms | p95 ms | / whole |")
-            print("|---|" + "---:|" * (args.runs + 3))
+            print(
+                f"| state | {runs} | all runs p50 ms | p95 ms | / whole |"
+                " pages a search | backend CPU ms a search | BM25 segments |"
+            )
+            print("|---|" + "---:|" * (args.runs + 6))
             whole = statistics.median([x for run in ms["whole"] for x in run])
             for name, label in states.items():
                 every = [x for run in ms[name] for x in run]
                 p50 = statistics.median(every)
                 per = " | ".join(f"{statistics.median(run):.1f}" for run in ms[name])
+                pages = (after[name][0] - before[name][0]) / searches
+                cpu = (after[name][1] - before[name][1]) / searches
+                with psycopg.connect(pg.uri(name)) as conn:
+                    segments = segment_count(conn)
                 print(
                     f"| {label} | {per} | {p50:.1f} |"
-                    f" {sorted(every)[int(0.95 * len(every))]:.1f} | {p50 / whole:.2f}× |",
+                    f" {sorted(every)[int(0.95 * len(every))]:.1f} | {p50 / whole:.2f}× |"
+                    f" {pages:.0f} | {cpu:.1f} | {segments} |",
                     flush=True,
                 )
         finally:
