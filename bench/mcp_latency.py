@@ -32,6 +32,11 @@ are in, so the idle rounds before, over one repository, are not the same work) u
 the same machine load seconds apart; their ratio is what the job's computation costs
 a search. `--after` waits for the job's end and runs the idle rounds again (both
 repositories). Each phase's stages as the server times them (embed, rankings…).
+The headline (issue 41's "search p50 while a book embeds no worse than 1.1× idle")
+compares the searches while indexing with the idle rounds over the same rows, `--after`'s
+(both repositories, the job done), and with the paired "worker paused" ones; without
+`--after` it says the first is missing (the idle rounds before the push search one
+repository, not the same work; their ratio is printed below it, not as the headline).
 `--env K=V` (repeatable) sets the server's environment, e.g.
 `GLOSSATOR_SEARCH_FIRST=false` for the job beside searches.
 
@@ -730,6 +735,7 @@ def main() -> None:
         )
     busy = phases.get("while indexing")
     if busy is not None and busy[0]:
+        print(headline(busy[0], phases))
         for ref in ("worker paused", "idle", "idle after"):
             trips = phases.get(ref, ([],))[0]
             if not trips:
@@ -749,6 +755,20 @@ def main() -> None:
             print(f"| {stage} | " + " | ".join(cells) + " |")
     elif busy is not None:
         print(f"no search made while the job embedded (its embedding phase: {reached})")
+
+
+def headline(busy: list[float], phases: dict[str, Phase]) -> str:
+    """Issue 41's figure: the MCP p50 while the job embeds against the idle rounds over
+    the same rows (`--after`) and against the paired searches with the worker paused."""
+    parts = []
+    for ref, label in (("idle after", "idle over the same rows"), ("worker paused", "paused")):
+        trips = phases.get(ref, ([],))[0]
+        if trips:
+            ratio = statistics.median(busy) / statistics.median(trips)
+            parts.append(f"/ {label} **{ratio:.2f}×**")
+        elif ref == "idle after":
+            parts.append("/ idle over the same rows: not measured (run with --after)")
+    return "headline, while indexing (MCP p50) " + "; ".join(parts) + " (bound: 1.1×)"
 
 
 if __name__ == "__main__":

@@ -7,12 +7,12 @@ Three calls, each its own short transaction under the branch's writer lock
 (store.commits.lock_branch; the attempt's lease checked there, hooks.lease), so searches never wait long and a kill loses at most the
 slice under way (docs/push-pipeline.md, "Rows before vectors"):
 
-- `resumed`: the vectors an interrupted attempt (a crash, a kill -9, a restart) left on
+- `resumed`: the vectors an interrupted attempt (a crash, a kill -9, a restart) left beside
   the rows it loaded before their vectors; the indexer takes them as computed.
 - `rows`: the rebuilt files' rows, from their sidecars as they will be but without the
   vectors not computed yet (`store.loader.sync_files(partial=True)`: a file's rows are
   replaced whole, as in any load), and the branch's coverage (store.landing.start).
-- `vectors`: one slice of computed vectors, each onto its row if that row still holds
+- `vectors`: one slice of computed vectors, each beside its row if that row still holds
   the text it was computed for (store.landing.land).
 
 The job's final load then makes the rows equal the committed sidecars, file by file

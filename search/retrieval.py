@@ -323,19 +323,20 @@ class VectorPlan:
 
     statements: list[Statement]
     repositories: list[str]
+    depth: int  # the vector ranking's length at most
 
     def rankings(
         self, found: Sequence[list[Any]]
     ) -> tuple[list[tuple[int, float]], dict[str, list[tuple[str, float]]]]:
         """(the vector ranking, each repository's summaries) from the statements' rows."""
         n = len(self.statements) - len(self.repositories)
-        nearest = store_vectors.nearest_of(found[:n])
+        # nearest first, ties by id (a work summary quoting a chapter's): the same ranks
+        # every run
+        nearest = store_vectors.nearest_of(found[:n], self.depth)
         summaries = {
             r: store_chapters.evidence_of((), rows).summary
             for r, rows in zip(self.repositories, found[n:], strict=True)
         }
-        # ties (a work summary quoting a chapter's) by row id: the same ranks every run
-        nearest.sort(key=lambda r: (r[1], r[0]))
         return [(i, 1.0 - d) for i, d in nearest], summaries
 
 
@@ -375,4 +376,4 @@ def vector_plan(
                 dimension=dimension,
             )
         )
-    return VectorPlan(statements, repositories)
+    return VectorPlan(statements, repositories, depth)

@@ -121,13 +121,15 @@ SELECT kind, source_file, score FROM keyword
 # trip; in a search, with the vector query: store.vectors.nearest_statements), prepared by psycopg
 # and planned with its values (the pg_search statement is planned once, generic, under
 # settings local to it: store.pgsearch).
+# A summary's vector is on its row, or beside it while a job embeds (store.landing).
 _SUMMARIES = """
-SELECT 'summary'::text, source_file,
-       1 - ((embedding::{cast}) <=> %(q)s::{cast})::float8
-  FROM hierarchical_content_nodes
- WHERE repository = %(repository)s AND branch = %(branch)s AND level = 1
-   AND embedding_model = %(model)s AND {work}
- ORDER BY (embedding::{cast}) <=> %(q)s::{cast}, source_file
+SELECT 'summary'::text, h.source_file,
+       1 - ((coalesce(h.embedding, l.vector)::{cast}) <=> %(q)s::{cast})::float8
+  FROM hierarchical_content_nodes h
+  LEFT JOIN landed_vectors l ON l.node_id = h.id AND l.model = %(model)s
+ WHERE h.repository = %(repository)s AND h.branch = %(branch)s AND h.level = 1
+   AND (h.embedding_model = %(model)s OR l.node_id IS NOT NULL) AND {work}
+ ORDER BY (coalesce(h.embedding, l.vector)::{cast}) <=> %(q)s::{cast}, h.source_file
  LIMIT %(depth)s
 """
 
@@ -203,7 +205,7 @@ def summaries_statement(
     params = {"q": q, "model": model, **chapters.params()}
     summaries = sql.SQL(_SUMMARIES).format(
         cast=sql.SQL(store_vectors.cast_type(dimension)),
-        work=sql.SQL("work = %(work)s" if chapters.work is not None else "TRUE"),
+        work=sql.SQL("h.work = %(work)s" if chapters.work is not None else "TRUE"),
     )
     return Statement(summaries, params)
 

@@ -27,10 +27,15 @@ def row_counts(conn: Any) -> list[tuple[str, str, int, str, str, int]]:
 
 
 def vector_counts(conn: Any) -> list[tuple[str, str, str, int, int]]:
-    """(repository, branch, model, dimension, rows) of the rows that have a vector."""
+    """(repository, branch, model, dimension, rows) of the rows that have a vector, on
+    the row or beside it while a job embeds (store.landing)."""
     rows = conn.execute(
-        "SELECT repository, branch, embedding_model, vector_dims(embedding), count(*) "
-        "FROM hierarchical_content_nodes WHERE embedding IS NOT NULL GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"
+        "SELECT repository, branch, model, dims, sum(n)::bigint FROM ("
+        " SELECT repository, branch, embedding_model AS model, vector_dims(embedding) AS dims,"
+        " count(*) AS n FROM hierarchical_content_nodes WHERE embedding IS NOT NULL"
+        " GROUP BY 1, 2, 3, 4 UNION ALL SELECT repository, branch, model, vector_dims(vector),"
+        " count(*) FROM landed_vectors GROUP BY 1, 2, 3, 4) AS v"
+        " GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3"
     ).fetchall()
     return [tuple(r) for r in rows]
 

@@ -1,4 +1,4 @@
-"""Vectors landing on rows already loaded, and how much of a branch has them.
+"""Vectors landing beside rows already loaded, and how much of a branch has them.
 
     start(conn, "livre", "main", missing=1800)          # after the job's rows: the coverage
     land(conn, "livre", "main", model, slots)           # a slice of vectors, its own transaction
@@ -7,9 +7,14 @@
 
 A job loads a rebuilt file's rows before it embeds them (`store.loader.sync_files(…,
 partial=True)`: their `loaded_files` record says so, and the final load, whose sidecar
-differs, replaces the file's rows whole). Each computed vector then lands on the row it
-belongs to by an UPDATE keyed by (repository, branch, source_file, chunk_index) *and* the
-row's file hash and text, so a vector never lands on a row whose text changed since.
+differs, replaces the file's rows whole, vectors in). Each computed vector then lands in
+`landed_vectors` (migration 060), keyed by the id of the row it belongs to, found by
+(repository, branch, source_file, chunk_index) *and* the row's file hash and text, so a
+vector never lands beside a row whose text changed since. The rows themselves are not
+written again: an UPDATE of a row makes a new tuple that pg_search's BM25 index and the
+HNSW index both index again, and a search over the branch slowed by half while a book
+embedded (bench/RESULTS.md, "vectors beside the rows"). The vector stage of a search
+reads the side table beside the model's HNSW index (store.vectors.nearest_sql).
 `vector_coverage` (migration 041) counts the branch's rows still without their vector.
 """
 
@@ -46,22 +51,25 @@ def land(
     model: str,
     slots: Sequence[tuple[Slot, Sequence[float]]],
 ) -> int:
-    """Each vector onto its row, if that row still holds the slot's text and file hash
+    """Each vector beside its row, if that row still holds the slot's text and file hash
     and has no vector yet; the coverage counts them. The rows that took one."""
     landed = 0
     with conn.cursor() as cur:
         for slot, vector in slots:
             cur.execute(
-                "UPDATE hierarchical_content_nodes SET embedding = %s, embedding_model = %s"
+                "INSERT INTO landed_vectors (node_id, repository, branch, work, level,"
+                " node_type, model, vector) SELECT id, repository, branch, work, level,"
+                " node_type, %s, %s FROM hierarchical_content_nodes"
                 " WHERE repository = %s AND branch = %s AND source_file = %s"
                 " AND chunk_index = %s AND source_file_hash = %s AND content = %s"
-                " AND embedding IS NULL",
+                " AND embedding IS NULL ON CONFLICT (node_id) DO NOTHING",
                 (
-                    # as the sidecar will hold it: the rows equal it already, and a vector
-                    # taken back (`loaded_vectors`) is written with the same bytes (its
-                    # float4 is within 6e-8 of the 6-decimal value, which rounds back to it)
-                    np.asarray(round_vector(vector), dtype=np.float32),
                     model,
+                    # as the sidecar will hold it: the final load writes the same bytes,
+                    # and a vector taken back (`loaded_vectors`) is written with them too
+                    # (its float4 is within 6e-8 of the 6-decimal value, which rounds
+                    # back to it)
+                    np.asarray(round_vector(vector), dtype=np.float32),
                     repository,
                     branch,
                     slot.source_file,
@@ -83,15 +91,16 @@ def land(
 def loaded_vectors(
     conn: Any, repository: str, branch: str, files: Iterable[str], model: str
 ) -> list[tuple[str, int, str, str, list[float]]]:
-    """The vectors that landed on rows loaded before their vectors (a job killed or
+    """The vectors that landed beside rows loaded before their vectors (a job killed or
     interrupted while it embedded), of `files`, by `model`: (source_file, level,
     heading_path, content, vector) each."""
     rows = conn.execute(
-        "SELECT h.source_file, h.level, h.heading_path, h.content, h.embedding::real[]"
-        " FROM hierarchical_content_nodes h JOIN loaded_files f USING (repository, branch,"
-        " source_file) WHERE h.repository = %s AND h.branch = %s AND h.source_file = ANY(%s)"
-        " AND h.embedding_model = %s AND h.embedding IS NOT NULL"
-        " AND f.sidecar_hash LIKE %s",
+        "SELECT h.source_file, h.level, h.heading_path, h.content, l.vector::real[]"
+        " FROM landed_vectors l JOIN hierarchical_content_nodes h ON h.id = l.node_id"
+        " JOIN loaded_files f ON (f.repository, f.branch, f.source_file)"
+        " = (h.repository, h.branch, h.source_file)"
+        " WHERE h.repository = %s AND h.branch = %s AND h.source_file = ANY(%s)"
+        " AND l.model = %s AND h.embedding IS NULL AND f.sidecar_hash LIKE %s",
         (repository, branch, list(files), model, PARTIAL + "%"),
     ).fetchall()
     # real[]: float4 values of the sidecar's rounded vector (`land`)
@@ -99,7 +108,11 @@ def loaded_vectors(
 
 
 def clear(conn: Any, repository: str, branch: str) -> None:
-    """Every vector in: the branch's rows equal its sidecars (the final load)."""
+    """Every vector in: the branch's rows equal its sidecars, vectors included (the final
+    load, in its transaction), or the branch is gone."""
     conn.execute(
         "DELETE FROM vector_coverage WHERE repository = %s AND branch = %s", (repository, branch)
+    )
+    conn.execute(
+        "DELETE FROM landed_vectors WHERE repository = %s AND branch = %s", (repository, branch)
     )

@@ -1,4 +1,4 @@
--- The schema store/migrations/ leave, at version 50. Generated: do not edit.
+-- The schema store/migrations/ leave, at version 60. Generated: do not edit.
 -- Regenerate with `.venv/bin/python -m store.schema --write` (store/schema.py); tests/test_store_schema.py checks it.
 
 -- extensions
@@ -217,6 +217,18 @@ CREATE TABLE indexed_commits (
     CONSTRAINT indexed_commits_pkey PRIMARY KEY (repository, branch)
 );
 
+CREATE TABLE landed_vectors (
+    node_id bigint NOT NULL,
+    repository text NOT NULL,
+    branch text NOT NULL,
+    work text NOT NULL,
+    level smallint NOT NULL,
+    node_type text NOT NULL,
+    model text NOT NULL,
+    vector vector NOT NULL,
+    CONSTRAINT landed_vectors_pkey PRIMARY KEY (node_id)
+);
+
 CREATE TABLE loaded_files (
     repository text NOT NULL,
     branch text NOT NULL,
@@ -280,6 +292,7 @@ CREATE TABLE vector_indexes (
 CREATE INDEX glossator_job_runs_branch ON public.glossator_job_runs USING btree (repository, branch, started_at);
 CREATE INDEX hcn_filters ON public.hierarchical_content_nodes USING btree (repository, branch, work, level);
 CREATE INDEX hcn_parent ON public.hierarchical_content_nodes USING btree (repository, branch, parent_source_file);
+CREATE INDEX landed_vectors_branch ON public.landed_vectors USING btree (repository, branch);
 
 -- functions
 

@@ -116,18 +116,28 @@ def create_index(conn: psycopg.Connection, model: str, dimension: int) -> None:
 def nearest_sql(model: str, dimension: int, *, where: sql.Composable | None = None) -> sql.Composed:
     """The k-nearest query that uses the model's index; parameters %(q)s and %(k)s.
 
-    `where` adds conditions (e.g. `sql.SQL("repository = %(repository)s")`).
-    Returns (id, distance) rows, nearest first.
+    `where` adds conditions on the rows' columns, unqualified (e.g.
+    `sql.SQL("repository = %(repository)s")`). Returns (id, distance) rows: the `k`
+    nearest through the index, then the `k` nearest of the vectors landed beside their
+    rows while a job embeds (store.landing; an exact scan of one job's vectors at most,
+    none once every job is done), each part nearest first; the caller merges them.
     """
     cast = sql.SQL(cast_type(dimension))
     expr = sql.SQL("(embedding::{cast}) <=> %(q)s::{cast}").format(cast=cast)
     cond = sql.SQL("embedding_model = {}").format(sql.Literal(model))
+    # landed_vectors has the row's columns a filter names (migration 060): the same
+    # conditions, unqualified, apply to it
+    side = sql.SQL("model = {}").format(sql.Literal(model))
     if where is not None:
         cond = sql.SQL("{} AND {}").format(cond, where)
+        side = sql.SQL("{} AND {}").format(side, where)
+    landed = sql.SQL("(vector::{cast}) <=> %(q)s::{cast}").format(cast=cast)
     return sql.SQL(
-        "SELECT id, {expr} AS distance FROM hierarchical_content_nodes WHERE {cond} "
-        "ORDER BY {expr} LIMIT %(k)s"
-    ).format(expr=expr, cond=cond)
+        "(SELECT id, {expr} AS distance FROM hierarchical_content_nodes WHERE {cond} "
+        "ORDER BY {expr} LIMIT %(k)s) UNION ALL "
+        "(SELECT node_id, {landed} FROM landed_vectors WHERE {side} "
+        "ORDER BY {landed} LIMIT %(k)s)"
+    ).format(expr=expr, cond=cond, landed=landed, side=side)
 
 
 # Settings of the vector query (`nearest_statements`), local to it. Without filters narrower than the
@@ -187,9 +197,12 @@ def nearest_statements(
     ]
 
 
-def nearest_of(rows: Sequence[list[Any]]) -> list[tuple[int, float]]:
-    """`nearest_statements`' rows (one list per statement): (id, cosine distance)."""
-    return [(int(i), float(d)) for i, d in rows[2]]
+def nearest_of(rows: Sequence[list[Any]], k: int) -> list[tuple[int, float]]:
+    """`nearest_statements`' rows (one list per statement): the `k` (id, cosine
+    distance) nearest, nearest first (ties by id). The index's part comes in relaxed
+    order and the landed vectors' part after it (`nearest_sql`): sorted here."""
+    found = sorted(((int(i), float(d)) for i, d in rows[2]), key=lambda r: (r[1], r[0]))
+    return found[:k]
 
 
 def _query_vector(query_vector: Any, dimension: int) -> Any:
@@ -201,16 +214,19 @@ def _query_vector(query_vector: Any, dimension: int) -> Any:
 def _paragraphs_sql(dimension: int, chapters: sql.Composable) -> sql.Composed:
     """The `%(per)s` paragraphs of `%(model)s` nearest `%(q)s` in each chapter `chapters`
     names (rows of (repository, branch, parent summary file)), ties by id: each one's
-    COLUMNS, then its cosine distance. Exact distances over the chapters' rows (the
+    COLUMNS, then its cosine distance (a vector on its row, or beside it while a job
+    embeds: store.landing). Exact distances over the chapters' rows (the
     `hcn_parent` index finds them; a chapter has tens of paragraphs), ranked in SQL."""
     cast = sql.SQL(cast_type(dimension))
     return sql.SQL(
         "SELECT {columns}, distance FROM (SELECT h.*, d.distance, row_number() OVER"
         " (PARTITION BY h.repository, h.branch, h.parent_source_file"
         "  ORDER BY d.distance, h.id) AS nearest"
-        " FROM hierarchical_content_nodes h,"
-        " LATERAL (SELECT (h.embedding::{cast}) <=> %(q)s::{cast} AS distance) AS d"
-        " WHERE h.embedding_model = %(model)s AND h.level = 0"
+        " FROM hierarchical_content_nodes h"
+        " LEFT JOIN landed_vectors l ON l.node_id = h.id AND l.model = %(model)s,"
+        " LATERAL (SELECT (coalesce(h.embedding, l.vector)::{cast}) <=> %(q)s::{cast}"
+        "  AS distance) AS d"
+        " WHERE (h.embedding_model = %(model)s OR l.node_id IS NOT NULL) AND h.level = 0"
         " AND (h.repository, h.branch, h.parent_source_file) IN ({chapters})"
         ") AS ranked WHERE nearest <= %(per)s"
     ).format(columns=sql.SQL(COLUMNS), cast=cast, chapters=chapters)
@@ -284,11 +300,12 @@ def chapter_distances(
     through the HNSW index: a chapter has tens of paragraphs (search.passages)."""
     cast = sql.SQL(cast_type(dimension))
     query = sql.SQL(
-        "SELECT id, repository, parent_source_file, "
-        "(embedding::{cast}) <=> %(q)s::{cast} AS distance "
-        "FROM hierarchical_content_nodes "
-        "WHERE embedding_model = %(model)s AND level = 0 "
-        "AND (repository, branch, parent_source_file) IN "
+        "SELECT h.id, h.repository, h.parent_source_file, "
+        "(coalesce(h.embedding, l.vector)::{cast}) <=> %(q)s::{cast} AS distance "
+        "FROM hierarchical_content_nodes h "
+        "LEFT JOIN landed_vectors l ON l.node_id = h.id AND l.model = %(model)s "
+        "WHERE (h.embedding_model = %(model)s OR l.node_id IS NOT NULL) AND h.level = 0 "
+        "AND (h.repository, h.branch, h.parent_source_file) IN "
         "(SELECT * FROM unnest(%(repos)s::text[], %(branches)s::text[], %(files)s::text[]))"
     ).format(cast=cast)
     q = _query_vector(query_vector, dimension)

@@ -66,12 +66,12 @@ def small_book(tmp: Path) -> Path:
 
 
 def landed_inputs(db_url: str) -> int:
-    """Distinct inputs (text under its heading path) whose vector is on a row."""
+    """Distinct inputs (text under its heading path) whose vector landed beside a row."""
     with psycopg.connect(db_url) as conn:
         (n,) = conn.execute(
-            "SELECT count(DISTINCT (level = 0, CASE WHEN level = 0 THEN heading_path END,"
-            " content)) FROM hierarchical_content_nodes"
-            " WHERE repository = 'book' AND embedding IS NOT NULL"
+            "SELECT count(DISTINCT (h.level = 0, CASE WHEN h.level = 0 THEN h.heading_path"
+            " END, h.content)) FROM hierarchical_content_nodes h JOIN landed_vectors l"
+            " ON l.node_id = h.id WHERE h.repository = 'book'"
         ).fetchone()
     return int(n)
 

@@ -26,7 +26,7 @@ from indexer.corpus.cache import IndexCaches
 from indexer.corpus.sidecar_format import loads
 from indexer.providers.embedders.base import EmbedderError
 from search.engine import search
-from search.options import SearchOptions
+from search.options import QueryVector, SearchOptions
 from tests.fakes import FakeEmbedder
 from tests.gitserver_support import commit_all, git
 from tests.plugins.corpus import make_small_corpus
@@ -100,14 +100,35 @@ def test_rows_are_searchable_while_the_vectors_land(
             calls = sum(kind == "document" for _, kind in self.history)
             if input_type == "document" and calls == 2:
                 with pool.connection() as conn:
-                    with_vectors, without = conn.execute(
-                        "SELECT count(embedding), count(*) - count(embedding)"
-                        " FROM hierarchical_content_nodes WHERE repository = 'livre'"
+                    # the vectors land beside the rows (landed_vectors), never on them
+                    with_vectors, without, on_rows = conn.execute(
+                        "SELECT count(l.node_id), count(*) - count(l.node_id), count(embedding)"
+                        " FROM hierarchical_content_nodes h LEFT JOIN landed_vectors l"
+                        " ON l.node_id = h.id WHERE h.repository = 'livre'"
                     ).fetchone()
                     ids = ids_now(conn)
+                    text, model, vector = conn.execute(
+                        "SELECT h.content, l.model, l.vector::real[] FROM landed_vectors l"
+                        " JOIN hierarchical_content_nodes h ON h.id = l.node_id"
+                        " WHERE h.level = 0 ORDER BY l.node_id LIMIT 1"
+                    ).fetchone()
                 response = search(pool, "abondance", SearchOptions(mode="bm25", repository="livre"))
+                # the vector stage finds a vector that landed: its own row ranks first
+                nearest = search(
+                    pool,
+                    "abondance",
+                    SearchOptions(mode="vector", repository="livre"),
+                    query_vector=QueryVector(model, len(vector), vector),
+                )
+                seen.append({"landed text": text, "nearest": nearest})
                 seen.append(
-                    {"with": with_vectors, "without": without, "response": response, "ids": ids}
+                    {
+                        "with": with_vectors,
+                        "without": without,
+                        "on_rows": on_rows,
+                        "response": response,
+                        "ids": ids,
+                    }
                 )
             return super().embed_batch(texts, input_type)
 
@@ -115,8 +136,10 @@ def test_rows_are_searchable_while_the_vectors_land(
     embedder = Watching(max_batch_size=SLICE)
     outcome = job(store, pool, embedder, fake_summarizer).run("livre", "main")
 
-    [during] = seen
+    landed, during = seen
+    assert landed["nearest"].hits[0].text == landed["landed text"]
     assert during["with"] == 2 * SLICE and during["without"] > 0  # two slices landed
+    assert during["on_rows"] == 0  # the rows pg_search indexes were not written again
     response = during["response"]
     assert response.hits, "keyword search answers before the vectors are in"
     [index] = response.index
@@ -127,8 +150,9 @@ def test_rows_are_searchable_while_the_vectors_land(
     assert len(texts) == len(set(texts)) == outcome.embedded
     assert_rows_are_the_sidecars(pool, repo, outcome.indexed or "")
     with pool.connection() as conn:
-        # rows equal to their sidecar were kept by the final load, not written again
-        assert ids_now(conn) == during["ids"]
+        # the final load wrote the rows whole, vectors in, and emptied the side table
+        assert not ids_now(conn) & during["ids"]
+        assert conn.execute("SELECT count(*) FROM landed_vectors").fetchone() == (0,)
     after = search(pool, "abondance", SearchOptions(mode="bm25", repository="livre"))
     assert after.index[0].vectors is None and "vectors" not in after.index[0].note
 
