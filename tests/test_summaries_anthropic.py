@@ -12,7 +12,7 @@ import logging
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx2
 import pytest
@@ -29,8 +29,10 @@ from indexer.providers.summarizers import (
     SummaryInput,
     SummaryRequest,
 )
-from indexer.providers.summarizers.claude import AnthropicSummarizer
 from tests.plugins.corpus import make_small_corpus
+
+if TYPE_CHECKING:  # the anthropic SDK costs ~1.8 s of CPU to import: only where a test runs
+    from indexer.providers.summarizers.claude import AnthropicSummarizer
 
 MODEL = "claude-sonnet-4-6"
 KEY = "sk-ant-test-not-a-real-key"
@@ -88,6 +90,8 @@ class Recorder:
 def summarizer(
     recorder: Recorder, sleeps: list[float] | None = None, **kw: Any
 ) -> AnthropicSummarizer:
+    from indexer.providers.summarizers.claude import AnthropicSummarizer
+
     waits = sleeps if sleeps is not None else []
     return AnthropicSummarizer(
         MODEL,
@@ -199,6 +203,8 @@ def test_missing_key_says_how_to_fix_it() -> None:
     with pytest.raises(SettingsError, match="needs a model"):
         get_summarizer(settings.replace(summarizer="anthropic", anthropic_api_key=KEY))
     ok = get_summarizer(settings.replace(anthropic_api_key=KEY, batch_threshold=7))
+    from indexer.providers.summarizers.claude import AnthropicSummarizer
+
     assert isinstance(ok, AnthropicSummarizer) and ok.batch_threshold == 7
 
 
