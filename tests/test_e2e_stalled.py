@@ -26,7 +26,9 @@ from tests.gitserver_support import ServeProcess, WorkerProcess, git, wait_for
 from tests.plugins.serve import create_repo, indexed_commit, rows, server_env
 from tests.test_e2e_workers import attempts, push_new
 
-pytestmark = pytest.mark.slow
+# its subject is the queue's leases, not the keyword engine: once, on the default one
+# (not again in `make test-fallback`, where it would cost another ~80 s)
+pytestmark = [pytest.mark.slow, pytest.mark.pg_backends("pg_search")]
 
 
 def lock_waiters(db_url: str) -> int:

