@@ -63,8 +63,7 @@ def test_a_push_is_queued_in_one_transaction_and_coalesces(db_url: str, conn) ->
         first = queue_push(pool_like, "livre", {"main": "a" * 40, "draft": "b" * 40}, "main")
         assert pool_like.info.transaction_status == pq.TransactionStatus.IDLE
         assert not pool_like.autocommit
-        (setting,) = pool_like.execute("SHOW synchronous_commit").fetchone()
-        assert setting == "on"
+        assert pool_like.execute("SHOW synchronous_commit").fetchone() == ("on",)
         pool_like.rollback()
     assert not first["main"].enqueued.coalesced and not first["draft"].enqueued.coalesced
     assert first["main"].last_job is None and first["main"].last_problems == []
