@@ -18,10 +18,11 @@ temporary directory) and measures, side by side:
    the run-by-run ratios (a pair's two commands ran side by side, under the same load
    of a shared machine), with their range and how many pairs were within the issue's
    bound (BOUNDS: clone 1.05×, whole corpus 3×, edit 2×). Single pairs ranged
-   0.5-3× at load 5-25, so the defaults are 25 clone pairs and 15 push runs: 15
-   pairs pinned a median to about ±0.1 in the last runs, where a ratio of medians of
-   3 or 5 moved between 0.61× and 1.35× from one run to the next at the same code
-   (bench/RESULTS.md). `--transfer-only` stops after this part (and 3.).
+   0.5-5× at load 4-25, so the defaults are 25 clone pairs and 15 push runs; even so
+   the edit's median of 15 moved by ±0.3-0.4 between runs of the same code as the
+   load changed (bench/RESULTS.md, the edit's second turn): compare two trees by
+   running both benches at once, under the same load. `--transfer-only` stops after
+   this part (and 3.).
 2. Seconds from `git push` of a one-paragraph edit to the edited text being
    returned by a BM25 search (the job committed back, loaded the rows, and
    search sees them), on the example corpus and on a corpus `--scale` times
