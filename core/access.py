@@ -163,11 +163,7 @@ class AccessPolicy:
     def grant(self, digest: str, *, mcp: bool = False) -> Grant | None:
         """The grant of the token whose digest this is, for MCP or another face; None when
         it is no token of this server. AccessUnavailable when the store cannot answer."""
-        found: Grant | None = None
-        given = digest.encode()
-        for candidate, grant in self.env_grants:  # every one compared: no early exit
-            if hmac.compare_digest(given, candidate.encode()) and found is None:
-                found = grant
+        found = self.variable_grant(digest)
         if found is None and self.stored is not None:
             try:
                 found = self.stored(digest)
@@ -175,6 +171,17 @@ class AccessPolicy:
                 raise AccessUnavailable(str(e)) from None
         if found is not None and found.mcp_only and not mcp:
             return None
+        return found
+
+    def variable_grant(self, digest: str) -> Grant | None:
+        """The grant of a `GLOSSATOR_*_TOKENS` variable's token, or None: what `grant`
+        finds without asking the store (no database: the boundary asks it on the event
+        loop, and only the stored tokens in a thread)."""
+        found: Grant | None = None
+        given = digest.encode()
+        for candidate, grant in self.env_grants:  # every one compared: no early exit
+            if hmac.compare_digest(given, candidate.encode()) and found is None:
+                found = grant
         return found
 
     def caller(self, grant: Grant | None, *, mcp: bool = False) -> Caller:

@@ -314,10 +314,14 @@ class GitServer:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + HOLD_MAX_S
         for branch in branches:
+            # the first look here on the loop: a few small files and the branch's ref,
+            # and almost always nobody else (a thread hop would cost a lone writer more)
+            if not _others_under_way(path, branch):
+                continue
             while loop.time() < deadline:
+                await asyncio.sleep(HOLD_POLL_S)
                 if not await asyncio.to_thread(_others_under_way, path, branch):
                     break
-                await asyncio.sleep(HOLD_POLL_S)
 
     async def create_repo(self, request: Request) -> Response:
         try:

@@ -1,4 +1,4 @@
-"""Smart HTTP through `git http-backend`, a CGI program run as an asyncio subprocess.
+"""Smart HTTP through `git http-backend`, a CGI program run as a child of the event loop.
 
 Git itself does the protocol (v0 and v2, pack negotiation, partial clone filters),
 the ref updates with their locks and compare-and-swap, and the hooks; this
@@ -20,12 +20,19 @@ module only adapts HTTP to CGI and back, streaming both bodies:
 - `pushed_refs` reads the refs a `git-receive-pack` request updates from its
   first pkt-lines (the server's marker of a push under way, core.receiving), and
   `run(..., on_finish=…)` is called once git's answer is sent (or abandoned).
+- The child is started by `subprocess.Popen` (vfork and exec, as asyncio's own
+  subprocesses are), its pipes are read on the event loop and its end is awaited on
+  a pidfd (`Child`): no thread. asyncio's subprocesses on Python 3.11 start a thread
+  per child to wait for it, and the request waited for that thread to start: 0-35 ms
+  at load on each of a push's two requests (bench/git.py, git's trace2 beside stamps
+  in the route).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import subprocess
@@ -34,6 +41,7 @@ import zlib
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
 
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
@@ -189,6 +197,102 @@ def pushed_refs(
         at += size
 
 
+class Child:
+    """A process whose stdout and stderr are read on the event loop and whose end is
+    awaited on a pidfd (module doc): what `asyncio.create_subprocess_exec` gives, with no
+    thread to start per process. Where there is no pidfd (not Linux, a kernel before
+    5.3), its end is awaited in a thread, as asyncio does."""
+
+    def __init__(
+        self,
+        popen: subprocess.Popen[bytes],
+        stdout: asyncio.StreamReader,
+        stderr: asyncio.StreamReader,
+        pipes: Sequence[asyncio.BaseTransport],
+    ) -> None:
+        self.popen = popen
+        self.stdout = stdout
+        self.stderr = stderr
+        self._pipes = pipes
+
+    @property
+    def pid(self) -> int:
+        return self.popen.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.popen.poll()
+
+    def kill(self) -> None:
+        self.popen.kill()
+
+    async def wait(self) -> int:
+        """Its exit status, once it has exited (reaped here)."""
+        if self.popen.poll() is None:
+            await _exited(self.popen)
+        return self.popen.wait()
+
+    def close(self) -> None:
+        """Let go of its pipes (what is left unread in them is dropped)."""
+        for pipe in self._pipes:
+            pipe.close()
+
+
+async def _exited(popen: subprocess.Popen[bytes]) -> None:
+    """Return once `popen` has exited (not reaped: Popen.wait does it)."""
+    try:
+        fd = os.pidfd_open(popen.pid)
+    except (AttributeError, OSError):  # no pidfd here, or the process already reaped
+        await asyncio.to_thread(popen.wait)
+        return
+    loop = asyncio.get_running_loop()
+    try:
+        ended: asyncio.Future[None] = loop.create_future()
+
+        def readable() -> None:
+            if not ended.done():
+                ended.set_result(None)
+
+        loop.add_reader(fd, readable)
+        try:
+            if popen.poll() is None:
+                await ended
+        finally:
+            loop.remove_reader(fd)
+    finally:
+        os.close(fd)
+
+
+async def spawn(
+    program: Sequence[str], stdin: IO[bytes] | int, env: Mapping[str, str], cwd: Path
+) -> Child:
+    """Start `program` with its stdout and stderr piped to the event loop (Child)."""
+    popen = subprocess.Popen(
+        list(program),
+        stdin=stdin,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=dict(env),
+        cwd=str(cwd),
+    )
+    loop = asyncio.get_running_loop()
+    readers: list[asyncio.StreamReader] = []
+    pipes: list[asyncio.BaseTransport] = []
+    try:
+        for pipe in (popen.stdout, popen.stderr):
+            reader = asyncio.StreamReader(limit=CHUNK)
+            protocol = functools.partial(asyncio.StreamReaderProtocol, reader)
+            pipes.append((await loop.connect_read_pipe(protocol, pipe))[0])
+            readers.append(reader)
+    except BaseException:
+        popen.kill()
+        for opened in pipes:
+            opened.close()
+        popen.wait()
+        raise
+    return Child(popen, readers[0], readers[1], pipes)
+
+
 async def _read_headers(stdout: asyncio.StreamReader) -> tuple[int, list[tuple[str, str]]]:
     status = 200
     headers: list[tuple[str, str]] = []
@@ -246,25 +350,17 @@ async def _run(
     on_finish: Callable[[], None] | None,
     program: Sequence[str],
 ) -> Response:
-    stdin: int | object = asyncio.subprocess.DEVNULL
+    stdin: IO[bytes] | int = subprocess.DEVNULL
     length: int | None = None
     if body is not None:
         body.seek(0, os.SEEK_END)
         length = body.tell()
         body.seek(0)
         # A subprocess needs a real descriptor: move an in-memory spool to disk.
-        body.fileno()
-        stdin = body
+        stdin = body.fileno()
     env = cgi.environ(length)
     try:
-        proc = await asyncio.create_subprocess_exec(
-            *program,
-            stdin=stdin,  # type: ignore[arg-type]
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=env,
-            cwd=str(cgi.project_root),
-        )
+        proc = await spawn(program, stdin, env, cgi.project_root)
     except BaseException:
         if body is not None:
             body.close()
@@ -291,7 +387,7 @@ def _merge(headers: list[tuple[str, str]]) -> Mapping[str, str]:
 
 
 async def _stream(
-    proc: asyncio.subprocess.Process,
+    proc: Child,
     stderr_task: asyncio.Task[None],
     on_finish: Callable[[], None] | None = None,
 ) -> AsyncIterator[bytes]:
@@ -309,16 +405,17 @@ async def _stream(
                 on_finish()
 
 
-async def _finish(
-    proc: asyncio.subprocess.Process, stderr_task: asyncio.Task[None], *, kill: bool = True
-) -> None:
+async def _finish(proc: Child, stderr_task: asyncio.Task[None], *, kill: bool = True) -> None:
     """Reap the child; kill it if the client went away before it was done."""
     if kill and proc.returncode is None:
         log.warning("stopping git http-backend (pid %s) before it finished", proc.pid)
         with contextlib.suppress(ProcessLookupError):
             proc.kill()
-    await proc.wait()
-    with contextlib.suppress(asyncio.CancelledError):
-        await stderr_task
+    try:
+        await proc.wait()
+        with contextlib.suppress(asyncio.CancelledError):
+            await stderr_task
+    finally:
+        proc.close()
     if proc.returncode:
         log.warning("git http-backend exited with status %s", proc.returncode)

@@ -40,6 +40,7 @@ from procrastinate.exceptions import AlreadyEnqueued
 
 from store import commits, connections, jobqueue, jobs
 from store.jobqueue import ensure_schema as ensure_schema  # its callers import it from here
+from store.roundtrip import batches
 from store.tips import record_heads, record_tip
 
 TASK_NAME = "glossator.index_branch"
@@ -70,11 +71,31 @@ def queue_push(
     conn: psycopg.Connection, repository: str, tips: Mapping[str, str], head: str | None
 ) -> dict[str, BranchQueued]:
     """Everything the post-receive hook writes and reads, on the caller's one connection
-    in one transaction (one commit: a push should cost what git costs): the branch HEAD
-    names (store.tips.record_heads: the default branch search reads), then for each
-    pushed branch the problems of its last index, the tip the push left (git's zeros:
-    deleted; search's freshness reads it, and it is in before the job, so a
-    commit-back always finds it) and its job (`defer`'s semantics)."""
+    in one transaction (a push should cost what git costs): the branch HEAD names
+    (store.tips.record_heads: the default branch search reads), then for each pushed
+    branch the problems of its last index, the tip the push left (git's zeros: deleted;
+    search's freshness reads it, and it is in before the job, so a commit-back always
+    finds it) and its job (`defer`'s semantics).
+
+    One round trip: the statements go in one psycopg pipeline, which the server runs as
+    one transaction ended at its Sync (store.roundtrip), all of it or nothing. Its
+    commit does not wait for the WAL flush (store.jobqueue.commit_unflushed): what it
+    writes is repaired when lost. A crash of PostgreSQL within ~0.6 s of a push could
+    lose the tip, HEAD's branch and the job (the pusher was told it was queued), and the
+    queue's maintenance puts them back: after a restart of the database, and every
+    RECONCILE_S anyway, it records every tip and HEAD from git and queues each branch
+    whose tip is not its indexed commit (hooks.maintenance.reconcile), the same repair
+    as for a push whose post-receive found the database down. The flush it skips
+    (an fsync) was the slowest statement of an edit's push on a loaded disk.
+    Two pushes queueing the same branch's job at once (one's look, then the other's
+    insert): the later one's whole transaction is refused, nothing of it written, and
+    it runs again one statement at a time, `defer` reading the conflict in a savepoint."""
+    with batches(conn):
+        try:
+            return _queue_push_pipelined(conn, repository, tips, head)
+        except psycopg.errors.UniqueViolation as e:
+            if e.diag.constraint_name != jobqueue.QUEUEING_LOCK_INDEX:
+                raise
     out: dict[str, BranchQueued] = {}
     with conn.transaction():
         if head is not None:
@@ -83,6 +104,35 @@ def queue_push(
             job_id, problems = commits.last_index(conn, repository, branch)
             record_tip(conn, repository, branch, tip)
             out[branch] = BranchQueued(_defer(conn, repository, branch), job_id, problems)
+    return out
+
+
+def _queue_push_pipelined(
+    conn: psycopg.Connection, repository: str, tips: Mapping[str, str], head: str | None
+) -> dict[str, BranchQueued]:
+    reads = {}
+    with conn.pipeline():  # its end sends everything and reads every answer (one Sync)
+        jobqueue.commit_unflushed(conn)
+        if head is not None:
+            record_heads(conn, {repository: head})
+        for branch, tip in tips.items():
+            last = commits.send_last_index(conn, repository, branch)
+            record_tip(conn, repository, branch, tip)
+            name = lock_name(repository, branch)
+            job = jobqueue.send_push_job(
+                conn,
+                TASK_NAME,
+                queue=QUEUE,
+                lock=name,
+                queueing_lock=name,
+                args={"repository": repository, "branch": branch},
+            )
+            reads[branch] = (last, job)
+    out = {}
+    for branch, (last, job) in reads.items():
+        job_id, problems = last()
+        enqueued, coalesced = job()
+        out[branch] = BranchQueued(Enqueued(enqueued, coalesced), job_id, problems)
     return out
 
 

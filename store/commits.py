@@ -18,7 +18,7 @@ on the caller's connection.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -77,11 +77,24 @@ def forget_indexed(conn: Any, repository: str, branch: str) -> None:
 
 def last_index(conn: Any, repository: str, branch: str) -> tuple[int | None, list[str]]:
     """(job id, problems) of the branch's last index ((None, []) before the first)."""
-    row = conn.execute(
+    return send_last_index(conn, repository, branch)()
+
+
+def send_last_index(
+    conn: Any, repository: str, branch: str
+) -> Callable[[], tuple[int | None, list[str]]]:
+    """`last_index`, its statement sent now and its row read by the function returned: in
+    psycopg's pipeline mode, a push's statements go in one round trip (hooks.queue)."""
+    cursor = conn.execute(
         "SELECT job_id, problems FROM indexed_commits WHERE repository = %s AND branch = %s",
         (repository, branch),
-    ).fetchone()
-    return (row[0], list(row[1] or [])) if row else (None, [])
+    )
+
+    def read() -> tuple[int | None, list[str]]:
+        row = cursor.fetchone()
+        return (row[0], list(row[1] or [])) if row else (None, [])
+
+    return read
 
 
 def indexed_map(conn: Any) -> dict[tuple[str, str], str]:

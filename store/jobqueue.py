@@ -2,6 +2,8 @@
 
     ensure_schema(conninfo)                 # procrastinate's schema, once per database
     defer(conn, task, queue=…, lock=…, queueing_lock=…, args=…)  # one job; None: one waits
+    read = send_push_job(conn, task, …)     # a push's job in a pipeline; read() → (id, coalesced)
+    commit_unflushed(conn)                  # this transaction's commit does not wait for its flush
     queue_exists(conn)                      # whether it is there (a CLI before `serve`)
     bring_forward(conn, "livre/main")       # a push: the waiting job runs now, count reset
     job_rows(conn, task, ...)               # jobs with their events and latest attempt
@@ -43,7 +45,7 @@ the caller's transaction).
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from typing import Any
 
 import procrastinate
@@ -150,24 +152,77 @@ def defer(
     return int(row[0])
 
 
+# A push's job in statements that fail on nothing when a job waits (`defer` reads that
+# from an error in a savepoint, which in a pipeline costs round trips of its own):
+# procrastinate's statement unless a job waits under the queueing lock (its WHERE is
+# checked before the function runs), then BRING_FORWARD_SQL (a no-op on a job just
+# queued: not delayed, no count) and the waiting job's id. Two pushes racing between
+# the look and the insert: the later insert still meets the queueing lock's unique
+# index (UniqueViolation on QUEUEING_LOCK_INDEX), for its caller to handle.
+DEFER_UNLESS_WAITING_SQL = """
+SELECT unnest(procrastinate_defer_jobs_v1(ARRAY[ROW(
+    %(queue)s, %(task)s, 0, %(lock)s, %(queueing_lock)s, %(args)s::jsonb, NULL::timestamptz
+)::procrastinate_job_to_defer_v1])) AS id
+WHERE NOT EXISTS (
+    SELECT 1 FROM procrastinate_jobs WHERE queueing_lock = %(queueing_lock)s AND status = 'todo'
+)
+"""
+BRING_FORWARD_SQL = (
+    "UPDATE procrastinate_jobs SET scheduled_at = least(scheduled_at, now()),"
+    " args = args - 'failures' WHERE queueing_lock = %s AND status = 'todo'"
+    " AND (scheduled_at > now() OR args ? 'failures')"
+)
+WAITING_JOB_SQL = (
+    "SELECT max(id) FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo'"
+)
+
+
+def send_push_job(
+    conn: Any, task: str, *, queue: str, lock: str, queueing_lock: str, args: dict[str, Any]
+) -> Callable[[], tuple[int, bool]]:
+    """A push's job (`defer`, then `bring_forward` when one waits), its statements sent
+    now (psycopg's pipeline mode: a push's statements in one round trip, hooks.queue),
+    read by the function returned: (the job's id, whether it was one already waiting).
+    UniqueViolation (QUEUEING_LOCK_INDEX) when another push queued the job meanwhile."""
+    params = {
+        "queue": queue,
+        "task": task,
+        "lock": lock,
+        "queueing_lock": queueing_lock,
+        "args": Jsonb(args),
+    }
+    inserted = conn.execute(DEFER_UNLESS_WAITING_SQL, params)
+    conn.execute(BRING_FORWARD_SQL, (queueing_lock,))
+    waiting = conn.execute(WAITING_JOB_SQL, (queueing_lock,))
+
+    def read() -> tuple[int, bool]:
+        new = inserted.fetchone()
+        if new is not None:
+            return int(new[0]), False
+        row = waiting.fetchone()
+        return (int(row[0]) if row and row[0] is not None else 0), True
+
+    return read
+
+
+def commit_unflushed(conn: Any) -> None:
+    """The caller's transaction commits without waiting for its WAL to reach the disk
+    (`synchronous_commit = off` for this transaction only): a crash of the server within
+    the next ~0.6 s (3 × wal_writer_delay) may lose it, never corrupt anything. For
+    writes whose loss is repaired anyway (hooks.queue says which and how)."""
+    conn.execute("SELECT set_config('synchronous_commit', 'off', true)")
+
+
 def waiting_job(conn: Any, queueing_lock: str) -> int:
     """The id of the job waiting under `queueing_lock`, 0 when none does."""
-    row = conn.execute(
-        "SELECT max(id) FROM procrastinate_jobs WHERE queueing_lock = %s AND status = 'todo'",
-        (queueing_lock,),
-    ).fetchone()
+    row = conn.execute(WAITING_JOB_SQL, (queueing_lock,)).fetchone()
     return int(row[0]) if row and row[0] is not None else 0
 
 
 def bring_forward(conn: Any, queueing_lock: str) -> None:
     """The job waiting under `queueing_lock`, if delayed or a follow-up, runs now with a
     fresh count of retries (a push: new input deserves a try now; module docstring)."""
-    conn.execute(
-        "UPDATE procrastinate_jobs SET scheduled_at = least(scheduled_at, now()),"
-        " args = args - 'failures' WHERE queueing_lock = %s AND status = 'todo'"
-        " AND (scheduled_at > now() OR args ? 'failures')",
-        (queueing_lock,),
-    )
+    conn.execute(BRING_FORWARD_SQL, (queueing_lock,))
 
 
 JOBS_SQL = """

@@ -4,15 +4,28 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 from pathlib import Path
 
+import psycopg
 import pytest
 from click.testing import CliRunner
+from psycopg import pq
 
 from glossator import githooks
 from glossator.cli import main as cli
 from hooks import post_receive, pre_receive
-from hooks.queue import defer_sync, ensure_schema, list_jobs
+from hooks.queue import (
+    TASK_NAME,
+    BranchQueued,
+    Enqueued,
+    defer_sync,
+    ensure_schema,
+    list_jobs,
+    queue_push,
+)
+from store import jobqueue
+from tests.gitserver_support import wait_for
 
 ZERO = "0" * 40
 
@@ -37,6 +50,91 @@ def test_schema_once_and_pushes_coalesce(db_url: str, conn) -> None:
     third = defer_sync(db_url, "livre", "main")
     assert not third.coalesced and third.job_id > first.job_id
     assert list_jobs(conn, status="running")[0]["id"] == first.job_id
+
+
+def test_a_push_is_queued_in_one_transaction_and_coalesces(db_url: str, conn) -> None:
+    """queue_push (one pipeline, one transaction): HEAD, the tip, the job; a second push
+    to a branch whose job waits gets that job, brought forward with a fresh count; the
+    connection's own synchronous_commit is left as it was."""
+    ensure_schema(db_url)
+    with psycopg.connect(db_url) as pool_like:  # the pool's connections: not autocommit
+        pool_like.execute("SET synchronous_commit = on")  # the tests' server has it off
+        pool_like.commit()
+        first = queue_push(pool_like, "livre", {"main": "a" * 40, "draft": "b" * 40}, "main")
+        assert pool_like.info.transaction_status == pq.TransactionStatus.IDLE
+        assert not pool_like.autocommit
+        assert pool_like.execute("SHOW synchronous_commit").fetchone() == ("on",)
+        pool_like.rollback()
+    assert not first["main"].enqueued.coalesced and not first["draft"].enqueued.coalesced
+    assert first["main"].last_job is None and first["main"].last_problems == []
+    tips = conn.execute("SELECT branch, commit FROM branch_tips ORDER BY branch").fetchall()
+    assert tips == [("draft", "b" * 40), ("main", "a" * 40)]
+    assert conn.execute("SELECT branch FROM repository_heads").fetchall() == [("main",)]
+    # the waiting job is a delayed follow-up of failures: a push brings it forward
+    conn.execute(
+        "UPDATE procrastinate_jobs SET scheduled_at = now() + interval '1 hour',"
+        " args = args || '{\"failures\": 2}' WHERE id = %s",
+        (first["main"].enqueued.job_id,),
+    )
+    conn.commit()
+    with psycopg.connect(db_url, autocommit=True) as short:  # the hook's own connection
+        second = queue_push(short, "livre", {"main": "c" * 40}, None)
+    assert second["main"].enqueued == Enqueued(first["main"].enqueued.job_id, True)
+    row = conn.execute(
+        "SELECT scheduled_at <= now(), args ? 'failures' FROM procrastinate_jobs WHERE id = %s",
+        (first["main"].enqueued.job_id,),
+    ).fetchone()
+    assert row == (True, False)
+    assert conn.execute("SELECT count(*) FROM procrastinate_jobs").fetchone() == (2,)
+    conn.rollback()
+
+
+def test_a_push_racing_another_for_its_job_is_queued_once(db_url: str, conn) -> None:
+    """Another push's job inserted after this push looked (not committed yet): this
+    push's insert waits on the queueing lock, its transaction is refused whole when the
+    other commits, and it runs again: it gets that job, and its tip is recorded."""
+    ensure_schema(db_url)
+    other = defer_sync(db_url, "livre", "other")  # a job that is not in the way
+    conn.execute("BEGIN")
+    racing = jobqueue.defer(
+        conn,
+        TASK_NAME,
+        queue="indexing",
+        lock="livre/main",
+        queueing_lock="livre/main",
+        args={"repository": "livre", "branch": "main"},
+    )
+    assert racing is not None and racing != other.job_id
+    result: dict[str, BranchQueued] = {}
+
+    def push() -> None:
+        with psycopg.connect(db_url, autocommit=True) as c:
+            result.update(queue_push(c, "livre", {"main": "d" * 40}, "main"))
+
+    thread = threading.Thread(target=push)
+    thread.start()
+    # the push waits on the unique index of waiting jobs' locks, held by this transaction
+    with psycopg.connect(db_url, autocommit=True) as look:
+        wait_for(
+            "the push to wait on the queueing lock",
+            lambda: look.execute(
+                "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock'"
+                " AND datname = current_database()"
+            ).fetchone(),
+            timeout=120,
+        )
+    conn.commit()
+    thread.join(timeout=120)
+    assert not thread.is_alive()
+    assert result["main"].enqueued == Enqueued(racing, True)
+    assert conn.execute("SELECT commit FROM branch_tips WHERE branch = 'main'").fetchone() == (
+        "d" * 40,
+    )
+    waiting = conn.execute(
+        "SELECT count(*) FROM procrastinate_jobs WHERE queueing_lock = 'livre/main'"
+    ).fetchone()
+    assert waiting == (1,)
+    conn.rollback()
 
 
 def test_a_scoped_caller_gets_its_own_jobs_up_to_the_limit(db_url: str, conn) -> None:

@@ -111,3 +111,20 @@ def test_doctor_and_start_up_say_who_can_read_what() -> None:
     assert {f.check: f for f in check_access(guarded, None)}["access MCP"].detail == (
         "MCP: tokens only"
     )
+
+
+def test_a_variables_token_is_known_without_asking_the_store() -> None:
+    """`variable_grant` (what the boundary asks on the event loop, before a thread for the
+    store): the variables' tokens, never the store's; `grant` still asks the store for
+    the others."""
+    asked: list[str] = []
+
+    def store(digest: str) -> None:
+        asked.append(digest)
+
+    policy = AccessPolicy.from_tokens(anonymous_read=False, push=("p",), stored=store)
+    granted = policy.variable_grant(token_digest("p"))
+    assert granted is not None and granted.role is Role.PUSH
+    assert policy.variable_grant(token_digest("stored")) is None
+    assert asked == []
+    assert policy.grant(token_digest("stored")) is None and asked == [token_digest("stored")]
