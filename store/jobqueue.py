@@ -34,12 +34,10 @@ branches busy), `finish_job_by_id_async`, `retry_job_by_id_async`,
   `list_jobs` filters by lock, queue, task and status only.
 - `attempt_is_current`, `finish_if_current`: procrastinate ends a job by id whatever
   attempt asks; a late attempt must not (hooks.lease; `attempts` tells them apart).
-- `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock:
-  several processes may start on a fresh database at once, and `apply_schema` is not
-  idempotent; `queue_exists` is `JobManager.check_connection` without an App.
+- `ensure_schema` applies `SchemaManager.get_schema()` under our advisory lock
+  (several processes may start on a fresh database; `apply_schema` is not idempotent).
 
-Each function runs its statements on the caller's connection (autocommit or within
-the caller's transaction).
+Each function runs on the caller's connection (autocommit or its transaction).
 """
 
 from __future__ import annotations
