@@ -16,30 +16,18 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
 from tests.gitserver_support import ServeProcess, WorkerProcess, git, wait_for
-from tests.plugins.serve import create_repo, indexed_commit, rows, server_env
-from tests.test_e2e_workers import attempts, push_new
+from tests.plugins.serve import create_repo, indexed_commit, rows
+from tests.test_e2e_workers import attempts, cluster, lock_waiters, push_new  # noqa: F401 - the fixture
 
 # its subject is the queue's leases, not the keyword engine: once, on the default one
 # (not again in `make test-fallback`, where it would cost another ~80 s)
 pytestmark = [pytest.mark.slow, pytest.mark.pg_backends("pg_search")]
-
-
-def lock_waiters(db_url: str) -> int:
-    """Sessions waiting for an advisory lock (the branch's writer lock) in this database."""
-    with psycopg.connect(db_url, autocommit=True) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
-            " WHERE l.locktype = 'advisory' AND NOT l.granted"
-            "   AND d.datname = current_database()"
-        ).fetchone()
-    return int(row[0]) if row else 0
 
 
 def job_row(db_url: str, job_id: int) -> tuple[str, int]:
@@ -51,26 +39,10 @@ def job_row(db_url: str, job_id: int) -> tuple[str, int]:
     return row[0], row[1]
 
 
-@pytest.fixture
-def cluster(tmp_path: Path, db_url: str) -> Iterator[tuple[ServeProcess, list[WorkerProcess]]]:
-    env = server_env(tmp_path, db_url)
-    server = ServeProcess(tmp_path, env, args=("--no-worker",))
-    workers = [WorkerProcess(tmp_path, env, name=f"worker-{i}") for i in (1, 2)]
-    try:
-        server.start()
-        for w in workers:
-            w.start()
-        yield server, workers
-    finally:
-        for w in workers:
-            if w.proc is not None and w.proc.poll() is None:
-                os.kill(w.proc.pid, signal.SIGCONT)  # a failed test may leave one stopped
-            w.stop()
-        server.stop()
-
-
 def test_a_worker_stopped_longer_than_stalled_s_wakes_and_writes_nothing(
-    cluster: tuple[ServeProcess, list[WorkerProcess]], db_url: str, tmp_path: Path
+    cluster: tuple[ServeProcess, list[WorkerProcess]],  # noqa: F811 - tests.test_e2e_workers' fixture
+    db_url: str,
+    tmp_path: Path,
 ) -> None:
     server, workers = cluster
     create_repo(server, "alpha")

@@ -36,14 +36,15 @@ from tests.plugins.serve import TOKEN, create_repo, indexed_commit, rows, server
 pytestmark = pytest.mark.slow
 
 
-def waiting_on_advisory_lock(db_url: str) -> bool:
+def lock_waiters(db_url: str) -> int:
+    """Sessions waiting for an advisory lock (the branch's writer lock) in this database."""
     with psycopg.connect(db_url, autocommit=True) as conn:
         row = conn.execute(
             "SELECT count(*) FROM pg_locks l JOIN pg_database d ON d.oid = l.database"
             " WHERE l.locktype = 'advisory' AND NOT l.granted"
             "   AND d.datname = current_database()"
         ).fetchone()
-    return bool(row and row[0])
+    return int(row[0]) if row else 0
 
 
 def attempts(db_url: str) -> list[tuple[Any, ...]]:
@@ -75,6 +76,8 @@ def cluster(tmp_path: Path, db_url: str) -> Iterator[tuple[ServeProcess, list[Wo
         yield server, workers
     finally:
         for w in workers:
+            if w.proc is not None and w.proc.poll() is None:
+                os.kill(w.proc.pid, signal.SIGCONT)  # a failed test may leave one stopped
             w.stop()
         server.stop()
 
@@ -92,7 +95,7 @@ def test_two_workers_share_the_queue_and_take_over_a_killed_job(
         # alpha's job will index, commit back, then wait in its load for this lock
         hold.execute("SELECT pg_advisory_lock(hashtextextended('alpha/main', 0))")
         push_new(tmp_path, server, "alpha", 3)
-        wait_for("alpha's job waits in its load", lambda: waiting_on_advisory_lock(db_url))
+        wait_for("alpha's job waits in its load", lambda: lock_waiters(db_url) > 0)
         [alpha_job] = server.jobs("alpha")
         assert alpha_job["status"] == "running", alpha_job
         runner = next(w for w in workers if w.name == alpha_job["worker"])
