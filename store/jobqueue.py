@@ -117,6 +117,19 @@ SELECT unnest(procrastinate_defer_jobs_v1(ARRAY[ROW(
 """
 
 
+def _job_params(
+    task: str, queue: str, lock: str, queueing_lock: str, args: dict[str, Any]
+) -> dict[str, Any]:
+    """One job's parameters, as procrastinate's defer statement names them."""
+    return {
+        "queue": queue,
+        "task": task,
+        "lock": lock,
+        "queueing_lock": queueing_lock,
+        "args": Jsonb(args),
+    }
+
+
 def defer(
     conn: Any,
     task: str,
@@ -132,14 +145,7 @@ def defer(
     `App.configure_task(...).defer` does, without an App: an App opens a pool of
     connections of its own, which cost a push's post-receive more than queueing the job
     (a push should cost what git costs)."""
-    params = {
-        "queue": queue,
-        "task": task,
-        "lock": lock,
-        "queueing_lock": queueing_lock,
-        "args": Jsonb(args),
-        "delay_s": float(delay_s),
-    }
+    params = {**_job_params(task, queue, lock, queueing_lock, args), "delay_s": float(delay_s)}
     try:
         with conn.transaction():  # a savepoint inside the caller's transaction, if any
             row = conn.execute(DEFER_SQL, params).fetchone()
@@ -182,13 +188,7 @@ def send_push_job(
     now (psycopg's pipeline mode: a push's statements in one round trip, hooks.queue),
     read by the function returned: (the job's id, whether it was one already waiting).
     UniqueViolation (QUEUEING_LOCK_INDEX) when another push queued the job meanwhile."""
-    params = {
-        "queue": queue,
-        "task": task,
-        "lock": lock,
-        "queueing_lock": queueing_lock,
-        "args": Jsonb(args),
-    }
+    params = _job_params(task, queue, lock, queueing_lock, args)
     inserted = conn.execute(DEFER_UNLESS_WAITING_SQL, params)
     conn.execute(BRING_FORWARD_SQL, (queueing_lock,))
     waiting = conn.execute(WAITING_JOB_SQL, (queueing_lock,))
