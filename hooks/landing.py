@@ -4,8 +4,9 @@
     index(source, …, landing=landing)     # the indexer calls it between chunking and the end
 
 Three calls, each its own short transaction under the branch's writer lock
-(store.commits.lock_branch; the attempt's lease checked there, hooks.lease), so searches never wait long and a kill loses at most the
-slice under way (docs/push-pipeline.md, "Rows before vectors"):
+(store.commits.lock_branch, the attempt's lease checked under it: hooks.lease), so
+searches never wait long and a kill loses at most the slice under way
+(docs/push-pipeline.md, "Rows before vectors"):
 
 - `resumed`: the vectors an interrupted attempt (a crash, a kill -9, a restart) left beside
   the rows it loaded before their vectors; the indexer takes them as computed.
@@ -25,10 +26,10 @@ import logging
 
 from psycopg_pool import ConnectionPool
 
-from hooks.lease import Lease
+from hooks.lease import Lease, lock_branch
 from indexer.corpus.sidecar_format import VectorSlot
 from indexer.corpus.source import FileSource
-from store import commits, landing
+from store import landing
 from store.loader import sync_files
 
 log = logging.getLogger(__name__)
@@ -58,7 +59,7 @@ class RowLanding:
 
     def rows(self, source: FileSource, files: list[str], missing: int) -> None:
         with self.pool.connection() as conn, conn.transaction():
-            self._lock(conn)
+            lock_branch(conn, self.repository, self.branch, self.lease)
             result = sync_files(
                 conn,
                 repository=self.repository,
@@ -82,11 +83,5 @@ class RowLanding:
         if not slots:
             return
         with self.pool.connection() as conn, conn.transaction():
-            self._lock(conn)
+            lock_branch(conn, self.repository, self.branch, self.lease)
             self.landed += landing.land(conn, self.repository, self.branch, model, slots)
-
-    def _lock(self, conn: object) -> None:
-        """The branch's writer lock, then this attempt's lease (TakenOver: nothing written)."""
-        commits.lock_branch(conn, self.repository, self.branch)
-        if self.lease is not None:
-            self.lease.check(conn)

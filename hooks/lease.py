@@ -2,8 +2,7 @@
 
     lease = Lease(job_id=42, attempt=0, conninfo=url)
     with pool.connection() as conn, conn.transaction():
-        commits.lock_branch(conn, "livre", "main")
-        lease.check(conn)          # raises TakenOver: nothing written, the transaction undone
+        lock_branch(conn, "livre", "main", lease)  # TakenOver: nothing written, undone
         ...                        # the writes
     lease.check()                  # before the commit-back moves the branch (a connection of its own)
 
@@ -26,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from store import connections
+from store import commits, connections
 from store.jobqueue import attempt_is_current
 
 
@@ -56,3 +55,12 @@ class Lease:
                 "ran (its worker's heartbeat was late: stopped, suspended or starved) and "
                 "another attempt runs it now: this one stops without writing"
             )
+
+
+def lock_branch(conn: Any, repository: str, branch: str, lease: Lease | None) -> None:
+    """The branch's writer lock (store.commits.lock_branch), then `lease` checked under
+    it: another attempt's writes wait for this transaction's. No lease (a job run
+    outside the queue): the lock alone."""
+    commits.lock_branch(conn, repository, branch)
+    if lease is not None:
+        lease.check(conn)

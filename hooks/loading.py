@@ -29,7 +29,7 @@ from core.vocabulary import SIDECAR_SUFFIX
 from hooks.gitsource import GitTreeSource, has_commit
 from hooks.job import MAX_PROBLEMS, Loaded, problem_line
 from hooks.landing import RowLanding
-from hooks.lease import Lease
+from hooks.lease import Lease, lock_branch
 from hooks.progress import JobProgress
 from indexer.corpus.source import FileSource
 from store import commits, removal, segments
@@ -130,9 +130,8 @@ class RowLoader:
         with self.pool.connection() as conn, conn.transaction():
             # Serialise with any other writer of this branch's record (belt and braces:
             # the queue already runs one job per branch).
-            commits.lock_branch(conn, repository, branch)
-            if lease is not None:  # under the lock: another attempt's writes wait for ours
-                lease.check(conn)
+            # (and this attempt's lease under it: another attempt's writes wait for ours)
+            lock_branch(conn, repository, branch, lease)
             result = self._sync(conn, repo, repository, branch, source, target, files)
             for p in result.problems:
                 if p.severity == "error":
@@ -201,8 +200,7 @@ class RowLoader:
         """A deleted branch: drop its rows and its record (store.removal); the files dropped."""
         with self.pool.connection() as conn, conn.transaction():
             if lease is not None:
-                commits.lock_branch(conn, repository, branch)
-                lease.check(conn)
+                lock_branch(conn, repository, branch, lease)
             return removal.drop_branch(conn, repository, branch)
 
     def record_commit_back(self, repository: str, branch: str, tip: str, new: str) -> None:
