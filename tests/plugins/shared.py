@@ -101,9 +101,35 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     for state in sorted(root.glob("shared-*.json")):
         actions += json.loads(state.read_text()).get("cleanup", [])
     order = {"drop": 0, "stop": 1, "rmtree": 2}
+    crashes = [line for a in actions if a[0] == "stop" for line in _crash_lines(Path(a[1]))]
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if crashes and reporter is not None:
+        # a backend that crashed resets every connection of the cluster: the tests of
+        # both workers then fail on "the connection is lost" far from the cause
+        reporter.write_sep("=", "the shared PostgreSQL's log says a server process died")
+        for line in crashes[:CRASH_LINES]:
+            reporter.write_line(line)
     for action in sorted(actions, key=lambda a: order[a[0]]):
         with contextlib.suppress(Exception):  # a cleanup never hides the run's result
             _undo(action)
+
+
+CRASH_LINES = 40
+CRASH_MARKS = ("terminated by signal", "PANIC:", "was terminated by exception", "out of memory")
+
+
+def _crash_lines(pgdata: Path) -> list[str]:
+    """The lines of a shared cluster's server log (store.embedded writes `pgdata/log`)
+    that say a server process died, each with the two lines before it."""
+    try:
+        lines = (pgdata / "log").read_text(errors="replace").splitlines()
+    except OSError:
+        return []
+    found: list[str] = []
+    for i, line in enumerate(lines):
+        if any(mark in line for mark in CRASH_MARKS):
+            found += [*lines[max(0, i - 2) : i], line, "--"]
+    return found
 
 
 def _undo(action: list[str]) -> None:
