@@ -41,6 +41,7 @@ from core.errors import SettingsError
 from core.masking import mask
 from glossator.settings_types import (
     RETIRED_KEYWORD_BACKENDS,
+    Count,
     Dir,
     Flag,
     Float,
@@ -187,6 +188,13 @@ class Settings(BaseSettings):
         description="Seconds an openai/openai-compatible embedding request may take before "
         "it is retried (a batch still timing out is split in two, once; then the job fails "
         "and says to raise this).",
+    )
+    embedder_retries: Count = Field(
+        5,  # the embedder's default before it was a setting (the SDK's own is 2): 6 requests,
+        # 15.5 s of backoff between them, ride out a server's restart (docs/embedders.md)
+        description="Times the openai SDK asks again after a failed or timed-out "
+        "openai/openai-compatible embedding request (backoff 0.5 s doubling to 8 s); 0 for a "
+        "local server whose failure should show at once.",
     )
     embed_threads: PositiveInt = Field(
         2,  # DESIGN.md's E5(num_threads=2); 1 on a busy host: bench/RESULTS.md, docs/search.md

@@ -48,6 +48,12 @@ def _positive(value: N) -> N:
     return value
 
 
+def _not_negative(value: int) -> int:
+    if value < 0:
+        raise ValueError("expected 0 or a positive whole number")
+    return value
+
+
 def _nice(value: int) -> int:
     if not 0 <= value <= 19:  # setpriority's range for an added niceness
         raise ValueError("must be a whole number from 0 to 19")
@@ -73,6 +79,7 @@ Int = Annotated[int, BeforeValidator(_strip)]
 Float = Annotated[float, BeforeValidator(_strip)]
 PositiveInt = Annotated[int, BeforeValidator(_strip), AfterValidator(_positive)]
 PositiveFloat = Annotated[float, BeforeValidator(_strip), AfterValidator(_positive)]
+Count = Annotated[int, BeforeValidator(_strip), AfterValidator(_not_negative)]
 Flag = Annotated[bool, BeforeValidator(_bool)]
 Dir = Annotated[Path, BeforeValidator(_path)]
 Secret = Annotated[SecretStr, BeforeValidator(_strip)]

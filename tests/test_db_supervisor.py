@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -157,29 +158,36 @@ def test_killed_database_is_started_again_and_the_job_it_broke_is_recorded(
         [first] = jobs(server.base, "veille")
 
         with killed_and_held(data_dir):
-            wait_for("/healthz says the database is down", lambda: healthz(server.base)[0] == 503)
+            # the supervisor first: a /healthz asked before it has seen the outage waits
+            # for a pooled connection (store.db.POOL_WAIT_S, 10 s) before its 503
             wait_for("two restarts refused", lambda: supervisor._attempts >= 2)
+            wait_for("/healthz says the database is down", lambda: healthz(server.base)[0] == 503)
             _, text = healthz(server.base)
             assert "embedded PostgreSQL stopped" in text and "starting it again" in text, text
             r = httpx.get(f"{server.base}/api/jobs", timeout=30)
             assert r.status_code == 503 and r.json()["error"] == supervisor.problem
             for line in (text, r.json()["error"]):
                 assert "\n" not in line.strip() and str(private_dir) not in line
-            cli = status_cli(data_dir)
+            # the first job goes on and meets the outage (its rows come before its
+            # commit-back: it writes nothing to git before it fails), while three clients
+            # ask, side by side: the job, the search and the push each wait for a pooled
+            # connection (store.db.POOL_WAIT_S, 10 s) before they say the database is down
+            go.set()
+            with ThreadPoolExecutor(2) as clients:
+                cli_run = clients.submit(status_cli, data_dir)
+                search = clients.submit(asyncio.run, mcp_search(server.base, "chapitre"))
+                # a push meanwhile: accepted, its job could not be queued, and it says so
+                add_paragraph(work, "Écrit pendant la panne : anémomètre.")
+                commit_all(work, "during the outage")
+                pushed = git("push", server.url("veille", token=TOKEN), "main", cwd=work)
+                cli, result = cli_run.result(), search.result()
             assert cli.returncode == 1, cli
             assert "does not answer" in cli.stderr and len(cli.stderr.strip().splitlines()) == 1
-            result = asyncio.run(mcp_search(server.base, "chapitre"))
             assert result.is_error
             said = result.content[0].text
             assert "does not answer" in said and "\n" not in said and "Traceback" not in said
-            # a push meanwhile: accepted, its job could not be queued, and it says so
-            add_paragraph(work, "Écrit pendant la panne : anémomètre.")
-            commit_all(work, "during the outage")
-            pushed = git("push", server.url("veille", token=TOKEN), "main", cwd=work)
             said = [ln for ln in pushed.stderr.splitlines() if "not queued" in ln]
             assert len(said) == 1 and "does not answer" in said[0], pushed.stderr
-            # the first job goes on and meets the outage
-            go.set()
             service = app.state.service["indexing"]
             wait_for("the job's failure kept for later", lambda: service.history.unrecorded, 180)
 
@@ -297,6 +305,10 @@ def test_full_disk_panic_is_one_line_and_the_server_recovers_once_space_is_back(
             with contextlib.suppress(psycopg.Error), conn:
                 for _ in range(200):  # WAL without data pages: the next segment fails
                     conn.execute("SELECT pg_logical_emit_message(false, 'x', repeat('x', 1 << 20))")
+            # the supervisor's line first: a /healthz asked before it has seen the full
+            # disk waits for a pooled connection (store.db.POOL_WAIT_S, 10 s) for its 503
+            down = "database down: the database's disk is full"
+            wait_for("the server says the disk is full", lambda: down in server.log())
             code_text = wait_for(
                 "/healthz says the disk is full",
                 lambda: (ht := healthz(server.base))[0] == 503 and "disk is full" in ht[1] and ht,
@@ -304,13 +316,15 @@ def test_full_disk_panic_is_one_line_and_the_server_recovers_once_space_is_back(
             assert "\n" not in code_text[1].strip() and str(private_dir) not in code_text[1]
             r = httpx.get(f"{server.base}/api/jobs", timeout=30)
             assert r.status_code == 503 and "disk is full" in r.json()["error"], r.text
-            cli = status_cli(data_dir)
+            with ThreadPoolExecutor(1) as clients:  # beside the push (POOL_WAIT_S: above)
+                cli_run = clients.submit(status_cli, data_dir)
+                add_paragraph(work, "Écrit disque plein : hygromètre.")
+                commit_all(work, "while the disk is full")
+                git("pull", "-q", "--rebase", server.url("plein", token=PUSH), "main", cwd=work)
+                pushed = git("push", server.url("plein", token=PUSH), "main", cwd=work)
+                cli = cli_run.result()
             assert cli.returncode == 1 and len(cli.stderr.strip().splitlines()) == 1, cli
             assert "disk is full" in cli.stderr, cli.stderr
-            add_paragraph(work, "Écrit disque plein : hygromètre.")
-            commit_all(work, "while the disk is full")
-            git("pull", "-q", "--rebase", server.url("plein", token=PUSH), "main", cwd=work)
-            pushed = git("push", server.url("plein", token=PUSH), "main", cwd=work)
             said = [ln for ln in pushed.stderr.splitlines() if "not queued" in ln]
             assert len(said) == 1 and "\n" not in said[0], pushed.stderr
 
@@ -318,8 +332,8 @@ def test_full_disk_panic_is_one_line_and_the_server_recovers_once_space_is_back(
             wait_for("the database back", lambda: healthz(server.base) == (200, "ok\n"), 240)
             wait_for("the waiting push searchable", lambda: has_text(data_dir, "hygromètre"), 300)
             log = server.log()
-            assert "database down: the database's disk is full" in log, log[-3000:]
-            assert log.count("database down: the database's disk is full") <= 2
+            assert down in log, log[-3000:]
+            assert log.count(down) <= 2
             assert "database back after" in log and "postgresql://" not in log
             assert "error connecting in" not in log  # the pools' attempts: at DEBUG
             assert "Traceback" not in log, log[max(0, log.index("Traceback") - 2000) :][:6000]

@@ -103,6 +103,38 @@ def test_other_errors_are_not_retried() -> None:
     assert len(embedder.history) == 1
 
 
+class Failing(BaseEmbedder):
+    """Two requests in flight, one text a batch; the batch "b" fails, the others answer."""
+
+    concurrency = 2
+    max_batch_size = 1
+    max_retries = 0
+
+    def __init__(self) -> None:
+        super().__init__("failing/model", 4)
+        self.asked: list[str] = []
+        self.lock = threading.Lock()
+
+    def embed_batch(self, texts: list[str], input_type: InputType) -> Answer:
+        with self.lock:
+            self.asked.extend(texts)
+        if texts == ["b"]:
+            raise EmbedderError("b failed")
+        return Answer([[0.5] * 4])
+
+
+def test_batches_not_started_when_one_fails_are_not_asked_for() -> None:
+    """A pool thread freed by the failed batch would take the next at once, before the
+    caller sees the failure: it skips it, and the caller gets the real error."""
+    embedder = Failing()
+    with pytest.raises(EmbedderError, match="b failed"):
+        embedder.embed_documents(["a", "b", "c", "d", "e", "f"])
+    # "a" and "b" in flight first; at most one more started before "b" failed
+    assert embedder.asked[:2] in (["a", "b"], ["b", "a"]) and len(embedder.asked) <= 3, (
+        embedder.asked
+    )
+
+
 class Broken(BaseEmbedder):
     def __init__(self, answer: list[list[float]]) -> None:
         super().__init__("broken/model", 4)

@@ -5,7 +5,8 @@
     summarizer openai-compatible:<base-url>    GLOSSATOR_SUMMARIZER_MODEL
 
 GLOSSATOR_EMBEDDER_RECIPE says how texts reach either embedder's model;
-GLOSSATOR_EMBEDDER_TIMEOUT how long one of its requests may take.
+GLOSSATOR_EMBEDDER_TIMEOUT how long one of its requests may take,
+GLOSSATOR_EMBEDDER_RETRIES how many times the SDK asks again.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ def _openai(settings: Settings, argument: str) -> OpenAIEmbedder:
         dimensions=settings.embedder_dimensions,
         recipe=settings.embedder_recipe,
         timeout=settings.embedder_timeout,
+        sdk_retries=settings.embedder_retries,
     )
 
 
@@ -57,6 +59,7 @@ def _compatible_embedder(settings: Settings, argument: str) -> OpenAIEmbedder:
         dimensions=settings.embedder_dimensions,
         recipe=settings.embedder_recipe,
         timeout=settings.embedder_timeout,
+        sdk_retries=settings.embedder_retries,
     )
 
 

@@ -203,9 +203,23 @@ class BaseEmbedder(ABC):
                 if on_batch is not None:
                     on_batch(len(batch))
             return Embeddings(out, usage)
+        failed = threading.Event()
+
+        def one(batch: list[str]) -> tuple[list[list[float]], EmbeddingUsage]:
+            # a pool thread freed by a failed batch takes the next before the caller
+            # can cancel it: once one has failed, those not started yet are skipped, not
+            # embedded for nothing (the caller meets the failed one first: it came before)
+            if failed.is_set():
+                raise EmbedderError("skipped: an earlier batch failed")
+            try:
+                return self._call(batch, "document")
+            except BaseException:
+                failed.set()
+                raise
+
         pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="embed")
         try:
-            answers = pool.map(lambda batch: self._call(batch, "document"), batches)
+            answers = pool.map(one, batches)
             for batch, (vectors, used) in zip(batches, answers, strict=True):
                 out.extend(vectors)
                 usage += used

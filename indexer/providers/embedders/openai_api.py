@@ -17,10 +17,10 @@ Requests: OpenAI takes at most 2,048 inputs and 300,000 tokens a request
 (platform.openai.com/docs/api-reference/embeddings), counted in cl100k_base,
 the tokenizer we count with, so the limit is used as it is. A compatible server's
 limits are unknown: 32 texts (TEI's default --max-client-batch-size) and 16,384
-cl100k tokens a request. Retries are the SDK's own (exponential backoff from
-0.5 s to 8 s, Retry-After honoured) on 429, 5xx, timeouts and lost connections; the
-base class does not retry on top, so a failing provider costs `max_retries` + 1
-requests, not their square. Usage is the provider's own count
+cl100k tokens a request. Retries are the SDK's own (`sdk_retries`,
+GLOSSATOR_EMBEDDER_RETRIES; exponential backoff from 0.5 s to 8 s, Retry-After
+honoured) on 429, 5xx, timeouts and lost connections; the base class does not retry
+on top, so a failing provider costs `sdk_retries` + 1 requests, not their square. Usage is the provider's own count
 (`usage.prompt_tokens`); cost is priced for OpenAI's models only.
 
 Timeouts (`timeout`, GLOSSATOR_EMBEDDER_TIMEOUT): a batch still timing out after the
@@ -95,7 +95,7 @@ class OpenAIEmbedder(BaseEmbedder):
         dimensions: int | None = None,
         recipe: str | None = None,
         timeout: float = 120.0,  # GLOSSATOR_EMBEDDER_TIMEOUT's default (glossator.settings)
-        sdk_retries: int = 5,
+        sdk_retries: int = 5,  # GLOSSATOR_EMBEDDER_RETRIES's default (glossator.settings)
         http_client: Any = None,
     ) -> None:
         compatible = base_url is not None
@@ -141,6 +141,7 @@ class OpenAIEmbedder(BaseEmbedder):
         self._dimensions_parameter = dimensions
         self._price = None if compatible else OPENAI_PRICES.get(model)
         self.timeout = timeout
+        self.retries = sdk_retries
         self._options = {
             "api_key": api_key or "unused",  # a compatible server without auth ignores it
             "base_url": base_url,
@@ -172,7 +173,7 @@ class OpenAIEmbedder(BaseEmbedder):
             self.provider,
             len(texts),
             self.timeout,
-            self._options["max_retries"] + 1,
+            self.retries + 1,
         )
         client = self._get_client().with_options(max_retries=SPLIT_RETRIES)
         answers = []
@@ -188,7 +189,7 @@ class OpenAIEmbedder(BaseEmbedder):
         )
 
     def _timed_out(self, n: int, *, split: bool = False) -> str:
-        tries = (SPLIT_RETRIES if split else self._options["max_retries"]) + 1
+        tries = (SPLIT_RETRIES if split else self.retries) + 1
         what = f"half of a batch ({n} texts)" if split else f"{n} text(s)"
         return (
             f"{self.provider} did not answer {what} within {self.timeout:g} s, {tries} tries"
