@@ -101,6 +101,10 @@ def test_values_are_typed():
         s.replace(rrf_k=0)
     with pytest.raises(SettingsError, match="unknown setting rrf"):
         s.replace(rrf=3)
+    # a count: 0 is one (no retry), below is refused
+    assert s.replace(embedder_retries="0").embedder_retries == 0
+    with pytest.raises(SettingsError, match=r"GLOSSATOR_EMBEDDER_RETRIES.*0 or a positive"):
+        s.replace(embedder_retries=-1)
     with pytest.raises(pydantic.ValidationError):  # frozen: a copy, never a change
         s.port = 1  # type: ignore[misc]
 
