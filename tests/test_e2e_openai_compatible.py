@@ -274,7 +274,7 @@ def test_a_server_stopped_longer_than_the_timeout_is_waited_for(
 
 
 # the embedder's timeouts and the queue's failure, not the keyword engine: once, on the
-# default one (not again in `make test-fallback`: ~70 s of timeouts)
+# default one (not again in `make test-fallback`: its timeouts waited out again)
 @pytest.mark.pg_backends("pg_search")
 async def test_a_job_whose_batches_keep_timing_out_fails_and_names_the_setting(
     tmp_path: Path, database: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
