@@ -25,11 +25,13 @@ pytestmark = pytest.mark.slow
 
 GLOSSATOR = str(Path(sys.executable).with_name("glossator"))
 RUNS = 20
-# The delete command starts in ~1-3 s on a loaded machine (Python, then the database):
-# offsets from 0 to 2.85 s put the push before, during and after its taking the
-# repository away; each run also has a job of the repository queued or running. A
-# delete that ends before the offset has the push started at its end.
-OFFSETS = [0.15 * i for i in range(RUNS)]
+# The delete command takes the repository away ~0.5 s after its start on a quiet machine,
+# ~1-3 s on a loaded one, more past load 8 (Python, then the database): offsets from 0
+# to 1.95 s every 0.15 s, then to 6 s, put the push before, during and after that
+# moment at either; each run also has a job of the repository queued or running. A
+# delete that ends before the offset has the push started at its end (a quiet machine
+# does not wait out the long offsets).
+OFFSETS = [0.15 * i for i in range(RUNS - 6)] + [2.4, 3.0, 3.6, 4.4, 5.2, 6.0]
 
 
 def _env(env: dict[str, str]) -> dict[str, str]:
