@@ -66,6 +66,7 @@ def job_runner(
     concurrency: int = 1,
     sole_worker: bool = False,
     index_fn: IndexFn | None = None,
+    predecessor: str | None = None,
 ) -> JobRunner:
     from glossator.logs import quiet_expected_failures
     from glossator.providers import get_summarizer
@@ -100,6 +101,7 @@ def job_runner(
         job_nice=settings.job_nice,
         exclusive_database=sole_worker,
         concurrency=concurrency,
+        predecessor=predecessor,
     )
 
 
@@ -110,6 +112,7 @@ def run_worker(
     sole_worker: bool = False,
     supervised_by: int | None = None,
     ready_fd: int | None = None,
+    replaces: int | None = None,
 ) -> int:
     """`glossator worker`: run jobs until SIGTERM or SIGINT; the exit code.
 
@@ -119,7 +122,9 @@ def run_worker(
         die_with_parent(supervised_by)
     loop = asyncio.new_event_loop()
     try:
-        code = loop.run_until_complete(_worker(settings, concurrency, sole_worker, ready_fd))
+        code = loop.run_until_complete(
+            _worker(settings, concurrency, sole_worker, ready_fd, replaces)
+        )
     except BaseException:
         loop.close()
         raise  # start-up errors: glossator.cli prints them as one line
@@ -130,7 +135,11 @@ def run_worker(
 
 
 async def _worker(
-    settings: Settings, concurrency: int, sole_worker: bool, ready_fd: int | None
+    settings: Settings,
+    concurrency: int,
+    sole_worker: bool,
+    ready_fd: int | None,
+    replaces: int | None = None,
 ) -> int:
     from glossator.providers import get_embedder
 
@@ -142,8 +151,18 @@ async def _worker(
     await asyncio.to_thread(db.start)
     store = RepoStore(settings.repos_dir, data_dir=settings.data_dir)
     embedder = await asyncio.to_thread(get_embedder, settings)
+    from hooks.jobthread import worker_name
+
+    # `serve`'s child restarted after its predecessor died: that process's jobs are orphans
+    predecessor = None if replaces is None else worker_name(replaces)
     service = job_runner(
-        settings, db, store, embedder=embedder, concurrency=concurrency, sole_worker=sole_worker
+        settings,
+        db,
+        store,
+        embedder=embedder,
+        concurrency=concurrency,
+        sole_worker=sole_worker,
+        predecessor=predecessor,
     )
     await service.start()
     # one line a supervisor, a script or a test can wait for

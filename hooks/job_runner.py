@@ -114,9 +114,12 @@ class JobRunner:
         job_nice: int = JOB_NICE,
         name: str | None = None,
         indexed: Indexed | None = None,
+        predecessor: str | None = None,
     ) -> None:
         """`exclusive_database`: no other worker can use this database (the embedded
         one, whose only worker this is), so every job `doing` at start is an orphan.
+        `predecessor`: the worker name of a dead process this one replaces
+        (hooks.maintenance: its jobs are put back at once).
         `indexed` is told of every branch a job indexed (hooks.attempt.Indexed)."""
         self.conninfo = conninfo
         self.name = name or worker_name()
@@ -150,6 +153,7 @@ class JobRunner:
             self.history,
             self.local_jobs,
             exclusive_database=exclusive_database,
+            predecessor=predecessor,
         )
         self._register()
         self._tasks: list[asyncio.Task[None]] = []

@@ -44,6 +44,7 @@ def in_job_thread(name: str, nice: int, work: Callable[[], None]) -> None:
         raise failure[0]
 
 
-def worker_name() -> str:
-    """`<host>:<pid>`: which process ran an attempt (glossator_job_runs.worker)."""
-    return f"{socket.gethostname()}:{os.getpid()}"
+def worker_name(pid: int | None = None) -> str:
+    """`<host>:<pid>`: which process ran an attempt (glossator_job_runs.worker); this
+    process's, or process `pid`'s on this host."""
+    return f"{socket.gethostname()}:{os.getpid() if pid is None else pid}"

@@ -10,8 +10,10 @@ invariant they keep): put back in the queue the jobs of workers that died, close
 jobs whose outcome never reached the database, hold recovery while heartbeats
 resume after an outage, write the attempts' ends the database could not take
 (hooks.runs), and queue a job for every branch whose tip is not its indexed commit.
-`LocalJobs` is what this process knows that the database does not: the jobs its
-threads run now, and those they finished.
+A worker that replaces a process known dead (`serve`'s child, restarted after it died:
+`predecessor`) puts that process's jobs back at its start instead of after their
+heartbeat went STALLED_S stale. `LocalJobs` is what this process knows that the
+database does not: the jobs its threads run now, and those they finished.
 """
 
 from __future__ import annotations
@@ -135,15 +137,19 @@ class QueueMaintenance:
         local_jobs: LocalJobs,
         *,
         exclusive_database: bool = False,
+        predecessor: str | None = None,
     ) -> None:
         """`exclusive_database`: no other worker can use this database (the embedded
-        one, whose only worker this is), so every job `doing` at start is an orphan."""
+        one, whose only worker this is), so every job `doing` at start is an orphan.
+        `predecessor`: the worker name of a process known dead that this one replaces;
+        the jobs it was running are orphans too."""
         self.app = app
         self.conninfo = conninfo
         self.store = store
         self.history = history
         self.local_jobs = local_jobs
         self.exclusive_database = exclusive_database
+        self.predecessor = predecessor
         self._db_started: object = None  # pg_postmaster_start_time(): a restart changes it
         # After a database outage every worker's heartbeat is stale until each writes it
         # again (within HEARTBEAT_S of the database's return): until this monotonic time
@@ -261,7 +267,16 @@ class QueueMaintenance:
             # Nothing else can use this database: every running job is an orphan.
             jobs = await manager.get_stalled_jobs(seconds_since_heartbeat=0)
         else:
-            jobs = await manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_S)
+            jobs = list(await manager.get_stalled_jobs(seconds_since_heartbeat=STALLED_S))
+            if startup and self.predecessor is not None:
+                # the dead process's attempts, whatever its last heartbeat's age
+                dead = await asyncio.to_thread(self.history.running_of, self.predecessor)
+                seen = {job.id for job in jobs}
+                jobs += [
+                    job
+                    for job in await manager.get_stalled_jobs(seconds_since_heartbeat=0)
+                    if job.id not in seen and (job.id, job.attempts) in dead
+                ]
         recovered = 0
         for job in jobs:
             if job.task_name != TASK_NAME or job.id is None:

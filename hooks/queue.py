@@ -32,16 +32,17 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import procrastinate
 import psycopg
-from procrastinate.exceptions import AlreadyEnqueued
 
 from store import commits, connections, jobqueue, jobs
 from store.jobqueue import ensure_schema as ensure_schema  # its callers import it from here
 from store.roundtrip import batches
 from store.tips import record_heads, record_tip
+
+if TYPE_CHECKING:  # procrastinate is imported where it is used: `glossator repo delete` needs none
+    import procrastinate
 
 TASK_NAME = "glossator.index_branch"
 QUEUE = "indexing"
@@ -183,6 +184,8 @@ def _defer(
 
 async def defer_async(app: procrastinate.App, repository: str, branch: str) -> Enqueued | None:
     """Queue indexing from the server (reconciliation); None when one already waits."""
+    from procrastinate.exceptions import AlreadyEnqueued
+
     name = lock_name(repository, branch)
     try:
         job_id = await app.configure_task(

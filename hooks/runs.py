@@ -104,6 +104,11 @@ class RunHistory:
                 conn, job_id, "interrupted: the process running it stopped (crash or kill)", attempt
             )
 
+    def running_of(self, worker: str) -> set[tuple[int, int]]:
+        """(job id, attempt) of the attempts `worker` left `running`."""
+        with connections.connect(self.conninfo, autocommit=True) as conn:
+            return jobs.running_attempts(conn, worker)
+
     def _write_end(self, job_id: int, attempt: int, status: str, fields: dict[str, Any]) -> None:
         with connections.connect(self.conninfo, autocommit=True) as conn:
             jobs.end_run(conn, job_id, attempt, status, **fields)

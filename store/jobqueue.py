@@ -46,7 +46,6 @@ import logging
 from collections.abc import Callable, Collection
 from typing import Any
 
-import procrastinate
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
@@ -63,6 +62,8 @@ def ensure_schema(conninfo: str) -> bool:
         conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
         if queue_exists(conn):
             return False
+        import procrastinate  # here: the commands that only read the queue need none
+
         schema = procrastinate.schema.SchemaManager.get_schema()
         conn.execute(schema.encode("utf-8"))  # several statements, no parameters
     log.info("procrastinate schema applied")
@@ -98,6 +99,8 @@ def finish_if_current(
         ).fetchone()
         if row is None:
             return False
+        import procrastinate
+
         conn.execute(
             procrastinate.sql.queries["finish_job"],
             {"job_id": job_id, "status": status, "delete_job": delete_job},

@@ -5,6 +5,7 @@ migration 010, columns added by 020 and 023).
     end_run(conn, job_id, attempt, "succeeded", error=..., tip=..., stats=...)
     run_progress(conn, job_id, attempt, {...})                  # what it is doing now
     close_interrupted(conn, job_id, reason, attempt)            # a dead process's attempt
+    running_attempts(conn, "host:123")                          # what a process was running
     latest_finished(conn)                                       # each branch's last outcome
     runs_exist(conn)                                            # table there (before `serve`)
     forget_runs(conn, "livre")                                  # a deleted repository's
@@ -86,6 +87,16 @@ def close_interrupted(conn: Any, job_id: int, reason: str, attempt: int | None =
         " WHERE job_id = %s AND status = 'running' AND (%s::int IS NULL OR attempt = %s::int)",
         (reason, job_id, attempt, attempt),
     )
+
+
+def running_attempts(conn: Any, worker: str) -> set[tuple[int, int]]:
+    """(job id, attempt) of every attempt `worker` (hooks.jobthread.worker_name) started
+    and has not ended."""
+    rows = conn.execute(
+        "SELECT job_id, attempt FROM glossator_job_runs WHERE worker = %s AND status = 'running'",
+        (worker,),
+    ).fetchall()
+    return {(int(job_id), int(attempt)) for job_id, attempt in rows}
 
 
 def latest_finished(conn: Any, repository: str | None = None) -> list[dict[str, Any]]:

@@ -23,8 +23,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 from indexer.corpus.sidecar_format import VectorSlot as Slot
 from indexer.corpus.sidecar_format import round_vector
 
@@ -53,6 +51,8 @@ def land(
 ) -> int:
     """Each vector beside its row, if that row still holds the slot's text and file hash
     and has no vector yet; the coverage counts them. The rows that took one."""
+    import numpy as np  # here: `glossator repo delete` imports this module, and needs none
+
     landed = 0
     with conn.cursor() as cur:
         for slot, vector in slots:

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import psycopg
 
 from core.vocabulary import NODE_TYPES, SIDECAR_SUFFIX
@@ -399,6 +398,8 @@ def _confirm(load: _Load, path: str, digest: str, sidecar: Sidecar) -> bool:
     landed vectors have): its record takes the sidecar's digest, and its rows stay —
     the second write of every row and of its vector into the indexes is saved. False
     when anything differs: the file is loaded whole, as any other."""
+    import numpy as np  # as in _write_rows
+
     conn = load.conn
     rows = conn.execute(
         "SELECT chunk_index, content, content_token_count, heading_path, parent_source_file,"
@@ -535,6 +536,8 @@ def _copy_rows(
 
 def _write_rows(copy: Any, repository: str, branch: str, path: str, sidecar: Sidecar) -> None:
     """The file's chunks as rows of an open binary COPY (COPY_COLUMNS)."""
+    import numpy as np  # here: a delete (`store.removal`) loads no rows and needs none
+
     m = sidecar.manifest
     work = work_of(path, sidecar)
     lang = str(m.extra.get("lang") or "fr")

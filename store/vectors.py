@@ -18,7 +18,6 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 import psycopg
 from pgvector import HalfVector
 from psycopg import sql
@@ -207,6 +206,8 @@ def nearest_of(rows: Sequence[list[Any]], k: int) -> list[tuple[int, float]]:
 
 def _query_vector(query_vector: Any, dimension: int) -> Any:
     """The query vector as the model's indexed cast takes it (halfvec above 2,000 dims)."""
+    import numpy as np  # here: `glossator repo delete` imports this module, and needs none
+
     q: Any = np.asarray(query_vector, dtype=np.float32)
     return HalfVector(q) if dimension > HNSW_VECTOR_MAX_DIMS else q
 

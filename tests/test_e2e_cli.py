@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from tests.gitserver_support import ServeProcess, commit_all, git
@@ -37,6 +38,17 @@ def cli(data_dir: Path, db_url: str, *args: str) -> subprocess.CompletedProcess[
         text=True,
         timeout=300,
     )
+
+
+def asked_and_here(
+    data_dir: Path, alone: Path, db_url: str, *args: str
+) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """The same command run on the server's data directory and on one with no server,
+    side by side (the one answered by the server waits on it, the other loads the model)."""
+    with ThreadPoolExecutor(2) as pool:
+        asked = pool.submit(cli, data_dir, db_url, *args)
+        here = pool.submit(cli, alone, db_url, *args)
+        return asked.result(), here.result()
 
 
 def citations(search_json: str) -> list[tuple[str, str, int]]:
@@ -67,14 +79,12 @@ def test_search_and_context_ask_the_running_server(tmp_path: Path, db_url: str) 
         alone = tmp_path / "alone"  # no server there: the command works by itself
         alone.mkdir()
 
-        asked = cli(
-            data_dir, db_url, "search", QUESTION, "-k", "5", "--repository", "chandelles", "--json"
-        )
+        asked, here = asked_and_here(
+            data_dir, alone, db_url, "search", QUESTION, "-k", "5", "--repository", "chandelles",
+            "--json",
+        )  # fmt: skip
         assert asked.returncode == 0, asked.stderr
         assert f"answered by the server at {server.base}" in asked.stderr
-        here = cli(
-            alone, db_url, "search", QUESTION, "-k", "5", "--repository", "chandelles", "--json"
-        )
         assert here.returncode == 0, here.stderr
         assert "answered by the server" not in here.stderr
         assert citations(asked.stdout) == citations(here.stdout) and citations(asked.stdout)
@@ -86,10 +96,11 @@ def test_search_and_context_ask_the_running_server(tmp_path: Path, db_url: str) 
         assert "chandelles:corpus/" in page.stdout and "fused " in page.stdout
 
         for form in ((), ("--json",)):
-            asked = cli(data_dir, db_url, "context", QUESTION, "--budget", "800", *form)
+            asked, here = asked_and_here(
+                data_dir, alone, db_url, "context", QUESTION, "--budget", "800", *form
+            )
             assert asked.returncode == 0, asked.stderr
             assert "answered by the server" in asked.stderr
-            here = cli(alone, db_url, "context", QUESTION, "--budget", "800", *form)
             assert here.returncode == 0, here.stderr
             assert asked.stdout == here.stdout, (asked.stdout[:2000], here.stdout[:2000])
         assert json.loads(asked.stdout)["found"] is True

@@ -6,6 +6,7 @@ started at offsets that straddle the moment the delete takes the repository away
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import subprocess
@@ -24,10 +25,13 @@ pytestmark = pytest.mark.slow
 
 GLOSSATOR = str(Path(sys.executable).with_name("glossator"))
 RUNS = 20
-# The delete command starts in ~1-3 s on a loaded machine (Python, then the database):
-# offsets from 0 to 2.85 s put the push before, during and after its taking the
-# repository away; each run also has a job of the repository queued or running.
-OFFSETS = [0.15 * i for i in range(RUNS)]
+# The delete command takes the repository away ~0.5 s after its start on a quiet machine,
+# ~1-3 s on a loaded one, more past load 8 (Python, then the database): offsets from 0
+# to 1.95 s every 0.15 s, then to 6 s, put the push before, during and after that
+# moment at either; each run also has a job of the repository queued or running. A
+# delete that ends before the offset has the push started at its end (a quiet machine
+# does not wait out the long offsets).
+OFFSETS = [0.15 * i for i in range(RUNS - 6)] + [2.4, 3.0, 3.6, 4.4, 5.2, 6.0]
 
 
 def _env(env: dict[str, str]) -> dict[str, str]:
@@ -117,7 +121,10 @@ def test_a_push_racing_a_delete_is_refused_or_waited_for(tmp_path: Path, db_url:
                 env=_env(env), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             )  # fmt: skip
-            time.sleep(offset)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                # the offset, or less when the delete is over by then: a push after its end
+                # meets what any later one would (the repository gone, its jobs and rows too)
+                delete.wait(timeout=offset)
             push = subprocess.run(
                 ["git", "push", url, "+main"], cwd=work, env=_env({}),
                 capture_output=True, text=True, timeout=300,

@@ -178,7 +178,14 @@ def test_keyword_search_before_vectors_and_a_killed_worker_resumes(
         landed = landed_inputs(db_url)  # a slice under way died with its transaction
         jobs = server.wait_idle("book", timeout=600)
         assert jobs[-1]["status"] == "done", jobs
-        assert "exited (killed by SIGKILL); restarting it" in server.log()
+        log = server.log()
+        assert "exited (killed by SIGKILL); restarting it" in log
+        # the new child put the dead one's job back before it said it was ready
+        # (`glossator worker --replaces`), not STALLED_S after the last heartbeat
+        restarted = log.split("exited (killed by SIGKILL); restarting it", 1)[1]
+        assert "was running in a process that died: queued again" in restarted, log[-3000:]
+        before_ready = restarted.split("glossator: worker ", 1)[0]
+        assert "was running in a process that died: queued again" in before_ready, restarted
 
     stats = jobs[-1]["stats"]
     bare = pygit2.Repository(str(tmp_path / "repos" / "book.git"))

@@ -23,6 +23,7 @@ import os
 import re
 import signal
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -71,8 +72,9 @@ def cluster(tmp_path: Path, db_url: str) -> Iterator[tuple[ServeProcess, list[Wo
     workers = [WorkerProcess(tmp_path, env, name=f"worker-{i}") for i in (1, 2)]
     try:
         server.start()
-        for w in workers:
-            w.start()
+        with ThreadPoolExecutor(len(workers)) as pool:  # side by side: each waits for its own
+            for started in [pool.submit(w.start) for w in workers]:
+                started.result()
         yield server, workers
     finally:
         for w in workers:

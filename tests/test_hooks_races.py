@@ -486,3 +486,40 @@ def test_job_nice_setting_is_checked() -> None:
     assert Settings.from_env({"GLOSSATOR_JOB_NICE": "0"}).job_nice == 0
     with pytest.raises(SettingsError, match="0 to 19"):
         Settings.from_env({"GLOSSATOR_JOB_NICE": "25"})
+
+
+async def test_a_dead_predecessors_job_is_put_back_at_start_a_live_workers_is_not(
+    branch: Branch, database: Any, fake_embedder: Any, fake_summarizer: Any
+) -> None:
+    """`serve`'s restarted child (`glossator worker --replaces <pid>`) puts the jobs its
+    dead predecessor ran back in the queue at its start, though their heartbeat is fresh;
+    another worker's running job, with as fresh a heartbeat, stays with it. End to end:
+    tests/test_e2e_landing.py."""
+    from store.jobs import start_run
+
+    service = service_for(branch, database, fake_embedder, fake_summarizer, pipeline_index())
+    service.maintenance.predecessor = "here:111"
+    dead = defer_sync(database.conninfo, "livre", "main").job_id
+    live = defer_sync(database.conninfo, "livre", "brouillon").job_id
+    with psycopg.connect(database.conninfo, autocommit=True) as conn:
+        row = conn.execute(
+            "INSERT INTO procrastinate_workers (last_heartbeat) VALUES (now()) RETURNING id"
+        ).fetchone()
+        assert row is not None
+        for job, branch_name, worker in (
+            (dead, "main", "here:111"),
+            (live, "brouillon", "here:222"),
+        ):
+            conn.execute(
+                "UPDATE procrastinate_jobs SET status = 'doing', worker_id = %s WHERE id = %s",
+                (row[0], job),
+            )
+            start_run(conn, job, 0, "livre", branch_name, worker)
+    await service.app.open_async()
+    try:
+        assert await service.maintenance.recover_stalled() == 0  # not at start: heartbeats
+        assert await service.maintenance.recover_stalled(startup=True) == 1
+    finally:
+        await service.app.close_async()
+    statuses = {job: status for job, status, _ in jobs(database.conninfo)}
+    assert statuses == {dead: "todo", live: "doing"}

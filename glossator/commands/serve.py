@@ -137,8 +137,13 @@ def serve(host: str | None, port: int | None, worker_mode: str, no_worker: bool)
 @click.option("--supervised-by", type=int, default=None, hidden=True)
 @click.option("--sole-worker", is_flag=True, hidden=True)
 @click.option("--ready-fd", type=int, default=None, hidden=True)
+@click.option("--replaces", type=int, default=None, hidden=True)  # a dead child's pid
 def worker(
-    concurrency: int, supervised_by: int | None, sole_worker: bool, ready_fd: int | None
+    concurrency: int,
+    supervised_by: int | None,
+    sole_worker: bool,
+    ready_fd: int | None,
+    replaces: int | None,
 ) -> None:
     """Run indexing jobs from the queue in PostgreSQL (same settings as `serve`).
 
@@ -155,5 +160,6 @@ def worker(
             sole_worker=sole_worker,
             supervised_by=supervised_by,
             ready_fd=ready_fd,
+            replaces=replaces,
         )
     )

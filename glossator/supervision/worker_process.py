@@ -12,7 +12,8 @@ ms idle). A child process has its own interpreter, and its jobs are niced
 (GLOSSATOR_JOB_NICE), so the kernel gives the server's searches the CPU first.
 
 The child is restarted when it dies (1 s, doubling to 60 s; back to 1 s once it
-has run a minute), stopped with the server, and never outlives it: it asks the
+has run a minute), told the dead one's pid (`--replaces`: it puts that process's
+job back in the queue at once, hooks.maintenance), stopped with the server, and never outlives it: it asks the
 kernel for SIGKILL when its parent dies (Linux) and also exits when its stdin,
 a pipe only the server holds, reaches end of file (any platform), so even a
 SIGKILLed server leaves no worker behind (glossator.worker.die_with_parent, the child's
@@ -106,6 +107,9 @@ class WorkerSupervisor:
         self._stopping = False
         self._ready_task: asyncio.Task[None] | None = None
         self._task: asyncio.Task[None] | None = None
+        # the last child's pid once it died: its successor puts its jobs back at once
+        # (`glossator worker --replaces`, hooks.maintenance), not after STALLED_S
+        self._dead: int | None = None
 
     @property
     def pid(self) -> int | None:
@@ -136,8 +140,10 @@ class WorkerSupervisor:
         # child itself, in order. `--ready-fd`: a pipe the child writes once ready.
         read_end, write_end = os.pipe()
         try:
+            replaces = () if self._dead is None else ("--replaces", str(self._dead))
             proc = await asyncio.create_subprocess_exec(
                 *self.argv,
+                *replaces,
                 "--ready-fd",
                 str(write_end),
                 env=self.env,
@@ -176,6 +182,7 @@ class WorkerSupervisor:
                 self.starts += 1
                 log.info("indexing worker started (pid %s)", self.proc.pid)
                 code = await self.proc.wait()
+                self._dead = self.proc.pid
             if self._stopping:
                 return
             if self._ready_task is not None:

@@ -18,8 +18,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from indexer.corpus.errors import CorpusError
 
 MANIFEST_KEYS = (
@@ -119,7 +117,10 @@ def round_vector(vector: Any) -> list[float]:
     `_VECTORISED_BELOW`, NaN, infinities) are rounded by round() itself. Same floats, so
     json writes the same bytes (tests/test_sidecar_rounding.py); ~10x faster on a
     384-dimension vector than the comprehension, which was 15 % of `glossator index`'s
-    time on a 2 MB book without embeddings (bench/book.py --profile)."""
+    time on a 2 MB book without embeddings (bench/book.py --profile). numpy is imported
+    here, not with the module: `glossator repo delete` reads sidecars' names, not vectors."""
+    import numpy as np
+
     values = np.asarray(vector, dtype=np.float64)
     scaled = values * _SCALE
     rounded = (np.rint(scaled) / _SCALE).tolist()
