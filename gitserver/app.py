@@ -306,21 +306,21 @@ class GitServer:
         (docs/push-pipeline.md, "Writers are not starved"). A lone writer never waits;
         at most HOLD_MAX_S."""
         branches = [
-            ref[len("refs/heads/") :]
+            (ref[len("refs/heads/") :], new)
             for _old, new, ref in (line.split() for line in updates.splitlines() if line.strip())
             if ref.startswith("refs/heads/") and new.strip("0")
         ]
         path = self.store.path(name)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + HOLD_MAX_S
-        for branch in branches:
-            # the first look here on the loop: a few small files and the branch's ref,
-            # and almost always nobody else (a thread hop would cost a lone writer more)
-            if not _others_under_way(path, branch):
+        for branch, pushed in branches:
+            # the first look here on the loop: a few small files, and almost always
+            # nobody else but this push (a thread hop would cost a lone writer more)
+            if not _others_under_way(path, branch, pushed):
                 continue
             while loop.time() < deadline:
                 await asyncio.sleep(HOLD_POLL_S)
-                if not await asyncio.to_thread(_others_under_way, path, branch):
+                if not await asyncio.to_thread(_others_under_way, path, branch, pushed):
                     break
 
     async def create_repo(self, request: Request) -> Response:
@@ -377,25 +377,38 @@ def _hook_answer(status: int, output: str) -> Response:
     return PlainTextResponse(f"{status}\n{output}")
 
 
-def _others_under_way(path: Path, branch: str) -> int:
-    """Pushes to `branch` under way or just refused, other than those that landed."""
-    try:
-        repo = pygit2.Repository(str(path))
-        ref = repo.references.get(f"refs/heads/{branch}")
-        if ref is None:
-            return 0
-        tip = str(ref.resolve().target)
-    except (pygit2.GitError, KeyError, ValueError):
-        return 0
+def _others_under_way(path: Path, branch: str, pushed: str) -> int:
+    """Pushes to `branch` under way or just refused, other than those that landed.
+    `pushed`: the commit this post-receive's push set the branch to, landed (git runs
+    post-receive after the ref moved); the repository is opened only for a marker of
+    another commit, so a lone writer's look reads its own marker and nothing more."""
+    tips: list[tuple[pygit2.Repository, str] | None] = []
+
+    def branch_tip() -> tuple[pygit2.Repository, str] | None:
+        if not tips:
+            try:
+                repo = pygit2.Repository(str(path))
+                ref = repo.references.get(f"refs/heads/{branch}")
+                tips.append(None if ref is None else (repo, str(ref.resolve().target)))
+            except (pygit2.GitError, KeyError, ValueError):
+                tips.append(None)
+        return tips[0]
 
     def landed(commit: str) -> bool:
+        if commit == pushed:
+            return True
+        found = branch_tip()
+        if found is None:  # no branch (deleted since): nothing waits to land on it
+            return True
+        repo, tip = found
         try:
             return commit == tip or repo.descendant_of(tip, commit)
         except (pygit2.GitError, KeyError, ValueError):  # not in the repository: not landed
             return False
 
     # a ref listing not followed by its push yet is no refused writer to let in
-    return receiving.pushes_under_way(path, branch, tip, landed=landed, advertised=False)
+    count = receiving.pushes_under_way(path, branch, pushed, landed=landed, advertised=False)
+    return count if count and branch_tip() is not None else 0  # no branch: none to wait for
 
 
 class GitRoute(Route):

@@ -86,12 +86,18 @@ def base_tree(repo: pygit2.Repository, old: str) -> pygit2.Tree | None:
 REGULAR = (FileMode.BLOB, FileMode.BLOB_EXECUTABLE)
 
 
-def same_names(base: pygit2.Tree, tree: pygit2.Tree) -> bool:
-    """Whether `tree` has exactly `base`'s paths and modes and policy: every difference
-    is the content of a regular file other than glossator.toml. The tree-wide checks
-    read names, modes and the policy only, so they say of `tree` what they said of
-    `base`."""
-    for delta in base.diff_to_tree(tree).deltas:
+def tree_diff(base: pygit2.Tree | None, tree: pygit2.Tree) -> pygit2.Diff:
+    """`base` (None: the empty tree) against `tree`, computed once per pushed branch for
+    both same_names and changed_markdown to read."""
+    return tree.diff_to_tree(swap=True) if base is None else base.diff_to_tree(tree)
+
+
+def same_names(diff: pygit2.Diff) -> bool:
+    """Whether the diff (tree_diff) of a base tree against a pushed tree leaves exactly
+    the base's paths and modes and policy: every difference is the content of a regular
+    file other than glossator.toml. The tree-wide checks read names, modes and the
+    policy only, so they say of the pushed tree what they said of the base."""
+    for delta in diff.deltas:
         if delta.status_char() != "M" or delta.new_file.path == POLICY_FILE:
             return False
         if delta.old_file.mode != delta.new_file.mode or delta.new_file.mode not in REGULAR:
@@ -100,13 +106,17 @@ def same_names(base: pygit2.Tree, tree: pygit2.Tree) -> bool:
 
 
 def changed_markdown(
-    repo: pygit2.Repository, base: pygit2.Tree | None, new: str, prompts_dir: str = ""
+    repo: pygit2.Repository,
+    base: pygit2.Tree | None,
+    new: str,
+    prompts_dir: str = "",
+    diff: pygit2.Diff | None = None,
 ) -> Iterator[tuple[str, bytes]]:
     """(path, content) of each .md file added or modified between the `base` tree
     (None: the empty tree, every file is new) and commit `new`, under corpus/ or under
-    `prompts_dir`."""
-    new_tree = repo[new].peel(pygit2.Commit).tree
-    diff = new_tree.diff_to_tree(swap=True) if base is None else base.diff_to_tree(new_tree)
+    `prompts_dir`; `diff`: their tree_diff when the caller has it already."""
+    if diff is None:
+        diff = tree_diff(base, repo[new].peel(pygit2.Commit).tree)
     roots = tuple(d.strip("/") + "/" for d in (CORPUS_DIR, prompts_dir) if d.strip("/"))
     for delta in diff.deltas:
         path = delta.new_file.path
@@ -222,13 +232,14 @@ def check_updates(
             continue
         tree = repo[new].peel(pygit2.Commit).tree
         base = base_tree(repo, old)
-        if base is None or not same_names(base, tree):
+        diff = tree_diff(base, tree)
+        if base is None or not same_names(diff):
             for found in check_tree(repo, new):
                 if (found.path, found.message) not in seen:
                     seen.add((found.path, found.message))
                     problems.append(found)
         policy, _ = read_policy(repo, tree)
-        for path, data in changed_markdown(repo, base, new, policy.prompts_dir):
+        for path, data in changed_markdown(repo, base, new, policy.prompts_dir, diff):
             problem = check_file(path, data)
             if problem is not None and (path, problem.message) not in seen:
                 seen.add((path, problem.message))

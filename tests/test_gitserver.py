@@ -378,6 +378,50 @@ def test_a_push_under_way_is_marked_with_its_refs(
             assert pushed_refs(f, encoding) is None
 
 
+def test_the_let_in_look_opens_the_repository_only_for_another_push(
+    store: RepoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After a push landed, the server looks for other writers' pushes to its branch
+    before it answers (GitServer._let_other_writers_in): its own marker names the commit
+    it pushed, landed, so a lone writer's look reads the markers and opens no repository;
+    another push's commit is looked up in the branch."""
+    from core import receiving
+    from gitserver import app as app_module
+
+    bare = store.create("livre")
+    for hook in ("pre-receive", "post-receive"):
+        (bare / "hooks" / hook).unlink()
+    work = init_work(tmp_path / "work", {CH1: GOOD})
+    first = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    write_files(work, {CH2: GOOD})
+    commit_all(work, "second")
+    head = git("rev-parse", "HEAD", cwd=work).stdout.strip()
+    git("push", "-q", f"file://{bare}", "main", cwd=work)
+    opened: list[str] = []
+
+    class Counted(pygit2.Repository):
+        def __init__(self, path: str) -> None:
+            opened.append(path)
+            super().__init__(path)
+
+    monkeypatch.setattr(app_module.pygit2, "Repository", Counted)
+    own = receiving.begin(bare)
+    own.name_refs([("refs/heads/main", head)])
+    assert app_module._others_under_way(bare, "main", head) == 0
+    assert opened == []
+    earlier = receiving.begin(bare)  # an ended push of the tip's parent: landed
+    earlier.name_refs([("refs/heads/main", first)])
+    earlier.finish()
+    assert app_module._others_under_way(bare, "main", head) == 0
+    assert len(opened) == 1
+    other = receiving.begin(bare)  # a push of a commit not in the branch, under way
+    other.name_refs([("refs/heads/main", "1" * 40)])
+    assert app_module._others_under_way(bare, "main", head) == 1
+    assert app_module._others_under_way(bare, "draft", head) == 0  # a branch none names
+    other.finish()  # ended without landing: its writer may be pulling to push again
+    assert app_module._others_under_way(bare, "main", head) == 1
+
+
 def test_a_push_holds_the_commit_backs_from_its_ref_listing(
     store: RepoStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
