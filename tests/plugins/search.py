@@ -175,21 +175,8 @@ def search_db_url(
 
 @pytest.fixture(scope="session")
 def search_pool(search_db_url: str) -> Iterator[ConnectionPool]:
-    # checked before use as the server's pools are (store.db, _CHECK): a connection the
-    # shared cluster reset is replaced, not handed to the next test
-    pool = ConnectionPool(
-        search_db_url,
-        min_size=1,
-        max_size=4,
-        configure=configure_connection,
-        check=ConnectionPool.check_connection,
-        open=False,
-    )
-    pool.open(wait=True, timeout=30)
-    try:
+    with open_pool(search_db_url, max_size=4) as pool:
         yield pool
-    finally:
-        pool.close()
 
 
 @pytest.fixture
@@ -227,12 +214,14 @@ def example_pool(request: pytest.FixtureRequest, pg_server: object) -> Iterator[
 
 
 @contextmanager
-def open_pool(url: str) -> Iterator[ConnectionPool]:
-    """A small pool on `url` (pgvector registered), open until the block ends."""
+def open_pool(url: str, max_size: int = 2) -> Iterator[ConnectionPool]:
+    """A small pool on `url` (pgvector registered), open until the block ends; checked
+    before use as the server's pools are (store.db, _CHECK): a connection the shared
+    cluster reset is replaced, not handed to the next test."""
     pool = ConnectionPool(
         url,
         min_size=1,
-        max_size=2,
+        max_size=max_size,
         configure=configure_connection,
         check=ConnectionPool.check_connection,
         open=False,
